@@ -1,0 +1,88 @@
+// /integrations/apiKeys and /integrations/authClients (admin): create (secret shown once), list, revoke.
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { Services } from '../services.ts';
+import { StringEnum } from '../http/schema.ts';
+import type { RouteDef } from '../http/versioning/route.ts';
+import { notFound } from '../http/errors.ts';
+import { Page, PageQuery, decodeCursor, pageOf } from '../http/pagination.ts';
+import { isoNN, iso } from '../http/time.ts';
+import { createApiKey, createAuthClient } from './service.ts';
+import * as store from './store.ts';
+
+const ScopeT = StringEnum(['read', 'write', 'admin']);
+const CreateBody = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200 }), scopes: Type.Array(ScopeT, { minItems: 1, maxItems: 3, uniqueItems: true }) },
+  { additionalProperties: false },
+);
+const UuidParams = Type.Object({ uuid: Type.String({ format: 'uuid' }) });
+const ApiKey = Type.Object({
+  uuid: Type.String(), name: Type.String(), prefix: Type.String(), scopes: Type.Array(ScopeT),
+  createdAt: Type.String(), lastUsedAt: Type.Union([Type.String(), Type.Null()]),
+});
+const AuthClient = Type.Object({ uuid: Type.String(), name: Type.String(), clientId: Type.String(), scopes: Type.Array(ScopeT), createdAt: Type.String() });
+
+const shapeKey = (r: store.ApiKeyRow) => ({ uuid: r.uuid, name: r.name, prefix: r.prefix, scopes: r.scopes, createdAt: isoNN(r.created_at), lastUsedAt: iso(r.last_used_at) });
+const shapeClient = (r: store.AuthClientRow) => ({ uuid: r.uuid, name: r.name, clientId: r.client_id, scopes: r.scopes, createdAt: isoNN(r.created_at) });
+
+type Q = { limit: number; cursor?: string };
+
+export function credentialRoutes(s: Services): RouteDef[] {
+  const base = { scope: 'admin' as const, since: '2022-08', tag: 'Integrations' };
+  return [
+    {
+      ...base, id: 'apiKeys.create', method: 'POST', path: '/integrations/apiKeys', summary: 'Create an API key (the key is shown only in this answer)',
+      schema: { body: CreateBody, response: { 201: Type.Composite([ApiKey, Type.Object({ key: Type.String() })]) } },
+      handler: async (req: FastifyRequest, reply) => {
+        const b = req.body as { name: string; scopes: any[] };
+        const { row, key } = await createApiKey(s.db, b.name, b.scopes);
+        reply.code(201);
+        return { ...shapeKey(row), key };
+      },
+    },
+    {
+      ...base, id: 'apiKeys.list', method: 'GET', path: '/integrations/apiKeys', summary: 'List active API keys',
+      schema: { querystring: Type.Object(PageQuery), response: { 200: Page(ApiKey) } },
+      handler: async (req) => {
+        const q = req.query as Q;
+        return pageOf(await store.listApiKeys(s.db, decodeCursor(q.cursor), q.limit + 1), q.limit, shapeKey);
+      },
+    },
+    {
+      ...base, id: 'apiKeys.revoke', method: 'DELETE', path: '/integrations/apiKeys/:uuid', summary: 'Revoke an API key',
+      schema: { params: UuidParams },
+      handler: async (req, reply) => {
+        if (!(await store.revokeApiKey(s.db, (req.params as any).uuid))) throw notFound('API key not found');
+        reply.code(204);
+        return undefined;
+      },
+    },
+    {
+      ...base, id: 'authClients.create', method: 'POST', path: '/integrations/authClients', summary: 'Create an OAuth client (the secret is shown only in this answer)',
+      schema: { body: CreateBody, response: { 201: Type.Composite([AuthClient, Type.Object({ clientSecret: Type.String() })]) } },
+      handler: async (req, reply) => {
+        const b = req.body as { name: string; scopes: any[] };
+        const { row, clientSecret } = await createAuthClient(s.db, b.name, b.scopes);
+        reply.code(201);
+        return { ...shapeClient(row), clientSecret };
+      },
+    },
+    {
+      ...base, id: 'authClients.list', method: 'GET', path: '/integrations/authClients', summary: 'List active OAuth clients',
+      schema: { querystring: Type.Object(PageQuery), response: { 200: Page(AuthClient) } },
+      handler: async (req) => {
+        const q = req.query as Q;
+        return pageOf(await store.listAuthClients(s.db, decodeCursor(q.cursor), q.limit + 1), q.limit, shapeClient);
+      },
+    },
+    {
+      ...base, id: 'authClients.revoke', method: 'DELETE', path: '/integrations/authClients/:uuid', summary: 'Revoke an OAuth client and its tokens',
+      schema: { params: UuidParams },
+      handler: async (req, reply) => {
+        if (!(await store.revokeAuthClient(s.db, (req.params as any).uuid))) throw notFound('auth client not found');
+        reply.code(204);
+        return undefined;
+      },
+    },
+  ];
+}

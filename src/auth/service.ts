@@ -1,0 +1,91 @@
+// Authentication: API keys and OAuth client-credentials tokens, the bootstrap admin key, key management.
+import type { Db, Queryable } from '../db/db.ts';
+import type { Scope } from '../http/versioning/route.ts';
+import type { Principal } from './principal.ts';
+import * as store from './store.ts';
+import { digestsEqual, hashSecret, newSecret, secretMatches } from './tokens.ts';
+
+export const API_KEY_PREFIX = 'bulb_key_';
+export const CLIENT_SECRET_PREFIX = 'bulb_cs_';
+export const ACCESS_TOKEN_PREFIX = 'bulb_at_';
+export const ACCESS_TOKEN_TTL_SEC = 3600;
+const TOUCH_EVERY_MS = 60_000;
+
+export async function createApiKey(db: Queryable, name: string, scopes: Scope[]) {
+  const key = newSecret(API_KEY_PREFIX);
+  const row = await store.insertApiKey(db, { name, prefix: key.slice(0, API_KEY_PREFIX.length + 6), hash: hashSecret(key), scopes });
+  return { row, key };
+}
+
+export async function createAuthClient(db: Queryable, name: string, scopes: Scope[]) {
+  const clientId = `bulb_client_${newSecret('', 12)}`;
+  const clientSecret = newSecret(CLIENT_SECRET_PREFIX);
+  const row = await store.insertAuthClient(db, { name, clientId, hash: hashSecret(clientSecret), scopes });
+  return { row, clientSecret };
+}
+
+/**
+ * Makes sure an admin key exists. With BULB_ADMIN_KEY: that exact key (idempotent). Without: creates one
+ * if there is no active admin key, and returns it so the caller can print it once.
+ */
+export async function bootstrapAdminKey(db: Db, adminKey: string | undefined): Promise<{ created?: string }> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [0x61646d6e]);
+    if (adminKey) {
+      await store.ensureApiKey(tx, { name: 'admin (BULB_ADMIN_KEY)', prefix: adminKey.slice(0, 4) + '…', hash: hashSecret(adminKey), scopes: ['admin'] });
+      return {};
+    }
+    if (await store.hasActiveAdminKey(tx)) return {};
+    const key = newSecret(API_KEY_PREFIX);
+    await store.insertApiKey(tx, { name: 'admin (first start)', prefix: key.slice(0, API_KEY_PREFIX.length + 6), hash: hashSecret(key), scopes: ['admin'] });
+    return { created: key };
+  });
+}
+
+export type ClientCredentialsResult =
+  | { ok: true; accessToken: string; scopes: Scope[]; expiresIn: number }
+  | { ok: false; error: 'invalid_client' | 'invalid_scope'; description: string };
+
+export async function issueAccessToken(db: Queryable, clientId: string, clientSecret: string, requested: string[] | undefined): Promise<ClientCredentialsResult> {
+  const client = await store.findAuthClient(db, clientId);
+  // Hash anyway when the client is unknown so both paths cost the same.
+  const ok = client ? secretMatches(clientSecret, client.secret_hash) : (hashSecret(clientSecret), false);
+  if (!client || !ok) return { ok: false, error: 'invalid_client', description: 'client authentication failed' };
+  let scopes = client.scopes;
+  if (requested && requested.length > 0) {
+    const bad = requested.filter((s) => !client.scopes.includes(s as Scope));
+    if (bad.length > 0) return { ok: false, error: 'invalid_scope', description: `scope not granted to this client: ${bad.join(' ')}` };
+    scopes = requested as Scope[];
+  }
+  const accessToken = newSecret(ACCESS_TOKEN_PREFIX);
+  await store.insertAccessToken(db, { clientId: client.id, hash: hashSecret(accessToken), scopes, ttlSec: ACCESS_TOKEN_TTL_SEC });
+  return { ok: true, accessToken, scopes, expiresIn: ACCESS_TOKEN_TTL_SEC };
+}
+
+/** Resolves a bearer token to its principal, or undefined (unknown, revoked, expired). */
+export class Authenticator {
+  private lastTouch = new Map<string, number>();
+  constructor(private db: Db) {}
+
+  async authenticate(token: string): Promise<Principal | undefined> {
+    if (token.length === 0 || token.length > 512) return undefined;
+    const hash = hashSecret(token);
+    if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
+      const t = await store.findAccessToken(this.db, hash);
+      if (!t || !digestsEqual(hash, t.secret_hash)) return undefined;
+      return { kind: 'oauth', uuid: t.uuid, scopes: t.scopes };
+    }
+    const k = await store.findApiKeyByHash(this.db, hash);
+    if (!k || !digestsEqual(hash, k.secret_hash)) return undefined;
+    this.touch(k.id);
+    return { kind: 'apiKey', uuid: k.uuid, scopes: k.scopes };
+  }
+
+  /** Records last use at most once a minute per key, off the request path. */
+  private touch(id: string) {
+    const now = Date.now();
+    if (now - (this.lastTouch.get(id) ?? 0) < TOUCH_EVERY_MS) return;
+    this.lastTouch.set(id, now);
+    store.touchApiKey(this.db, id).catch(() => {});
+  }
+}

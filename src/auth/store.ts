@@ -1,0 +1,131 @@
+// SQL for API keys, auth clients and OAuth access tokens.
+import type { Queryable } from '../db/db.ts';
+import type { Scope } from '../http/versioning/route.ts';
+
+export interface ApiKeyRow {
+  uuid: string;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface TokenOwnerRow {
+  id: string;
+  uuid: string;
+  scopes: Scope[];
+  secret_hash: Buffer;
+  last_used_at?: string | null;
+}
+
+const KEY_COLS = 'uuid, name, prefix, scopes, created_at, last_used_at, revoked_at';
+
+export async function insertApiKey(db: Queryable, k: { name: string; prefix: string; hash: Buffer; scopes: Scope[] }): Promise<ApiKeyRow> {
+  const r = await db.query<ApiKeyRow>(
+    `INSERT INTO api_keys (name, prefix, secret_hash, scopes) VALUES ($1, $2, $3, $4) RETURNING ${KEY_COLS}`,
+    [k.name, k.prefix, k.hash, k.scopes],
+  );
+  return r.rows[0];
+}
+
+/** Idempotent insert of a key with a known hash (the bootstrap admin key). */
+export async function ensureApiKey(db: Queryable, k: { name: string; prefix: string; hash: Buffer; scopes: Scope[] }): Promise<boolean> {
+  const r = await db.query(
+    `INSERT INTO api_keys (name, prefix, secret_hash, scopes) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (secret_hash) DO UPDATE SET revoked_at = NULL, scopes = EXCLUDED.scopes RETURNING (xmax = 0) AS inserted`,
+    [k.name, k.prefix, k.hash, k.scopes],
+  );
+  return r.rows[0]?.inserted === true;
+}
+
+export async function hasActiveAdminKey(db: Queryable): Promise<boolean> {
+  const r = await db.query(`SELECT 1 FROM api_keys WHERE revoked_at IS NULL AND 'admin' = ANY(scopes) LIMIT 1`);
+  return r.rows.length > 0;
+}
+
+export async function listApiKeys(db: Queryable, afterId: string | null, limit: number) {
+  const r = await db.query<ApiKeyRow & { id: string }>(
+    `SELECT id, ${KEY_COLS} FROM api_keys WHERE revoked_at IS NULL AND ($1::bigint IS NULL OR id > $1) ORDER BY id LIMIT $2`,
+    [afterId, limit],
+  );
+  return r.rows;
+}
+
+export async function revokeApiKey(db: Queryable, uuid: string): Promise<boolean> {
+  const r = await db.query(`UPDATE api_keys SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL`, [uuid]);
+  return r.rowCount > 0;
+}
+
+export async function findApiKeyByHash(db: Queryable, hash: Buffer): Promise<TokenOwnerRow | undefined> {
+  const r = await db.query<TokenOwnerRow>(
+    `SELECT id, uuid, scopes, secret_hash, last_used_at FROM api_keys WHERE secret_hash = $1 AND revoked_at IS NULL`,
+    [hash],
+  );
+  return r.rows[0];
+}
+
+export async function touchApiKey(db: Queryable, id: string): Promise<void> {
+  await db.query(`UPDATE api_keys SET last_used_at = now() WHERE id = $1`, [id]);
+}
+
+export interface AuthClientRow {
+  uuid: string;
+  name: string;
+  client_id: string;
+  scopes: Scope[];
+  created_at: string;
+}
+
+const CLIENT_COLS = 'uuid, name, client_id, scopes, created_at';
+
+export async function insertAuthClient(db: Queryable, c: { name: string; clientId: string; hash: Buffer; scopes: Scope[] }): Promise<AuthClientRow> {
+  const r = await db.query<AuthClientRow>(
+    `INSERT INTO auth_clients (name, client_id, secret_hash, scopes) VALUES ($1, $2, $3, $4) RETURNING ${CLIENT_COLS}`,
+    [c.name, c.clientId, c.hash, c.scopes],
+  );
+  return r.rows[0];
+}
+
+export async function listAuthClients(db: Queryable, afterId: string | null, limit: number) {
+  const r = await db.query<AuthClientRow & { id: string }>(
+    `SELECT id, ${CLIENT_COLS} FROM auth_clients WHERE revoked_at IS NULL AND ($1::bigint IS NULL OR id > $1) ORDER BY id LIMIT $2`,
+    [afterId, limit],
+  );
+  return r.rows;
+}
+
+/** Revokes the client and every access token issued to it. */
+export async function revokeAuthClient(db: Queryable, uuid: string): Promise<boolean> {
+  const r = await db.query<{ id: string }>(`UPDATE auth_clients SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING id`, [uuid]);
+  if (r.rows.length === 0) return false;
+  await db.query(`DELETE FROM oauth_tokens WHERE client_id = $1`, [r.rows[0].id]);
+  return true;
+}
+
+export async function findAuthClient(db: Queryable, clientId: string): Promise<TokenOwnerRow | undefined> {
+  const r = await db.query<TokenOwnerRow>(
+    `SELECT id, uuid, scopes, secret_hash FROM auth_clients WHERE client_id = $1 AND revoked_at IS NULL`,
+    [clientId],
+  );
+  return r.rows[0];
+}
+
+export async function insertAccessToken(db: Queryable, t: { clientId: string; hash: Buffer; scopes: Scope[]; ttlSec: number }) {
+  await db.query(
+    `INSERT INTO oauth_tokens (client_id, secret_hash, scopes, expires_at) VALUES ($1, $2, $3, now() + make_interval(secs => $4))`,
+    [t.clientId, t.hash, t.scopes, t.ttlSec],
+  );
+  // Keep the table small: drop tokens that expired a while ago.
+  await db.query(`DELETE FROM oauth_tokens WHERE expires_at < now() - interval '1 day'`);
+}
+
+export async function findAccessToken(db: Queryable, hash: Buffer): Promise<TokenOwnerRow | undefined> {
+  const r = await db.query<TokenOwnerRow>(
+    `SELECT t.id, c.uuid, t.scopes, t.secret_hash FROM oauth_tokens t JOIN auth_clients c ON c.id = t.client_id
+      WHERE t.secret_hash = $1 AND t.expires_at > now() AND c.revoked_at IS NULL`,
+    [hash],
+  );
+  return r.rows[0];
+}

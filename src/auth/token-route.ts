@@ -1,0 +1,53 @@
+// POST /auth/oauth2/token: OAuth 2.0 client credentials (RFC 6749 §4.4), errors per §5.2.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Services } from '../services.ts';
+import { issueAccessToken } from './service.ts';
+
+function oauthError(reply: FastifyReply, status: number, error: string, description: string) {
+  if (status === 401) reply.header('WWW-Authenticate', 'Basic realm="bulb"');
+  // RFC 6749 fields for OAuth clients, plus the SPEC's error list for everyone else.
+  return reply.code(status).header('cache-control', 'no-store').send({
+    error,
+    error_description: description,
+    errors: [{ message: description, errorCode: status === 401 ? 'Unauthorized' : 'InvalidParameterError', moreInfo: error }],
+  });
+}
+
+function basicCredentials(header: string | undefined): { id: string; secret: string } | undefined {
+  const m = header ? /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  if (i < 0) return undefined;
+  // RFC 6749 §2.3.1: both parts are form-urlencoded before Basic encoding.
+  const dec = (x: string) => {
+    try {
+      return decodeURIComponent(x.replace(/\+/g, ' '));
+    } catch {
+      return x;
+    }
+  };
+  return { id: dec(decoded.slice(0, i)), secret: dec(decoded.slice(i + 1)) };
+}
+
+export function tokenRoutes(app: FastifyInstance, s: Services) {
+  app.post('/auth/oauth2/token', async (req, reply) => {
+    const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
+    const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    const grant = str('grant_type');
+    if (!grant) return oauthError(reply, 400, 'invalid_request', 'grant_type is required');
+    if (grant !== 'client_credentials') return oauthError(reply, 400, 'unsupported_grant_type', 'only client_credentials is supported');
+    const basic = basicCredentials(req.headers.authorization);
+    const formId = str('client_id');
+    const formSecret = str('client_secret');
+    if (basic && (formId || formSecret)) return oauthError(reply, 400, 'invalid_request', 'use either HTTP Basic or form credentials, not both');
+    const id = basic?.id ?? formId;
+    const secret = basic?.secret ?? formSecret;
+    if (!id || !secret || id.length > 200 || secret.length > 200) return oauthError(reply, 401, 'invalid_client', 'client authentication failed');
+    const scope = str('scope');
+    const result = await issueAccessToken(s.db, id, secret, scope ? scope.split(' ').filter(Boolean) : undefined);
+    if (!result.ok) return oauthError(reply, result.error === 'invalid_client' ? 401 : 400, result.error, result.description);
+    return { access_token: result.accessToken, token_type: 'Bearer', expires_in: result.expiresIn, scope: result.scopes.join(' ') };
+  });
+}

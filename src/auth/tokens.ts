@@ -1,0 +1,20 @@
+// Generating, hashing and comparing secrets. Secrets are stored only as SHA-256 digests.
+import crypto from 'node:crypto';
+
+export function newSecret(prefix: string, bytes = 32): string {
+  return `${prefix}${crypto.randomBytes(bytes).toString('base64url')}`;
+}
+
+export function hashSecret(secret: string): Buffer {
+  return crypto.createHash('sha256').update(secret, 'utf8').digest();
+}
+
+/** Constant-time equality of two digests (false on length mismatch). */
+export function digestsEqual(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && crypto.timingSafeEqual(a, b);
+}
+
+/** Constant-time check of a presented secret against a stored digest. */
+export function secretMatches(secret: string, storedHash: Buffer): boolean {
+  return digestsEqual(hashSecret(secret), storedHash);
+}

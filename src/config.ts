@@ -1,0 +1,82 @@
+// Environment → one typed, validated configuration object (SPEC §1).
+export type Role = 'api' | 'worker' | 'all';
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  adminKey: string | undefined;
+  serviceName: string;
+  role: Role;
+  webhookRetrySchedule: number[]; // seconds between attempts
+  webhookTimeoutMs: number;
+  webhookAllowPrivate: boolean;
+  webhookRetentionDays: number;
+  logLevel: string;
+  rateLimitPerSec: number;
+  rateLimitBurst: number;
+  bodyLimitBytes: number;
+}
+
+export class ConfigError extends Error {}
+
+function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer in ${min}..${max}, got "${raw}"`);
+  return n;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, def: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+export function parseRetrySchedule(raw: string): number[] {
+  const parts = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const out = parts.map(Number);
+  if (out.length === 0 || out.some((n) => !Number.isFinite(n) || n < 0 || n > 86400 * 7)) {
+    throw new ConfigError(`BULB_WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds (0..604800), got "${raw}"`);
+  }
+  return out;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const role = (env.BULB_ROLE || 'all') as Role;
+  if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`BULB_ROLE must be api, worker or all, got "${role}"`);
+  const serviceName = (env.BULB_SERVICE_NAME || 'tulip').toLowerCase();
+  if (!/^[a-z][a-z0-9]{0,31}$/.test(serviceName)) throw new ConfigError(`BULB_SERVICE_NAME must be lowercase letters/digits, got "${serviceName}"`);
+  return {
+    port: int(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST || '127.0.0.1',
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: env.BULB_DATA_DIR || './data',
+    adminKey: env.BULB_ADMIN_KEY || undefined,
+    serviceName,
+    role,
+    webhookRetrySchedule: parseRetrySchedule(env.BULB_WEBHOOK_RETRY_SCHEDULE || '5,20,125'),
+    webhookTimeoutMs: int(env, 'BULB_WEBHOOK_TIMEOUT_MS', 20000, 1, 600000),
+    webhookAllowPrivate: bool(env, 'BULB_WEBHOOK_ALLOW_PRIVATE', false),
+    webhookRetentionDays: int(env, 'BULB_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
+    logLevel: env.BULB_LOG_LEVEL || 'info',
+    rateLimitPerSec: int(env, 'BULB_RATE_LIMIT_PER_SEC', 100, 1, 10_000_000),
+    rateLimitBurst: int(env, 'BULB_RATE_LIMIT_BURST', 200, 1, 10_000_000),
+    bodyLimitBytes: 1024 * 1024,
+  };
+}
+
+/** Service-name derived wire names (SPEC preamble). */
+export function wireNames(serviceName: string) {
+  const cap = serviceName.charAt(0).toUpperCase() + serviceName.slice(1);
+  return {
+    legacyPrefix: `/${serviceName}_api/v2`,
+    hmacHeader: `X-${cap}-Hmac-256`,
+    sourceApi: `${serviceName.toUpperCase()}_API`,
+    sourceApp: `${serviceName.toUpperCase()}_APP`,
+  };
+}

@@ -1,0 +1,109 @@
+// /crm/customers routes: thin handlers over the customer service.
+
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import '../../http/formats.ts';
+import type { Services } from '../../services.ts';
+import type { RouteDef } from '../../http/versioning/route.ts';
+import { notFound, toApiError } from '../../http/errors.ts';
+import { decodeCursor, pageOf, Page } from '../../http/pagination.ts';
+import { sourceOf } from '../../http/context.ts';
+import { withRetry } from '../../db/db.ts';
+import * as S from './schema.ts';
+import * as store from './store.ts';
+import { createCustomer, patchCustomer, putCustomer, shapeCustomer, upsertByExternalId } from './service.ts';
+
+const bulkItem = TypeCompiler.Compile(S.CustomerCreate);
+
+function itemErrors(item: unknown) {
+  return [...bulkItem.Errors(item)].slice(0, 20).map((e) => {
+    const field = e.path.replace(/^\//, '').replace(/\//g, '.');
+    return { message: `${field ? `"${field}" ` : ''}${e.message}`, errorCode: 'InvalidParameterError', moreInfo: field };
+  });
+}
+
+export function customerRoutes(s: Services): RouteDef[] {
+  const base = { tag: 'Customers' };
+  return [
+    {
+      ...base, id: 'customers.list', method: 'GET', path: '/crm/customers', scope: 'read', since: '2022-04',
+      summary: 'List customers (cursor pagination; filters externalId, email, status, updatedSince)',
+      schema: { querystring: S.ListQuery, response: { 200: Page(S.Customer) } },
+      handler: async (req) => {
+        const q = req.query as S.ListQueryT;
+        const rows = await store.listCustomers(s.db, q, decodeCursor(q.cursor));
+        return pageOf(rows, q.limit ?? 50, shapeCustomer);
+      },
+    },
+    {
+      ...base, id: 'customers.create', method: 'POST', path: '/crm/customers', scope: 'write', since: '2022-04',
+      summary: 'Create a customer (409 when the externalId exists)',
+      schema: { body: S.CustomerCreate, response: { 201: S.Customer } },
+      handler: async (req, reply) => {
+        const row = await s.db.transaction((tx) => createCustomer(tx, req.body as any, sourceOf(req, s)));
+        reply.code(201);
+        return shapeCustomer(row);
+      },
+    },
+    {
+      ...base, id: 'customers.get', method: 'GET', path: '/crm/customers/:id', scope: 'read', since: '2022-04',
+      summary: 'Get a customer by uuid or externalId (merged-away customers show status and mergedInto)',
+      schema: { params: S.CustomerIdParams, response: { 200: S.Customer } },
+      handler: async (req) => {
+        const row = await store.findCustomer(s.db, (req.params as any).id);
+        if (!row) throw notFound(`customer "${(req.params as any).id}" not found`, 'id');
+        return shapeCustomer(row);
+      },
+    },
+    {
+      ...base, id: 'customers.put', method: 'PUT', path: '/crm/customers/:id', scope: 'write', since: '2022-04',
+      summary: 'Replace a customer, or create it (201) when the externalId is unknown',
+      schema: { params: S.CustomerIdParams, body: S.CustomerPut, response: { 200: S.Customer, 201: S.Customer } },
+      handler: async (req, reply) => {
+        const { row, created } = await withRetry(s.db, (tx) => putCustomer(tx, (req.params as any).id, req.body as any, sourceOf(req, s)));
+        reply.code(created ? 201 : 200);
+        return shapeCustomer(row);
+      },
+    },
+    {
+      ...base, id: 'customers.patch', method: 'PATCH', path: '/crm/customers/:id', scope: 'write', since: '2022-08',
+      summary: 'Update some fields of a customer',
+      schema: { params: S.CustomerIdParams, body: S.CustomerPatch, response: { 200: S.Customer } },
+      handler: async (req) => {
+        const id = (req.params as any).id;
+        const row = await withRetry(s.db, async (tx) => {
+          const current = await store.findCustomer(tx, id, true);
+          if (!current) throw notFound(`customer "${id}" not found`, 'id');
+          return patchCustomer(tx, current, req.body as any, sourceOf(req, s));
+        });
+        return shapeCustomer(row);
+      },
+    },
+    {
+      ...base, id: 'customers.bulk', method: 'POST', path: '/crm/customers/bulk', scope: 'write', since: '2022-08',
+      summary: 'Upsert 1–100 customers by externalId; one result per item',
+      schema: { body: S.BulkBody, response: { 200: S.BulkResult } },
+      handler: async (req) => {
+        const items = req.body as unknown[];
+        const source = sourceOf(req, s);
+        const results = [];
+        for (let index = 0; index < items.length; index++) {
+          const errors = itemErrors(items[index]);
+          if (errors.length > 0) {
+            results.push({ index, status: 400, errors });
+            continue;
+          }
+          try {
+            const { row, created } = await withRetry(s.db, (tx) => upsertByExternalId(tx, items[index] as any, source));
+            results.push({ index, status: created ? 201 : 200, customer: shapeCustomer(row) });
+          } catch (err) {
+            const e = toApiError(err);
+            if (e.status >= 500) throw err;
+            results.push({ index, status: e.status, errors: e.entries });
+          }
+        }
+        return { results };
+      },
+    },
+  ];
+}
+

@@ -1,0 +1,89 @@
+// Customer shapes on the wire (SPEC §4), as TypeBox schemas: validation, types and OpenAPI from one place.
+import { Type, type Static } from '@sinclair/typebox';
+import { StringEnum } from '../../http/schema.ts';
+
+const Str = (max: number, extra = {}) => Type.String({ maxLength: max, ...extra });
+const NullableStr = (max: number) => Type.Union([Str(max), Type.Null()]);
+const closed = { additionalProperties: false } as const;
+
+export const Email = Type.Object(
+  { email: Str(320, { format: 'email' }), type: Type.Optional(NullableStr(50)), isPrimary: Type.Optional(Type.Boolean()) },
+  closed,
+);
+export const Phone = Type.Object(
+  { number: Str(50, { minLength: 1 }), type: Type.Optional(NullableStr(50)), isPrimary: Type.Optional(Type.Boolean()) },
+  closed,
+);
+export const Address = Type.Object(
+  {
+    line1: Type.Optional(NullableStr(255)), line2: Type.Optional(NullableStr(255)), city: Type.Optional(NullableStr(255)),
+    region: Type.Optional(NullableStr(255)), postalCode: Type.Optional(NullableStr(50)), country: Type.Optional(NullableStr(100)),
+    type: Type.Optional(NullableStr(50)), isPrimary: Type.Optional(Type.Boolean()),
+  },
+  closed,
+);
+export const SocialProfile = Type.Object({ network: Str(100, { minLength: 1 }), handle: Str(255, { minLength: 1 }) }, closed);
+
+export const ExternalId = Type.String({ minLength: 1, maxLength: 255, description: "the integrator's identifier, unique" });
+
+/** Writable fields. */
+const writable = {
+  firstName: Type.Optional(NullableStr(255)),
+  lastName: Type.Optional(NullableStr(255)),
+  emails: Type.Optional(Type.Array(Email, { maxItems: 50 })),
+  phones: Type.Optional(Type.Array(Phone, { maxItems: 50 })),
+  addresses: Type.Optional(Type.Array(Address, { maxItems: 50 })),
+  socialProfiles: Type.Optional(Type.Array(SocialProfile, { maxItems: 50 })),
+  loyaltyTier: Type.Optional(NullableStr(100)),
+};
+
+export const CustomerCreate = Type.Object({ externalId: ExternalId, ...writable }, closed);
+export const CustomerPut = Type.Object({ externalId: Type.Optional(ExternalId), ...writable }, closed);
+export const CustomerPatch = Type.Object({ externalId: Type.Optional(ExternalId), ...writable }, { ...closed, minProperties: 1 });
+export type CustomerInput = Static<typeof CustomerPut>;
+
+export const CustomerRef = Type.Object({ uuid: Type.String(), externalId: Type.String() });
+
+export const Customer = Type.Object({
+  uuid: Type.String({ format: 'uuid' }),
+  externalId: Type.String(),
+  status: StringEnum(['active', 'disabled']),
+  firstName: Type.Union([Type.String(), Type.Null()]),
+  lastName: Type.Union([Type.String(), Type.Null()]),
+  emails: Type.Array(Email),
+  phones: Type.Array(Phone),
+  addresses: Type.Array(Address),
+  socialProfiles: Type.Array(SocialProfile),
+  loyaltyTier: Type.Union([Type.String(), Type.Null()]),
+  mergedInto: Type.Union([CustomerRef, Type.Null()]),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+});
+export type CustomerT = Static<typeof Customer>;
+
+export const CustomerIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255, description: 'customer uuid or externalId' }) });
+
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 250, default: 50 })),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+    externalId: Type.Optional(ExternalId),
+    email: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
+    status: Type.Optional(StringEnum(['active', 'disabled', 'all'], { default: 'active' })),
+    updatedSince: Type.Optional(Type.String({ format: 'date-time' })),
+  },
+  closed,
+);
+export type ListQueryT = Static<typeof ListQuery>;
+
+export const BulkBody = Type.Array(Type.Unknown(), { minItems: 1, maxItems: 100, description: '1–100 customers, upserted by externalId' });
+export const BulkResult = Type.Object({
+  results: Type.Array(
+    Type.Object({
+      index: Type.Integer(),
+      status: Type.Union([Type.Literal(200), Type.Literal(201), Type.Literal(400), Type.Literal(409)]),
+      customer: Type.Optional(Customer),
+      errors: Type.Optional(Type.Array(Type.Object({ message: Type.String(), errorCode: Type.String(), moreInfo: Type.String() }))),
+    }),
+  ),
+});

@@ -1,0 +1,110 @@
+// SQL for customers.
+import type { Queryable } from '../../db/db.ts';
+import type { CustomerInput, ListQueryT } from './schema.ts';
+
+export interface CustomerRow {
+  id: string;
+  uuid: string;
+  external_id: string;
+  status: 'active' | 'disabled';
+  first_name: string | null;
+  last_name: string | null;
+  emails: any[];
+  phones: any[];
+  addresses: any[];
+  social_profiles: any[];
+  loyalty_tier: string | null;
+  merged_into_uuid: string | null;
+  merged_into_external_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const SELECT = `SELECT c.id, c.uuid, c.external_id, c.status, c.first_name, c.last_name, c.emails, c.phones, c.addresses,
+  c.social_profiles, c.loyalty_tier, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id, c.created_at, c.updated_at
+  FROM customers c LEFT JOIN customers m ON m.id = c.merged_into`;
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const looksLikeUuid = (s: string) => UUID_RE.test(s);
+
+/** Full column values from an input (absent fields become empty/null). */
+export function columnsOf(input: CustomerInput & { externalId: string }) {
+  const emails = input.emails ?? [];
+  return [
+    input.externalId,
+    input.firstName ?? null,
+    input.lastName ?? null,
+    JSON.stringify(emails),
+    JSON.stringify(input.phones ?? []),
+    JSON.stringify(input.addresses ?? []),
+    JSON.stringify(input.socialProfiles ?? []),
+    input.loyaltyTier ?? null,
+    [...new Set(emails.map((e) => e.email.toLowerCase()))],
+  ];
+}
+
+/** Finds by uuid or externalId (a uuid match wins). `lock` takes a row lock for an update. */
+export async function findCustomer(db: Queryable, id: string, lock = false): Promise<CustomerRow | undefined> {
+  const forUpdate = lock ? ' FOR UPDATE OF c' : '';
+  if (looksLikeUuid(id)) {
+    const r = await db.query<CustomerRow>(`${SELECT} WHERE c.uuid = $1${forUpdate}`, [id]);
+    if (r.rows[0]) return r.rows[0];
+  }
+  return findByExternalId(db, id, lock);
+}
+
+export async function findByExternalId(db: Queryable, externalId: string, lock = false): Promise<CustomerRow | undefined> {
+  const r = await db.query<CustomerRow>(`${SELECT} WHERE c.external_id = $1${lock ? ' FOR UPDATE OF c' : ''}`, [externalId]);
+  return r.rows[0];
+}
+
+export async function findCustomerById(db: Queryable, internalId: string): Promise<CustomerRow> {
+  const r = await db.query<CustomerRow>(`${SELECT} WHERE c.id = $1`, [internalId]);
+  return r.rows[0];
+}
+
+/** Inserts; returns undefined when the externalId is taken. */
+export async function insertCustomer(db: Queryable, input: CustomerInput & { externalId: string }): Promise<CustomerRow | undefined> {
+  const r = await db.query<{ id: string }>(
+    `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (external_id) DO NOTHING RETURNING id`,
+    columnsOf(input),
+  );
+  if (!r.rows[0]) return undefined;
+  return findCustomerById(db, r.rows[0].id);
+}
+
+/**
+ * Replaces every writable column of one customer. Returns false when nothing differed (no write, no event).
+ * Throws a unique violation (23505) when the new externalId is taken.
+ */
+export async function replaceCustomer(db: Queryable, internalId: string, input: CustomerInput & { externalId: string }): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE customers SET external_id = $2, first_name = $3, last_name = $4, emails = $5, phones = $6, addresses = $7,
+       social_profiles = $8, loyalty_tier = $9, email_keys = $10, updated_at = clock_timestamp()
+     WHERE id = $1 AND (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier)
+       IS DISTINCT FROM ($2, $3, $4, $5::jsonb, $6::jsonb, $7::jsonb, $8::jsonb, $9)`,
+    [internalId, ...columnsOf(input)],
+  );
+  return r.rowCount > 0;
+}
+
+export async function listCustomers(db: Queryable, q: ListQueryT, afterId: string | null): Promise<CustomerRow[]> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (sql: string, v: unknown) => {
+    params.push(v);
+    where.push(sql.replace('?', `$${params.length}`));
+  };
+  if (afterId !== null) add('c.id > ?', afterId);
+  if (q.status !== 'all') add('c.status = ?', q.status ?? 'active');
+  if (q.externalId !== undefined) add('c.external_id = ?', q.externalId);
+  if (q.email !== undefined) add('c.email_keys @> ARRAY[?]::text[]', q.email.toLowerCase());
+  if (q.updatedSince !== undefined) add('c.updated_at >= ?', q.updatedSince);
+  params.push((q.limit ?? 50) + 1);
+  const r = await db.query<CustomerRow>(
+    `${SELECT} ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY c.id LIMIT $${params.length}`,
+    params,
+  );
+  return r.rows;
+}

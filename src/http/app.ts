@@ -1,0 +1,138 @@
+// Builds the Fastify application: error shape, versioned routes, auth, rate limit, docs, operations.
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import formbody from '@fastify/formbody';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Services } from '../services.ts';
+import { allows } from '../auth/principal.ts';
+import { ApiError, errorHandler, sendError } from './errors.ts';
+import { RateLimiter } from './ratelimit.ts';
+import { httpRequests, registry as metricsRegistry } from './metrics.ts';
+import { Registry } from './versioning/registry.ts';
+import { openApiDocument } from './versioning/openapi.ts';
+import { LATEST, LEGACY_VERSION, VERSION_IDS, deprecationHeaders, isVersion, versionsDocument } from './versioning/versions.ts';
+import { allRoutes, allChanges } from './routes.ts';
+import { tokenRoutes } from '../auth/token-route.ts';
+import './context.ts';
+
+export interface AppOptions {
+  logger?: boolean | object;
+}
+
+function baseUrl(req: FastifyRequest) {
+  return `${req.protocol}://${req.host}`;
+}
+
+export async function buildApp(s: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const legacyPrefix = s.names.legacyPrefix + '/';
+  const app = Fastify({
+    logger: opts.logger ?? {
+      level: s.config.logLevel,
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+    },
+    bodyLimit: s.config.bodyLimitBytes,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    rewriteUrl: (req) => (req.url!.startsWith(legacyPrefix) ? `/api/${LEGACY_VERSION}/` + req.url!.slice(legacyPrefix.length) : req.url!),
+  });
+  app.setErrorHandler(errorHandler);
+  // Bodies are JSON (the token endpoint adds form bodies in its own scope); anything else is a 415.
+  app.removeContentTypeParser('text/plain');
+
+  const registry = new Registry(allRoutes(s), allChanges);
+  const openapi = new Map(VERSION_IDS.map((v) => [v, openApiDocument(registry, v, s.config.serviceName)]));
+  const limiter = new RateLimiter(s.config.rateLimitPerSec, s.config.rateLimitBurst);
+
+  // Every answer: Content-Language; versioned ones: X-Api-Version (+ deprecation headers).
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('content-language', 'en');
+    (req as any).startedAt = performance.now();
+    if (req.url.startsWith('/api/')) {
+      const v = req.url.slice(5, req.url.indexOf('/', 5) >>> 0);
+      if (isVersion(v)) {
+        reply.header('x-api-version', v);
+        for (const [k, val] of Object.entries(deprecationHeaders(v, baseUrl(req)))) reply.header(k, val);
+      }
+    }
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    httpRequests.observe({ method: req.method, route, status: String(reply.statusCode) }, (performance.now() - (req as any).startedAt) / 1000);
+  });
+
+  const auth = async (req: FastifyRequest, reply: FastifyReply) => {
+    const header = req.headers.authorization;
+    const m = typeof header === 'string' ? /^Bearer[ ]+([^\s]+)\s*$/i.exec(header) : null;
+    const principal = m ? await s.auth.authenticate(m[1]) : undefined;
+    if (!principal) {
+      throw new ApiError('Unauthorized', header ? 'the bearer token is invalid, revoked or expired' : 'an Authorization: Bearer token is required')
+        .withHeader('WWW-Authenticate', 'Bearer realm="bulb"');
+    }
+    const wait = limiter.take(principal.uuid);
+    if (wait > 0) throw new ApiError('RateLimited', 'too many requests for this token', `retry after ${wait} s`).withHeader('Retry-After', String(wait));
+    const scope = req.routeOptions.config.scope!;
+    if (!allows(principal, scope)) throw new ApiError('Forbidden', `this route needs the "${scope}" scope`, `token scopes: ${principal.scopes.join(', ')}`);
+    req.principal = principal;
+    void reply;
+  };
+  registry.register(app, { auth });
+
+  app.get('/api/versions', async () => versionsDocument());
+  app.get('/api/:version/openapi.json', async (req) => {
+    const v = (req.params as any).version as string;
+    const doc = openapi.get(v);
+    if (!doc) throw unsupportedVersion(v);
+    return doc;
+  });
+
+  await app.register(async (scope) => {
+    await scope.register(formbody, { bodyLimit: 64 * 1024 });
+    tokenRoutes(scope, s);
+  });
+
+  app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/ready', async (_req, reply) => {
+    try {
+      await s.db.query('SELECT 1');
+      return { status: 'ready' };
+    } catch {
+      return sendError(reply, 503, [{ message: 'database unreachable', errorCode: 'ServiceUnavailable', moreInfo: '' }]);
+    }
+  });
+  app.get('/metrics', async (_req, reply) => {
+    reply.type(metricsRegistry.contentType);
+    return metricsRegistry.metrics();
+  });
+
+  await app.register(swagger, { mode: 'static', specification: { document: openapi.get(LATEST) as any } });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { urls: [...VERSION_IDS].reverse().map((v) => ({ url: `/api/${v}/openapi.json`, name: v })) } as any,
+  });
+
+  app.setNotFoundHandler(async (req, reply) => {
+    const path = req.url.split('?')[0];
+    const m = /^\/api\/([^/]+)(\/.*)?$/.exec(path);
+    if (m) {
+      const [, v, rest = '/'] = m;
+      if (!isVersion(v)) throw unsupportedVersion(v);
+      const { versionsForMethod, methodsInVersion } = registry.lookup(req.method, rest, v);
+      if (versionsForMethod.length > 0 && !versionsForMethod.includes(v)) {
+        throw new ApiError('EndpointNotInVersion', `${req.method} ${rest} is not part of version ${v}`, `served by versions: ${versionsForMethod.join(', ')}`);
+      }
+      if (methodsInVersion.length > 0) {
+        const allow = methodsInVersion.includes('GET') ? [...methodsInVersion, 'HEAD'] : methodsInVersion;
+        throw new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${rest}`, `allowed: ${allow.join(', ')}`).withHeader('Allow', allow.join(', '));
+      }
+    }
+    return sendError(reply, 404, [{ message: `no route ${req.method} ${path}`, errorCode: 'NotFound', moreInfo: '' }]);
+  });
+
+  return app;
+}
+
+function unsupportedVersion(v: string) {
+  return new ApiError('UnsupportedApiVersion', `API version "${v.slice(0, 40)}" is not supported; supported versions: ${VERSION_IDS.join(', ')}`, `see /api/versions`);
+}

@@ -1,0 +1,22 @@
+// Per-request facts handlers need: who calls, and the event source their changes are tagged with.
+import type { FastifyRequest } from 'fastify';
+import type { Principal } from '../auth/principal.ts';
+import type { Services } from '../services.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+  interface FastifyContextConfig {
+    routeId?: string;
+    scope?: import('./versioning/route.ts').Scope;
+    apiVersion?: string;
+  }
+}
+
+/** Header the admin console sends so that its changes carry the {SERVICE}_APP source. */
+export const CLIENT_HEADER = 'x-bulb-client';
+
+export function sourceOf(req: FastifyRequest, s: Services): string {
+  return req.headers[CLIENT_HEADER] === 'console' ? s.names.sourceApp : s.names.sourceApi;
+}

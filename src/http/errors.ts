@@ -1,0 +1,136 @@
+// The one error shape of SPEC §3, and the mapping of every failure (ours and Fastify's) onto it.
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+export interface ErrorEntry {
+  message: string;
+  errorCode: string;
+  moreInfo: string;
+}
+
+const STATUS_OF: Record<string, number> = {
+  InvalidParameterError: 400,
+  InvalidJson: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
+  NotFound: 404,
+  UnsupportedApiVersion: 404,
+  EndpointNotInVersion: 404,
+  MethodNotAllowed: 405,
+  Conflict: 409,
+  CustomerDisabled: 409,
+  PayloadTooLarge: 413,
+  UnsupportedMediaType: 415,
+  RateLimited: 429,
+  InternalError: 500,
+  ServiceUnavailable: 503,
+};
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly entries: ErrorEntry[];
+  headers: Record<string, string> = {};
+  constructor(errorCode: string, message: string, moreInfo = '', extra: ErrorEntry[] = []) {
+    super(message);
+    this.status = STATUS_OF[errorCode] ?? 400;
+    this.entries = [{ message, errorCode, moreInfo }, ...extra];
+  }
+  /** One error carrying several problems of the same kind (e.g. one per invalid field). */
+  static many(errorCode: string, entries: { message: string; moreInfo?: string }[]): ApiError {
+    const [first, ...rest] = entries;
+    return new ApiError(
+      errorCode,
+      first.message,
+      first.moreInfo ?? '',
+      rest.map((e) => ({ message: e.message, errorCode, moreInfo: e.moreInfo ?? '' })),
+    );
+  }
+  withHeader(name: string, value: string): this {
+    this.headers[name] = value;
+    return this;
+  }
+}
+
+export const invalid = (message: string, moreInfo = '') => new ApiError('InvalidParameterError', message, moreInfo);
+export const notFound = (message: string, moreInfo = '') => new ApiError('NotFound', message, moreInfo);
+export const conflict = (message: string, moreInfo = '') => new ApiError('Conflict', message, moreInfo);
+
+export function errorBody(entries: ErrorEntry[]) {
+  return { errors: entries };
+}
+
+/** Turns an Ajv validation error list into one entry per problem, naming the field. */
+function validationEntries(err: FastifyError): ErrorEntry[] {
+  const ctx = (err as any).validationContext as string | undefined;
+  let list = (err.validation ?? []) as any[];
+  // A value matching no branch of an anyOf yields one error per branch plus the anyOf itself: keep the anyOf.
+  const anyOfPaths = new Set(list.filter((v) => v.keyword === 'anyOf').map((v) => v.instancePath));
+  list = list.filter((v) => v.keyword === 'anyOf' || !anyOfPaths.has(v.instancePath));
+  const seen = new Set<string>();
+  const out: ErrorEntry[] = [];
+  for (const v of list) {
+    let field = (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.');
+    let message: string;
+    if (v.keyword === 'additionalProperties') {
+      field = field ? `${field}.${v.params.additionalProperty}` : v.params.additionalProperty;
+      message = `unknown field "${field}"`;
+    } else if (v.keyword === 'required') {
+      field = field ? `${field}.${v.params.missingProperty}` : v.params.missingProperty;
+      message = `"${field}" is required`;
+    } else if (v.keyword === 'enum') {
+      message = `${field ? `"${field}"` : ctx ?? 'value'} must be one of: ${(v.params.allowedValues ?? []).join(', ')}`;
+    } else if (v.keyword === 'anyOf') {
+      message = `${field ? `"${field}"` : ctx ?? 'value'} does not have an allowed type or value`;
+    } else {
+      message = `${field ? `"${field}"` : ctx ?? 'value'} ${v.message ?? 'is invalid'}`;
+    }
+    const where = ctx ? `${ctx}${field ? '.' + field : ''}` : field;
+    const key = `${where}|${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ message, errorCode: 'InvalidParameterError', moreInfo: where });
+  }
+  if (out.length === 0) out.push({ message: err.message, errorCode: 'InvalidParameterError', moreInfo: ctx ?? '' });
+  return out;
+}
+
+/** Maps any thrown error onto (status, entries). Unknown errors become a bare 500 with no internals. */
+export function toApiError(err: unknown): { status: number; entries: ErrorEntry[]; headers: Record<string, string> } {
+  if (err instanceof ApiError) return { status: err.status, entries: err.entries, headers: err.headers };
+  const e = err as FastifyError;
+  if (e && e.validation) return { status: 400, entries: validationEntries(e), headers: {} };
+  const code = e?.code;
+  const simple = (errorCode: string, message: string, status = STATUS_OF[errorCode]) => ({
+    status,
+    entries: [{ message, errorCode, moreInfo: '' }],
+    headers: {},
+  });
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return simple('PayloadTooLarge', 'request body exceeds 1 MiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return simple('UnsupportedMediaType', 'request body must be application/json');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return simple('InvalidJson', 'request body is empty but Content-Type is application/json');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return simple('InvalidParameterError', 'Content-Length does not match the body');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return simple('InvalidJson', 'request body is not valid JSON');
+  }
+  if (e instanceof SyntaxError || (e as any)?.name === 'SyntaxError') return simple('InvalidJson', 'request body is not valid JSON');
+  const status = typeof e?.statusCode === 'number' ? e.statusCode : 500;
+  if (status === 413) return simple('PayloadTooLarge', 'request body exceeds 1 MiB', 413);
+  if (status === 415) return simple('UnsupportedMediaType', 'unsupported Content-Type', 415);
+  if (status >= 400 && status < 500) return simple('InvalidParameterError', e.message || 'bad request', 400);
+  return simple('InternalError', 'internal error', 500);
+}
+
+export function sendError(reply: FastifyReply, status: number, entries: ErrorEntry[], headers: Record<string, string> = {}) {
+  for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+  return reply.code(status).type('application/json; charset=utf-8').send(errorBody(entries));
+}
+
+export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply) {
+  const { status, entries, headers } = toApiError(err);
+  if (status >= 500) request.log.error({ err }, 'request failed');
+  return sendError(reply, status, entries, headers);
+}

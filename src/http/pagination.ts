@@ -1,0 +1,34 @@
+// Cursor pagination shared by every list (SPEC §3): limit 1–250 (default 50), an opaque cursor.
+import { Type, type Static } from '@sinclair/typebox';
+import { invalid } from './errors.ts';
+
+export const PageQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 250, default: 50, description: 'page size, 1–250' })),
+  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'opaque cursor from a previous nextCursor' })),
+};
+
+export function Page<T extends import('@sinclair/typebox').TSchema>(item: T) {
+  return Type.Object({ data: Type.Array(item), nextCursor: Type.Union([Type.String(), Type.Null()]) });
+}
+
+/** Cursors wrap the last internal id seen; they are opaque to clients. */
+export function encodeCursor(lastId: string | number): string {
+  return Buffer.from(`c1:${lastId}`, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string | undefined): string | null {
+  if (cursor === undefined || cursor === '') return null;
+  const raw = Buffer.from(cursor, 'base64url').toString('utf8');
+  const m = /^c1:(\d{1,18})$/.exec(raw);
+  if (!m) throw invalid('cursor is not valid', 'cursor');
+  return m[1];
+}
+
+/** Given limit+1 rows fetched, returns the page and the next cursor. */
+export function pageOf<R extends { id: string }, O>(rows: R[], limit: number, shape: (r: R) => O): { data: O[]; nextCursor: string | null } {
+  const more = rows.length > limit;
+  const page = more ? rows.slice(0, limit) : rows;
+  return { data: page.map(shape), nextCursor: more ? encodeCursor(page[page.length - 1].id) : null };
+}
+
+export type PageQueryT = Static<ReturnType<typeof Type.Object<typeof PageQuery>>>;

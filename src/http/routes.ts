@@ -1,0 +1,12 @@
+// Every route module and every version change of the API, in one list each.
+import type { Services } from '../services.ts';
+import type { RouteDef, VersionChange } from './versioning/route.ts';
+import { credentialRoutes } from '../auth/routes.ts';
+import { customerRoutes } from '../crm/customers/routes.ts';
+
+export function allRoutes(s: Services): RouteDef[] {
+  return [...customerRoutes(s), ...credentialRoutes(s)];
+}
+
+/** Version changes, each a declared module under ./versioning/changes/. */
+export const allChanges: VersionChange[] = [];

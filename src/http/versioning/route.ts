@@ -1,0 +1,49 @@
+// What a route and a version change declare. Handlers speak only the newest shapes; version changes
+// translate requests up and responses down for older versions (Cadwyn/Stripe style).
+import type { TSchema } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+export type Scope = 'read' | 'write' | 'admin';
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface RouteSchema {
+  params?: TSchema;
+  querystring?: TSchema;
+  body?: TSchema;
+  /** status → schema, used for the OpenAPI document (responses are not re-serialised through it). */
+  response?: Record<number, TSchema>;
+}
+
+export interface RouteDef {
+  /** Stable name a version change refers to, e.g. "customers.get". */
+  id: string;
+  method: Method;
+  /** Path after /api/{version}, Fastify syntax: "/crm/customers/:id". */
+  path: string;
+  scope: Scope;
+  /** First version serving the route. */
+  since: string;
+  /** Last version serving the route (inclusive); absent: still served. */
+  until?: string;
+  summary: string;
+  tag: string;
+  schema: RouteSchema;
+  /** Returns the response body (already in the newest shape); set the status with reply.code(). */
+  handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
+
+export interface RouteMigration {
+  /** Replaces parts of the route's schema for versions older than the change. */
+  schema?: Partial<RouteSchema>;
+  /** Rewrites an older request into the shape of the change's version (mutate req.body/query/params). */
+  upgradeRequest?: (req: FastifyRequest) => void;
+  /** Rewrites a response of the change's version into the older shape. */
+  downgradeResponse?: (body: unknown, req: FastifyRequest, reply: FastifyReply) => unknown;
+}
+
+export interface VersionChange {
+  /** The version that introduced the change; requests of older versions are migrated through it. */
+  version: string;
+  description: string;
+  routes: Record<string, RouteMigration>;
+}

@@ -1,0 +1,62 @@
+// Command line: `serve` (default) runs the API and/or webhook worker per BULB_ROLE; `migrate` only migrates.
+import { ConfigError, loadConfig } from './config.ts';
+import { openDb } from './db/open.ts';
+import { migrate } from './db/migrate.ts';
+import { makeServices } from './services.ts';
+import { buildApp } from './http/app.ts';
+import { bootstrapAdminKey } from './auth/service.ts';
+
+async function main() {
+  const cmd = process.argv[2] ?? 'serve';
+  const config = loadConfig();
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const applied = await migrate(db);
+  if (cmd === 'migrate') {
+    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+    await db.close();
+    return;
+  }
+  if (cmd !== 'serve') throw new ConfigError(`unknown command "${cmd}" (use serve or migrate)`);
+
+  const services = makeServices(db, config);
+  const { created } = await bootstrapAdminKey(db, config.adminKey);
+  const stops: (() => Promise<void>)[] = [];
+  let address = '';
+  if (config.role !== 'worker') {
+    const app = await buildApp(services);
+    address = await app.listen({ port: config.port, host: config.host });
+    stops.push(() => app.close());
+  }
+  const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
+  console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);
+  if (created) {
+    console.log(`\nFirst start: created an admin API key. It is shown only this once; keep it safe:\n\n  ${created}\n\n` +
+      `Try:  curl -H "Authorization: Bearer ${created}" ${address}/api/2025-04/crm/customers\n`);
+  } else if (!config.adminKey) {
+    console.log('An admin API key exists already (printed on first start). Set BULB_ADMIN_KEY to choose one.');
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: draining`);
+    const force = setTimeout(() => process.exit(1), 25_000);
+    force.unref();
+    for (const stop of stops) await stop().catch((err) => console.error(err));
+    await db.close().catch(() => {});
+    clearTimeout(force);
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) {
+    console.error(`configuration error: ${err.message}`);
+    process.exit(2);
+  }
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,118 @@
+// Customers: create, get, PUT upsert, PATCH, bulk, list with pagination and filters, events outbox.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { errorCodes } from '../helpers/server.ts';
+
+await describeEachDb('customers', (ctx) => {
+  const api = () => ctx.srv.api;
+  const events = async (type?: string) =>
+    (await ctx.tdb.db.query(`SELECT event_type, resource_external_id, source FROM events ${type ? 'WHERE event_type = $1' : ''} ORDER BY id`, type ? [type] : [])).rows;
+
+  it('creates a customer, emits customerCreate, and answers 409 on a duplicate externalId', async () => {
+    const r = await api().post('/crm/customers', { externalId: 'c-1', firstName: 'Ann', emails: [{ email: 'Ann@Example.com', type: 'home', isPrimary: true }] });
+    assert.equal(r.status, 201);
+    assert.match(r.body.uuid, /^[0-9a-f-]{36}$/);
+    assert.equal(r.body.status, 'active');
+    assert.equal(r.body.mergedInto, null);
+    assert.match(r.body.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const ev = await events('customerCreate');
+    assert.deepEqual(ev.map((e) => e.resource_external_id), ['c-1']);
+    assert.equal(ev[0].source, 'TULIP_API');
+    const dup = await api().post('/crm/customers', { externalId: 'c-1' });
+    assert.equal(dup.status, 409);
+    assert.deepEqual(errorCodes(dup), ['Conflict']);
+    assert.equal((await events('customerCreate')).length, 1, 'a rejected create writes no event');
+  });
+
+  it('gets by uuid or externalId, 404 otherwise', async () => {
+    const c = await api().post('/crm/customers', { externalId: 'c-get' });
+    assert.equal((await api().get(`/crm/customers/${c.body.uuid}`)).body.externalId, 'c-get');
+    assert.equal((await api().get('/crm/customers/c-get')).body.uuid, c.body.uuid);
+    const nf = await api().get('/crm/customers/nope');
+    assert.equal(nf.status, 404);
+    assert.deepEqual(errorCodes(nf), ['NotFound']);
+  });
+
+  it('PUT creates an unknown externalId (201), replaces a known one (200) and emits customerUpdate only on change', async () => {
+    const created = await api().put('/crm/customers/c-put', { firstName: 'Bo', loyaltyTier: 'gold' });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.externalId, 'c-put');
+    const replaced = await api().put('/crm/customers/c-put', { lastName: 'Lee' });
+    assert.equal(replaced.status, 200);
+    assert.equal(replaced.body.firstName, null, 'full replace clears omitted fields');
+    assert.equal(replaced.body.lastName, 'Lee');
+    assert.equal(replaced.body.loyaltyTier, null);
+    const before = (await events('customerUpdate')).length;
+    const same = await api().put('/crm/customers/c-put', { lastName: 'Lee' });
+    assert.equal(same.status, 200);
+    assert.equal(same.body.updatedAt, replaced.body.updatedAt);
+    assert.equal((await events('customerUpdate')).length, before, 'no change, no event');
+  });
+
+  it('PATCH updates only given fields (2022-08+), and is not in 2022-04', async () => {
+    await api().post('/crm/customers', { externalId: 'c-patch', firstName: 'Cy', lastName: 'Dee' });
+    const r = await api().patch('/crm/customers/c-patch', { lastName: 'Eff' });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.firstName, 'Cy');
+    assert.equal(r.body.lastName, 'Eff');
+    const old = await api().withVersion('2022-04').patch('/crm/customers/c-patch', { lastName: 'X' });
+    assert.equal(old.status, 404);
+    assert.deepEqual(errorCodes(old), ['EndpointNotInVersion']);
+    assert.match(old.body.errors[0].moreInfo, /2022-08, 2025-04/);
+  });
+
+  it('bulk upserts with per-item results; a bad item does not stop the others', async () => {
+    await api().post('/crm/customers', { externalId: 'b-2', firstName: 'Old' });
+    const r = await api().post('/crm/customers/bulk', [
+      { externalId: 'b-1', firstName: 'New' },
+      { externalId: 'b-2', firstName: 'Changed' },
+      { firstName: 'no externalId', extra: true },
+    ]);
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.results.map((x: any) => [x.index, x.status]), [[0, 201], [1, 200], [2, 400]]);
+    assert.equal(r.body.results[1].customer.firstName, 'Changed');
+    assert.ok(r.body.results[2].errors.length >= 2, 'one error per problem');
+    const tooMany = await api().post('/crm/customers/bulk', Array.from({ length: 101 }, (_, i) => ({ externalId: `x${i}` })));
+    assert.equal(tooMany.status, 400);
+  });
+
+  it('paginates: a cursor walk visits each customer exactly once even while customers are added', async () => {
+    for (let i = 0; i < 12; i++) await api().post('/crm/customers', { externalId: `p-${i}` });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let added = 0;
+    do {
+      const r: any = await api().get(`/crm/customers?limit=5${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(r.status, 200);
+      assert.ok(r.body.data.length <= 5);
+      seen.push(...r.body.data.map((c: any) => c.uuid));
+      cursor = r.body.nextCursor;
+      if (added < 3) await api().post('/crm/customers', { externalId: `p-added-${added++}` });
+    } while (cursor);
+    assert.equal(new Set(seen).size, seen.length, 'no customer twice');
+    const total = (await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM customers WHERE status = 'active'`)).rows[0].n;
+    assert.equal(seen.length, total, 'every customer once');
+    for (const bad of ['limit=0', 'limit=251', 'limit=abc', 'cursor=%%%', 'status=gone']) {
+      const r = await api().get(`/crm/customers?${bad}`);
+      assert.equal(r.status, 400, bad);
+      assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
+    }
+  });
+
+  it('filters by email (case-insensitive), externalId and updatedSince', async () => {
+    await api().post('/crm/customers', { externalId: 'f-1', emails: [{ email: 'Filter.Me@Example.com' }] });
+    const byEmail = await api().get('/crm/customers?email=filter.me@example.com');
+    assert.deepEqual(byEmail.body.data.map((c: any) => c.externalId), ['f-1']);
+    const byExt = await api().get('/crm/customers?externalId=f-1');
+    assert.equal(byExt.body.data.length, 1);
+    const future = await api().get(`/crm/customers?updatedSince=${encodeURIComponent('2999-01-01T00:00:00Z')}`);
+    assert.deepEqual(future.body.data, []);
+  });
+
+  it('serves the seed list call: GET with Content-Type json and no body', async () => {
+    const r = await api().get('/crm/customers', { 'content-type': 'application/json; charset=UTF-8', 'accept-language': 'fr-FR' });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('content-language'), 'en');
+  });
+});

@@ -1,0 +1,132 @@
+// Fresh databases for tests: PGlite from a cached migrated snapshot, PostgreSQL from a migrated template.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import type { Db } from '../../src/db/db.ts';
+import { PgDb } from '../../src/db/pg.ts';
+import { PgliteDb } from '../../src/db/pglite.ts';
+import { migrate, migrationFiles } from '../../src/db/migrate.ts';
+
+export type Backend = 'pglite' | 'pg';
+export const CI = process.env.CI === 'true' || process.env.CI === '1';
+export const PG_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+
+const migrationsHash = crypto
+  .createHash('sha256')
+  .update(migrationFiles().map((m) => m.name + m.sql).join('\n'))
+  .digest('hex')
+  .slice(0, 12);
+const cacheDir = path.resolve(import.meta.dirname, '../../.cache');
+
+let pgAvailable: Promise<boolean> | undefined;
+export function postgresAvailable(): Promise<boolean> {
+  pgAvailable ??= (async () => {
+    const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+    try {
+      await c.connect();
+      await c.end();
+      return true;
+    } catch (err) {
+      if (CI) throw new Error(`CI=true but PostgreSQL at ${PG_URL} is unreachable: ${(err as Error).message}`);
+      return false;
+    }
+  })();
+  return pgAvailable;
+}
+
+/** The backends every database test runs on; prints each skip. */
+export async function backends(): Promise<Backend[]> {
+  if (await postgresAvailable()) return ['pglite', 'pg'];
+  console.log(`# SKIP PostgreSQL tests: no server at ${PG_URL} (set TEST_DATABASE_URL; mandatory with CI=true)`);
+  return ['pglite'];
+}
+
+async function pgliteSnapshot(): Promise<Blob> {
+  const file = path.join(cacheDir, `pglite-${migrationsHash}.tar`);
+  if (!fs.existsSync(file)) {
+    const db = await PgliteDb.open('memory://');
+    await migrate(db);
+    const blob = await db.dump();
+    await db.close();
+    fs.mkdirSync(cacheDir, { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, Buffer.from(await blob.arrayBuffer()));
+    fs.renameSync(tmp, file); // atomic: parallel test files never read half a snapshot
+  }
+  return new Blob([fs.readFileSync(file)]);
+}
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = '/' + name;
+  return u.toString();
+}
+
+async function pgTemplate(admin: pg.Client): Promise<string> {
+  const name = `bulb_tpl_${migrationsHash}`;
+  await admin.query('SELECT pg_advisory_lock(4242)');
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (exists.rows.length === 0) {
+      await admin.query(`CREATE DATABASE ${name}`);
+      const db = new PgDb(withDatabase(PG_URL, name), 2);
+      try {
+        await migrate(db);
+      } catch (err) {
+        await db.close();
+        await admin.query(`DROP DATABASE ${name}`);
+        throw err;
+      }
+      await db.close();
+    }
+  } finally {
+    await admin.query('SELECT pg_advisory_unlock(4242)');
+  }
+  return name;
+}
+
+export interface TestDb {
+  db: Db;
+  backend: Backend;
+  /** For PostgreSQL: the URL of this test's own database (to start child processes on it). */
+  url?: string;
+  /** For PGlite: the snapshot it started from. */
+  close(): Promise<void>;
+}
+
+export async function freshDb(backend: Backend, poolSize = 10): Promise<TestDb> {
+  if (backend === 'pglite') {
+    const db = await PgliteDb.open('memory://', await pgliteSnapshot());
+    return { db, backend, close: () => db.close() };
+  }
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  const tpl = await pgTemplate(admin);
+  const name = `bulb_t_${process.pid}_${crypto.randomBytes(4).toString('hex')}`;
+  // CREATE DATABASE … TEMPLATE fails while another session is connected to the template: retry briefly.
+  for (let i = 0; ; i++) {
+    try {
+      await admin.query(`CREATE DATABASE ${name} TEMPLATE ${tpl}`);
+      break;
+    } catch (err) {
+      if (i > 50) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  await admin.end();
+  const url = withDatabase(PG_URL, name);
+  const db = new PgDb(url, poolSize);
+  return {
+    db,
+    backend,
+    url,
+    async close() {
+      await db.close();
+      const a = new pg.Client({ connectionString: PG_URL });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}
