@@ -106,6 +106,13 @@ await describeEachDb('customers', (ctx) => {
     assert.deepEqual(byEmail.body.data.map((c: any) => c.externalId), ['f-1']);
     const byExt = await api().get('/crm/customers?externalId=f-1');
     assert.equal(byExt.body.data.length, 1);
+    await api().post('/crm/customers', { externalId: 'Q-77', firstName: 'Zoë', lastName: 'Quill_100%' });
+    assert.deepEqual((await api().get('/crm/customers?q=zoë quill')).body.data.map((c: any) => c.externalId), ['Q-77'], 'q: by name');
+    assert.deepEqual((await api().get('/crm/customers?q=q-7')).body.data.map((c: any) => c.externalId), ['Q-77'], 'q: by externalId');
+    assert.deepEqual((await api().get('/crm/customers?q=filter.me')).body.data.map((c: any) => c.externalId), ['f-1'], 'q: by email');
+    assert.deepEqual((await api().get('/crm/customers?q=_100%25')).body.data.map((c: any) => c.externalId), ['Q-77'], 'q: LIKE wildcards are literal');
+    assert.deepEqual((await api().get('/crm/customers?q=zo%25quill')).body.data, [], 'q: % is not a wildcard');
+    assert.deepEqual((await api().get('/crm/customers?q=q_77')).body.data, [], 'q: _ is not a wildcard');
     const future = await api().get(`/crm/customers?updatedSince=${encodeURIComponent('2999-01-01T00:00:00Z')}`);
     assert.deepEqual(future.body.data, []);
   });

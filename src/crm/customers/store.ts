@@ -94,12 +94,16 @@ export async function listCustomers(db: Queryable, q: ListQueryT, afterId: strin
   const params: unknown[] = [];
   const add = (sql: string, v: unknown) => {
     params.push(v);
-    where.push(sql.replace('?', `$${params.length}`));
+    where.push(sql.replaceAll('?', `$${params.length}`));
   };
   if (afterId !== null) add('c.id > ?', afterId);
   if (q.status !== 'all') add('c.status = ?', q.status ?? 'active');
   if (q.externalId !== undefined) add('c.external_id = ?', q.externalId);
   if (q.email !== undefined) add('c.email_keys @> ARRAY[?]::text[]', q.email.toLowerCase());
+  if (q.q !== undefined) {
+    const like = '%' + q.q.toLowerCase().replace(/[\\%_]/g, (ch) => '\\' + ch) + '%';
+    add(`(lower(coalesce(c.first_name, '') || ' ' || coalesce(c.last_name, '')) LIKE ? OR lower(c.external_id) LIKE ? OR array_to_string(c.email_keys, ' ') LIKE ?)`, like);
+  }
   if (q.updatedSince !== undefined) add('c.updated_at >= ?', q.updatedSince);
   params.push((q.limit ?? 50) + 1);
   const r = await db.query<CustomerRow>(
