@@ -7,6 +7,9 @@ pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => v);
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => v);
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
 
+// Sessions run in UTC, like PGlite, so that timestamptz text (and now()::date, date_trunc…) is the same on both.
+const SESSION_OPTIONS = '-c TimeZone=UTC';
+
 export class PgDb implements Db {
   readonly kind = 'pg' as const;
   private pool: pg.Pool;
@@ -15,7 +18,7 @@ export class PgDb implements Db {
   private closed = false;
 
   constructor(private url: string, poolSize = 10) {
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: 'bulb' });
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: 'bulb', options: SESSION_OPTIONS });
     // An idle client dying (e.g. pg_terminate_backend) must not crash the process.
     this.pool.on('error', () => {});
   }
@@ -74,7 +77,7 @@ export class PgDb implements Db {
 
   private async listenClient(): Promise<pg.Client> {
     if (this.listener) return this.listener;
-    const client = new pg.Client({ connectionString: this.url, application_name: 'bulb-listen' });
+    const client = new pg.Client({ connectionString: this.url, application_name: 'bulb-listen', options: SESSION_OPTIONS });
     client.on('notification', (msg) => {
       for (const cb of this.listeners.get(msg.channel) ?? []) cb(msg.payload ?? '');
     });

@@ -5,7 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
 import { allows } from '../auth/principal.ts';
-import { ApiError, errorHandler, sendError } from './errors.ts';
+import { ApiError, clientErrorHandler, errorHandler, rejectNul, sendError } from './errors.ts';
 import { RateLimiter } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
 import { Registry } from './versioning/registry.ts';
@@ -35,6 +35,9 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    // Errors Fastify raises before routing (bad percent-encoding, over-long segment) and Node's parser errors.
+    frameworkErrors: errorHandler,
+    clientErrorHandler,
     rewriteUrl: (req) => (req.url!.startsWith(legacyPrefix) ? `/api/${LEGACY_VERSION}/` + req.url!.slice(legacyPrefix.length) : req.url!),
   });
   app.setErrorHandler(errorHandler);
@@ -48,7 +51,6 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // Every answer: Content-Language; versioned ones: X-Api-Version (+ deprecation headers).
   app.addHook('onRequest', async (req, reply) => {
     reply.header('content-language', 'en');
-    (req as any).startedAt = performance.now();
     if (req.url.startsWith('/api/')) {
       const v = req.url.slice(5, req.url.indexOf('/', 5) >>> 0);
       if (isVersion(v)) {
@@ -59,7 +61,13 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   });
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';
-    httpRequests.observe({ method: req.method, route, status: String(reply.statusCode) }, (performance.now() - (req as any).startedAt) / 1000);
+    httpRequests.observe({ method: req.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+  // PostgreSQL cannot store NUL in text or jsonb: refuse it in any input with a 400 naming the field.
+  app.addHook('preValidation', async (req) => {
+    rejectNul('params', req.params);
+    rejectNul('querystring', req.query);
+    rejectNul('body', req.body);
   });
 
   const auth = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -114,6 +122,9 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
 
   app.setNotFoundHandler(async (req, reply) => {
     const path = req.url.split('?')[0];
+    if (/^\/api\/?$/.test(path)) {
+      return sendError(reply, 404, [{ message: `no route ${req.method} ${path}: name a version, /api/{version}/…`, errorCode: 'NotFound', moreInfo: 'see /api/versions' }]);
+    }
     const m = /^\/api\/([^/]+)(\/.*)?$/.exec(path);
     if (m) {
       const [, v, rest = '/'] = m;

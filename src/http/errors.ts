@@ -115,8 +115,20 @@ export function toApiError(err: unknown): { status: number; entries: ErrorEntry[
       return simple('InvalidParameterError', 'Content-Length does not match the body');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return simple('InvalidJson', 'request body is not valid JSON');
+    case 'FST_ERR_BAD_URL':
+      return simple('InvalidParameterError', 'the path is not valid percent-encoded UTF-8', 400);
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return simple('InvalidParameterError', 'a path segment is longer than 500 characters', 400);
   }
-  if (e instanceof SyntaxError || (e as any)?.name === 'SyntaxError') return simple('InvalidJson', 'request body is not valid JSON');
+  if (e instanceof SyntaxError || (e as any)?.name === 'SyntaxError') {
+    // secure-json-parse refuses "__proto__" / "constructor.prototype" keys with a SyntaxError: valid JSON, refused field.
+    if (/forbidden prototype property/i.test(e.message)) return simple('InvalidParameterError', 'fields named "__proto__" or "constructor" are not allowed', 400);
+    return simple('InvalidJson', 'request body is not valid JSON');
+  }
+  // Safety net for input the schemas let through but PostgreSQL refuses: a client error, never a 500.
+  const sqlstate = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && 'severity' in (e as object) ? code : undefined;
+  if (sqlstate?.startsWith('22') || sqlstate === '54000') return simple('InvalidParameterError', 'a value in the request is out of range or cannot be stored', 400);
+  if (sqlstate === '23505') return simple('Conflict', 'a record with this identifier already exists', 409);
   const status = typeof e?.statusCode === 'number' ? e.statusCode : 500;
   if (status === 413) return simple('PayloadTooLarge', 'request body exceeds 1 MiB', 413);
   if (status === 415) return simple('UnsupportedMediaType', 'unsupported Content-Type', 415);
@@ -126,7 +138,50 @@ export function toApiError(err: unknown): { status: number; entries: ErrorEntry[
 
 export function sendError(reply: FastifyReply, status: number, entries: ErrorEntry[], headers: Record<string, string> = {}) {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+  // Set here too: errors raised before the onRequest hooks (bad URL) skip the hook that sets it.
+  reply.header('content-language', 'en');
   return reply.code(status).type('application/json; charset=utf-8').send(errorBody(entries));
+}
+
+/** Throws InvalidParameterError naming the first string (value or key) with a NUL character: PostgreSQL cannot store it. */
+export function rejectNul(where: string, value: unknown, path = '', depth = 0): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw invalid(`${path ? `"${path}"` : where} must not contain the NUL character (\\u0000)`, path ? `${where}.${path}` : where);
+    return;
+  }
+  if (value === null || typeof value !== 'object' || depth > 64) return;
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => rejectNul(where, v, path ? `${path}.${i}` : String(i), depth + 1));
+    return;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const p = path ? `${path}.${k}` : k;
+    if (k.includes('\u0000')) throw invalid(`a field name must not contain the NUL character (\\u0000)`, where);
+    rejectNul(where, v, p, depth + 1);
+  }
+}
+
+/**
+ * Node's HTTP parser rejected the request before Fastify saw it (malformed request line, headers over
+ * 16 KiB, bad Content-Length…): answer in the error shape on the raw socket and close it.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex) {
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || socket.destroyed) return;
+  const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  const message = timeout
+    ? 'the request was not received in time'
+    : err.code === 'HPE_HEADER_OVERFLOW'
+      ? 'the request line and headers exceed 16 KiB (is the query string too long?)'
+      : 'malformed HTTP request';
+  const body = JSON.stringify(errorBody([{ message, errorCode: 'InvalidParameterError', moreInfo: '' }]));
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Language: en\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply) {

@@ -19,7 +19,7 @@ export function servesVersion(def: RouteDef, v: string): boolean {
 
 export class Registry {
   readonly byVersion = new Map<string, VersionedRoute[]>();
-  private router = FindMyWay({ ignoreTrailingSlash: true });
+  private router = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: 500 });
   private versionsOf = new Map<string, Set<string>>(); // "METHOD path" → versions
 
   constructor(readonly routes: RouteDef[], readonly changes: VersionChange[]) {
