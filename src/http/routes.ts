@@ -3,9 +3,12 @@ import type { Services } from '../services.ts';
 import type { RouteDef, VersionChange } from './versioning/route.ts';
 import { credentialRoutes } from '../auth/routes.ts';
 import { customerRoutes } from '../crm/customers/routes.ts';
+import { associateRoutes } from '../crm/associates/routes.ts';
+import { dataRoutes } from '../crm/attached/routes.ts';
+import { mergeRoutes } from '../crm/merge/routes.ts';
 
 export function allRoutes(s: Services): RouteDef[] {
-  return [...customerRoutes(s), ...credentialRoutes(s)];
+  return [...customerRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...credentialRoutes(s)];
 }
 
 /** Version changes, each a declared module under ./versioning/changes/. */

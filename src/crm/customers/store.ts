@@ -43,9 +43,13 @@ export function columnsOf(input: CustomerInput & { externalId: string }) {
   ];
 }
 
+/** Row lock of a lookup: true = FOR UPDATE (to change it), 'share' = FOR SHARE (to attach data to it). */
+type Lock = boolean | 'share';
+const lockClause = (lock: Lock) => (lock === 'share' ? ' FOR SHARE OF c' : lock ? ' FOR UPDATE OF c' : '');
+
 /** Finds by uuid or externalId (a uuid match wins). `lock` takes a row lock for an update. */
-export async function findCustomer(db: Queryable, id: string, lock = false): Promise<CustomerRow | undefined> {
-  const forUpdate = lock ? ' FOR UPDATE OF c' : '';
+export async function findCustomer(db: Queryable, id: string, lock: Lock = false): Promise<CustomerRow | undefined> {
+  const forUpdate = lockClause(lock);
   if (looksLikeUuid(id)) {
     const r = await db.query<CustomerRow>(`${SELECT} WHERE c.uuid = $1${forUpdate}`, [id]);
     if (r.rows[0]) return r.rows[0];
@@ -53,8 +57,8 @@ export async function findCustomer(db: Queryable, id: string, lock = false): Pro
   return findByExternalId(db, id, lock);
 }
 
-export async function findByExternalId(db: Queryable, externalId: string, lock = false): Promise<CustomerRow | undefined> {
-  const r = await db.query<CustomerRow>(`${SELECT} WHERE c.external_id = $1${lock ? ' FOR UPDATE OF c' : ''}`, [externalId]);
+export async function findByExternalId(db: Queryable, externalId: string, lock: Lock = false): Promise<CustomerRow | undefined> {
+  const r = await db.query<CustomerRow>(`${SELECT} WHERE c.external_id = $1${lockClause(lock)}`, [externalId]);
   return r.rows[0];
 }
 

@@ -1,0 +1,105 @@
+// The seven kinds of data attached to a customer (SPEC §4), declared once each: wire schemas, the
+// table and the columns written on create, and how a row is shaped for the wire. The store, the
+// routes and the merge all iterate over this list.
+import { Type, type TObject } from '@sinclair/typebox';
+import { StringEnum } from '../../http/schema.ts';
+import { isoNN } from '../../http/time.ts';
+
+const closed = { additionalProperties: false } as const;
+const Str = (min: number, max: number) => Type.String({ minLength: min, maxLength: max });
+const NullableStr = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
+const DateTime = Type.String({ format: 'date-time' });
+const Decimal = Type.String({ pattern: '^-?[0-9]{1,15}(\\.[0-9]{1,6})?$', description: 'decimal number as a string, e.g. "129.90"' });
+const AssociateRef = Type.Optional(Type.Union([Type.String({ format: 'uuid' }), Type.Null()]));
+const Nullable = (t: any) => Type.Union([t, Type.Null()]);
+
+export const NOTE_TYPES = ['note', 'phone', 'optIn', 'video', 'social'];
+
+/** Fields common to every attached row on the wire. */
+const common = { uuid: Type.String({ format: 'uuid' }), customerUuid: Type.String({ format: 'uuid' }), createdAt: DateTime };
+
+export type KindName = 'orders' | 'followUps' | 'notes' | 'messages' | 'preferences' | 'productShares' | 'associates';
+
+export interface Kind {
+  /** Path segment under /crm/customers/{id}/ and key in a MergeResult's "moved". */
+  name: KindName;
+  table: string;
+  /** Singular, for messages and OpenAPI. */
+  label: string;
+  create: TObject;
+  out: TObject;
+  /** Has an associate_id column, given on the wire as associateUuid. */
+  hasAssociate: boolean;
+  /** Columns written on create (besides customer_id, associate_id) with their SQL casts, and their values. */
+  columns: [name: string, cast: string][];
+  values(body: any): unknown[];
+  shape(row: any): Record<string, unknown>;
+}
+
+const base = (r: any) => ({ uuid: r.uuid, customerUuid: r.customer_uuid });
+
+const LineItem = Type.Object({ sku: Str(1, 255), name: Type.Optional(NullableStr(500)), quantity: Type.Integer({ minimum: 0, maximum: 1_000_000 }), price: Decimal }, closed);
+
+export const KINDS: Kind[] = [
+  {
+    name: 'orders', table: 'orders', label: 'order', hasAssociate: false,
+    create: Type.Object({ externalId: Str(1, 255), orderedAt: DateTime, currency: Type.String({ pattern: '^[A-Z]{3}$' }), total: Decimal, lineItems: Type.Optional(Type.Array(LineItem, { maxItems: 1000 })) }, closed),
+    out: Type.Object({ ...common, externalId: Type.String(), orderedAt: DateTime, currency: Type.String(), total: Type.String(), lineItems: Type.Array(LineItem) }),
+    columns: [['external_id', 'text'], ['ordered_at', 'timestamptz'], ['currency', 'text'], ['total', 'numeric'], ['line_items', 'jsonb']],
+    values: (b) => [b.externalId, b.orderedAt, b.currency, b.total, JSON.stringify(b.lineItems ?? [])],
+    shape: (r) => ({ ...base(r), externalId: r.external_id, orderedAt: isoNN(r.ordered_at), currency: r.currency, total: r.total, lineItems: r.line_items, createdAt: isoNN(r.created_at) }),
+  },
+  {
+    name: 'followUps', table: 'follow_ups', label: 'follow-up', hasAssociate: true,
+    create: Type.Object({ associateUuid: AssociateRef, dueAt: DateTime, subject: Str(1, 1000), status: Type.Optional(StringEnum(['open', 'done'], { default: 'open' })) }, closed),
+    out: Type.Object({ ...common, associateUuid: Nullable(Type.String()), dueAt: DateTime, subject: Type.String(), status: StringEnum(['open', 'done']) }),
+    columns: [['due_at', 'timestamptz'], ['subject', 'text'], ['status', 'text']],
+    values: (b) => [b.dueAt, b.subject, b.status ?? 'open'],
+    shape: (r) => ({ ...base(r), associateUuid: r.associate_uuid, dueAt: isoNN(r.due_at), subject: r.subject, status: r.status, createdAt: isoNN(r.created_at) }),
+  },
+  {
+    name: 'notes', table: 'notes', label: 'note', hasAssociate: true,
+    create: Type.Object({ type: StringEnum(NOTE_TYPES), body: Str(1, 20000), associateUuid: AssociateRef }, closed),
+    out: Type.Object({ ...common, type: StringEnum(NOTE_TYPES), body: Type.String(), associateUuid: Nullable(Type.String()), updatedAt: DateTime }),
+    columns: [['type', 'text'], ['body', 'text']],
+    values: (b) => [b.type, b.body],
+    shape: (r) => ({ ...base(r), type: r.type, body: r.body, associateUuid: r.associate_uuid, createdAt: isoNN(r.created_at), updatedAt: isoNN(r.updated_at) }),
+  },
+  {
+    name: 'messages', table: 'messages', label: 'message', hasAssociate: false,
+    create: Type.Object({ channel: StringEnum(['sms', 'email', 'whatsapp', 'other']), direction: StringEnum(['inbound', 'outbound']), body: Str(0, 20000), sentAt: Type.Optional(DateTime) }, closed),
+    out: Type.Object({ ...common, channel: Type.String(), direction: Type.String(), body: Type.String(), sentAt: DateTime }),
+    columns: [['channel', 'text'], ['direction', 'text'], ['body', 'text'], ['sent_at', 'timestamptz']],
+    values: (b) => [b.channel, b.direction, b.body, b.sentAt ?? new Date().toISOString()],
+    shape: (r) => ({ ...base(r), channel: r.channel, direction: r.direction, body: r.body, sentAt: isoNN(r.sent_at), createdAt: isoNN(r.created_at) }),
+  },
+  {
+    name: 'preferences', table: 'preferences', label: 'preference', hasAssociate: false,
+    create: Type.Object({ category: Str(1, 255), value: Str(1, 2000) }, closed),
+    out: Type.Object({ ...common, category: Type.String(), value: Type.String() }),
+    columns: [['category', 'text'], ['value', 'text']],
+    values: (b) => [b.category, b.value],
+    shape: (r) => ({ ...base(r), category: r.category, value: r.value, createdAt: isoNN(r.created_at) }),
+  },
+  {
+    name: 'productShares', table: 'product_shares', label: 'product share', hasAssociate: true,
+    create: Type.Object({ sku: Str(1, 255), associateUuid: AssociateRef, sharedAt: Type.Optional(DateTime), message: Type.Optional(NullableStr(2000)) }, closed),
+    out: Type.Object({ ...common, sku: Type.String(), associateUuid: Nullable(Type.String()), sharedAt: DateTime, message: Nullable(Type.String()) }),
+    columns: [['sku', 'text'], ['shared_at', 'timestamptz'], ['message', 'text']],
+    values: (b) => [b.sku, b.sharedAt ?? new Date().toISOString(), b.message ?? null],
+    shape: (r) => ({ ...base(r), sku: r.sku, associateUuid: r.associate_uuid, sharedAt: isoNN(r.shared_at), message: r.message, createdAt: isoNN(r.created_at) }),
+  },
+  {
+    name: 'associates', table: 'customer_associates', label: 'customer–associate association', hasAssociate: true,
+    create: Type.Object({ associateUuid: Type.String({ format: 'uuid' }), role: Type.Optional(NullableStr(100)) }, closed),
+    out: Type.Object({ ...common, associateUuid: Type.String(), role: Nullable(Type.String()) }),
+    columns: [['role', 'text']],
+    values: (b) => [b.role ?? null],
+    shape: (r) => ({ ...base(r), associateUuid: r.associate_uuid, role: r.role, createdAt: isoNN(r.created_at) }),
+  },
+];
+
+export const kindByName = (name: KindName): Kind => KINDS.find((k) => k.name === name)!;
+
+export const NoteUpdate = Type.Object({ type: StringEnum(NOTE_TYPES), body: Str(1, 20000), associateUuid: AssociateRef }, { ...closed, description: 'full replace of a note' });
+export const NoteUuidParams = Type.Object({ uuid: Type.String({ format: 'uuid' }) });

@@ -1,0 +1,110 @@
+// The three doors of the merge, thin handlers over one core (service.ts):
+//   2025-04+           POST /crm/customers/{externalId}/merge {"mergeWithCustomerIds"} → MergeResult (?dryRun=true)
+//   2022-04 … 2022-08  PUT  /crm/customers/{uuid}/merge {"ids":[uuid…]} → the primary Customer
+//   2022-04 … 2022-08  PUT  /crm/customers/{externalId}/merge_by_external_id {"ids":[externalId…]} → the primary Customer
+// and the merge history GET /crm/customers/{id}/merges (2022-08+).
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Services } from '../../services.ts';
+import type { RouteDef } from '../../http/versioning/route.ts';
+import { notFound } from '../../http/errors.ts';
+import { decodeCursor, Page, pageOf } from '../../http/pagination.ts';
+import { sourceOf } from '../../http/context.ts';
+import { isoNN } from '../../http/time.ts';
+import { withRetry } from '../../db/db.ts';
+import { Customer, CustomerIdParams } from '../customers/schema.ts';
+import { shapeCustomer } from '../customers/service.ts';
+import * as customers from '../customers/store.ts';
+import { idempotent, keyOf } from '../idempotency/service.ts';
+import * as S from './schema.ts';
+import { checkRequest, DryRunRollback, mergeCustomers, type MergeInput, type MergeOutcome } from './service.ts';
+import * as store from './store.ts';
+
+export function shapeMergeResult(o: MergeOutcome): S.MergeResultT {
+  return {
+    mergeUuid: o.mergeUuid,
+    primary: shapeCustomer(o.primary),
+    mergedCustomerIds: o.secondaryExternalIds,
+    moved: o.moved,
+    duplicateAssociatesRemoved: o.duplicatesRemoved,
+    dryRun: o.dryRun,
+  };
+}
+
+const shapeRecord = (m: store.MergeRow) => ({
+  uuid: m.uuid,
+  primary: { uuid: m.primary_uuid, externalId: m.primary_external_id },
+  secondaries: m.secondaries,
+  moved: m.moved,
+  duplicateAssociatesRemoved: m.duplicates_removed,
+  tokenUuid: m.principal_uuid,
+  source: m.source,
+  createdAt: isoNN(m.created_at),
+});
+
+/** Every door: body checks, then (under the Idempotency-Key, if any) the merge in a retried transaction. */
+async function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, field: string, shape: (o: MergeOutcome) => unknown) {
+  const full: MergeInput = { ...input, principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
+  checkRequest(full, field);
+  const key = keyOf(req);
+  try {
+    const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => ({ status: 200, body: shape(await mergeCustomers(tx, full)) })), 10);
+    if (answer.replayed) reply.header('idempotent-replayed', 'true');
+    reply.code(answer.status);
+    return answer.body;
+  } catch (err) {
+    if (err instanceof DryRunRollback) return shape(err.outcome);
+    throw err;
+  }
+}
+
+export function mergeRoutes(s: Services): RouteDef[] {
+  const base = { tag: 'Customer merge', scope: 'write' as const };
+  const legacy = { ...base, since: '2022-04', until: '2022-08', method: 'PUT' as const };
+  const primaryOnly = (o: MergeOutcome) => shapeCustomer(o.primary);
+  return [
+    {
+      ...base, id: 'customers.merge', method: 'POST', path: '/crm/customers/:id/merge', since: '2025-04',
+      summary: 'Merge secondary customers (by externalId) into the primary; ?dryRun=true previews the counts',
+      schema: { params: S.ExternalIdParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult } },
+      handler: (req, reply) => {
+        const { id } = req.params as { id: string };
+        const body = req.body as { mergeWithCustomerIds: string[] };
+        const dryRun = (req.query as { dryRun?: boolean }).dryRun === true;
+        return runMerge(s, req, reply, { by: 'externalId', primary: id, secondaries: body.mergeWithCustomerIds, dryRun }, 'mergeWithCustomerIds', shapeMergeResult);
+      },
+    },
+    {
+      ...legacy, id: 'customers.mergeByUuid', path: '/crm/customers/:id/merge',
+      summary: 'Legacy merge by Bulb uuids; answers the primary customer',
+      schema: { params: S.UuidParams, body: S.LegacyUuidBody, response: { 200: Customer } },
+      handler: (req, reply) => {
+        const { id } = req.params as { id: string };
+        const { ids } = req.body as { ids: string[] };
+        return runMerge(s, req, reply, { by: 'uuid', primary: id, secondaries: ids, dryRun: false }, 'ids', primaryOnly);
+      },
+    },
+    {
+      ...legacy, id: 'customers.mergeByExternalId', path: '/crm/customers/:id/merge_by_external_id',
+      summary: 'Legacy merge by externalIds; answers the primary customer',
+      schema: { params: S.ExternalIdParams, body: S.LegacyExternalIdBody, response: { 200: Customer } },
+      handler: (req, reply) => {
+        const { id } = req.params as { id: string };
+        const { ids } = req.body as { ids: string[] };
+        return runMerge(s, req, reply, { by: 'externalId', primary: id, secondaries: ids, dryRun: false }, 'ids', primaryOnly);
+      },
+    },
+    {
+      ...base, id: 'customers.merges', method: 'GET', path: '/crm/customers/:id/merges', scope: 'read', since: '2022-08',
+      summary: 'Merge history of a customer (as primary or as secondary), oldest first',
+      schema: { params: CustomerIdParams, querystring: S.MergesQuery, response: { 200: Page(S.MergeRecord) } },
+      handler: async (req) => {
+        const { id } = req.params as { id: string };
+        const q = req.query as { limit?: number; cursor?: string };
+        const c = await customers.findCustomer(s.db, id);
+        if (!c) throw notFound(`customer "${id}" not found`, 'id');
+        const limit = q.limit ?? 50;
+        return pageOf(await store.listMerges(s.db, c.id, decodeCursor(q.cursor), limit), limit, shapeRecord);
+      },
+    },
+  ];
+}

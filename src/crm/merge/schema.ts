@@ -1,0 +1,44 @@
+// Merge shapes on the wire (SPEC §6): the 2025-04 request and MergeResult, the legacy {"ids":[…]}
+// bodies, and a merge record of the history.
+import { Type, type Static } from '@sinclair/typebox';
+import { Customer, CustomerRef, ExternalId } from '../customers/schema.ts';
+import { PageQuery } from '../../http/pagination.ts';
+
+const closed = { additionalProperties: false } as const;
+const ids = (item: any, description: string) => Type.Array(item, { minItems: 1, maxItems: 100, description });
+
+export const MergeBody = Type.Object(
+  { mergeWithCustomerIds: ids(ExternalId, 'externalIds of the secondary customers (1–100, no duplicates, not the primary)') },
+  closed,
+);
+export const MergeQuery = Type.Object({ dryRun: Type.Optional(Type.Boolean({ default: false, description: 'compute the counts, change nothing' })) }, closed);
+export const ExternalIdParams = Type.Object({ id: ExternalId });
+export const UuidParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'uuid of the primary customer' }) });
+export const LegacyUuidBody = Type.Object({ ids: ids(Type.String({ format: 'uuid' }), 'uuids of the secondary customers') }, closed);
+export const LegacyExternalIdBody = Type.Object({ ids: ids(ExternalId, 'externalIds of the secondary customers') }, closed);
+
+export const MOVED_KEYS = ['orders', 'followUps', 'notes', 'messages', 'preferences', 'productShares', 'associates'] as const;
+export type Moved = Record<(typeof MOVED_KEYS)[number], number>;
+const MovedSchema = Type.Object(Object.fromEntries(MOVED_KEYS.map((k) => [k, Type.Integer()])) as Record<(typeof MOVED_KEYS)[number], ReturnType<typeof Type.Integer>>);
+
+export const MergeResult = Type.Object({
+  mergeUuid: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'the merge record; null for a dry run or when nothing was left to merge' }),
+  primary: Customer,
+  mergedCustomerIds: Type.Array(Type.String(), { description: 'externalIds of the secondaries, all merged into the primary after this call' }),
+  moved: MovedSchema,
+  duplicateAssociatesRemoved: Type.Integer(),
+  dryRun: Type.Boolean(),
+});
+export type MergeResultT = Static<typeof MergeResult>;
+
+export const MergeRecord = Type.Object({
+  uuid: Type.String({ format: 'uuid' }),
+  primary: CustomerRef,
+  secondaries: Type.Array(CustomerRef),
+  moved: MovedSchema,
+  duplicateAssociatesRemoved: Type.Integer(),
+  tokenUuid: Type.Union([Type.String(), Type.Null()], { description: 'the API key or auth client that asked' }),
+  source: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+export const MergesQuery = Type.Object({ ...PageQuery }, closed);

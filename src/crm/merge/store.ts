@@ -1,0 +1,126 @@
+// SQL of the merge: every statement is set-based (one statement per table, whatever the row count).
+import type { Queryable } from '../../db/db.ts';
+import type { Moved } from './schema.ts';
+
+export interface LockedCustomer {
+  id: string;
+  uuid: string;
+  external_id: string;
+  status: 'active' | 'disabled';
+  merged_into: string | null;
+  merged_into_uuid: string | null;
+  merged_into_external_id: string | null;
+}
+
+/** Internal ids of customers named by uuid or by externalId (unknown ones are simply absent). */
+export async function resolve(db: Queryable, by: 'uuid' | 'externalId', refs: string[]): Promise<{ id: string; ref: string }[]> {
+  const col = by === 'uuid' ? 'uuid::text' : 'external_id';
+  const cast = by === 'uuid' ? 'uuid[]' : 'text[]';
+  const r = await db.query<{ id: string; ref: string }>(
+    `SELECT id, ${col} AS ref FROM customers WHERE ${by === 'uuid' ? 'uuid' : 'external_id'} = ANY($1::${cast})`,
+    [refs],
+  );
+  return r.rows;
+}
+
+/** Customers merged earlier into one of these (to re-point them: no chains). */
+export async function mergedInto(db: Queryable, ids: string[]): Promise<string[]> {
+  const r = await db.query<{ id: string }>('SELECT id FROM customers WHERE merged_into = ANY($1::bigint[])', [ids]);
+  return r.rows.map((x) => x.id);
+}
+
+/**
+ * Locks customers in one global order (by id) so overlapping merges wait for each other instead of
+ * deadlocking, and returns their state as of the lock.
+ */
+export async function lockCustomers(tx: Queryable, ids: string[]): Promise<LockedCustomer[]> {
+  const r = await tx.query<LockedCustomer>(
+    `SELECT c.id, c.uuid, c.external_id, c.status, c.merged_into, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
+     FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
+     WHERE c.id = ANY($1::bigint[]) ORDER BY c.id FOR UPDATE OF c`,
+    [ids],
+  );
+  return r.rows;
+}
+
+/** The attached tables that move wholesale, with the MergeResult key of each. */
+export const MOVED_TABLES: [keyof Moved, string][] = [
+  ['orders', 'orders'], ['followUps', 'follow_ups'], ['notes', 'notes'], ['messages', 'messages'],
+  ['preferences', 'preferences'], ['productShares', 'product_shares'],
+];
+
+export async function moveRows(tx: Queryable, table: string, primary: string, secondaries: string[]): Promise<number> {
+  const r = await tx.query(`UPDATE ${table} SET customer_id = $1 WHERE customer_id = ANY($2::bigint[])`, [primary, secondaries]);
+  return r.rowCount;
+}
+
+/**
+ * Removes the secondaries' associations that would duplicate one per associate on the primary:
+ * the primary's own row wins, else the oldest. Returns how many were removed.
+ */
+export async function dedupeAssociations(tx: Queryable, primary: string, secondaries: string[]): Promise<number> {
+  const r = await tx.query(
+    `DELETE FROM customer_associates WHERE id IN (
+       SELECT id FROM (
+         SELECT id, row_number() OVER (PARTITION BY associate_id ORDER BY (customer_id = $1) DESC, id) AS rn
+         FROM customer_associates WHERE customer_id = $1 OR customer_id = ANY($2::bigint[])
+       ) ranked WHERE rn > 1)`,
+    [primary, secondaries],
+  );
+  return r.rowCount;
+}
+
+/** Disables the secondaries (pointing at the primary) and re-points customers merged into them. */
+export async function disableAndRepoint(tx: Queryable, primary: string, secondaries: string[]): Promise<{ uuid: string; external_id: string }[]> {
+  const r = await tx.query<{ uuid: string; external_id: string }>(
+    `UPDATE customers SET status = 'disabled', merged_into = $1, updated_at = clock_timestamp()
+     WHERE id = ANY($2::bigint[]) OR merged_into = ANY($2::bigint[])
+     RETURNING uuid, external_id`,
+    [primary, secondaries],
+  );
+  return r.rows;
+}
+
+export async function touch(tx: Queryable, id: string): Promise<void> {
+  await tx.query('UPDATE customers SET updated_at = clock_timestamp() WHERE id = $1', [id]);
+}
+
+export async function insertMerge(
+  tx: Queryable,
+  m: { primary: string; secondaries: string[]; moved: Moved; duplicatesRemoved: number; principalUuid: string | null; source: string },
+): Promise<string> {
+  const r = await tx.query<{ uuid: string }>(
+    `INSERT INTO merges (primary_id, secondary_ids, moved, duplicates_removed, principal_uuid, source)
+     VALUES ($1, $2::bigint[], $3, $4, $5, $6) RETURNING uuid`,
+    [m.primary, m.secondaries, JSON.stringify(m.moved), m.duplicatesRemoved, m.principalUuid, m.source],
+  );
+  return r.rows[0].uuid;
+}
+
+export interface MergeRow {
+  id: string;
+  uuid: string;
+  primary_uuid: string;
+  primary_external_id: string;
+  secondaries: { uuid: string; externalId: string }[];
+  moved: Moved;
+  duplicates_removed: number;
+  principal_uuid: string | null;
+  source: string;
+  created_at: string;
+}
+
+/** Merges where the customer is primary or secondary, oldest first, after the cursor. */
+export async function listMerges(db: Queryable, customerId: string, afterId: string | null, limit: number): Promise<MergeRow[]> {
+  const r = await db.query<MergeRow>(
+    `SELECT g.id, g.uuid, p.uuid AS primary_uuid, p.external_id AS primary_external_id, g.moved, g.duplicates_removed,
+       g.principal_uuid, g.source, g.created_at,
+       (SELECT coalesce(json_agg(json_build_object('uuid', s.uuid, 'externalId', s.external_id) ORDER BY u.ord), '[]'::json)
+          FROM unnest(g.secondary_ids) WITH ORDINALITY AS u(sid, ord) JOIN customers s ON s.id = u.sid) AS secondaries
+     FROM merges g JOIN customers p ON p.id = g.primary_id
+     WHERE (g.primary_id = $1 OR g.secondary_ids @> ARRAY[$1::bigint]) AND ($2::bigint IS NULL OR g.id > $2)
+     ORDER BY g.id LIMIT $3`,
+    [customerId, afterId, limit + 1],
+  );
+  return r.rows;
+}
