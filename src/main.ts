@@ -5,6 +5,7 @@ import { migrate } from './db/migrate.ts';
 import { makeServices } from './services.ts';
 import { buildApp } from './http/app.ts';
 import { bootstrapAdminKey } from './auth/service.ts';
+import { Dispatcher } from './webhooks/dispatcher.ts';
 
 async function main() {
   const cmd = process.argv[2] ?? 'serve';
@@ -27,6 +28,12 @@ async function main() {
     address = await app.listen({ port: config.port, host: config.host });
     stops.push(() => app.close());
   }
+  if (config.role !== 'api') {
+    // Webhook delivery: claims due deliveries, wakes on NOTIFY; stop() stops claiming and drains.
+    const dispatcher = new Dispatcher(db, config);
+    await dispatcher.start();
+    stops.push(() => dispatcher.stop());
+  }
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);
   if (created) {
@@ -43,7 +50,8 @@ async function main() {
     console.log(`${signal}: draining`);
     const force = setTimeout(() => process.exit(1), 25_000);
     force.unref();
-    for (const stop of stops) await stop().catch((err) => console.error(err));
+    // HTTP and the webhook worker drain in parallel (the worker finishes or releases its attempts).
+    await Promise.all(stops.map((stop) => stop().catch((err) => console.error(err))));
     await db.close().catch(() => {});
     clearTimeout(force);
     process.exit(0);

@@ -1,8 +1,13 @@
-// The outbox seam: every change writes its event here, inside the transaction of the change.
+// The outbox seam: every change writes its event here, inside the transaction of the change, together
+// with one webhook delivery per subscription active for the event's type (the fan-out), and wakes the
+// delivery workers (NOTIFY is delivered on commit, so workers never see an uncommitted event).
 import type { Queryable } from '../db/db.ts';
 
 export const EVENT_TYPES = ['customerCreate', 'customerUpdate', 'customerMerge', 'customerNoteCreate', 'customerNoteUpdate', 'webhookTest'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The NOTIFY channel webhook dispatchers listen on. */
+export const WEBHOOK_CHANNEL = 'bulb_webhooks';
 
 export interface NewEvent {
   eventType: EventType;
@@ -11,19 +16,29 @@ export interface NewEvent {
   source: string;
 }
 
-/** Writes events (one row per occurrence) in the caller's transaction. Returns their uuids. */
+/** Writes events (one row per occurrence) and their deliveries in the caller's transaction. Returns the event uuids. */
 export async function emitEvents(tx: Queryable, events: NewEvent[]): Promise<string[]> {
   if (events.length === 0) return [];
-  const r = await tx.query<{ uuid: string }>(
-    `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[])
-     RETURNING uuid`,
+  const r = await tx.query<{ uuid: string; fanned: string }>(
+    `WITH ev AS (
+       INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[])
+       RETURNING id, uuid, event_type
+     ), d AS (
+       INSERT INTO webhook_deliveries (event_id, subscription_id)
+       SELECT ev.id, s.id FROM ev JOIN webhook_subscriptions s
+         ON s.event_type = ev.event_type AND s.is_active AND s.deleted_at IS NULL
+       ORDER BY ev.id, s.id
+       RETURNING 1
+     ), n AS (SELECT count(*) AS c FROM d)
+     SELECT ev.uuid, CASE WHEN n.c > 0 THEN pg_notify($6, '') END AS fanned FROM ev, n ORDER BY ev.id`,
     [
       events.map((e) => e.eventType),
       events.map((e) => e.resourceType),
       events.map((e) => e.resource.uuid),
       events.map((e) => e.resource.externalId),
       events.map((e) => e.source),
+      WEBHOOK_CHANNEL,
     ],
   );
   return r.rows.map((x) => x.uuid);

@@ -3,6 +3,7 @@ import type { Services } from '../services.ts';
 import type { RouteDef, VersionChange } from './versioning/route.ts';
 import { credentialRoutes } from '../auth/routes.ts';
 import { customerRoutes } from '../crm/customers/routes.ts';
+import { webhookRoutes } from '../webhooks/routes.ts';
 import { associateRoutes } from '../crm/associates/routes.ts';
 import { dataRoutes } from '../crm/attached/routes.ts';
 import { mergeRoutes } from '../crm/merge/routes.ts';

@@ -1,0 +1,55 @@
+// Builds one webhook request: the event body (exact bytes), and every header, signed with each valid secret.
+import { createRequire } from 'node:module';
+import { isoNN } from '../http/time.ts';
+import { hmacHex, signatureHeader } from './signing.ts';
+import type { Claimed } from './queue-store.ts';
+
+const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
+export const USER_AGENT = `Bulb-Webhooks/${pkg.version}`;
+
+/** The event body, fields in the seed's order. */
+export function eventBody(c: Pick<Claimed, 'event_uuid' | 'subscription_uuid' | 'event_created_at' | 'event_type' | 'resource_type' | 'resource_uuid' | 'resource_external_id' | 'source'>): string {
+  return JSON.stringify({
+    uuid: c.event_uuid,
+    subscription: c.subscription_uuid,
+    createdAt: isoNN(c.event_created_at),
+    eventType: c.event_type,
+    resourceType: c.resource_type,
+    resource: { uuid: c.resource_uuid, externalId: c.resource_external_id },
+    source: c.source,
+  });
+}
+
+export interface BuiltRequest {
+  body: string;
+  headers: Record<string, string>;
+  /** The same headers with credentials redacted, for the logs. */
+  logHeaders: Record<string, string>;
+}
+
+export const REDACTED = '[redacted]';
+
+export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.now()): BuiltRequest {
+  const body = eventBody(c);
+  const timestamp = Math.floor(nowMs / 1000);
+  const secrets = c.previous_secret ? [c.signing_secret, c.previous_secret] : [c.signing_secret];
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    Accept: 'application/json',
+    'User-Agent': USER_AGENT,
+    [hmacHeaderName]: hmacHex(c.signing_secret, body),
+    'X-Webhook-Version': c.webhook_version,
+    'webhook-id': c.event_uuid,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signatureHeader(secrets, c.event_uuid, timestamp, body),
+  };
+  const logHeaders = { ...headers };
+  if (c.auth_method === 'BEARER' && c.bearer_token) {
+    headers.Authorization = `Bearer ${c.bearer_token}`;
+    logHeaders.Authorization = `Bearer ${REDACTED}`;
+  } else if (c.auth_method === 'BASIC' && c.basic_username !== null) {
+    headers.Authorization = `Basic ${Buffer.from(`${c.basic_username}:${c.basic_password ?? ''}`).toString('base64')}`;
+    logHeaders.Authorization = `Basic ${REDACTED}`;
+  }
+  return { body, headers, logHeaders };
+}

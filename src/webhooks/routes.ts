@@ -1,0 +1,139 @@
+// /integrations/webhooks routes (SPEC §7, admin scope, from 2022-08): thin handlers over service.ts.
+import '../http/formats.ts';
+import { Type } from '@sinclair/typebox';
+import type { Services } from '../services.ts';
+import type { RouteDef } from '../http/versioning/route.ts';
+import { decodeCursor, Page, pageOf } from '../http/pagination.ts';
+import { sourceOf } from '../http/context.ts';
+import { EVENT_TYPES } from '../events/emit.ts';
+import * as S from './schema.ts';
+import * as store from './store.ts';
+import * as svc from './service.ts';
+import { watchQueue } from './metrics.ts';
+
+const BASE = '/integrations/webhooks';
+const SUBS = `${BASE}/subscriptions`;
+
+const RESOURCE_OF: Record<string, string> = {
+  customerCreate: 'Customer', customerUpdate: 'Customer', customerMerge: 'Customer',
+  customerNoteCreate: 'CustomerNote', customerNoteUpdate: 'CustomerNote', webhookTest: 'WebhookSubscription',
+};
+
+export function webhookRoutes(s: Services): RouteDef[] {
+  watchQueue(s.db);
+  const allowPrivate = s.config.webhookAllowPrivate;
+  const base = { tag: 'Webhooks', scope: 'admin' as const, since: '2022-08' };
+  const uuidOf = (req: any) => (req.params as { uuid: string }).uuid;
+  return [
+    {
+      ...base, id: 'webhooks.eventTypes', method: 'GET', path: `${BASE}/eventTypes`,
+      summary: 'List the event types a subscription can listen for',
+      schema: { response: { 200: S.EventTypes } },
+      handler: async () => ({ data: EVENT_TYPES.map((t) => ({ eventType: t, resourceType: RESOURCE_OF[t], description: `${t} event` })) }),
+    },
+    {
+      ...base, id: 'webhooks.subscriptions.list', method: 'GET', path: SUBS,
+      summary: 'List webhook subscriptions',
+      schema: { querystring: S.SubscriptionListQuery, response: { 200: Page(S.Subscription) } },
+      handler: async (req) => {
+        const q = req.query as any;
+        const rows = await store.listSubscriptions(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
+        return pageOf(rows, q.limit ?? 50, svc.shapeSubscription);
+      },
+    },
+    {
+      ...base, id: 'webhooks.subscriptions.create', method: 'POST', path: SUBS,
+      summary: 'Create a subscription; the answer shows its signingSecret',
+      schema: { body: S.SubscriptionCreate, response: { 201: S.SubscriptionWithSecret } },
+      handler: async (req, reply) => {
+        const out = await svc.createSubscription(s.db, req.body as S.SubscriptionCreateT, allowPrivate);
+        reply.code(201);
+        return out;
+      },
+    },
+    {
+      ...base, id: 'webhooks.subscriptions.get', method: 'GET', path: `${SUBS}/:uuid`,
+      summary: 'Get a subscription (credentials are never returned)',
+      schema: { params: S.UuidParams, response: { 200: S.Subscription } },
+      handler: async (req) => svc.shapeSubscription(await svc.mustFind(s.db, uuidOf(req))),
+    },
+    {
+      ...base, id: 'webhooks.subscriptions.patch', method: 'PATCH', path: `${SUBS}/:uuid`,
+      summary: 'Change a subscription (activate/deactivate with isActive)',
+      schema: { params: S.UuidParams, body: S.SubscriptionPatch, response: { 200: S.Subscription } },
+      handler: async (req) => svc.patchSubscription(s.db, uuidOf(req), req.body as S.SubscriptionPatchT, allowPrivate),
+    },
+    {
+      ...base, id: 'webhooks.subscriptions.delete', method: 'DELETE', path: `${SUBS}/:uuid`,
+      summary: 'Delete a subscription; its pending deliveries are cancelled',
+      schema: { params: S.UuidParams, response: { 204: Type.Null() } },
+      handler: async (req, reply) => {
+        await svc.removeSubscription(s.db, uuidOf(req));
+        reply.code(204);
+        return null;
+      },
+    },
+    {
+      ...base, id: 'webhooks.subscriptions.secret', method: 'GET', path: `${SUBS}/:uuid/secret`,
+      summary: 'Reveal the signing secret',
+      schema: { params: S.UuidParams, response: { 200: S.SecretAnswer } },
+      handler: async (req) => svc.shapeSecret(await svc.mustFind(s.db, uuidOf(req))),
+    },
+    {
+      ...base, id: 'webhooks.subscriptions.rotateSecret', method: 'POST', path: `${SUBS}/:uuid/rotateSecret`,
+      summary: 'Make a new signing secret; the previous one keeps signing for 24 h',
+      schema: { params: S.UuidParams, response: { 200: S.SecretAnswer } },
+      handler: async (req) => svc.rotate(s.db, uuidOf(req)),
+    },
+    {
+      ...base, id: 'webhooks.subscriptions.test', method: 'POST', path: `${SUBS}/:uuid/test`,
+      summary: 'Send a webhookTest event to this subscription now',
+      schema: { params: S.UuidParams, response: { 202: S.TestAnswer } },
+      handler: async (req, reply) => {
+        const out = await svc.sendTest(s.db, uuidOf(req), sourceOf(req, s));
+        reply.code(202);
+        return out;
+      },
+    },
+    {
+      ...base, id: 'webhooks.subscriptions.recover', method: 'POST', path: `${SUBS}/:uuid/recover`,
+      summary: 'Re-queue every failed delivery of this subscription created since a time',
+      schema: { params: S.UuidParams, body: S.RecoverBody, response: { 202: S.RecoverAnswer } },
+      handler: async (req, reply) => {
+        const out = await svc.recover(s.db, uuidOf(req), (req.body as { since: string }).since);
+        reply.code(202);
+        return out;
+      },
+    },
+    {
+      ...base, id: 'webhooks.deliveries.list', method: 'GET', path: `${BASE}/deliveries`,
+      summary: 'List deliveries, newest first (filter by status, subscription, eventType)',
+      schema: { querystring: S.DeliveryListQuery, response: { 200: Page(S.Delivery) } },
+      handler: async (req) => {
+        const q = req.query as any;
+        const rows = await store.listDeliveries(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
+        return pageOf(rows, q.limit ?? 50, svc.shapeDelivery);
+      },
+    },
+    {
+      ...base, id: 'webhooks.deliveries.retry', method: 'POST', path: `${BASE}/deliveries/:uuid/retry`,
+      summary: 'Attempt a delivery now',
+      schema: { params: S.UuidParams, response: { 202: S.Delivery } },
+      handler: async (req, reply) => {
+        const out = await svc.retryNow(s.db, uuidOf(req));
+        reply.code(202);
+        return out;
+      },
+    },
+    {
+      ...base, id: 'webhooks.logs', method: 'GET', path: `${BASE}/logs`,
+      summary: 'Delivery attempts, newest first (filters subscription, eventType, outcome, since, until)',
+      schema: { querystring: S.LogQuery, response: { 200: Page(S.Attempt) } },
+      handler: async (req) => {
+        const q = req.query as any;
+        const rows = await store.listAttempts(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
+        return pageOf(rows, q.limit ?? 50, svc.shapeAttempt);
+      },
+    },
+  ];
+}

@@ -1,0 +1,185 @@
+// Subscriptions and deliveries as domain operations: URL and credential rules, secrets, test events,
+// manual retry and recovery. Route handlers call these; SQL lives in store.ts.
+import type { Db, Queryable } from '../db/db.ts';
+import { ApiError, invalid, notFound } from '../http/errors.ts';
+import { iso, isoNN } from '../http/time.ts';
+import { checkHost } from './address.ts';
+import { newSigningSecret } from './signing.ts';
+import { NO_MORE_RETRIES } from './schedule.ts';
+import * as store from './store.ts';
+import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
+
+/** How long the previous secret keeps signing after a rotation. */
+export const ROTATION_GRACE_SEC = 24 * 3600;
+
+export function shapeSubscription(r: store.SubscriptionRow) {
+  return {
+    uuid: r.uuid,
+    url: r.url,
+    eventType: r.event_type,
+    isActive: r.is_active,
+    authMethod: r.auth_method,
+    webhookVersion: r.webhook_version,
+    createdAt: isoNN(r.created_at),
+    updatedAt: isoNN(r.updated_at),
+  };
+}
+
+export function shapeSecret(r: store.SubscriptionRow) {
+  const live = r.previous_secret_expires_at && Date.parse(r.previous_secret_expires_at) > Date.now();
+  return { signingSecret: r.signing_secret, previousSecretExpiresAt: live ? iso(r.previous_secret_expires_at) : null };
+}
+
+/** http(s), ≤ 2048 chars, no userinfo, and (unless allowed) no host that is or resolves to a private address. */
+export async function validateUrl(raw: string, allowPrivate: boolean): Promise<void> {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw invalid('"url" is not a valid URL', 'url');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalid('"url" must use http or https', 'url');
+  if (raw.length > 2048) throw invalid('"url" must be at most 2048 characters', 'url');
+  if (u.username || u.password) throw invalid('"url" must not carry credentials; use authMethod BASIC', 'url');
+  if (allowPrivate) return;
+  const r = await checkHost(u.hostname);
+  if (r.blocked) throw invalid(`"url" is not allowed: ${r.blocked}`, 'url');
+  if (r.unresolvable) throw invalid(`"url" is not reachable: ${r.unresolvable}`, 'url');
+}
+
+type Write = store.SubscriptionWrite;
+
+/** Credentials must match the method; switching method drops the other method's credentials. */
+function credentialRules(w: Write): Write {
+  const errs: { message: string; moreInfo: string }[] = [];
+  if (w.authMethod === 'BEARER' && !w.bearerToken) errs.push({ message: '"bearerToken" is required when authMethod is BEARER', moreInfo: 'bearerToken' });
+  if (w.authMethod === 'BASIC') {
+    if (!w.basicUsername) errs.push({ message: '"basicUsername" is required when authMethod is BASIC', moreInfo: 'basicUsername' });
+    if (!w.basicPassword) errs.push({ message: '"basicPassword" is required when authMethod is BASIC', moreInfo: 'basicPassword' });
+  }
+  if (errs.length) throw ApiError.many('InvalidParameterError', errs);
+  return {
+    ...w,
+    bearerToken: w.authMethod === 'BEARER' ? w.bearerToken : null,
+    basicUsername: w.authMethod === 'BASIC' ? w.basicUsername : null,
+    basicPassword: w.authMethod === 'BASIC' ? w.basicPassword : null,
+  };
+}
+
+export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean) {
+  await validateUrl(body.url, allowPrivate);
+  const w = credentialRules({
+    url: body.url,
+    eventType: body.eventType,
+    isActive: body.isActive ?? true,
+    authMethod: body.authMethod ?? (body.bearerToken ? 'BEARER' : 'NONE'),
+    bearerToken: body.bearerToken ?? null,
+    basicUsername: body.basicUsername ?? null,
+    basicPassword: body.basicPassword ?? null,
+    webhookVersion: body.webhookVersion ?? '2022-08',
+  });
+  const row = await store.insertSubscription(db, w, newSigningSecret());
+  return { ...shapeSubscription(row), signingSecret: row.signing_secret };
+}
+
+export async function mustFind(db: Queryable, uuid: string, lock = false): Promise<store.SubscriptionRow> {
+  const row = await store.findSubscription(db, uuid, lock);
+  if (!row) throw notFound(`webhook subscription "${uuid}" not found`, 'uuid');
+  return row;
+}
+
+export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean) {
+  if (patch.url !== undefined) await validateUrl(patch.url, allowPrivate);
+  return db.transaction(async (tx) => {
+    const cur = await mustFind(tx, uuid, true);
+    const w = credentialRules({
+      url: patch.url ?? cur.url,
+      eventType: patch.eventType ?? cur.event_type,
+      isActive: patch.isActive ?? cur.is_active,
+      authMethod: patch.authMethod ?? cur.auth_method,
+      bearerToken: patch.bearerToken !== undefined ? patch.bearerToken : cur.bearer_token,
+      basicUsername: patch.basicUsername !== undefined ? patch.basicUsername : cur.basic_username,
+      basicPassword: patch.basicPassword !== undefined ? patch.basicPassword : cur.basic_password,
+      webhookVersion: patch.webhookVersion ?? cur.webhook_version,
+    });
+    const row = await store.updateSubscription(tx, cur.id, w);
+    // Re-activated: its waiting deliveries are due now.
+    if (row.is_active && !cur.is_active) await store.notifyWorkers(tx);
+    return shapeSubscription(row);
+  });
+}
+
+export async function removeSubscription(db: Db, uuid: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    const cur = await mustFind(tx, uuid, true);
+    await store.deleteSubscription(tx, cur.id);
+  });
+}
+
+export async function rotate(db: Db, uuid: string) {
+  return db.transaction(async (tx) => {
+    const cur = await mustFind(tx, uuid, true);
+    return shapeSecret(await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC));
+  });
+}
+
+export async function sendTest(db: Db, uuid: string, source: string) {
+  return db.transaction(async (tx) => {
+    const sub = await mustFind(tx, uuid);
+    if (!sub.is_active) throw new ApiError('Conflict', 'the subscription is inactive: activate it to send a test', 'isActive');
+    return store.insertTestEvent(tx, sub, source);
+  });
+}
+
+export function shapeDelivery(d: store.DeliveryRow) {
+  return {
+    uuid: d.uuid,
+    eventUuid: d.event_uuid,
+    subscriptionUuid: d.subscription_uuid,
+    eventType: d.event_type,
+    status: d.status as 'pending' | 'delivered' | 'failed' | 'cancelled',
+    attemptCount: d.attempt_count,
+    nextAttemptAt: iso(d.next_attempt_at),
+    createdAt: isoNN(d.created_at),
+    deliveredAt: iso(d.delivered_at),
+  };
+}
+
+/** Attempts a delivery now (a single attempt). A cancelled one (deleted subscription) cannot be retried. */
+export async function retryNow(db: Db, uuid: string) {
+  return db.transaction(async (tx) => {
+    const d = await store.findDelivery(tx, uuid);
+    if (!d) throw notFound(`delivery "${uuid}" not found`, 'uuid');
+    if (d.status === 'cancelled') throw new ApiError('Conflict', 'the delivery was cancelled (its subscription is deleted)', 'status');
+    await store.retryDelivery(tx, d.id, NO_MORE_RETRIES);
+    return shapeDelivery((await store.findDelivery(tx, uuid))!);
+  });
+}
+
+export async function recover(db: Db, uuid: string, since: string) {
+  return db.transaction(async (tx) => {
+    const sub = await mustFind(tx, uuid);
+    return { requeued: await store.recoverDeliveries(tx, sub.id, since, NO_MORE_RETRIES) };
+  });
+}
+
+export function shapeAttempt(a: store.AttemptRow) {
+  return {
+    uuid: a.uuid,
+    deliveryUuid: a.delivery_uuid,
+    eventUuid: a.event_uuid,
+    subscriptionUuid: a.subscription_uuid,
+    eventType: a.event_type,
+    url: a.url,
+    attemptNumber: a.attempt_number,
+    startedAt: isoNN(a.started_at),
+    durationMs: a.duration_ms,
+    statusCode: a.status_code,
+    errorCode: a.error_code,
+    outcome: a.outcome,
+    nextAttemptAt: iso(a.next_attempt_at),
+    requestHeaders: a.request_headers,
+    requestBody: a.request_body,
+    responseBody: a.response_body,
+  };
+}

@@ -1,0 +1,226 @@
+// SQL for subscriptions, and the read side of deliveries and attempts (lists, logs, manual retry, recover).
+import type { Queryable } from '../db/db.ts';
+
+export interface SubscriptionRow {
+  id: string;
+  uuid: string;
+  url: string;
+  event_type: string;
+  is_active: boolean;
+  auth_method: 'NONE' | 'BASIC' | 'BEARER';
+  bearer_token: string | null;
+  basic_username: string | null;
+  basic_password: string | null;
+  webhook_version: string;
+  signing_secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export { WEBHOOK_CHANNEL as NOTIFY_CHANNEL } from '../events/emit.ts';
+import { WEBHOOK_CHANNEL as NOTIFY_CHANNEL } from '../events/emit.ts';
+
+const SUB_COLS = `id, uuid, url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version,
+  signing_secret, previous_secret, previous_secret_expires_at, created_at, updated_at`;
+
+export interface SubscriptionWrite {
+  url: string;
+  eventType: string;
+  isActive: boolean;
+  authMethod: 'NONE' | 'BASIC' | 'BEARER';
+  bearerToken: string | null;
+  basicUsername: string | null;
+  basicPassword: string | null;
+  webhookVersion: string;
+}
+
+export async function insertSubscription(db: Queryable, w: SubscriptionWrite, secret: string): Promise<SubscriptionRow> {
+  const r = await db.query<SubscriptionRow>(
+    `INSERT INTO webhook_subscriptions (url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version, signing_secret)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${SUB_COLS}`,
+    [w.url, w.eventType, w.isActive, w.authMethod, w.bearerToken, w.basicUsername, w.basicPassword, w.webhookVersion, secret],
+  );
+  return r.rows[0];
+}
+
+export async function updateSubscription(db: Queryable, id: string, w: SubscriptionWrite): Promise<SubscriptionRow> {
+  const r = await db.query<SubscriptionRow>(
+    `UPDATE webhook_subscriptions SET url = $2, event_type = $3, is_active = $4, auth_method = $5, bearer_token = $6,
+       basic_username = $7, basic_password = $8, webhook_version = $9, updated_at = clock_timestamp()
+     WHERE id = $1 RETURNING ${SUB_COLS}`,
+    [id, w.url, w.eventType, w.isActive, w.authMethod, w.bearerToken, w.basicUsername, w.basicPassword, w.webhookVersion],
+  );
+  return r.rows[0];
+}
+
+export async function findSubscription(db: Queryable, uuid: string, lock = false): Promise<SubscriptionRow | undefined> {
+  const r = await db.query<SubscriptionRow>(
+    `SELECT ${SUB_COLS} FROM webhook_subscriptions WHERE uuid = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
+    [uuid],
+  );
+  return r.rows[0];
+}
+
+export async function listSubscriptions(db: Queryable, q: { eventType?: string; isActive?: boolean; limit: number }, after: string | null): Promise<SubscriptionRow[]> {
+  const r = await db.query<SubscriptionRow>(
+    `SELECT ${SUB_COLS} FROM webhook_subscriptions
+     WHERE deleted_at IS NULL AND ($1::text IS NULL OR event_type = $1) AND ($2::boolean IS NULL OR is_active = $2)
+       AND ($3::bigint IS NULL OR id > $3)
+     ORDER BY id LIMIT $4`,
+    [q.eventType ?? null, q.isActive ?? null, after, q.limit + 1],
+  );
+  return r.rows;
+}
+
+/** Soft-deletes and cancels every pending delivery (an attempt in flight finishes but changes nothing). */
+export async function deleteSubscription(db: Queryable, id: string): Promise<void> {
+  await db.query(`UPDATE webhook_subscriptions SET deleted_at = clock_timestamp(), is_active = false, updated_at = clock_timestamp() WHERE id = $1`, [id]);
+  await db.query(
+    `UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
+     WHERE subscription_id = $1 AND status = 'pending'`,
+    [id],
+  );
+}
+
+export async function rotateSecret(db: Queryable, id: string, secret: string, graceSec: number): Promise<SubscriptionRow> {
+  const r = await db.query<SubscriptionRow>(
+    `UPDATE webhook_subscriptions SET previous_secret = signing_secret, signing_secret = $2,
+       previous_secret_expires_at = clock_timestamp() + $3 * interval '1 second', updated_at = clock_timestamp()
+     WHERE id = $1 RETURNING ${SUB_COLS}`,
+    [id, secret, graceSec],
+  );
+  return r.rows[0];
+}
+
+/** Wakes every dispatcher (delivered on commit when called inside a transaction). */
+export async function notifyWorkers(db: Queryable): Promise<void> {
+  await db.query(`SELECT pg_notify($1, '')`, [NOTIFY_CHANNEL]);
+}
+
+/** A webhookTest event delivered to one subscription only. Returns the event and delivery uuids. */
+export async function insertTestEvent(db: Queryable, sub: SubscriptionRow, source: string): Promise<{ eventUuid: string; deliveryUuid: string }> {
+  const r = await db.query<{ event_uuid: string; delivery_uuid: string }>(
+    `WITH ev AS (
+       INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
+       VALUES ('webhookTest', 'WebhookSubscription', $1, NULL, $2) RETURNING id, uuid
+     ), d AS (
+       INSERT INTO webhook_deliveries (event_id, subscription_id) SELECT ev.id, $3 FROM ev RETURNING uuid
+     )
+     SELECT ev.uuid AS event_uuid, d.uuid AS delivery_uuid FROM ev, d`,
+    [sub.uuid, source, sub.id],
+  );
+  await notifyWorkers(db);
+  return { eventUuid: r.rows[0].event_uuid, deliveryUuid: r.rows[0].delivery_uuid };
+}
+
+// ---- deliveries ----
+
+export interface DeliveryRow {
+  id: string;
+  uuid: string;
+  event_uuid: string;
+  subscription_uuid: string;
+  event_type: string;
+  status: string;
+  attempt_count: number;
+  next_attempt_at: string | null;
+  created_at: string;
+  delivered_at: string | null;
+}
+
+const DELIVERY_SELECT = `SELECT d.id, d.uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, d.status, d.attempt_count,
+  d.next_attempt_at, d.created_at, d.delivered_at
+  FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
+
+export async function listDeliveries(
+  db: Queryable,
+  q: { status?: string; subscription?: string; eventType?: string; limit: number },
+  before: string | null,
+): Promise<DeliveryRow[]> {
+  const r = await db.query<DeliveryRow>(
+    `${DELIVERY_SELECT}
+     WHERE ($1::text IS NULL OR d.status = $1) AND ($2::uuid IS NULL OR s.uuid = $2) AND ($3::text IS NULL OR e.event_type = $3)
+       AND ($4::bigint IS NULL OR d.id < $4)
+     ORDER BY d.id DESC LIMIT $5`,
+    [q.status ?? null, q.subscription ?? null, q.eventType ?? null, before, q.limit + 1],
+  );
+  return r.rows;
+}
+
+export async function findDelivery(db: Queryable, uuid: string): Promise<DeliveryRow | undefined> {
+  const r = await db.query<DeliveryRow>(`${DELIVERY_SELECT} WHERE d.uuid = $1`, [uuid]);
+  return r.rows[0];
+}
+
+/** Queues one delivery for an attempt now; a manual retry is a single attempt (no further schedule). */
+export async function retryDelivery(db: Queryable, id: string, noMoreRetries: number): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = clock_timestamp(), schedule_pos = $2,
+       locked_until = CASE WHEN status = 'pending' THEN locked_until END,
+       lock_token = CASE WHEN status = 'pending' THEN lock_token END, updated_at = clock_timestamp()
+     WHERE id = $1`,
+    [id, noMoreRetries],
+  );
+  await notifyWorkers(db);
+}
+
+/** Re-queues every failed delivery of a subscription created since `since`. Returns how many. */
+export async function recoverDeliveries(db: Queryable, subscriptionId: string, since: string, noMoreRetries: number): Promise<number> {
+  const r = await db.query(
+    `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = clock_timestamp(), schedule_pos = $3, updated_at = clock_timestamp()
+     WHERE subscription_id = $1 AND status = 'failed' AND created_at >= $2`,
+    [subscriptionId, since, noMoreRetries],
+  );
+  if (r.rowCount > 0) await notifyWorkers(db);
+  return r.rowCount;
+}
+
+// ---- attempts (logs) ----
+
+export interface AttemptRow {
+  id: string;
+  uuid: string;
+  delivery_uuid: string;
+  event_uuid: string;
+  subscription_uuid: string;
+  event_type: string;
+  url: string;
+  attempt_number: number;
+  started_at: string;
+  duration_ms: number;
+  status_code: number | null;
+  error_code: string | null;
+  outcome: 'success' | 'failure';
+  next_attempt_at: string | null;
+  request_headers: Record<string, string>;
+  request_body: string;
+  response_body: string | null;
+}
+
+export interface LogQuery {
+  subscription?: string;
+  eventType?: string;
+  outcome?: string;
+  since?: string;
+  until?: string;
+  delivery?: string;
+  limit: number;
+}
+
+export async function listAttempts(db: Queryable, q: LogQuery, before: string | null): Promise<AttemptRow[]> {
+  const r = await db.query<AttemptRow>(
+    `SELECT a.id, a.uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
+       a.attempt_number, a.started_at, a.duration_ms, a.status_code, a.error_code, a.outcome, a.next_attempt_at,
+       a.request_headers, a.request_body, a.response_body
+     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = a.event_id
+       JOIN webhook_subscriptions s ON s.id = a.subscription_id
+     WHERE ($1::uuid IS NULL OR s.uuid = $1) AND ($2::text IS NULL OR e.event_type = $2) AND ($3::text IS NULL OR a.outcome = $3)
+       AND ($4::timestamptz IS NULL OR a.started_at >= $4) AND ($5::timestamptz IS NULL OR a.started_at < $5)
+       AND ($6::uuid IS NULL OR d.uuid = $6) AND ($7::bigint IS NULL OR a.id < $7)
+     ORDER BY a.id DESC LIMIT $8`,
+    [q.subscription ?? null, q.eventType ?? null, q.outcome ?? null, q.since ?? null, q.until ?? null, q.delivery ?? null, before, q.limit + 1],
+  );
+  return r.rows;
+}

@@ -1,0 +1,18 @@
+// Starts a webhook dispatcher in the test process over a test database (the same config rules as a server).
+import { loadConfig, type Config } from '../../src/config.ts';
+import type { Db } from '../../src/db/db.ts';
+import { Dispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.ts';
+
+export interface TestWorker {
+  dispatcher: Dispatcher;
+  config: Config;
+  stop(): Promise<void>;
+}
+
+export async function startWorker(db: Db, env: Record<string, string> = {}, opts: DispatcherOptions = {}): Promise<TestWorker> {
+  const config = loadConfig({ BULB_LOG_LEVEL: 'silent', ...env });
+  const log = process.env.DEBUG_WEBHOOKS ? (m: string, e?: unknown) => console.error(m, e) : () => {};
+  const dispatcher = new Dispatcher(db, config, { log, ...opts });
+  await dispatcher.start();
+  return { dispatcher, config, stop: () => dispatcher.stop() };
+}
