@@ -9,7 +9,7 @@ import { dataRoutes } from '../crm/attached/routes.ts';
 import { mergeRoutes } from '../crm/merge/routes.ts';
 
 export function allRoutes(s: Services): RouteDef[] {
-  return [...customerRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...credentialRoutes(s)];
+  return [...customerRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s)];
 }
 
 /** Version changes, each a declared module under ./versioning/changes/. */
