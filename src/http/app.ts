@@ -14,6 +14,7 @@ import { LATEST, LEGACY_VERSION, VERSION_IDS, deprecationHeaders, isVersion, ver
 import { allRoutes, allChanges } from './routes.ts';
 import { tokenRoutes } from '../auth/token-route.ts';
 import './context.ts';
+import { consolePlugin } from '../console/plugin.ts';
 
 export interface AppOptions {
   logger?: boolean | object;
@@ -119,6 +120,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     routePrefix: '/docs',
     uiConfig: { urls: [...VERSION_IDS].reverse().map((v) => ({ url: `/api/${v}/openapi.json`, name: v })) } as any,
   });
+  await app.register(consolePlugin);
 
   app.setNotFoundHandler(async (req, reply) => {
     const path = req.url.split('?')[0];

@@ -1,0 +1,209 @@
+// One customer: its fields, the data attached to it (counts and lists), its merge history, and the merge
+// form (preview with ?dryRun=true, then confirm). A disabled customer links to the customer it was merged into.
+import { ApiError, get, post } from '../api.js';
+import { announce, badge, busy, clear, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
+import { displayName, statusBadge } from './customers.js';
+
+const text = (v) => (v === null || v === undefined || v === '' ? '—' : String(v));
+const short = (s, n = 80) => (s && s.length > n ? `${s.slice(0, n - 1)}…` : text(s));
+
+/** The attached-data kinds (SPEC §4), their list route segment, and the columns shown for each row. */
+export const KINDS = [
+  { key: 'orders', title: 'Orders', cols: ['External ID', 'Ordered', 'Total', 'Items'], row: (o) => [h('code', null, text(o.externalId)), time(o.orderedAt), `${text(o.total)} ${o.currency ?? ''}`.trim(), String((o.lineItems || []).length)] },
+  { key: 'followUps', title: 'Follow-ups', cols: ['Subject', 'Due', 'Status', 'Associate'], row: (f) => [short(f.subject), time(f.dueAt), text(f.status), f.associateUuid ? h('code', null, f.associateUuid) : '—'] },
+  { key: 'notes', title: 'Notes', cols: ['Type', 'Note', 'Created'], row: (n) => [text(n.type), short(n.body, 120), time(n.createdAt)] },
+  { key: 'messages', title: 'Messages', cols: ['Channel', 'Direction', 'Message', 'Sent'], row: (m) => [text(m.channel), text(m.direction), short(m.body, 100), time(m.sentAt)] },
+  { key: 'preferences', title: 'Preferences', cols: ['Category', 'Value'], row: (p) => [text(p.category), text(p.value)] },
+  { key: 'productShares', title: 'Product shares', cols: ['SKU', 'Shared', 'Message'], row: (p) => [h('code', null, text(p.sku)), time(p.sharedAt), short(p.message)] },
+  { key: 'associates', title: 'Associates', cols: ['Associate', 'Role', 'Since'], row: (a) => [h('code', null, text(a.associateUuid)), text(a.role), time(a.createdAt)] },
+];
+const MOVED_TITLES = Object.fromEntries(KINDS.map((k) => [k.key, k.title]));
+
+const customerLink = (ref) => {
+  if (!ref) return '—';
+  if (typeof ref === 'string') return h('a', { href: `#/customers/${encodeURIComponent(ref)}` }, ref);
+  return h('a', { href: `#/customers/${encodeURIComponent(ref.uuid || ref.externalId)}` }, ref.externalId || ref.uuid);
+};
+
+function list(items, render) {
+  if (!items || items.length === 0) return '—';
+  return h('ul', { class: 'plain' }, items.map((i) => h('li', null, render(i))));
+}
+
+function movedTable(moved, duplicates, caption) {
+  const rows = KINDS.map((k) => h('tr', null, h('th', { scope: 'row' }, k.title), h('td', { class: 'num' }, String(moved?.[k.key] ?? 0))));
+  rows.push(h('tr', null, h('th', { scope: 'row' }, 'Duplicate associate links removed'), h('td', { class: 'num' }, String(duplicates ?? 0))));
+  return table({ caption, hideCaption: false, columns: ['Data', 'Rows'], rows, className: 'table-compact' });
+}
+
+/** Reads a merge record whatever its exact field names (uuid/mergeUuid, primary/primaryCustomer…). */
+function mergeView(m) {
+  const primary = m.primary ?? m.primaryCustomer ?? (m.primaryUuid ? { uuid: m.primaryUuid, externalId: m.primaryExternalId } : null);
+  const secondaries = m.secondaries ?? m.mergedCustomers ?? m.mergedCustomerIds ?? m.secondaryIds ?? [];
+  return {
+    uuid: m.mergeUuid ?? m.uuid,
+    at: m.createdAt ?? m.mergedAt,
+    primary,
+    secondaries,
+    moved: m.moved ?? {},
+    duplicates: m.duplicateAssociatesRemoved ?? 0,
+  };
+}
+
+export function customerPage({ main, params, signal, navigate }) {
+  const id = params[0];
+  const heading = h('h1', null, 'Customer');
+  const body = h('div');
+  main.append(h('p', { class: 'crumbs' }, h('a', { href: '#/customers' }, 'Customers'), ' / ', h('span', { 'aria-current': 'page' }, id)), heading, body);
+
+  load(body, 'the customer', () => get(`/crm/customers/${encodeURIComponent(id)}`, undefined, { signal }), (c) => {
+    heading.textContent = displayName(c);
+    document.title = `${heading.textContent} · Bulb console`;
+    main.querySelector('.crumbs span').textContent = c.externalId;
+    render(c);
+  });
+
+  function render(c) {
+    const cid = encodeURIComponent(c.uuid);
+    if (c.status === 'disabled') {
+      body.append(h('div', { class: 'notice notice-disabled', role: 'note' },
+        h('p', null, h('strong', null, 'This customer is disabled.'), ' It was merged into ',
+          c.mergedInto ? customerLink(c.mergedInto) : 'another customer',
+          '; its orders, notes and other attached data now belong to that customer. Its own emails, phones and addresses stay here.')));
+    }
+
+    // ---- profile ----
+    body.append(h('section', { class: 'card', 'aria-labelledby': 'profile-h' },
+      h('h2', { id: 'profile-h' }, 'Profile'),
+      dl([
+        ['Status', statusBadge(c.status)],
+        c.mergedInto ? ['Merged into', customerLink(c.mergedInto)] : null,
+        ['External ID', h('code', null, c.externalId)],
+        ['UUID', h('code', null, c.uuid)],
+        ['First name', text(c.firstName)],
+        ['Last name', text(c.lastName)],
+        ['Loyalty tier', text(c.loyaltyTier)],
+        ['Emails', list(c.emails, (e) => [e.email, e.type ? ` (${e.type})` : '', e.isPrimary ? [' ', badge('primary', 'info')] : ''])],
+        ['Phones', list(c.phones, (p) => [p.number, p.type ? ` (${p.type})` : '', p.isPrimary ? [' ', badge('primary', 'info')] : ''])],
+        ['Addresses', list(c.addresses, (a) => [[a.line1, a.line2, a.city, a.region, a.postalCode, a.country].filter(Boolean).join(', ') || '—', a.type ? ` (${a.type})` : ''])],
+        ['Social profiles', list(c.socialProfiles, (s) => `${s.network}: ${s.handle}`)],
+        ['Created', time(c.createdAt)],
+        ['Updated', time(c.updatedAt)],
+      ])));
+
+    // ---- attached data ----
+    const countsBox = h('div', { class: 'counts' });
+    const kindsBox = h('div', { class: 'kinds' });
+    body.append(h('section', { class: 'card', 'aria-labelledby': 'attached-h' }, h('h2', { id: 'attached-h' }, 'Attached data'), countsBox, kindsBox));
+    countsBox.append(loading('attached data'));
+    Promise.all(KINDS.map((k) => get(`/crm/customers/${cid}/${k.key}`, { limit: 250 }, { signal }).then((page) => ({ k, page }), (err) => ({ k, err }))))
+      .then((results) => {
+        clear(countsBox, h('ul', { class: 'count-list', 'aria-label': 'Counts' }, results.map(({ k, page, err }) =>
+          h('li', null, h('span', { class: 'count-n' }, err ? '?' : `${page.data.length}${page.nextCursor ? '+' : ''}`), h('span', { class: 'count-label' }, k.title)))));
+        for (const { k, page, err } of results) {
+          const n = err ? 'error' : `${page.data.length}${page.nextCursor ? '+' : ''}`;
+          const content = err
+            ? errorBox(err, `Could not load ${k.title.toLowerCase()}`)
+            : page.data.length === 0
+              ? empty(`No ${k.title.toLowerCase()}.`)
+              : table({ caption: k.title, columns: k.cols, rows: page.data.map((r) => h('tr', null, k.row(r).map((cell, i) => (i === 0 ? h('th', { scope: 'row' }, cell) : h('td', null, cell))))) });
+          kindsBox.append(h('details', { class: 'kind' }, h('summary', null, `${k.title} (${n})`), content));
+        }
+      })
+      .catch((err) => err.name !== 'AbortError' && clear(countsBox, errorBox(err, 'Could not load attached data')));
+
+    // ---- merge history ----
+    const historyBox = h('div');
+    body.append(h('section', { class: 'card', 'aria-labelledby': 'history-h' }, h('h2', { id: 'history-h' }, 'Merge history'), historyBox));
+    load(historyBox, 'merge history', () => get(`/crm/customers/${cid}/merges`, { limit: 100 }, { signal }), (page) => {
+      const merges = (page.data ?? page).map(mergeView);
+      if (merges.length === 0) return historyBox.append(empty('No merges involve this customer.'));
+      historyBox.append(table({
+        caption: 'Merges',
+        columns: ['When', 'Primary', 'Merged customers', 'Moved'],
+        rows: merges.map((m) => h('tr', null,
+          h('th', { scope: 'row' }, time(m.at)),
+          h('td', null, customerLink(m.primary)),
+          h('td', null, list(m.secondaries, customerLink)),
+          h('td', null, Object.entries(m.moved).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${(MOVED_TITLES[k] || k).toLowerCase()}`).join(', ') || 'nothing',
+            m.duplicates ? `; ${m.duplicates} duplicate associate link${m.duplicates === 1 ? '' : 's'} removed` : ''))),
+      }));
+    });
+
+    // ---- merge ----
+    if (c.status === 'active') body.append(mergeSection(c, navigate));
+  }
+}
+
+function parseIds(value) {
+  return [...new Set(value.split(/[\s,;]+/).map((s) => s.trim()).filter(Boolean))];
+}
+
+function mergeSection(c, navigate) {
+  const ids = h('textarea', { name: 'mergeWithCustomerIds', rows: '2', spellcheck: 'false', autocomplete: 'off', class: 'mono' });
+  const preview = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Preview merge');
+  const out = h('div', { class: 'merge-out', tabindex: '-1' });
+  const form = h('form', { class: 'form-inline' },
+    field('External IDs of the customers to merge into this one', ids, 'Separate several with commas, spaces or new lines. Their orders, follow-ups, notes, messages, preferences, product shares and associates move here; they are then disabled.'),
+    h('div', { class: 'actions' }, preview));
+  const path = `/crm/customers/${encodeURIComponent(c.externalId)}/merge`;
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clear(out);
+    const list = parseIds(ids.value);
+    if (list.length === 0) {
+      out.append(errorBox({ errors: [{ message: 'Enter at least one external ID.', errorCode: '', moreInfo: '' }] }, 'Nothing to preview'));
+      return ids.focus();
+    }
+    await busy(preview, async () => {
+      try {
+        const dry = await post(path, { mergeWithCustomerIds: list }, { query: { dryRun: 'true' } });
+        showPreview(list, dry);
+      } catch (err) {
+        out.append(errorBox(err, 'The merge cannot be done'));
+        out.focus();
+      }
+    });
+  });
+
+  function showPreview(list, dry) {
+    const confirm = h('button', { type: 'button', class: 'btn btn-danger' }, 'Confirm merge');
+    const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
+    const already = (dry.mergedCustomerIds || list);
+    clear(out, h('div', { class: 'preview', role: 'region', 'aria-labelledby': 'preview-h' },
+      h('h3', { id: 'preview-h' }, 'Merge preview (nothing has changed yet)'),
+      h('p', null, `Merging ${already.join(', ')} into ${c.externalId} would move:`),
+      movedTable(dry.moved, dry.duplicateAssociatesRemoved, 'What moves to this customer'),
+      h('p', { class: 'muted' }, `Then ${list.length === 1 ? 'that customer is' : `those ${list.length} customers are`} disabled and point here. Emails, phones, addresses, social profiles and loyalty tier stay where they are.`),
+      h('div', { class: 'actions' }, confirm, cancel)));
+    out.focus();
+    cancel.addEventListener('click', () => {
+      clear(out);
+      ids.focus();
+    });
+    confirm.addEventListener('click', async () => {
+      const ok = await confirmDialog({
+        title: `Merge ${list.length} customer${list.length === 1 ? '' : 's'} into ${c.externalId}?`,
+        message: `${list.join(', ')} will be disabled and their attached data moved to ${c.externalId}. A merge cannot be undone.`,
+        confirmLabel: 'Merge',
+        danger: true,
+      });
+      if (!ok) return confirm.focus();
+      await busy(confirm, async () => {
+        try {
+          const result = await post(path, { mergeWithCustomerIds: list });
+          announce(`Merged ${list.join(', ')} into ${c.externalId}`, 'success');
+          navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);
+        } catch (err) {
+          out.append(errorBox(err, err instanceof ApiError && err.status === 409 ? 'The merge was refused' : 'The merge failed'));
+        }
+      });
+    });
+  }
+
+  return h('section', { class: 'card', 'aria-labelledby': 'merge-h' },
+    h('h2', { id: 'merge-h' }, 'Merge customers into this one'),
+    h('p', { class: 'muted' }, 'Use this when other records are the same person. Preview first: it shows what would move and changes nothing.'),
+    form, out);
+}

@@ -1,0 +1,102 @@
+// Customers: search by name, email or externalId, with a status filter; results link to the customer page.
+import { get, getPages, supportsQueryParam } from '../api.js';
+import { badge, busy, empty, errorBox, field, h, load, select, table, time } from '../dom.js';
+
+export const displayName = (c) => [c.firstName, c.lastName].filter(Boolean).join(' ') || c.externalId;
+export const primaryEmail = (c) => (c.emails || []).find((e) => e.isPrimary)?.email ?? c.emails?.[0]?.email ?? '';
+export const statusBadge = (status) => badge(status, status === 'active' ? 'ok' : 'muted');
+
+const SCAN_PAGES = 4; // without a server-side name filter, name search looks at this many pages of 250
+
+/**
+ * Finds customers matching q. Uses the API's `q` filter when the server offers one; otherwise asks for exact
+ * email and externalId matches and filters a scan of the first pages by name, email or externalId.
+ */
+async function search(q, status, signal) {
+  if (await supportsQueryParam('/crm/customers', 'q')) {
+    const page = await get('/crm/customers', { q, status, limit: 100 }, { signal });
+    return { data: page.data, partial: !!page.nextCursor, note: page.nextCursor ? 'Showing the first 100 matches; refine the search to see others.' : '' };
+  }
+  const needle = q.toLowerCase();
+  const exact = await Promise.all([
+    q.includes('@') ? get('/crm/customers', { email: q, status, limit: 100 }, { signal }).catch(() => ({ data: [] })) : { data: [] },
+    get('/crm/customers', { externalId: q, status, limit: 10 }, { signal }).catch(() => ({ data: [] })),
+  ]);
+  const scan = await getPages('/crm/customers', { status, limit: 250 }, SCAN_PAGES, { signal });
+  const matches = scan.data.filter((c) =>
+    displayName(c).toLowerCase().includes(needle) ||
+    c.externalId.toLowerCase().includes(needle) ||
+    (c.emails || []).some((e) => e.email.toLowerCase().includes(needle)));
+  const seen = new Set();
+  const data = [...exact[0].data, ...exact[1].data, ...matches].filter((c) => !seen.has(c.uuid) && seen.add(c.uuid));
+  return {
+    data,
+    partial: scan.more,
+    note: scan.more ? `Exact email and external ID matches, and name matches among the first ${SCAN_PAGES * 250} customers.` : '',
+  };
+}
+
+export function customersPage({ main, query, signal, navigate }) {
+  const q = h('input', { type: 'search', name: 'q', value: query.q || '', autocomplete: 'off', spellcheck: 'false' });
+  const status = select('status', [['active', 'Active'], ['disabled', 'Disabled (merged)'], ['all', 'All']], query.status || 'active');
+  const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Search');
+  const form = h('form', { class: 'card filters', role: 'search', 'aria-label': 'Customers' },
+    field('Name, email or external ID', q),
+    field('Status', status),
+    h('div', { class: 'actions' }, submit));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const p = new URLSearchParams();
+    if (q.value.trim()) p.set('q', q.value.trim());
+    if (status.value !== 'active') p.set('status', status.value);
+    navigate(`#/customers${p.toString() ? `?${p}` : ''}`, true);
+    document.getElementById('results-h')?.focus();
+  });
+
+  const results = h('div', { class: 'list' });
+  const rows = (list) => list.map((c) => h('tr', null,
+    h('th', { scope: 'row' }, h('a', { href: `#/customers/${encodeURIComponent(c.uuid)}` }, displayName(c))),
+    h('td', null, h('code', null, c.externalId)),
+    h('td', null, primaryEmail(c) || '—'),
+    h('td', null, statusBadge(c.status), c.mergedInto ? [' → ', h('a', { href: `#/customers/${encodeURIComponent(c.mergedInto.uuid)}` }, c.mergedInto.externalId)] : null),
+    h('td', null, time(c.updatedAt))));
+  const columns = ['Name', 'External ID', 'Email', 'Status', 'Updated'];
+
+  const term = (query.q || '').trim();
+  main.append(
+    h('h1', null, 'Customers'),
+    form,
+    h('section', { 'aria-labelledby': 'results-h' },
+      h('h2', { id: 'results-h', tabindex: '-1' }, term ? `Results for “${term}”` : 'All customers'),
+      results));
+
+  if (term) {
+    load(results, 'customers', () => search(term, status.value, signal), (r) => {
+      if (r.data.length === 0) return results.append(empty(`No customer matches “${term}”.`, r.note ? h('p', { class: 'muted' }, r.note) : null));
+      results.append(h('p', { class: 'muted', role: 'status' }, `${r.data.length} match${r.data.length === 1 ? '' : 'es'}.`, r.note ? ` ${r.note}` : ''));
+      results.append(table({ caption: `Customers matching ${term}`, columns, rows: rows(r.data) }));
+    });
+    return;
+  }
+  // No search term: browse, newest pages via the cursor.
+  let cursor = null;
+  load(results, 'customers', () => get('/crm/customers', { status: status.value, limit: 50 }, { signal }), (page) => {
+    if (page.data.length === 0) return results.append(empty(status.value === 'active' ? 'No customers yet. Integrations create them with POST /crm/customers.' : 'No customers with this status.'));
+    const tbl = table({ caption: 'Customers', columns, rows: rows(page.data) });
+    results.append(tbl);
+    cursor = page.nextCursor;
+    if (!cursor) return;
+    const more = h('button', { type: 'button', class: 'btn' }, 'Load more');
+    more.addEventListener('click', () => busy(more, async () => {
+      try {
+        const next = await get('/crm/customers', { status: status.value, limit: 50, cursor }, { signal });
+        tbl.querySelector('tbody').append(...rows(next.data));
+        cursor = next.nextCursor;
+        if (!cursor) more.remove();
+      } catch (err) {
+        results.append(errorBox(err, 'Could not load more customers'));
+      }
+    }));
+    results.append(h('div', { class: 'actions' }, more));
+  });
+}

@@ -1,0 +1,223 @@
+// Integrations → Webhooks Logs: delivery attempts, newest first, filtered by subscription, event type, outcome
+// and time; a detail view (request headers and body, response, error, timing, next attempt); retry; live refresh.
+import { get, post } from '../api.js';
+import { announce, badge, busy, clear, dl, empty, errorBox, field, fmtJson, h, load, openDialog, select, table, time } from '../dom.js';
+import { listSubscriptions } from './webhooks.js';
+
+const PAGE = 50;
+const LIVE_MS = 3000;
+
+const pad = (n) => String(n).padStart(2, '0');
+function toLocalInput(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+const fromLocalInput = (v) => (v ? new Date(v).toISOString() : '');
+
+const outcomeBadge = (a) => (a.outcome === 'success' ? badge('Success', 'ok') : badge('Failure', 'bad'));
+const statusText = (a) => (a.statusCode ? String(a.statusCode) : a.errorCode ? a.errorCode : '—');
+
+export function logsPage({ main, query, signal, navigate }) {
+  const filters = {
+    subscription: query.subscription || '',
+    eventType: query.eventType || '',
+    outcome: query.outcome || '',
+    since: query.since || '',
+    until: query.until || '',
+  };
+  const subSelect = select('subscription', [['', 'All subscriptions']], filters.subscription);
+  const typeSelect = select('eventType', [['', 'All event types']], filters.eventType);
+  const outcome = select('outcome', [['', 'Any outcome'], ['success', 'Success'], ['failure', 'Failure']], filters.outcome);
+  const since = h('input', { type: 'datetime-local', name: 'since', value: toLocalInput(filters.since) });
+  const until = h('input', { type: 'datetime-local', name: 'until', value: toLocalInput(filters.until) });
+  const apply = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Apply filters');
+  const reset = h('button', { type: 'button', class: 'btn' }, 'Clear filters');
+  const live = h('input', { type: 'checkbox', id: 'live-refresh', checked: query.live !== 'off' });
+  const updated = h('span', { class: 'muted', 'aria-live': 'off' });
+
+  const form = h('form', { class: 'card filters', role: 'search', 'aria-label': 'Filter attempts' },
+    field('Subscription', subSelect), field('Event type', typeSelect), field('Outcome', outcome),
+    field('From', since), field('Until', until),
+    h('div', { class: 'actions' }, apply, reset));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const p = new URLSearchParams();
+    if (subSelect.value) p.set('subscription', subSelect.value);
+    if (typeSelect.value) p.set('eventType', typeSelect.value);
+    if (outcome.value) p.set('outcome', outcome.value);
+    if (since.value) p.set('since', fromLocalInput(since.value));
+    if (until.value) p.set('until', fromLocalInput(until.value));
+    if (!live.checked) p.set('live', 'off');
+    navigate(`#/integrations/webhooks/logs${p.toString() ? `?${p}` : ''}`, true);
+    document.getElementById('attempts-h')?.focus();
+  });
+  reset.addEventListener('click', () => navigate('#/integrations/webhooks/logs', true));
+
+  const listBox = h('div', { class: 'list' });
+  main.append(
+    h('h1', null, 'Webhooks Logs'),
+    h('p', { class: 'lead' }, 'Every delivery attempt, newest first. A failed delivery is retried on the schedule; after the last attempt it stays failed until retried here.'),
+    form,
+    h('section', { 'aria-labelledby': 'attempts-h' },
+      h('div', { class: 'section-head' },
+        h('h2', { id: 'attempts-h', tabindex: '-1' }, 'Attempts'),
+        h('div', { class: 'check' }, live, h('label', { for: live.id }, 'Live refresh')), updated),
+      listBox));
+
+  // Fill the filter selects (subscriptions by URL, event types) without blocking the list.
+  const subsByUuid = new Map();
+  listSubscriptions(signal).then((subs) => {
+    for (const s of subs) {
+      subsByUuid.set(s.uuid, s);
+      subSelect.append(h('option', { value: s.uuid, selected: s.uuid === filters.subscription }, `${s.url} (${s.eventType})`));
+    }
+  }, () => {});
+  get('/integrations/webhooks/eventTypes', undefined, { signal }).then((types) => {
+    const list = Array.isArray(types) ? types : types.data ?? types.eventTypes ?? [];
+    for (const t of list) {
+      const name = typeof t === 'string' ? t : t.eventType ?? t.name;
+      typeSelect.append(h('option', { value: name, selected: name === filters.eventType }, name));
+    }
+  }, () => {});
+
+  const q = () => ({ ...filters, limit: PAGE });
+  let attempts = [];
+  let cursor = null;
+  let tbody;
+
+  function rowOf(a) {
+    const details = h('button', { type: 'button', class: 'btn btn-small', dataset: { uuid: a.uuid }, 'aria-label': `Details of attempt ${a.attemptNumber} of ${a.eventType} to ${a.url}` }, 'Details');
+    details.addEventListener('click', () => showDetails(a));
+    return h('tr', { class: a.outcome === 'failure' ? 'row-failure' : '' },
+      h('td', null, time(a.startedAt)),
+      h('td', null, h('code', null, a.eventType)),
+      h('td', { class: 'url' }, h('span', { class: 'mono break' }, a.url)),
+      h('td', { class: 'num' }, String(a.attemptNumber)),
+      h('td', null, statusText(a)),
+      h('th', { scope: 'row' }, outcomeBadge(a)),
+      h('td', { class: 'num' }, `${a.durationMs} ms`),
+      h('td', { class: 'row-actions' }, details));
+  }
+
+  function render() {
+    clear(listBox);
+    if (attempts.length === 0) {
+      const filtered = Object.values(filters).some(Boolean);
+      listBox.append(empty(filtered ? 'No attempts match these filters.' : 'No delivery attempts yet.', h('p', { class: 'muted' }, live.checked ? 'This list refreshes by itself.' : '')));
+      tbody = undefined;
+      return;
+    }
+    const t = table({ caption: 'Delivery attempts, newest first', columns: ['Started', 'Event type', 'URL', 'Attempt', 'Status', 'Outcome', 'Duration', h('span', { class: 'visually-hidden' }, 'Actions')], rows: attempts.map(rowOf) });
+    tbody = t.querySelector('tbody');
+    listBox.append(t);
+    if (cursor) {
+      const more = h('button', { type: 'button', class: 'btn' }, 'Load older attempts');
+      more.addEventListener('click', () => busy(more, async () => {
+        try {
+          const page = await get('/integrations/webhooks/logs', { ...q(), cursor }, { signal });
+          attempts = attempts.concat(page.data);
+          cursor = page.nextCursor;
+          tbody.append(...page.data.map(rowOf));
+          if (!cursor) more.remove();
+        } catch (err) {
+          listBox.append(errorBox(err, 'Could not load older attempts'));
+        }
+      }));
+      listBox.append(h('div', { class: 'actions' }, more));
+    }
+  }
+
+  const stamp = () => (updated.textContent = `Updated ${new Date().toLocaleTimeString()}`);
+  function initial() {
+    return load(listBox, 'attempts', () => get('/integrations/webhooks/logs', q(), { signal }), (page) => {
+      attempts = page.data;
+      cursor = page.nextCursor;
+      render();
+      stamp();
+    });
+  }
+
+  /** Live refresh: new attempts (immutable rows) are put on top; focus and older pages stay as they are. */
+  let inFlight = false;
+  async function poll(force = false) {
+    if (inFlight || (!force && (!live.checked || document.hidden))) return;
+    inFlight = true;
+    try {
+      const page = await get('/integrations/webhooks/logs', q(), { signal });
+      const known = new Set(attempts.map((a) => a.uuid));
+      const fresh = page.data.filter((a) => !known.has(a.uuid));
+      if (fresh.length) {
+        attempts = fresh.concat(attempts);
+        if (!tbody) render();
+        else tbody.prepend(...fresh.map(rowOf));
+      }
+      stamp();
+    } catch (err) {
+      if (err.name !== 'AbortError') updated.textContent = `Live refresh failed: ${err.message}`;
+    } finally {
+      inFlight = false;
+    }
+  }
+  const timer = setInterval(() => poll(), LIVE_MS);
+  signal.addEventListener('abort', () => clearInterval(timer));
+  live.addEventListener('change', () => {
+    announce(live.checked ? 'Live refresh on' : 'Live refresh off');
+    if (live.checked) poll();
+  });
+
+  function showDetails(a) {
+    const sub = subsByUuid.get(a.subscriptionUuid);
+    const headers = Object.entries(a.requestHeaders || {});
+    const retry = a.outcome === 'failure' ? h('button', { type: 'button', class: 'btn btn-primary' }, 'Retry delivery') : null;
+    const close = h('button', { type: 'button', class: 'btn' }, 'Close');
+    const msg = h('div');
+    const nextAttempt = a.nextAttemptAt ? time(a.nextAttemptAt) : a.outcome === 'failure' ? 'None scheduled (no more automatic retries)' : '—';
+    const dlg = openDialog({
+      title: `Attempt ${a.attemptNumber}: ${a.eventType}`,
+      wide: true,
+      content: [
+        dl([
+          ['Outcome', outcomeBadge(a)],
+          ['Status code', a.statusCode ? String(a.statusCode) : '—'],
+          ['Error', a.errorCode ? h('code', null, a.errorCode) : '—'],
+          ['URL', h('span', { class: 'mono break' }, a.url)],
+          ['Started', time(a.startedAt)],
+          ['Duration', `${a.durationMs} ms`],
+          ['Next attempt', nextAttempt],
+          ['Attempt number', String(a.attemptNumber)],
+          ['Event', h('code', null, a.eventUuid)],
+          ['Delivery', h('code', null, a.deliveryUuid)],
+          ['Subscription', sub ? h('span', { class: 'mono break' }, sub.url) : h('code', null, a.subscriptionUuid)],
+        ]),
+        h('h3', null, 'Request headers'),
+        headers.length
+          ? table({ caption: 'Request headers', columns: ['Header', 'Value'], rows: headers.map(([k, v]) => h('tr', null, h('th', { scope: 'row' }, h('code', null, k)), h('td', { class: 'mono break' }, String(v)))), className: 'table-compact' })
+          : h('p', { class: 'muted' }, 'None recorded.'),
+        h('h3', null, 'Request body'),
+        h('pre', { class: 'code-block', tabindex: '0', 'aria-label': 'Request body' }, fmtJson(a.requestBody)),
+        h('h3', null, `Response${a.statusCode ? ` (${a.statusCode})` : ''}`),
+        a.responseBody
+          ? h('pre', { class: 'code-block', tabindex: '0', 'aria-label': 'Response body' }, fmtJson(a.responseBody))
+          : h('p', { class: 'muted' }, a.errorCode && !a.statusCode ? `No response: ${a.errorCode}.` : 'Empty response body.'),
+        msg,
+      ],
+      actions: [retry, close].filter(Boolean),
+    });
+    close.addEventListener('click', dlg.close);
+    retry?.addEventListener('click', () => busy(retry, async () => {
+      clear(msg);
+      try {
+        await post(`/integrations/webhooks/deliveries/${a.deliveryUuid}/retry`, {});
+        announce('Retry started: the new attempt appears at the top of the list', 'success');
+        dlg.close();
+        setTimeout(() => poll(true), 300);
+      } catch (err) {
+        msg.append(errorBox(err, 'Could not retry the delivery'));
+      }
+    }));
+  }
+
+  initial();
+}

@@ -1,0 +1,253 @@
+// Integrations → Webhooks: subscriptions with state and recent success rate; create, edit, activate or
+// deactivate, delete (confirmed), reveal and rotate the signing secret, send a test event.
+import { del, get, getPages, patch, post } from '../api.js';
+import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table } from '../dom.js';
+
+const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)']];
+const RECENT = 50; // success rate over the last this-many attempts
+
+let metaCache;
+/** Event types (from the API) and webhook versions (from /api/versions), fetched once per page view. */
+function meta(signal) {
+  metaCache ??= Promise.all([
+    get('/integrations/webhooks/eventTypes', undefined, { signal }),
+    fetch('/api/versions').then((r) => r.json()).catch(() => ({ versions: [] })),
+  ]).then(([types, versions]) => ({
+    eventTypes: (Array.isArray(types) ? types : types.data ?? types.eventTypes ?? []).map((t) => (typeof t === 'string' ? t : t.eventType ?? t.name)),
+    versions: (versions.versions || []).map((v) => v.version).sort().reverse(),
+  }));
+  metaCache.catch(() => (metaCache = undefined));
+  return metaCache;
+}
+
+export async function listSubscriptions(signal) {
+  return (await getPages('/integrations/webhooks/subscriptions', { limit: 250 }, 8, { signal })).data;
+}
+
+/** The create/edit form in a dialog. existing: the subscription being edited, or undefined to create. */
+async function subscriptionDialog(existing, onSaved, signal) {
+  let m;
+  try {
+    m = await meta(signal);
+  } catch (err) {
+    announce(`Could not load event types: ${err.message}`, 'error');
+    return;
+  }
+  const url = h('input', { type: 'url', name: 'url', required: true, maxlength: '2048', value: existing?.url ?? '', placeholder: 'https://example.com/webhooks/bulb', spellcheck: 'false', autocomplete: 'off' });
+  const eventType = select('eventType', m.eventTypes, existing?.eventType ?? m.eventTypes[0]);
+  const authMethod = select('authMethod', AUTH_METHODS, existing?.authMethod ?? 'NONE');
+  const versions = m.versions.length ? m.versions : ['2022-08'];
+  const version = select('webhookVersion', versions, existing?.webhookVersion ?? (versions.includes('2022-08') ? '2022-08' : versions[0]));
+  const active = h('input', { type: 'checkbox', name: 'isActive', id: 'sub-active', checked: existing ? existing.isActive : true });
+  const keep = existing ? 'Leave blank to keep the current value.' : undefined;
+  const token = h('input', { type: 'password', name: 'bearerToken', autocomplete: 'off', spellcheck: 'false' });
+  const user = h('input', { type: 'text', name: 'basicUsername', autocomplete: 'off', spellcheck: 'false' });
+  const pass = h('input', { type: 'password', name: 'basicPassword', autocomplete: 'off' });
+  const bearerBox = h('div', { class: 'cred' }, field('Bearer token', token, keep ?? 'Sent as Authorization: Bearer <token>.'));
+  const basicBox = h('div', { class: 'cred' }, field('Username', user, keep), field('Password', pass, keep));
+  const showCreds = () => {
+    bearerBox.hidden = authMethod.value !== 'BEARER';
+    basicBox.hidden = authMethod.value !== 'BASIC';
+  };
+  authMethod.addEventListener('change', showCreds);
+  showCreds();
+
+  const msg = h('div');
+  const save = h('button', { type: 'submit', class: 'btn btn-primary' }, existing ? 'Save changes' : 'Create subscription');
+  const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
+  const form = h('form', { class: 'form-stack', novalidate: true },
+    field('Webhook URL', url, 'http(s) address of your endpoint. Events are POSTed there as JSON.'),
+    field('Event type', eventType),
+    field('Authentication', authMethod),
+    bearerBox, basicBox,
+    field('Webhook version', version, 'Sent as the X-Webhook-Version header.'),
+    h('div', { class: 'check' }, active, h('label', { for: active.id }, 'Active (deliver events)')),
+    msg,
+    h('div', { class: 'dialog-actions' }, cancel, save));
+  const { close } = openDialog({ title: existing ? 'Edit subscription' : 'New webhook subscription', content: [form] });
+  cancel.addEventListener('click', close);
+  url.focus();
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clear(msg);
+    const problems = [];
+    if (!/^https?:\/\/.+/i.test(url.value.trim())) problems.push('Enter an http:// or https:// URL.');
+    const method = authMethod.value;
+    const methodChanged = !existing || existing.authMethod !== method;
+    if (method === 'BEARER' && methodChanged && !token.value) problems.push('Enter the bearer token.');
+    if (method === 'BASIC' && methodChanged && (!user.value || !pass.value)) problems.push('Enter the username and password.');
+    if (problems.length) {
+      msg.append(errorBox({ errors: problems.map((message) => ({ message, errorCode: '', moreInfo: '' })) }, 'Check the form'));
+      return;
+    }
+    const body = { url: url.value.trim(), eventType: eventType.value, authMethod: method, webhookVersion: version.value, isActive: active.checked };
+    if (method === 'BEARER' && token.value) body.bearerToken = token.value;
+    if (method === 'BASIC' && (user.value || pass.value)) Object.assign(body, { basicUsername: user.value, basicPassword: pass.value });
+    if (existing) {
+      // PATCH only what changed (credentials are write-only: sent when typed).
+      for (const k of ['url', 'eventType', 'authMethod', 'webhookVersion', 'isActive']) if (body[k] === existing[k]) delete body[k];
+      if (Object.keys(body).length === 0) return close();
+    }
+    await busy(save, async () => {
+      try {
+        const saved = existing
+          ? await patch(`/integrations/webhooks/subscriptions/${existing.uuid}`, body)
+          : await post('/integrations/webhooks/subscriptions', body);
+        close();
+        onSaved(saved, !existing);
+      } catch (err) {
+        msg.append(errorBox(err, existing ? 'Could not save the subscription' : 'Could not create the subscription'));
+      }
+    });
+  });
+}
+
+function secretDialog(sub, secret, { created = false, onRotated } = {}) {
+  const box = h('div', null, secretField('Signing secret', secret));
+  const rotate = h('button', { type: 'button', class: 'btn' }, 'Rotate secret');
+  const done = h('button', { type: 'button', class: 'btn btn-primary' }, 'Done');
+  const { close } = openDialog({
+    title: created ? 'Subscription created' : 'Signing secret',
+    content: [
+      created ? h('p', null, 'Deliveries are signed with this secret. Give it to the receiver so that it can verify them; you can reveal it again later.') : h('p', null, `For ${sub.url}`),
+      box,
+      h('p', { class: 'muted' }, 'Signatures: X-…-Hmac-256 (hex HMAC-SHA256 of the body) and webhook-signature (Standard Webhooks). Rotating makes a new secret; the old one keeps signing for 24 hours.'),
+    ],
+    actions: [rotate, done],
+  });
+  done.addEventListener('click', close);
+  rotate.addEventListener('click', async () => {
+    const ok = await confirmDialog({
+      title: 'Rotate the signing secret?',
+      message: 'A new secret signs deliveries from now on. The current one also keeps signing for 24 hours, so receivers have time to switch.',
+      confirmLabel: 'Rotate',
+    });
+    if (!ok) return;
+    await busy(rotate, async () => {
+      try {
+        const r = await post(`/integrations/webhooks/subscriptions/${sub.uuid}/rotateSecret`, {});
+        const fresh = r?.signingSecret ?? (await get(`/integrations/webhooks/subscriptions/${sub.uuid}/secret`)).signingSecret;
+        clear(box, secretField('New signing secret', fresh));
+        announce('Signing secret rotated; the previous one keeps signing for 24 hours', 'success');
+        onRotated?.();
+      } catch (err) {
+        box.append(errorBox(err, 'Could not rotate the secret'));
+      }
+    });
+  });
+}
+
+export function webhooksPage({ main, signal }) {
+  const listBox = h('div', { class: 'list' });
+  const create = h('button', { type: 'button', class: 'btn btn-primary' }, 'New subscription');
+  create.addEventListener('click', () => subscriptionDialog(undefined, async (sub) => {
+    announce(`Subscription to ${sub.url} created`, 'success');
+    refresh();
+    const secret = sub.signingSecret ?? (await get(`/integrations/webhooks/subscriptions/${sub.uuid}/secret`).catch(() => ({}))).signingSecret;
+    if (secret) secretDialog(sub, secret, { created: true });
+  }, signal));
+
+  main.append(
+    h('div', { class: 'page-head' }, h('h1', null, 'Webhooks'), create),
+    h('p', { class: 'lead' }, 'Each subscription receives one event type, signed, by POST to its URL. Failed attempts are retried on a schedule; see ', h('a', { href: '#/integrations/webhooks/logs' }, 'Webhooks Logs'), '.'),
+    h('section', { 'aria-labelledby': 'subs-h' }, h('h2', { id: 'subs-h', class: 'visually-hidden' }, 'Subscriptions'), listBox));
+
+  function actionButton(text, label, onclick, cls = 'btn btn-small') {
+    const b = h('button', { type: 'button', class: cls, 'aria-label': label }, text);
+    b.addEventListener('click', () => onclick(b));
+    return b;
+  }
+
+  function row(sub) {
+    const rate = h('td', { class: 'rate' }, h('span', { class: 'muted' }, '…'));
+    successRate(sub, rate);
+    const target = sub.url;
+    return h('tr', null,
+      h('th', { scope: 'row', class: 'url' }, h('span', { class: 'mono break' }, sub.url)),
+      h('td', null, h('code', null, sub.eventType)),
+      h('td', null, sub.isActive ? badge('Active', 'ok') : badge('Inactive', 'muted')),
+      h('td', null, AUTH_METHODS.find(([v]) => v === sub.authMethod)?.[1] ?? sub.authMethod),
+      h('td', null, sub.webhookVersion),
+      rate,
+      h('td', { class: 'row-actions' },
+        actionButton('Edit', `Edit ${target}`, () => subscriptionDialog(sub, () => {
+          announce('Subscription saved', 'success');
+          refresh();
+        }, signal)),
+        actionButton(sub.isActive ? 'Deactivate' : 'Activate', `${sub.isActive ? 'Deactivate' : 'Activate'} ${target}`, (b) => busy(b, async () => {
+          try {
+            await patch(`/integrations/webhooks/subscriptions/${sub.uuid}`, { isActive: !sub.isActive });
+            announce(sub.isActive ? 'Subscription deactivated: its pending deliveries wait' : 'Subscription activated', 'success');
+            refresh();
+          } catch (err) {
+            announce(`Could not change the state: ${err.message}`, 'error');
+          }
+        })),
+        actionButton('Send test', `Send a test event to ${target}`, (b) => busy(b, async () => {
+          try {
+            await post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`, {});
+            announce('Test event queued: see Webhooks Logs for the attempt', 'success');
+            setTimeout(() => successRate(sub, rate), 1500);
+          } catch (err) {
+            announce(`Could not send a test event: ${err.message}`, 'error');
+          }
+        })),
+        actionButton('Secret', `Reveal the signing secret of ${target}`, (b) => busy(b, async () => {
+          try {
+            const r = await get(`/integrations/webhooks/subscriptions/${sub.uuid}/secret`);
+            secretDialog(sub, r.signingSecret);
+          } catch (err) {
+            announce(`Could not reveal the secret: ${err.message}`, 'error');
+          }
+        })),
+        h('a', { class: 'btn btn-small', href: `#/integrations/webhooks/logs?subscription=${sub.uuid}`, 'aria-label': `Logs of ${target}` }, 'Logs'),
+        actionButton('Delete', `Delete ${target}`, async (b) => {
+          const ok = await confirmDialog({
+            title: 'Delete this subscription?',
+            message: [h('p', null, h('span', { class: 'mono break' }, sub.url)), h('p', null, 'It stops receiving events and its pending deliveries are cancelled. Past attempts stay in the logs.')],
+            confirmLabel: 'Delete subscription',
+            danger: true,
+          });
+          if (!ok) return b.focus();
+          await busy(b, async () => {
+            try {
+              await del(`/integrations/webhooks/subscriptions/${sub.uuid}`);
+              announce('Subscription deleted', 'success');
+              refresh();
+              main.querySelector('h1')?.focus();
+            } catch (err) {
+              announce(`Could not delete: ${err.message}`, 'error');
+            }
+          });
+        }, 'btn btn-small btn-danger-quiet')));
+  }
+
+  async function successRate(sub, cell) {
+    try {
+      const logs = await get('/integrations/webhooks/logs', { subscription: sub.uuid, limit: RECENT }, { signal });
+      const n = logs.data.length;
+      const ok = logs.data.filter((a) => a.outcome === 'success').length;
+      if (n === 0) return clear(cell, h('span', { class: 'muted' }, 'No attempts yet'));
+      const pct = Math.round((100 * ok) / n);
+      clear(cell, h('span', { class: `rate-${pct >= 95 ? 'ok' : pct >= 50 ? 'warn' : 'bad'}` }, `${pct}%`), h('span', { class: 'muted' }, ` (${ok} of ${n})`));
+    } catch (err) {
+      if (err.name !== 'AbortError') clear(cell, h('span', { class: 'muted', title: err.message }, 'unavailable'));
+    }
+  }
+
+  function refresh() {
+    return load(listBox, 'subscriptions', () => listSubscriptions(signal), (subs) => {
+      if (subs.length === 0) {
+        listBox.append(empty('No webhook subscriptions yet.', h('p', null, 'Create one to have events POSTed to your endpoint.')));
+        return;
+      }
+      listBox.append(table({
+        caption: 'Webhook subscriptions',
+        columns: ['URL', 'Event type', 'State', 'Authentication', 'Version', `Recent success (last ${RECENT})`, h('span', { class: 'visually-hidden' }, 'Actions')],
+        rows: subs.map(row),
+      }));
+    });
+  }
+  refresh();
+}
