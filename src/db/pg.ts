@@ -108,6 +108,7 @@ export class PgDb implements Db {
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     const l = this.listener;
     this.listener = undefined;

@@ -1,6 +1,8 @@
 // Builds the Fastify application: error shape, versioned routes, auth, rate limit, docs, operations.
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
@@ -35,13 +37,18 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
-    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
     // Errors Fastify raises before routing (bad percent-encoding, over-long segment) and Node's parser errors.
     frameworkErrors: errorHandler,
     clientErrorHandler,
     rewriteUrl: (req) => (req.url!.startsWith(legacyPrefix) ? `/api/${LEGACY_VERSION}/` + req.url!.slice(legacyPrefix.length) : req.url!),
   });
   app.setErrorHandler(errorHandler);
+  // Query strings and path parameters arrive as text and are coerced ("limit=5" → 5); JSON bodies are
+  // typed already and are not ({"firstName":5} and {"ids":"x"} are 400s, not "5" and ["x"]).
+  const ajvOptions = { allErrors: true, removeAdditional: false, useDefaults: true, addUsedSchema: false, strict: false } as const;
+  const coercing = addFormats.default(new Ajv({ ...ajvOptions, coerceTypes: 'array' }));
+  const strict = addFormats.default(new Ajv({ ...ajvOptions, coerceTypes: false }));
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
   // Bodies are JSON (the token endpoint adds form bodies in its own scope); anything else is a 415.
   app.removeContentTypeParser('text/plain');
 

@@ -114,17 +114,14 @@ export function toApiError(err: unknown): { status: number; entries: ErrorEntry[
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return simple('InvalidParameterError', 'Content-Length does not match the body');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return simple('InvalidJson', 'request body is not valid JSON');
+      // Also raised for valid JSON with a "__proto__" or "constructor.prototype" key (refused, never parsed).
+      return simple('InvalidJson', 'request body is not valid JSON (or has a "__proto__"/"constructor" key)');
     case 'FST_ERR_BAD_URL':
       return simple('InvalidParameterError', 'the path is not valid percent-encoded UTF-8', 400);
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return simple('InvalidParameterError', 'a path segment is longer than 500 characters', 400);
   }
-  if (e instanceof SyntaxError || (e as any)?.name === 'SyntaxError') {
-    // secure-json-parse refuses "__proto__" / "constructor.prototype" keys with a SyntaxError: valid JSON, refused field.
-    if (/forbidden prototype property/i.test(e.message)) return simple('InvalidParameterError', 'fields named "__proto__" or "constructor" are not allowed', 400);
-    return simple('InvalidJson', 'request body is not valid JSON');
-  }
+  if (e instanceof SyntaxError || (e as any)?.name === 'SyntaxError') return simple('InvalidJson', 'request body is not valid JSON');
   // Safety net for input the schemas let through but PostgreSQL refuses: a client error, never a 500.
   const sqlstate = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && 'severity' in (e as object) ? code : undefined;
   if (sqlstate?.startsWith('22') || sqlstate === '54000') return simple('InvalidParameterError', 'a value in the request is out of range or cannot be stored', 400);

@@ -1,0 +1,236 @@
+// SPEC §3 errors: every errorCode with its status and the one error shape, including the failures that
+// happen before routing (bad URLs, HTTP parser errors) and inside hooks (auth, rate limit).
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { errorCodes, startServer } from '../helpers/server.ts';
+import { freshDb } from '../helpers/db.ts';
+
+/** Sends raw bytes and returns the raw answer (for requests fetch refuses to make). */
+function raw(url: string, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const c = net.connect(Number(u.port), u.hostname);
+    let data = '';
+    c.on('data', (b) => (data += b));
+    c.on('end', () => resolve(data));
+    c.on('error', reject);
+    c.write(request);
+  });
+}
+function rawBody(answer: string) {
+  const [head, ...rest] = answer.split('\r\n\r\n');
+  return { status: Number(head.split(' ')[1]), head: head.toLowerCase(), body: JSON.parse(rest.join('\r\n\r\n')) };
+}
+
+await describeEachDb('errors', (ctx) => {
+  const api = () => ctx.srv.api;
+
+  it('InvalidParameterError: 400, one entry per invalid field', async () => {
+    const r = await api().post('/crm/customers', { externalId: '', firstName: 5, bogus: true });
+    assert.equal(r.status, 400);
+    const codes = errorCodes(r);
+    assert.ok(codes.length >= 3, JSON.stringify(r.body));
+    assert.ok(codes.every((c) => c === 'InvalidParameterError'));
+    const where = r.body.errors.map((e: any) => e.moreInfo).join(' ');
+    for (const f of ['externalId', 'firstName', 'bogus']) assert.match(where, new RegExp(f));
+  });
+
+  it('InvalidJson: 400 for malformed JSON and for an empty JSON body on POST', async () => {
+    for (const body of ['{"externalId":', '{bad}', "{'a':1}"]) {
+      const r = await api().post('/crm/customers', body);
+      assert.equal(r.status, 400, body);
+      assert.deepEqual(errorCodes(r), ['InvalidJson']);
+    }
+    const empty = await api().req('POST', '/crm/customers', undefined, { 'content-type': 'application/json' });
+    assert.equal(empty.status, 400);
+    assert.deepEqual(errorCodes(empty), ['InvalidJson']);
+  });
+
+  it('JSON bodies that are not objects (array, string, number, null) are 400 InvalidParameterError', async () => {
+    for (const body of ['[1,2]', '"abc"', '5', 'null', 'true']) {
+      const r = await api().post('/crm/customers', body);
+      assert.equal(r.status, 400, body);
+      assert.deepEqual(errorCodes(r), ['InvalidParameterError'], body);
+    }
+    const bulk = await api().post('/crm/customers/bulk', { externalId: 'x' });
+    assert.equal(bulk.status, 400);
+    assert.deepEqual(errorCodes(bulk), ['InvalidParameterError']);
+  });
+
+  it('Unauthorized: 401 with WWW-Authenticate: Bearer, for missing, malformed and unknown tokens', async () => {
+    const anon = api().withToken(undefined);
+    for (const headers of [{} as Record<string, string>, { authorization: 'Basic Zm9vOmJhcg==' }, { authorization: 'Bearer' }, { authorization: 'Bearer nope' }, { authorization: 'Bearer a b' }]) {
+      const r = await anon.get('/crm/customers', headers);
+      assert.equal(r.status, 401, JSON.stringify(headers));
+      assert.deepEqual(errorCodes(r), ['Unauthorized']);
+      assert.match(r.headers.get('www-authenticate') ?? '', /^Bearer\b/);
+    }
+  });
+
+  it('Forbidden: 403 for a read key writing', async () => {
+    const key = (await api().post('/integrations/apiKeys', { name: 'r', scopes: ['read'] })).body.key;
+    const r = await api().withToken(key).post('/crm/customers', { externalId: 'forbidden-1' });
+    assert.equal(r.status, 403);
+    assert.deepEqual(errorCodes(r), ['Forbidden']);
+  });
+
+  it('NotFound: 404 for an unknown record and for unknown paths outside /api', async () => {
+    const r = await api().get('/crm/customers/does-not-exist');
+    assert.equal(r.status, 404);
+    assert.deepEqual(errorCodes(r), ['NotFound']);
+    for (const p of ['/nope', '/api', '/api/', '/api/2025-04', '/api/2025-04/crm/nothing-here']) {
+      const x = await api().get(p);
+      assert.equal(x.status, 404, p);
+      assert.deepEqual(errorCodes(x), ['NotFound'], p);
+    }
+  });
+
+  it('UnsupportedApiVersion and EndpointNotInVersion: 404 naming the versions', async () => {
+    const r = await api().get('/api/2023-01/crm/customers');
+    assert.equal(r.status, 404);
+    assert.deepEqual(errorCodes(r), ['UnsupportedApiVersion']);
+    assert.match(r.body.errors[0].message, /2022-04, 2022-08, 2025-04/);
+    const e = await api().withVersion('2022-04').get('/integrations/apiKeys');
+    assert.equal(e.status, 404);
+    assert.deepEqual(errorCodes(e), ['EndpointNotInVersion']);
+    assert.match(e.body.errors[0].moreInfo, /2022-08, 2025-04/);
+  });
+
+  it('MethodNotAllowed: 405 with Allow for a known path and another method', async () => {
+    const r = await api().delete('/crm/customers');
+    assert.equal(r.status, 405);
+    assert.deepEqual(errorCodes(r), ['MethodNotAllowed']);
+    assert.deepEqual(r.headers.get('allow')!.split(', ').sort(), ['GET', 'HEAD', 'POST']);
+  });
+
+  it('Conflict: 409 on a duplicate externalId', async () => {
+    await api().post('/crm/customers', { externalId: 'dup-e' });
+    const r = await api().post('/crm/customers', { externalId: 'dup-e' });
+    assert.equal(r.status, 409);
+    assert.deepEqual(errorCodes(r), ['Conflict']);
+  });
+
+  it('PayloadTooLarge: 413 beyond 1 MiB, a body just under it is read', async () => {
+    const big = JSON.stringify({ externalId: 'big', firstName: 'x'.repeat(1024 * 1024) });
+    const r = await api().post('/crm/customers', big);
+    assert.equal(r.status, 413);
+    assert.deepEqual(errorCodes(r), ['PayloadTooLarge']);
+    const under = await api().post('/crm/customers', JSON.stringify({ externalId: 'big', firstName: 'x'.repeat(1024 * 1024 - 100) }));
+    assert.equal(under.status, 400, 'read and validated (firstName too long), not refused for its size');
+    assert.deepEqual([...new Set(errorCodes(under))], ['InvalidParameterError']);
+  });
+
+  it('UnsupportedMediaType: 415 for bodies that are not JSON', async () => {
+    for (const type of ['text/plain', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', ';;=']) {
+      const r = await api().post('/crm/customers', 'externalId=x', { 'content-type': type });
+      assert.equal(r.status, 415, type);
+      assert.deepEqual(errorCodes(r), ['UnsupportedMediaType'], type);
+    }
+  });
+
+  it('a GET with Content-Type json and Content-Length 0, and Accept-Language anywhere, is served', async () => {
+    const r = await api().get('/crm/customers', { 'content-type': 'application/json; charset=UTF-8', 'content-length': '0', 'accept-language': 'de-CH, fr;q=0.9, *;q=0.1' });
+    assert.equal(r.status, 200);
+    for (const p of ['/api/versions', '/api/2022-08/openapi.json', '/health', '/crm/customers/nope', '/api/1999-01/x']) {
+      const x = await api().get(p, { 'accept-language': 'zz;q=abc,,' });
+      assert.ok(x.status < 500, p);
+      assert.equal(x.headers.get('content-language'), 'en', p);
+    }
+  });
+
+  it('HEAD is answered like GET without a body; errors keep their status', async () => {
+    const h = await api().req('HEAD', '/crm/customers');
+    assert.equal(h.status, 200);
+    assert.equal(h.text, '');
+    const anon = await api().withToken(undefined).req('HEAD', '/crm/customers');
+    assert.equal(anon.status, 401);
+    assert.match(anon.headers.get('www-authenticate') ?? '', /^Bearer/);
+  });
+
+  it('bad percent-encoding, over-long segments and NUL characters are 400s in the error shape', async () => {
+    for (const p of ['/crm/customers/%', '/crm/customers/%E0%A4%A', '/crm/customers/%zz', '/crm/customers/' + 'x'.repeat(600)]) {
+      const r = await api().get(p);
+      assert.equal(r.status, 400, p);
+      assert.deepEqual(errorCodes(r), ['InvalidParameterError'], p);
+      assert.equal(r.headers.get('content-language'), 'en');
+    }
+    const nulPath = await api().get('/crm/customers/a%00b');
+    assert.equal(nulPath.status, 400);
+    assert.deepEqual(errorCodes(nulPath), ['InvalidParameterError']);
+    const nulQuery = await api().get('/crm/customers?externalId=a%00b');
+    assert.equal(nulQuery.status, 400);
+    const nulBody = await api().post('/crm/customers', '{"externalId":"n","firstName":"a\\u0000b"}');
+    assert.equal(nulBody.status, 400);
+    assert.deepEqual(errorCodes(nulBody), ['InvalidParameterError']);
+    assert.equal(nulBody.body.errors[0].moreInfo, 'body.firstName');
+    const proto = await api().post('/crm/customers', '{"externalId":"p","__proto__":{"x":1}}');
+    assert.equal(proto.status, 400, 'prototype keys are refused');
+    assert.deepEqual(errorCodes(proto), ['InvalidJson']);
+  });
+
+  it('values PostgreSQL refuses (year 0000) are a 400, not a 500', async () => {
+    const r = await api().get(`/crm/customers?updatedSince=${encodeURIComponent('0000-01-01T00:00:00Z')}`);
+    assert.equal(r.status, 400);
+    assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
+  });
+
+  it('a huge query string and malformed HTTP get 400 in the error shape from the parser level', async () => {
+    const r = await api().get('/crm/customers?email=' + 'a'.repeat(100_000));
+    assert.equal(r.status, 400);
+    assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
+    for (const req of ['GARBAGE\r\n\r\n', 'GET /api/2025-04/crm/customers HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n']) {
+      const a = rawBody(await raw(ctx.srv.url, req));
+      assert.equal(a.status, 400);
+      assert.deepEqual(errorCodes({ body: a.body } as any), ['InvalidParameterError']);
+      assert.match(a.head, /content-type: application\/json/);
+    }
+  });
+
+  it('RateLimited: 429 with Retry-After once the burst is spent', async () => {
+    const srv = await startServer(ctx.tdb.db, { BULB_RATE_LIMIT_PER_SEC: '1', BULB_RATE_LIMIT_BURST: '3' });
+    try {
+      const statuses: number[] = [];
+      let limited;
+      for (let i = 0; i < 12 && !limited; i++) {
+        const r = await srv.api.get('/crm/customers');
+        statuses.push(r.status);
+        if (r.status === 429) limited = r;
+      }
+      assert.ok(limited, `no 429 in ${statuses}`);
+      assert.deepEqual(errorCodes(limited), ['RateLimited']);
+      assert.match(limited.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
+      assert.equal(statuses[0], 200);
+      // The limit is per token: another token still gets through.
+      const other = (await srv.api.post('/integrations/apiKeys', { name: 'o', scopes: ['read'] }));
+      assert.equal(other.status, 429, 'same admin token is still limited');
+      const key = (await ctx.srv.api.post('/integrations/apiKeys', { name: 'other', scopes: ['read'] })).body.key;
+      assert.equal((await srv.api.withToken(key).get('/crm/customers')).status, 200);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('InternalError: 500 in the error shape with no internals when the database is gone (also /ready → 503)', async () => {
+    const tdb = await freshDb(ctx.backend);
+    const srv = await startServer(tdb.db);
+    try {
+      assert.equal((await srv.api.get('/crm/customers')).status, 200);
+      assert.equal((await srv.api.get('/ready')).status, 200);
+      await tdb.db.close();
+      const r = await srv.api.get('/crm/customers');
+      assert.equal(r.status, 500);
+      assert.deepEqual(errorCodes(r), ['InternalError']);
+      assert.deepEqual(r.body.errors, [{ message: 'internal error', errorCode: 'InternalError', moreInfo: '' }]);
+      assert.doesNotMatch(r.text, /pool|pglite|closed|at |\.ts|sql/i);
+      const ready = await srv.api.get('/ready');
+      assert.equal(ready.status, 503);
+      errorCodes(ready);
+      assert.equal((await srv.api.get('/health')).status, 200, 'the process is up');
+    } finally {
+      await srv.close();
+      await tdb.close();
+    }
+  });
+});
