@@ -66,12 +66,12 @@ export async function startReceiver(behaviour: Behaviour = ok, path = '/hook'): 
 }
 
 /** Polls fn until it returns a truthy value; fails after timeoutMs with the last value in the message. */
-export async function waitFor<T>(fn: () => Promise<T> | T, what: string, timeoutMs = 20_000, everyMs = 25): Promise<T> {
+export async function waitFor<T>(fn: () => Promise<T> | T, what: string, timeoutMs = 20_000, everyMs = 25): Promise<NonNullable<T>> {
   const end = Date.now() + timeoutMs;
   let last: T | undefined;
   for (;;) {
     last = await fn();
-    if (last) return last;
+    if (last) return last as NonNullable<T>;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
