@@ -1,0 +1,127 @@
+// SPEC §2 version rules: path versions, the legacy prefix, response headers, /api/versions, per-version
+// OpenAPI documents and /docs.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { errorCodes, startServer } from '../helpers/server.ts';
+import { Registry } from '../../src/http/versioning/registry.ts';
+import { allChanges, allRoutes } from '../../src/http/routes.ts';
+import { VERSION_IDS } from '../../src/http/versioning/versions.ts';
+
+const DEPRECATED_2022_04 = Math.floor(Date.parse('2022-08-01T00:00:00Z') / 1000);
+
+await describeEachDb('versions', (ctx) => {
+  const api = () => ctx.srv.api;
+
+  it('the legacy prefix serves exactly /api/2022-04 (same data, same headers)', async () => {
+    await api().post('/crm/customers', { externalId: 'v-legacy', firstName: 'Lea' });
+    const legacy = await api().get('/tulip_api/v2/crm/customers/v-legacy');
+    const direct = await api().withVersion('2022-04').get('/crm/customers/v-legacy');
+    assert.equal(legacy.status, 200);
+    assert.deepEqual(legacy.body, direct.body);
+    assert.equal(legacy.headers.get('x-api-version'), '2022-04');
+    assert.equal(legacy.headers.get('deprecation'), `@${DEPRECATED_2022_04}`);
+    // A route not in 2022-04 is not in the legacy prefix either.
+    const patch = await api().patch('/tulip_api/v2/crm/customers/v-legacy', { firstName: 'X' });
+    assert.equal(patch.status, 404);
+    assert.deepEqual(errorCodes(patch), ['EndpointNotInVersion']);
+  });
+
+  it('BULB_SERVICE_NAME changes the legacy prefix', async () => {
+    const srv = await startServer(ctx.tdb.db, { BULB_SERVICE_NAME: 'acme' });
+    try {
+      const r = await srv.api.get('/acme_api/v2/crm/customers');
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('x-api-version'), '2022-04');
+      const old = await srv.api.get('/tulip_api/v2/crm/customers');
+      assert.equal(old.status, 404);
+      assert.deepEqual(errorCodes(old), ['NotFound']);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('X-Api-Version on every versioned answer (errors too); Deprecation and Link on 2022-04 only', async () => {
+    for (const v of VERSION_IDS) {
+      const ok = await api().withVersion(v).get('/crm/customers');
+      const err = await api().withVersion(v).get('/crm/customers/missing');
+      const anon = await api().withVersion(v).withToken(undefined).get('/crm/customers');
+      for (const r of [ok, err, anon]) {
+        assert.equal(r.headers.get('x-api-version'), v);
+        if (v === '2022-04') {
+          assert.equal(r.headers.get('deprecation'), `@${DEPRECATED_2022_04}`);
+          const link = r.headers.get('link') ?? '';
+          assert.match(link, /^<http:\/\/127\.0\.0\.1:\d+\/api\/versions>; rel="deprecation"$/);
+        } else {
+          assert.equal(r.headers.get('deprecation'), null);
+          assert.equal(r.headers.get('link'), null);
+        }
+      }
+    }
+  });
+
+  it('an unknown version is 404 UnsupportedApiVersion listing the supported ones', async () => {
+    for (const v of ['2023-01', 'latest', 'v2', '2025-04x']) {
+      const r = await api().get(`/api/${v}/crm/customers`);
+      assert.equal(r.status, 404, v);
+      assert.deepEqual(errorCodes(r), ['UnsupportedApiVersion']);
+      assert.match(r.body.errors[0].message, /2022-04, 2022-08, 2025-04/);
+      assert.equal(r.headers.get('x-api-version'), null);
+    }
+  });
+
+  it('a route outside the version is 404 EndpointNotInVersion naming the versions that serve it', async () => {
+    const r = await api().withVersion('2022-04').post('/crm/customers/bulk', [{ externalId: 'x' }]);
+    assert.equal(r.status, 404);
+    assert.deepEqual(errorCodes(r), ['EndpointNotInVersion']);
+    assert.match(r.body.errors[0].moreInfo, /2022-08, 2025-04/);
+  });
+
+  it('GET /api/versions needs no auth and lists the versions', async () => {
+    const r = await api().withToken(undefined).get('/api/versions');
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body, {
+      versions: [
+        { version: '2022-04', status: 'deprecated', releasedOn: '2022-04-01', deprecatedOn: '2022-08-01' },
+        { version: '2022-08', status: 'supported', releasedOn: '2022-08-01' },
+        { version: '2025-04', status: 'supported', releasedOn: '2025-04-01' },
+      ],
+      latest: '2025-04',
+    });
+  });
+
+  it('GET /api/{v}/openapi.json (no auth) lists exactly the routes of that version', async () => {
+    const registry = new Registry(allRoutes(ctx.srv.services), allChanges);
+    for (const v of VERSION_IDS) {
+      const r = await api().withToken(undefined).get(`/api/${v}/openapi.json`);
+      assert.equal(r.status, 200, v);
+      assert.equal(r.body.openapi, '3.1.0');
+      assert.equal(r.body.info.version, v);
+      const documented = Object.entries(r.body.paths as Record<string, Record<string, unknown>>)
+        .flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`))
+        .sort();
+      const expected = registry.byVersion.get(v)!
+        .map((vr) => `${vr.def.method} /api/${v}${vr.def.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`)
+        .sort();
+      assert.deepEqual(documented, expected, v);
+    }
+    const old = (await api().get('/api/2022-04/openapi.json')).body;
+    assert.equal(old.paths['/api/2022-04/crm/customers/{id}'].patch, undefined, 'PATCH is not in 2022-04');
+    assert.ok(old.paths['/api/2022-04/crm/customers/{id}'].put);
+    const cur = (await api().get('/api/2025-04/openapi.json')).body;
+    assert.ok(cur.paths['/api/2025-04/crm/customers/{id}'].patch, 'PATCH is in 2025-04');
+    const bad = await api().get('/api/2023-01/openapi.json');
+    assert.equal(bad.status, 404);
+    assert.deepEqual(errorCodes(bad), ['UnsupportedApiVersion']);
+  });
+
+  it('/docs serves the interactive reference pointing at every version', async () => {
+    const r = await api().withToken(undefined).get('/docs');
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /text\/html/);
+    assert.match(r.text, /swagger/i);
+    const init = await api().get('/docs/static/swagger-initializer.js');
+    assert.equal(init.status, 200);
+    for (const v of VERSION_IDS) assert.ok(init.text.includes(`/api/${v}/openapi.json`), v);
+  });
+});
