@@ -44,8 +44,7 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
 
   it('creates an API key (shown once, with a copy button), which works, then revokes it', async () => {
     const { page } = ctx;
-    await page.getByRole('link', { name: 'API Keys' }).click();
-    await page.getByRole('heading', { level: 1, name: 'API Keys' }).waitFor();
+    await ctx.go('API Keys');
     await page.getByLabel('Name').fill('POS integration');
     await page.getByLabel(/^write/).check();
     await page.getByRole('button', { name: 'Create API key' }).click();
@@ -75,8 +74,7 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
 
   it('creates and revokes an auth client (secret shown once)', async () => {
     const { page } = ctx;
-    await page.getByRole('link', { name: 'Auth Clients' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Auth Clients' }).waitFor();
+    await ctx.go('Auth Clients');
     // The form's own validation message appears without a name.
     await page.getByRole('button', { name: 'Create auth client' }).click();
     await page.getByRole('alert').filter({ hasText: 'Enter a name' }).waitFor();
@@ -104,8 +102,7 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
     await srv.api.post('/crm/customers', { externalId: 'ext-alan', firstName: 'Alan', lastName: 'Turing', emails: [{ email: 'alan@example.com' }] });
     await srv.api.post('/crm/customers', { externalId: 'ext-grace', firstName: 'Grace', lastName: 'Hopper' });
 
-    await page.getByRole('link', { name: 'Customers' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Customers' }).waitFor();
+    await ctx.go('Customers');
     await page.getByRole('row', { name: /Grace Hopper/ }).waitFor(); // browsing lists everyone
 
     const search = async (q: string) => {
@@ -151,7 +148,7 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
     const temp = (await ctx.srv.api.post('/integrations/apiKeys', { name: 'temp admin', scopes: ['admin'] })).body;
     await ctx.signIn(temp.key);
     await ctx.srv.api.delete(`/integrations/apiKeys/${temp.uuid}`);
-    await page.getByRole('link', { name: 'API Keys' }).click();
+    await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'API Keys' }).click();
     await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
     await page.getByRole('alert').filter({ hasText: 'You have been signed out' }).waitFor();
   });

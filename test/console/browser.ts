@@ -22,6 +22,8 @@ export interface ConsoleCtx {
   pageErrors: string[];
   /** Opens the console and signs in with the admin key. */
   signIn(key?: string): Promise<void>;
+  /** Follows a link of the console's navigation (by its exact name) and waits for the page heading. */
+  go(section: string, heading?: string): Promise<void>;
   /** Saves a full-page screenshot as test-artifacts/console-<name>.png. */
   shot(name: string): Promise<void>;
 }
@@ -60,6 +62,10 @@ export function describeConsole(name: string, body: (ctx: ConsoleCtx) => void, e
         await p.getByLabel('Admin API key').fill(key);
         await p.getByRole('button', { name: 'Sign in' }).click();
         await p.getByRole('navigation', { name: 'Console sections' }).waitFor();
+      };
+      ctx.go = async (section, heading = section) => {
+        await ctx.page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: section, exact: true }).click();
+        await ctx.page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();
       };
       ctx.shot = async (shotName: string) => {
         fs.mkdirSync(ARTIFACTS, { recursive: true });

@@ -26,6 +26,7 @@ export function logsPage({ main, query, signal, navigate }) {
     outcome: query.outcome || '',
     since: query.since || '',
     until: query.until || '',
+    delivery: query.delivery || '', // set from an attempt's detail view: "all attempts of this delivery"
   };
   const subSelect = select('subscription', [['', 'All subscriptions']], filters.subscription);
   const typeSelect = select('eventType', [['', 'All event types']], filters.eventType);
@@ -49,6 +50,7 @@ export function logsPage({ main, query, signal, navigate }) {
     if (outcome.value) p.set('outcome', outcome.value);
     if (since.value) p.set('since', fromLocalInput(since.value));
     if (until.value) p.set('until', fromLocalInput(until.value));
+    if (filters.delivery) p.set('delivery', filters.delivery);
     if (!live.checked) p.set('live', 'off');
     navigate(`#/integrations/webhooks/logs${p.toString() ? `?${p}` : ''}`, true);
     document.getElementById('attempts-h')?.focus();
@@ -60,6 +62,8 @@ export function logsPage({ main, query, signal, navigate }) {
     h('h1', null, 'Webhooks Logs'),
     h('p', { class: 'lead' }, 'Every delivery attempt, newest first. A failed delivery is retried on the schedule; after the last attempt it stays failed until retried here.'),
     form,
+    filters.delivery ? h('p', { class: 'notice notice-filter' }, 'Showing only the attempts of delivery ', h('code', null, filters.delivery), '. ',
+      h('a', { href: '#/integrations/webhooks/logs' }, 'Show all attempts')) : null,
     h('section', { 'aria-labelledby': 'attempts-h' },
       h('div', { class: 'section-head' },
         h('h2', { id: 'attempts-h', tabindex: '-1' }, 'Attempts'),
@@ -188,7 +192,7 @@ export function logsPage({ main, query, signal, navigate }) {
           ['Next attempt', nextAttempt],
           ['Attempt number', String(a.attemptNumber)],
           ['Event', h('code', null, a.eventUuid)],
-          ['Delivery', h('code', null, a.deliveryUuid)],
+          ['Delivery', [h('code', null, a.deliveryUuid), ' ', h('a', { href: `#/integrations/webhooks/logs?delivery=${a.deliveryUuid}`, onclick: () => dlg.close() }, 'All attempts of this delivery')]],
           ['Subscription', sub ? h('span', { class: 'mono break' }, sub.url) : h('code', null, a.subscriptionUuid)],
         ]),
         h('h3', null, 'Request headers'),
@@ -209,7 +213,7 @@ export function logsPage({ main, query, signal, navigate }) {
     retry?.addEventListener('click', () => busy(retry, async () => {
       clear(msg);
       try {
-        await post(`/integrations/webhooks/deliveries/${a.deliveryUuid}/retry`, {});
+        await post(`/integrations/webhooks/deliveries/${a.deliveryUuid}/retry`);
         announce('Retry started: the new attempt appears at the top of the list', 'success');
         dlg.close();
         setTimeout(() => poll(true), 300);

@@ -1,7 +1,7 @@
 // Integrations → Webhooks: subscriptions with state and recent success rate; create, edit, activate or
 // deactivate, delete (confirmed), reveal and rotate the signing secret, send a test event.
 import { del, get, getPages, patch, post } from '../api.js';
-import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table } from '../dom.js';
+import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time } from '../dom.js';
 
 const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)']];
 const RECENT = 50; // success rate over the last this-many attempts
@@ -103,8 +103,10 @@ async function subscriptionDialog(existing, onSaved, signal) {
   });
 }
 
-function secretDialog(sub, secret, { created = false, onRotated } = {}) {
-  const box = h('div', null, secretField('Signing secret', secret));
+const graceNote = (until) => (until ? h('p', { class: 'muted' }, 'The previous secret also signs until ', time(until), '.') : null);
+
+function secretDialog(sub, secret, { created = false, previousUntil } = {}) {
+  const box = h('div', null, secretField('Signing secret', secret), graceNote(previousUntil));
   const rotate = h('button', { type: 'button', class: 'btn' }, 'Rotate secret');
   const done = h('button', { type: 'button', class: 'btn btn-primary' }, 'Done');
   const { close } = openDialog({
@@ -126,11 +128,10 @@ function secretDialog(sub, secret, { created = false, onRotated } = {}) {
     if (!ok) return;
     await busy(rotate, async () => {
       try {
-        const r = await post(`/integrations/webhooks/subscriptions/${sub.uuid}/rotateSecret`, {});
+        const r = await post(`/integrations/webhooks/subscriptions/${sub.uuid}/rotateSecret`);
         const fresh = r?.signingSecret ?? (await get(`/integrations/webhooks/subscriptions/${sub.uuid}/secret`)).signingSecret;
-        clear(box, secretField('New signing secret', fresh));
+        clear(box, secretField('New signing secret', fresh), graceNote(r?.previousSecretExpiresAt));
         announce('Signing secret rotated; the previous one keeps signing for 24 hours', 'success');
-        onRotated?.();
       } catch (err) {
         box.append(errorBox(err, 'Could not rotate the secret'));
       }
@@ -184,19 +185,19 @@ export function webhooksPage({ main, signal }) {
             announce(`Could not change the state: ${err.message}`, 'error');
           }
         })),
-        actionButton('Send test', `Send a test event to ${target}`, (b) => busy(b, async () => {
+        actionButton('Send test', `Send test to ${target}`, (b) => busy(b, async () => {
           try {
-            await post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`, {});
+            await post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`);
             announce('Test event queued: see Webhooks Logs for the attempt', 'success');
             setTimeout(() => successRate(sub, rate), 1500);
           } catch (err) {
             announce(`Could not send a test event: ${err.message}`, 'error');
           }
         })),
-        actionButton('Secret', `Reveal the signing secret of ${target}`, (b) => busy(b, async () => {
+        actionButton('Reveal secret', `Reveal secret of ${target}`, (b) => busy(b, async () => {
           try {
             const r = await get(`/integrations/webhooks/subscriptions/${sub.uuid}/secret`);
-            secretDialog(sub, r.signingSecret);
+            secretDialog(sub, r.signingSecret, { previousUntil: r.previousSecretExpiresAt });
           } catch (err) {
             announce(`Could not reveal the secret: ${err.message}`, 'error');
           }

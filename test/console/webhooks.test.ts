@@ -1,0 +1,187 @@
+// Console in a real browser: Integrations → Webhooks and Webhooks Logs against a real failing receiver on
+// loopback and a real dispatcher in this process (fast retry schedule). Create a subscription, watch its
+// failed attempts arrive, read an attempt's detail, retry after the receiver recovers, then the other actions.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeConsole } from './browser.ts';
+import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { startReceiver, status, ok, waitFor, type Receiver } from '../webhooks/receiver.ts';
+
+const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
+const TOKEN = 'tok-console-secret-42';
+
+let worker: TestWorker;
+let rx: Receiver;
+
+describeConsole('webhooks and logs', (ctx) => {
+  let subUuid = '';
+
+  it('shows the empty state, then creates a subscription (Bearer) and shows its signing secret', async () => {
+    const { page } = ctx;
+    await ctx.signIn();
+    await ctx.go('Webhooks');
+    await page.getByText('No webhook subscriptions yet.').waitFor();
+
+    await page.getByRole('button', { name: 'New subscription' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New webhook subscription' });
+    await dialog.waitFor();
+    // The URL is checked before anything is sent.
+    await dialog.getByLabel('Webhook URL').fill('ftp://nope');
+    await dialog.getByRole('button', { name: 'Create subscription' }).click();
+    await dialog.getByRole('alert').filter({ hasText: 'http:// or https://' }).waitFor();
+
+    await dialog.getByLabel('Webhook URL').fill(rx.url);
+    await dialog.getByLabel('Event type').selectOption('customerCreate');
+    await dialog.getByLabel('Authentication').selectOption('BEARER');
+    await dialog.getByLabel('Bearer token').fill(TOKEN);
+    assert.equal(await dialog.getByLabel('Webhook version').inputValue(), '2022-08');
+    await ctx.shot('webhook-create-form');
+    await dialog.getByRole('button', { name: 'Create subscription' }).click();
+
+    const created = page.getByRole('dialog', { name: 'Subscription created' });
+    await created.waitFor();
+    const secret = await created.getByLabel('Signing secret').inputValue();
+    assert.match(secret, /^whsec_/);
+    await created.getByRole('button', { name: 'Done' }).click();
+
+    const row = page.getByRole('row', { name: new RegExp(rx.url.replace(/[.?*+^$()[\]{}|\\/]/g, '\\$&')) });
+    await row.waitFor();
+    assert.match(await row.innerText(), /Active/);
+    assert.match(await row.innerText(), /Bearer token/);
+    assert.match(await row.innerText(), /No attempts yet/);
+    const subs = (await ctx.srv.api.get('/integrations/webhooks/subscriptions')).body.data;
+    assert.equal(subs.length, 1);
+    subUuid = subs[0].uuid;
+    assert.equal(subs[0].authMethod, 'BEARER');
+  });
+
+  it('lists the failed attempts in Webhooks Logs with a detail view, credentials redacted', async () => {
+    const { page, srv } = ctx;
+    await srv.api.post('/crm/customers', { externalId: 'wh-1', firstName: 'Hook' });
+    // 1 attempt + 3 retries, all failing.
+    await waitFor(async () => (await srv.api.get(`/integrations/webhooks/logs?subscription=${subUuid}`)).body.data.length >= 4, 'four failed attempts');
+
+    await ctx.go('Webhooks Logs');
+    const failures = page.getByRole('row', { name: /Failure/ });
+    await waitFor(async () => (await failures.count()) === 4, 'four failure rows');
+
+    // Filters: outcome=success shows none; subscription + failure shows the four.
+    await page.getByLabel('Outcome').selectOption('success');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('No attempts match these filters.').waitFor();
+    await page.getByLabel('Outcome').selectOption('failure');
+    await page.getByLabel('Subscription').selectOption(subUuid);
+    await page.getByLabel('Event type').selectOption('customerCreate');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await waitFor(async () => (await page.getByRole('row', { name: /Failure/ }).count()) === 4, 'four filtered failure rows');
+    // Newest first: the top row is attempt 4.
+    const first = page.getByRole('row', { name: /Failure/ }).first();
+    assert.match(await first.getByRole('button', { name: /Details/ }).getAttribute('aria-label') ?? '', /attempt 4 /);
+    await ctx.shot('webhook-logs-failures');
+
+    await page.getByRole('button', { name: /Details of attempt 1 / }).click();
+    const detail = page.getByRole('dialog', { name: /Attempt 1: customerCreate/ });
+    await detail.waitFor();
+    const text = await detail.innerText();
+    assert.match(text, /Failure/);
+    assert.match(text, /500/);
+    assert.match(text, /HTTP_STATUS/);
+    assert.match(text, /receiver down/, 'the response body is shown');
+    assert.match(text, /x-tulip-hmac-256/i, 'request headers are shown');
+    assert.match(text, /"externalId": "wh-1"/, 'the request body is shown, pretty-printed');
+    assert.ok(!text.includes(TOKEN), 'the bearer token is redacted');
+    assert.match(text, /Next attempt/);
+    await ctx.shot('webhook-attempt-detail');
+    await detail.getByRole('button', { name: 'Close', exact: true }).click();
+    await detail.waitFor({ state: 'detached' });
+  });
+
+  it('retries the failed delivery after the receiver recovers; the success appears by live refresh', async () => {
+    const { page } = ctx;
+    rx.behave(ok);
+    await page.getByRole('button', { name: /Details of attempt 4 / }).click();
+    const detail = page.getByRole('dialog', { name: /Attempt 4: customerCreate/ });
+    assert.match(await detail.innerText(), /no more automatic retries/);
+    await detail.getByRole('button', { name: 'Retry delivery' }).click();
+    await detail.waitFor({ state: 'detached' });
+
+    // The filter still says failure: clear it and watch the success arrive on top.
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    const success = page.getByRole('row', { name: /Success/ });
+    await success.first().waitFor();
+    assert.equal(await success.count(), 1);
+    assert.match(await page.getByRole('row', { name: /Success|Failure/ }).first().innerText(), /Success/, 'newest first');
+    await page.getByRole('button', { name: /Details of attempt 5 / }).click();
+    const ok5 = page.getByRole('dialog', { name: /Attempt 5/ });
+    assert.match(await ok5.innerText(), /200/);
+    assert.equal(await ok5.getByRole('button', { name: 'Retry delivery' }).count(), 0, 'no retry on a success');
+    await ok5.getByRole('button', { name: 'Close', exact: true }).click();
+    await ctx.shot('webhook-logs-retried');
+    assert.equal(rx.received.filter((r) => r.body?.resource?.externalId === 'wh-1').length, 5);
+
+    // New events show up without reloading (live refresh).
+    await ctx.srv.api.post('/crm/customers', { externalId: 'wh-2' });
+    await waitFor(async () => (await page.getByRole('row', { name: /Success/ }).count()) === 2, 'the new attempt, live');
+  });
+
+  it('shows the success rate, sends a test, deactivates, reveals and rotates the secret, deletes with confirmation', async () => {
+    const { page, srv } = ctx;
+    await ctx.go('Webhooks');
+    const row = page.getByRole('row', { name: /customerCreate/ });
+    await row.getByText('33% (2 of 6)').waitFor();
+
+    await row.getByRole('button', { name: 'Send test' }).click();
+    await page.getByRole('status').filter({ hasText: 'Test event queued' }).waitFor();
+    await waitFor(() => rx.received.some((r) => r.body?.eventType === 'webhookTest'), 'the test event at the receiver');
+    assert.equal(rx.received.find((r) => r.body?.eventType === 'webhookTest')!.headers.authorization, `Bearer ${TOKEN}`);
+
+    await row.getByRole('button', { name: 'Deactivate' }).click();
+    await row.getByText('Inactive').waitFor();
+    assert.equal((await srv.api.get(`/integrations/webhooks/subscriptions/${subUuid}`)).body.isActive, false);
+    await row.getByRole('button', { name: 'Activate' }).click();
+    await row.getByText('Active', { exact: true }).waitFor();
+
+    // Edit: the version and the event type; credentials stay (left blank).
+    await row.getByRole('button', { name: 'Edit' }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit subscription' });
+    await edit.getByLabel('Webhook version').selectOption('2025-04');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await edit.waitFor({ state: 'detached' });
+    await row.getByText('2025-04').waitFor();
+    const after = (await srv.api.get(`/integrations/webhooks/subscriptions/${subUuid}`)).body;
+    assert.equal(after.webhookVersion, '2025-04');
+    assert.equal(after.authMethod, 'BEARER');
+
+    const before = (await srv.api.get(`/integrations/webhooks/subscriptions/${subUuid}/secret`)).body.signingSecret;
+    await row.getByRole('button', { name: 'Reveal secret' }).click();
+    const sd = page.getByRole('dialog', { name: 'Signing secret' });
+    assert.equal(await sd.getByLabel('Signing secret').inputValue(), before);
+    await sd.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByRole('button', { name: 'Rotate' }).click();
+    const fresh = await sd.getByLabel('New signing secret').inputValue();
+    assert.notEqual(fresh, before);
+    assert.equal((await srv.api.get(`/integrations/webhooks/subscriptions/${subUuid}/secret`)).body.signingSecret, fresh);
+    await sd.getByText(/previous secret also signs until/).waitFor();
+    await ctx.shot('webhook-secret-rotated');
+    await sd.getByRole('button', { name: 'Done' }).click();
+    await ctx.shot('webhooks-list');
+
+    await row.getByRole('button', { name: 'Delete' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Delete this subscription?' });
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    await row.waitFor();
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await confirm.getByRole('button', { name: 'Delete subscription' }).click();
+    await page.getByText('No webhook subscriptions yet.').waitFor();
+    assert.equal((await srv.api.get('/integrations/webhooks/subscriptions')).body.data.length, 0);
+  });
+}, ENV, {
+  started: async (ctx) => {
+    worker = await startWorker(ctx.tdb.db, ENV);
+    rx = await startReceiver(status(500, 'receiver down'));
+  },
+  stopping: async () => {
+    await worker?.stop();
+    await rx?.close();
+  },
+});
