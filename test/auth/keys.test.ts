@@ -1,0 +1,133 @@
+// SPEC §3 scopes and API keys: read/write/admin, create shows the key once, stored only as a hash,
+// revocation, lastUsedAt, and the bootstrap admin key.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { ADMIN_KEY, errorCodes } from '../helpers/server.ts';
+import { backends, freshDb } from '../helpers/db.ts';
+import { bootstrapAdminKey } from '../../src/auth/service.ts';
+
+const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest();
+
+await describeEachDb('auth: scopes and API keys', (ctx) => {
+  const api = () => ctx.srv.api;
+  const newKey = async (scopes: string[], name = 'k') => {
+    const r = await api().post('/integrations/apiKeys', { name, scopes });
+    assert.equal(r.status, 201, r.text);
+    return r.body;
+  };
+
+  it('read: GET allowed, POST 403; write: POST allowed, integrations 403; admin: everything', async () => {
+    const read = api().withToken((await newKey(['read'])).key);
+    const write = api().withToken((await newKey(['write'])).key);
+    assert.equal((await read.get('/crm/customers')).status, 200);
+    const rPost = await read.post('/crm/customers', { externalId: 'scope-r' });
+    assert.equal(rPost.status, 403);
+    assert.deepEqual(errorCodes(rPost), ['Forbidden']);
+    assert.equal((await read.put('/crm/customers/scope-r', {})).status, 403);
+    assert.equal((await read.get('/integrations/apiKeys')).status, 403);
+
+    assert.equal((await write.post('/crm/customers', { externalId: 'scope-w' })).status, 201);
+    assert.equal((await write.get('/crm/customers/scope-w')).status, 200, 'write includes read');
+    assert.equal((await write.patch('/crm/customers/scope-w', { firstName: 'W' })).status, 200);
+    for (const r of [await write.get('/integrations/apiKeys'), await write.post('/integrations/apiKeys', { name: 'x', scopes: ['admin'] })]) {
+      assert.equal(r.status, 403);
+      assert.deepEqual(errorCodes(r), ['Forbidden']);
+    }
+
+    assert.equal((await api().post('/crm/customers', { externalId: 'scope-a' })).status, 201);
+    assert.equal((await api().get('/integrations/apiKeys')).status, 200);
+    assert.equal((await api().get('/integrations/authClients')).status, 200);
+  });
+
+  it('creating a key shows it once; lists never show it; the database holds only its SHA-256', async () => {
+    const created = await newKey(['read', 'write'], 'shown once');
+    assert.match(created.key, /^bulb_key_[A-Za-z0-9_-]{40,}$/);
+    assert.deepEqual(Object.keys(created).sort(), ['createdAt', 'key', 'lastUsedAt', 'name', 'prefix', 'scopes', 'uuid'].sort());
+    assert.deepEqual(created.scopes, ['read', 'write']);
+    assert.match(created.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const list = await api().get('/integrations/apiKeys?limit=250');
+    assert.equal(list.status, 200);
+    const mine = list.body.data.find((k: any) => k.uuid === created.uuid);
+    assert.ok(mine);
+    assert.equal(mine.key, undefined);
+    assert.ok(!list.text.includes(created.key), 'the list never contains a key');
+    const rows = (await ctx.tdb.db.query(`SELECT * FROM api_keys WHERE uuid = $1`, [created.uuid])).rows;
+    assert.equal(rows.length, 1);
+    const dump = JSON.stringify(rows[0], (_k, v) => (v && v.type === 'Buffer' ? Buffer.from(v.data).toString('latin1') : v));
+    assert.ok(!dump.includes(created.key), 'the row does not contain the key');
+    assert.ok(!dump.includes(created.key.slice(9, 30)), 'nor its secret part');
+    assert.ok(Buffer.from(rows[0].secret_hash).equals(sha256(created.key)), 'stored as its SHA-256');
+  });
+
+  it('revoking a key makes it 401 at once; revoking again is 404', async () => {
+    const k = await newKey(['read']);
+    const client = api().withToken(k.key);
+    assert.equal((await client.get('/crm/customers')).status, 200);
+    assert.equal((await api().delete(`/integrations/apiKeys/${k.uuid}`)).status, 204);
+    const r = await client.get('/crm/customers');
+    assert.equal(r.status, 401);
+    assert.deepEqual(errorCodes(r), ['Unauthorized']);
+    assert.match(r.headers.get('www-authenticate') ?? '', /^Bearer/);
+    assert.ok(!(await api().get('/integrations/apiKeys?limit=250')).body.data.some((x: any) => x.uuid === k.uuid), 'revoked keys leave the list');
+    const again = await api().delete(`/integrations/apiKeys/${k.uuid}`);
+    assert.equal(again.status, 404);
+    assert.deepEqual(errorCodes(again), ['NotFound']);
+    const bad = await api().delete('/integrations/apiKeys/not-a-uuid');
+    assert.equal(bad.status, 400);
+  });
+
+  it('lastUsedAt is set once the key is used', async () => {
+    const k = await newKey(['read']);
+    assert.equal(k.lastUsedAt, null);
+    assert.equal((await api().withToken(k.key).get('/crm/customers')).status, 200);
+    let lastUsedAt = null;
+    for (let i = 0; i < 100 && !lastUsedAt; i++) {
+      lastUsedAt = (await api().get('/integrations/apiKeys?limit=250')).body.data.find((x: any) => x.uuid === k.uuid).lastUsedAt;
+      if (!lastUsedAt) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.match(String(lastUsedAt), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
+  it('rejects invalid key requests (unknown scope, empty name, extra fields)', async () => {
+    for (const body of [{ name: 'x', scopes: ['superuser'] }, { name: '', scopes: ['read'] }, { name: 'x', scopes: [] }, { name: 'x', scopes: ['read'], key: 'mine' }]) {
+      const r = await api().post('/integrations/apiKeys', body);
+      assert.equal(r.status, 400, JSON.stringify(body));
+      errorCodes(r);
+    }
+  });
+
+  it('the BULB_ADMIN_KEY bootstrap is idempotent and restores a revoked key', async () => {
+    const count = async () => (await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM api_keys WHERE secret_hash = $1`, [sha256(ADMIN_KEY)])).rows[0].n;
+    assert.equal(await count(), 1);
+    assert.deepEqual(await bootstrapAdminKey(ctx.tdb.db, ADMIN_KEY), {});
+    assert.deepEqual(await bootstrapAdminKey(ctx.tdb.db, ADMIN_KEY), {});
+    assert.equal(await count(), 1);
+    const row = (await ctx.tdb.db.query(`SELECT uuid, scopes FROM api_keys WHERE secret_hash = $1`, [sha256(ADMIN_KEY)])).rows[0];
+    assert.deepEqual(row.scopes, ['admin']);
+  });
+});
+
+for (const backend of await backends()) {
+  it(`auth: without BULB_ADMIN_KEY one admin key is created on an empty database, none on the next start [${backend}]`, async () => {
+    const tdb = await freshDb(backend);
+    try {
+      const first = await bootstrapAdminKey(tdb.db, undefined);
+      assert.match(first.created ?? '', /^bulb_key_/);
+      const second = await bootstrapAdminKey(tdb.db, undefined);
+      assert.equal(second.created, undefined);
+      const rows = (await tdb.db.query(`SELECT scopes, secret_hash FROM api_keys`)).rows;
+      assert.equal(rows.length, 1);
+      assert.deepEqual(rows[0].scopes, ['admin']);
+      assert.ok(Buffer.from(rows[0].secret_hash).equals(sha256(first.created!)));
+      // Concurrent first starts still create exactly one.
+      await tdb.db.query(`DELETE FROM api_keys`);
+      const both = await Promise.all([bootstrapAdminKey(tdb.db, undefined), bootstrapAdminKey(tdb.db, undefined)]);
+      assert.equal(both.filter((b) => b.created).length, 1);
+      assert.equal((await tdb.db.query(`SELECT count(*)::int AS n FROM api_keys`)).rows[0].n, 1);
+    } finally {
+      await tdb.close();
+    }
+  });
+}
