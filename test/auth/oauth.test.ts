@@ -1,0 +1,104 @@
+// SPEC §3 OAuth 2.0 client credentials: auth clients, POST /auth/oauth2/token (form and Basic),
+// RFC 6749 §5.2 errors, token scopes, expiry and revocation.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { errorCodes } from '../helpers/server.ts';
+
+await describeEachDb('auth: OAuth client credentials', (ctx) => {
+  const api = () => ctx.srv.api;
+  const form = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+    fetch(`${ctx.srv.url}/auth/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams(fields).toString(),
+    }).then(async (r) => ({ status: r.status, headers: r.headers, body: await r.json() as any }));
+  const basic = (id: string, secret: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}` });
+  const newClient = async (scopes: string[]) => {
+    const r = await api().post('/integrations/authClients', { name: 'integration', scopes });
+    assert.equal(r.status, 201, r.text);
+    return r.body;
+  };
+
+  it('creates a client with its secret shown once; lists omit the secret', async () => {
+    const c = await newClient(['read']);
+    assert.match(c.clientId, /^bulb_client_/);
+    assert.match(c.clientSecret, /^bulb_cs_/);
+    assert.deepEqual(c.scopes, ['read']);
+    const list = await api().get('/integrations/authClients');
+    assert.ok(list.body.data.some((x: any) => x.uuid === c.uuid && x.clientSecret === undefined));
+    assert.ok(!list.text.includes(c.clientSecret));
+    const row = (await ctx.tdb.db.query(`SELECT * FROM auth_clients WHERE uuid = $1`, [c.uuid])).rows[0];
+    assert.ok(!JSON.stringify(row).includes(c.clientSecret.slice(8)));
+  });
+
+  it('grants a token with form credentials and with HTTP Basic; it works as a Bearer with the client scopes', async () => {
+    const c = await newClient(['read']);
+    const viaForm = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret });
+    assert.equal(viaForm.status, 200);
+    assert.equal(viaForm.body.token_type, 'Bearer');
+    assert.equal(viaForm.body.expires_in, 3600);
+    assert.match(viaForm.body.access_token, /^bulb_at_/);
+    assert.equal(viaForm.headers.get('cache-control'), 'no-store');
+    const viaBasic = await form({ grant_type: 'client_credentials' }, basic(c.clientId, c.clientSecret));
+    assert.equal(viaBasic.status, 200);
+    assert.notEqual(viaBasic.body.access_token, viaForm.body.access_token);
+    for (const token of [viaForm.body.access_token, viaBasic.body.access_token]) {
+      const client = api().withToken(token);
+      assert.equal((await client.get('/crm/customers')).status, 200);
+      const w = await client.post('/crm/customers', { externalId: 'oauth-w' });
+      assert.equal(w.status, 403, 'a read client cannot write');
+      assert.deepEqual(errorCodes(w), ['Forbidden']);
+    }
+    const writer = await newClient(['write']);
+    const t = await form({ grant_type: 'client_credentials', client_id: writer.clientId, client_secret: writer.clientSecret });
+    assert.equal((await api().withToken(t.body.access_token).post('/crm/customers', { externalId: 'oauth-w' })).status, 201);
+    assert.equal((await api().withToken(t.body.access_token).get('/integrations/apiKeys')).status, 403);
+  });
+
+  it('a wrong secret or unknown client is 401 {"error":"invalid_client"}; other errors follow RFC 6749 §5.2', async () => {
+    const c = await newClient(['read']);
+    for (const r of [
+      await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: 'wrong' }),
+      await form({ grant_type: 'client_credentials' }, basic(c.clientId, 'wrong')),
+      await form({ grant_type: 'client_credentials', client_id: 'nobody', client_secret: c.clientSecret }),
+      await form({ grant_type: 'client_credentials' }),
+    ]) {
+      assert.equal(r.status, 401);
+      assert.equal(r.body.error, 'invalid_client');
+    }
+    const grant = await form({ grant_type: 'password', client_id: c.clientId, client_secret: c.clientSecret });
+    assert.equal(grant.status, 400);
+    assert.equal(grant.body.error, 'unsupported_grant_type');
+    const missing = await form({ client_id: c.clientId, client_secret: c.clientSecret });
+    assert.equal(missing.status, 400);
+    assert.equal(missing.body.error, 'invalid_request');
+    const scope = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret, scope: 'admin' });
+    assert.equal(scope.status, 400);
+    assert.equal(scope.body.error, 'invalid_scope');
+  });
+
+  it('an expired token is 401', async () => {
+    const c = await newClient(['read']);
+    const t = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret });
+    const client = api().withToken(t.body.access_token);
+    assert.equal((await client.get('/crm/customers')).status, 200);
+    await ctx.tdb.db.query(`UPDATE oauth_tokens SET expires_at = now() - interval '1 second'`);
+    const r = await client.get('/crm/customers');
+    assert.equal(r.status, 401);
+    assert.deepEqual(errorCodes(r), ['Unauthorized']);
+    assert.match(r.headers.get('www-authenticate') ?? '', /^Bearer/);
+  });
+
+  it("revoking a client stops its tokens and its credentials", async () => {
+    const c = await newClient(['read']);
+    const t = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret });
+    const client = api().withToken(t.body.access_token);
+    assert.equal((await client.get('/crm/customers')).status, 200);
+    assert.equal((await api().delete(`/integrations/authClients/${c.uuid}`)).status, 204);
+    assert.equal((await client.get('/crm/customers')).status, 401);
+    const again = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret });
+    assert.equal(again.status, 401);
+    assert.equal(again.body.error, 'invalid_client');
+  });
+});
