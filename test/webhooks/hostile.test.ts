@@ -1,0 +1,144 @@
+// Hostile receivers: each ends as the right failure within the deadline (a small BULB_WEBHOOK_TIMEOUT_MS),
+// and a hanging endpoint does not delay a healthy endpoint's deliveries (per-subscription in-flight cap).
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import net from 'node:net';
+import { after, before, it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { emitEvents, type NewEvent } from '../../src/events/emit.ts';
+import { startReceiver, status, waitFor, type Behaviour, type Receiver } from './receiver.ts';
+
+const TIMEOUT_MS = 3000;
+const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '600', BULB_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) };
+
+const timers = new Set<NodeJS.Timeout>();
+const hang: Behaviour = () => {};
+const drip: Behaviour = (_q, res) => {
+  res.writeHead(200, { 'content-length': '100' });
+  res.write('x');
+  const t = setInterval(() => res.write('x'), 1000);
+  timers.add(t);
+  res.on('close', () => clearInterval(t));
+};
+const reset: Behaviour = (req) => req.socket.resetAndDestroy();
+const midBody: Behaviour = (req, res) => {
+  res.writeHead(200, { 'content-length': '1000' });
+  res.write('0123456789', () => setTimeout(() => req.socket.destroy(), 20));
+};
+const huge = (code: number): Behaviour => (_q, res) => {
+  res.writeHead(code, { 'content-length': String(10 * 1024 * 1024) });
+  const chunk = Buffer.alloc(64 * 1024, 'y');
+  let sent = 0;
+  const pump = () => {
+    while (sent < 10 * 1024 * 1024) {
+      sent += chunk.length;
+      if (!res.write(chunk)) return void res.once('drain', pump);
+    }
+    res.end();
+  };
+  res.on('error', () => {});
+  pump();
+};
+
+const note = (): NewEvent => ({ eventType: 'customerNoteCreate', resourceType: 'CustomerNote', resource: { uuid: crypto.randomUUID(), externalId: null }, source: 'TULIP_API' });
+
+await describeEachDb('hostile webhook receivers', (ctx) => {
+  let worker: TestWorker;
+  const receivers: Receiver[] = [];
+  let refusedPort = 0;
+  before(async () => {
+    worker = await startWorker(ctx.tdb.db, ENV);
+    const s = net.createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    refusedPort = (s.address() as net.AddressInfo).port;
+    await new Promise((r) => s.close(r)); // nothing listens there any more
+  });
+  after(async () => {
+    await worker?.stop();
+    for (const t of timers) clearInterval(t);
+    for (const r of receivers) await r.close();
+  });
+  const rx = async (b: Behaviour) => {
+    const r = await startReceiver(b);
+    receivers.push(r);
+    return r;
+  };
+  const subscribe = async (url: string, eventType = 'customerNoteCreate') => {
+    const r = await ctx.srv.api.post('/integrations/webhooks/subscriptions', { url, eventType });
+    assert.equal(r.status, 201, r.text);
+    return r.body.uuid as string;
+  };
+
+  it('each hostile behaviour ends as the right failure; the healthy one succeeds', async () => {
+    const healthy = await rx(status(204));
+    const redirectTarget = await rx(status(200));
+    const cases: { name: string; url: string; errorCode: string | null; statusCode?: number | null; outcome: string; body?: (b: string) => boolean }[] = [
+      { name: 'healthy', url: healthy.url, errorCode: null, statusCode: 204, outcome: 'success' },
+      { name: 'never answers', url: (await rx(hang)).url, errorCode: 'TIMEOUT', statusCode: null, outcome: 'failure' },
+      { name: 'drips a byte a second', url: (await rx(drip)).url, errorCode: 'TIMEOUT', statusCode: 200, outcome: 'failure' },
+      { name: 'resets', url: (await rx(reset)).url, errorCode: 'CONNECTION', statusCode: null, outcome: 'failure' },
+      { name: '301', url: (await rx((_q, res) => res.writeHead(301, { location: redirectTarget.url }).end())).url, errorCode: 'HTTP_STATUS', statusCode: 301, outcome: 'failure' },
+      { name: '500', url: (await rx(status(500, 'err'))).url, errorCode: 'HTTP_STATUS', statusCode: 500, outcome: 'failure', body: (b) => b === 'err' },
+      { name: '10 MB 500', url: (await rx(huge(500))).url, errorCode: 'HTTP_STATUS', statusCode: 500, outcome: 'failure', body: (b) => b.length === 4096 },
+      { name: '10 MB 200', url: (await rx(huge(200))).url, errorCode: null, statusCode: 200, outcome: 'success', body: (b) => b.length === 4096 },
+      { name: 'closes mid-body', url: (await rx(midBody)).url, errorCode: 'CONNECTION', statusCode: 200, outcome: 'failure' },
+      { name: 'connection refused', url: `http://127.0.0.1:${refusedPort}/x`, errorCode: 'CONNECTION', statusCode: null, outcome: 'failure' },
+      { name: 'unknown host', url: 'http://no-such-host.invalid/hook', errorCode: 'DNS', statusCode: null, outcome: 'failure' },
+      { name: 'https to a plain HTTP server', url: healthy.url.replace('http:', 'https:'), errorCode: 'TLS', statusCode: null, outcome: 'failure' },
+    ];
+    const subs = new Map<string, (typeof cases)[number]>();
+    for (const c of cases) subs.set(await subscribe(c.url), c);
+    await ctx.tdb.db.transaction((tx) => emitEvents(tx, [note()]));
+    const logs = await waitFor(async () => {
+      const r = await ctx.srv.api.get('/integrations/webhooks/logs?eventType=customerNoteCreate&limit=100');
+      return r.body.data.length >= cases.length ? r.body.data : null;
+    }, 'one attempt per receiver');
+    assert.equal(logs.length, cases.length, 'one attempt each (the retry is 600 s away)');
+    for (const a of logs) {
+      const c = subs.get(a.subscriptionUuid)!;
+      assert.equal(a.errorCode, c.errorCode, `${c.name}: ${a.responseBody}`);
+      assert.equal(a.outcome, c.outcome, c.name);
+      if (c.statusCode !== undefined) assert.equal(a.statusCode, c.statusCode, c.name);
+      if (c.body) assert.ok(c.body(a.responseBody ?? ''), `${c.name}: body of ${a.responseBody?.length} chars`);
+      assert.ok((a.responseBody ?? '').length <= 4096, c.name);
+      if (c.outcome === 'failure') assert.ok(a.nextAttemptAt, `${c.name} is re-queued`);
+    }
+    assert.equal(redirectTarget.received.length, 0, 'redirects are not followed');
+    for (const uuid of subs.keys()) await ctx.srv.api.delete(`/integrations/webhooks/subscriptions/${uuid}`);
+  });
+}, ENV);
+
+// A hanging endpoint with a long deadline holds at most its in-flight cap; the healthy endpoint gets
+// every delivery while none of the hanging attempts has even ended.
+const SLOW_ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '600', BULB_WEBHOOK_TIMEOUT_MS: '15000' };
+await describeEachDb('a hanging endpoint does not delay a healthy one', (ctx) => {
+  let worker: TestWorker;
+  let slow: Receiver;
+  let fast: Receiver;
+  before(async () => {
+    worker = await startWorker(ctx.tdb.db, SLOW_ENV, { drainMs: 0 });
+    slow = await startReceiver(hang);
+    fast = await startReceiver();
+  });
+  after(async () => {
+    await worker?.stop();
+    await slow?.close();
+    await fast?.close();
+  });
+
+  it('delivers all healthy events while the hanging subscription sits at its cap', async () => {
+    const mk = (eventType: string, url: string) => ctx.srv.api.post('/integrations/webhooks/subscriptions', { url, eventType });
+    const slowSub = (await mk('customerUpdate', slow.url)).body.uuid;
+    await mk('customerCreate', fast.url);
+    const upd = (): NewEvent => ({ ...note(), eventType: 'customerUpdate', resourceType: 'Customer' });
+    const create = (): NewEvent => ({ ...note(), eventType: 'customerCreate', resourceType: 'Customer' });
+    await ctx.tdb.db.transaction((tx) => emitEvents(tx, Array.from({ length: 100 }, upd)));
+    await ctx.tdb.db.transaction((tx) => emitEvents(tx, Array.from({ length: 40 }, create)));
+    await waitFor(() => fast.received.length === 40, 'all 40 healthy deliveries', 14_000);
+    const slowAttempts = await ctx.srv.api.get(`/integrations/webhooks/logs?subscription=${slowSub}`);
+    assert.equal(slowAttempts.body.data.length, 0, 'no hanging attempt has ended yet: the healthy ones did not wait for them');
+    assert.equal(slow.received.length, 16, 'the hanging endpoint holds exactly its in-flight cap');
+    assert.equal(new Set(fast.received.map((r) => r.body.uuid)).size, 40);
+  });
+}, SLOW_ENV);
