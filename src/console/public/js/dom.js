@@ -117,6 +117,7 @@ export function announce(message, kind = 'info') {
   if (!region) return;
   const item = h('div', { class: `toast toast-${kind}` }, message);
   region.append(item);
+  while (region.children.length > 3) region.firstElementChild.remove(); // the newest few only
   setTimeout(() => item.remove(), kind === 'error' ? 9000 : 5000);
 }
 

@@ -58,7 +58,7 @@ export function logsPage({ main, query, signal, navigate }) {
   reset.addEventListener('click', () => navigate('#/integrations/webhooks/logs', true));
 
   const listBox = h('div', { class: 'list' });
-  main.append(
+  main.append(...[
     h('h1', null, 'Webhooks Logs'),
     h('p', { class: 'lead' }, 'Every delivery attempt, newest first. A failed delivery is retried on the schedule; after the last attempt it stays failed until retried here.'),
     form,
@@ -68,7 +68,8 @@ export function logsPage({ main, query, signal, navigate }) {
       h('div', { class: 'section-head' },
         h('h2', { id: 'attempts-h', tabindex: '-1' }, 'Attempts'),
         h('div', { class: 'check' }, live, h('label', { for: live.id }, 'Live refresh')), updated),
-      listBox));
+      listBox),
+  ].filter(Boolean));
 
   // Fill the filter selects (subscriptions by URL, event types) without blocking the list.
   const subsByUuid = new Map();

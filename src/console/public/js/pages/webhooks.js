@@ -171,7 +171,7 @@ export function webhooksPage({ main, signal }) {
       h('td', null, AUTH_METHODS.find(([v]) => v === sub.authMethod)?.[1] ?? sub.authMethod),
       h('td', null, sub.webhookVersion),
       rate,
-      h('td', { class: 'row-actions' },
+      h('td', { class: 'row-actions row-actions-wide' },
         actionButton('Edit', `Edit ${target}`, () => subscriptionDialog(sub, () => {
           announce('Subscription saved', 'success');
           refresh();
