@@ -34,9 +34,23 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'no admin scope' }).waitFor();
 
-    await page.getByLabel('Admin API key').fill(ADMIN_KEY);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    // Keyboard only: the key field has focus after a refusal; Enter submits.
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type(ADMIN_KEY);
+    await page.keyboard.press('Enter');
     await page.getByRole('navigation', { name: 'Console sections' }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1', 'focus is on the first page heading');
+    // After a reload (still signed in: sessionStorage), the first Tab reaches the skip link;
+    // following a navigation link moves focus to the page heading.
+    await page.reload();
+    await page.getByRole('navigation', { name: 'Console sections' }).waitFor();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+    await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Webhooks Logs' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Webhooks Logs' }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1');
+    await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Customers' }).click();
     assert.ok(!page.url().includes(ADMIN_KEY), 'the key is never in the URL');
     assert.equal(await page.evaluate(() => sessionStorage.getItem('bulb.console.adminKey')), ADMIN_KEY);
     await page.getByRole('heading', { level: 1, name: 'Customers' }).waitFor();

@@ -51,7 +51,7 @@ export function describeConsole(name: string, body: (ctx: ConsoleCtx) => void, e
       ctx.browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
       ctx.context = await ctx.browser.newContext({ viewport: { width: 1360, height: 900 }, baseURL: ctx.srv.url });
       ctx.page = await ctx.context.newPage();
-      ctx.page.setDefaultTimeout(15_000);
+      ctx.page.setDefaultTimeout(30_000); // generous: CI shares two cores with the rest of the suite
       ctx.page.on('pageerror', (err) => ctx.pageErrors.push(`pageerror: ${err.message}`));
       ctx.page.on('console', (msg) => {
         if (msg.type() === 'error' && !/Failed to load resource/.test(msg.text())) ctx.pageErrors.push(`console: ${msg.text()}`);

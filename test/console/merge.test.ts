@@ -68,11 +68,14 @@ describeConsole('customer page and merge', (ctx) => {
     await page.getByRole('list', { name: 'Counts' }).filter({ hasText: /2\s*Orders/ }).waitFor();
     const history = page.getByRole('region', { name: 'Merge history' });
     await history.getByRole('link', { name: 'm-sec2' }).waitFor();
-    assert.match(await history.innerText(), /2 orders/);
+    assert.match(await history.innerText(), /Orders: 2/);
     await ctx.shot('merge-done');
     const sec1 = (await api.get('/crm/customers/m-sec1')).body;
     assert.equal(sec1.status, 'disabled');
     assert.equal(sec1.mergedInto.externalId, 'm-pri');
+    // The console's changes are tagged as made in the app.
+    const ev = await ctx.tdb.db.query<{ source: string }>(`SELECT source FROM events WHERE event_type = 'customerMerge'`);
+    assert.deepEqual(ev.rows.map((r) => r.source), ['TULIP_APP']);
 
     // A secondary: disabled, links to its survivor; no merge form on it.
     await history.getByRole('link', { name: 'm-sec1' }).click();

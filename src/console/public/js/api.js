@@ -43,11 +43,11 @@ function urlOf(path, query) {
 
 /**
  * request('GET', '/crm/customers', { query: { email } }) → parsed JSON body.
- * Options: query, body (sent as JSON), signal, key (use this key instead of the session's: sign-in check).
+ * Options: query, body (sent as JSON), headers, signal, key (use this key instead of the session's: sign-in check).
  */
 export async function request(method, path, opts = {}) {
   const key = opts.key ?? session.key;
-  const headers = { accept: 'application/json', 'x-bulb-client': 'console' };
+  const headers = { ...opts.headers, accept: 'application/json', 'x-bulb-client': 'console' };
   if (key) headers.authorization = `Bearer ${key}`;
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
   let res;

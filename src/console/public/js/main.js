@@ -62,7 +62,7 @@ function renderSignIn(reason) {
       await get('/integrations/apiKeys', { limit: 1 }, { key });
       session.set(key);
       if (!location.hash.startsWith('#/')) location.hash = DEFAULT_ROUTE;
-      renderShell();
+      renderShell(true); // focus goes to the first page's heading
     } catch (err) {
       const title = err instanceof ApiError && err.status === 403 ? 'This key has no admin scope' : err instanceof ApiError && err.status === 401 ? 'Sign-in refused: the key was not accepted' : 'Sign-in failed';
       message.append(errorBox(err, title));
@@ -94,7 +94,7 @@ window.addEventListener('bulb:unauthorized', (ev) => {
 let shellMain;
 let navLinks = [];
 
-function renderShell() {
+function renderShell(moveFocus = false) {
   navLinks = [];
   const link = (item) => {
     const a = h('a', { href: item.href, dataset: { nav: item.key } }, item.text);
@@ -121,7 +121,7 @@ function renderShell() {
       h('div', { class: 'topbar-right' }, h('span', { class: 'muted' }, 'Signed in with an admin key'), signOut)),
     h('div', { class: 'layout' }, nav, shellMain),
     h('div', { id: 'toasts', class: 'toasts', role: 'status', 'aria-live': 'polite' }));
-  route(false);
+  route(moveFocus);
 }
 
 function parseHash() {

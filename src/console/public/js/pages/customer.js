@@ -17,7 +17,6 @@ export const KINDS = [
   { key: 'productShares', title: 'Product shares', cols: ['SKU', 'Shared', 'Message'], row: (p) => [h('code', null, text(p.sku)), time(p.sharedAt), short(p.message)] },
   { key: 'associates', title: 'Associates', cols: ['Associate', 'Role', 'Since'], row: (a) => [h('code', null, text(a.associateUuid)), text(a.role), time(a.createdAt)] },
 ];
-const MOVED_TITLES = Object.fromEntries(KINDS.map((k) => [k.key, k.title]));
 
 const customerLink = (ref) => {
   if (!ref) return '—';
@@ -125,7 +124,7 @@ export function customerPage({ main, params, signal, navigate }) {
           h('th', { scope: 'row' }, time(m.at)),
           h('td', null, customerLink(m.primary)),
           h('td', null, list(m.secondaries, customerLink)),
-          h('td', null, Object.entries(m.moved).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${(MOVED_TITLES[k] || k).toLowerCase()}`).join(', ') || 'nothing',
+          h('td', null, KINDS.filter((k) => m.moved[k.key] > 0).map((k) => `${k.title}: ${m.moved[k.key]}`).join(', ') || 'Nothing moved',
             m.duplicates ? `; ${m.duplicates} duplicate associate link${m.duplicates === 1 ? '' : 's'} removed` : ''))),
       }));
     });
@@ -147,6 +146,7 @@ function mergeSection(c, navigate) {
     field('External IDs of the customers to merge into this one', ids, 'Separate several with commas, spaces or new lines. Their orders, follow-ups, notes, messages, preferences, product shares and associates move here; they are then disabled.'),
     h('div', { class: 'actions' }, preview));
   const path = `/crm/customers/${encodeURIComponent(c.externalId)}/merge`;
+  ids.addEventListener('input', () => out.querySelector('.preview') && clear(out)); // a preview is of what was typed then
 
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -192,7 +192,9 @@ function mergeSection(c, navigate) {
       if (!ok) return confirm.focus();
       await busy(confirm, async () => {
         try {
-          const result = await post(path, { mergeWithCustomerIds: list });
+          // An Idempotency-Key makes a repeated click or a retried request replay the first answer.
+          const headers = crypto.randomUUID ? { 'idempotency-key': crypto.randomUUID() } : undefined;
+          const result = await post(path, { mergeWithCustomerIds: list }, { headers });
           announce(`Merged ${list.join(', ')} into ${c.externalId}`, 'success');
           navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);
         } catch (err) {

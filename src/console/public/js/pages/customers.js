@@ -58,7 +58,7 @@ export function customersPage({ main, query, signal, navigate }) {
     h('th', { scope: 'row' }, h('a', { href: `#/customers/${encodeURIComponent(c.uuid)}` }, displayName(c))),
     h('td', null, h('code', null, c.externalId)),
     h('td', null, primaryEmail(c) || '—'),
-    h('td', null, statusBadge(c.status), c.mergedInto ? [' → ', h('a', { href: `#/customers/${encodeURIComponent(c.mergedInto.uuid)}` }, c.mergedInto.externalId)] : null),
+    h('td', null, statusBadge(c.status), c.mergedInto ? [' merged into ', h('a', { href: `#/customers/${encodeURIComponent(c.mergedInto.uuid)}` }, c.mergedInto.externalId)] : null),
     h('td', null, time(c.updatedAt))));
   const columns = ['Name', 'External ID', 'Email', 'Status', 'Updated'];
 
@@ -67,7 +67,7 @@ export function customersPage({ main, query, signal, navigate }) {
     h('h1', null, 'Customers'),
     form,
     h('section', { 'aria-labelledby': 'results-h' },
-      h('h2', { id: 'results-h', tabindex: '-1' }, term ? `Results for “${term}”` : 'All customers'),
+      h('h2', { id: 'results-h', tabindex: '-1' }, term ? `Results for “${term}”` : { active: 'Active customers', disabled: 'Disabled (merged) customers', all: 'All customers' }[status.value] ?? 'Customers'),
       results));
 
   if (term) {
