@@ -1,0 +1,105 @@
+// API throughput: GET by id, GET a list page of 50, POST create (with 3 matching webhook subscriptions)
+// against PostgreSQL and PGlite, each next to the Fastify hello-world baseline measured just before it.
+// Servers run in child processes; autocannon runs here. `node --import tsx bench/api.ts [--quick]`
+import { randomUUID } from 'node:crypto';
+import {
+  V, api, createPgDatabase, customerBody, load, log, parseArgs, pgAvailable, ratioGoal, round, seedCustomers,
+  startBulb, startHello, startReceiver, subscribe, type Child, type LoadOptions, type LoadResult, type Row,
+} from './lib.ts';
+
+export interface ApiBenchOptions {
+  quick: boolean;
+  /** Write CPU profiles of the Bulb servers here (node --cpu-prof). */
+  cpuProfDir?: string;
+  backends?: ('pg' | 'pglite')[];
+}
+
+const COMMAND = 'npm run bench -- --only api';
+
+export async function runApiBench(o: ApiBenchOptions): Promise<Row[]> {
+  const seconds = o.quick ? 3 : 10;
+  const warm = o.quick ? 1 : 3;
+  const rows: Row[] = [];
+  const hello = await startHello();
+  const receiver = await startReceiver();
+  try {
+    const backends = o.backends ?? ((await pgAvailable()) ? ['pg', 'pglite'] : ['pglite']);
+    for (const backend of backends) {
+      const db = backend === 'pg' ? await createPgDatabase('api') : undefined;
+      let server: Child | undefined;
+      try {
+        server = await startBulb({ databaseUrl: db?.url, cpuProfDir: o.cpuProfDir });
+        rows.push(...(await measureBackend(server, hello, receiver, backend, seconds, warm)));
+      } finally {
+        await server?.stop();
+        await db?.drop();
+      }
+    }
+  } finally {
+    await hello.stop();
+    await receiver.stop();
+  }
+  return rows;
+}
+
+async function measureBackend(server: Child, hello: Child, receiver: Child, backend: 'pg' | 'pglite', seconds: number, warm: number): Promise<Row[]> {
+  const name = backend === 'pg' ? 'PostgreSQL' : 'PGlite';
+  const base = server.url;
+  log(`api [${name}]: seeding`);
+  const seeded = await seedCustomers(base, 1000, `seed-${backend}`);
+  const subs = await subscribe(base, `${receiver.url}/hook`, ['customerCreate', 'customerCreate', 'customerCreate']);
+  const rows: Row[] = [];
+
+  const pair = async (what: string, target: Omit<LoadOptions, 'seconds'>, baseline: Omit<LoadOptions, 'seconds'>, goal: number | undefined, extra: () => Promise<string> = async () => '') => {
+    await load({ ...target, seconds: warm });
+    const b = await load({ ...baseline, seconds });
+    const t = await load({ ...target, seconds });
+    const ratio = t.rps / b.rps;
+    log(`api [${name}] ${what}: ${round(t.rps, 0)} req/s vs baseline ${round(b.rps, 0)} (${round(ratio)}) p99 ${t.p99} ms; non-2xx ${t.non2xx}, errors ${t.errors}`);
+    rows.push({
+      what: `${what}, ${name}`,
+      value: round(t.rps, 0),
+      unit: 'req/s',
+      baseline: round(b.rps, 0),
+      ratio: round(ratio),
+      goal: goal === undefined ? 'reported' : ratioGoal(ratio, goal),
+      command: COMMAND,
+      note: `${what}, ${name}: latency p50 ${t.p50} ms, p99 ${t.p99} ms (baseline p99 ${b.p99} ms); ${failures(t)}${await extra()}`,
+    });
+  };
+
+  await pair(
+    'GET customer by id',
+    { url: base, make: (n) => ({ path: `/api/${V}/crm/customers/${seeded[n % seeded.length].uuid}` }) },
+    { url: hello.url, path: '/api/x/crm/customers/1' },
+    backend === 'pg' ? 0.5 : undefined,
+  );
+  await pair('GET list page of 50', { url: base, path: `/api/${V}/crm/customers?limit=50` }, { url: hello.url, path: '/list' }, undefined);
+
+  const run = randomUUID().slice(0, 8);
+  const body = JSON.stringify(customerBody(`bench-${run}-0`));
+  const before = (await api(receiver.url, 'GET', '/count')).body.received as number;
+  await pair(
+    subs ? 'POST create, 3 webhook subscriptions' : 'POST create (no webhook subscriptions: API absent)',
+    { url: base, method: 'POST', make: (n) => ({ path: `/api/${V}/crm/customers`, body: JSON.stringify(customerBody(`bench-${run}-${n}`)) }) },
+    { url: hello.url, method: 'POST', path: '/create', body },
+    backend === 'pg' ? 0.25 : undefined,
+    async () => (subs ? `; the in-process worker (role all) delivered ${await receiverCountAfter(receiver, before)} webhooks by the end of the run` : ''),
+  );
+  return rows;
+}
+
+async function receiverCountAfter(receiver: Child, before: number): Promise<number> {
+  return ((await api(receiver.url, 'GET', '/count')).body.received as number) - before;
+}
+
+function failures(r: LoadResult): string {
+  return `${r.total} requests, ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const args = parseArgs();
+  const rows = await runApiBench({ quick: args.quick, cpuProfDir: process.env.BENCH_CPU_PROF, backends: args.only as any });
+  console.log(JSON.stringify(rows, null, 2));
+  process.exit(0);
+}
