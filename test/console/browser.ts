@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { after, before, describe } from 'node:test';
+import { after, afterEach, before, describe } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { CI, freshDb, type TestDb } from '../helpers/db.ts';
 import { ADMIN_KEY, startServer, type TestServer } from '../helpers/server.ts';
@@ -51,7 +51,9 @@ export function describeConsole(name: string, body: (ctx: ConsoleCtx) => void, e
       ctx.browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
       ctx.context = await ctx.browser.newContext({ viewport: { width: 1360, height: 900 }, baseURL: ctx.srv.url });
       ctx.page = await ctx.context.newPage();
-      ctx.page.setDefaultTimeout(30_000); // generous: CI shares two cores with the rest of the suite
+      // Generous: CI shares two cores with the rest of the suite (and, here, with other work).
+      ctx.page.setDefaultTimeout(45_000);
+      ctx.page.setDefaultNavigationTimeout(90_000);
       ctx.page.on('pageerror', (err) => ctx.pageErrors.push(`pageerror: ${err.message}`));
       ctx.page.on('console', (msg) => {
         if (msg.type() === 'error' && !/Failed to load resource/.test(msg.text())) ctx.pageErrors.push(`console: ${msg.text()}`);
@@ -71,6 +73,11 @@ export function describeConsole(name: string, body: (ctx: ConsoleCtx) => void, e
         fs.mkdirSync(ARTIFACTS, { recursive: true });
         await ctx.page.screenshot({ path: path.join(ARTIFACTS, `console-${shotName}.png`), fullPage: true });
       };
+    });
+    // The state each test ended in (a failed test's screen is the one to look at).
+    afterEach(async (t: any) => {
+      const slug = String(t?.name ?? 'test').toLowerCase().replace(/[^a-z0-9]+/g, '-').slice(0, 60);
+      await ctx.shot?.(`end-${slug}`).catch(() => {});
     });
     after(async () => {
       await ctx.browser?.close();

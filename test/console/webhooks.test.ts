@@ -69,6 +69,13 @@ describeConsole('webhooks and logs', (ctx) => {
     await page.getByLabel('Outcome').selectOption('success');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.getByText('No attempts match these filters.').waitFor();
+    // Time: nothing from tomorrow on.
+    await page.getByLabel('Outcome').selectOption('');
+    await page.getByLabel('From').fill(new Date(Date.now() + 86_400_000).toISOString().slice(0, 16));
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('No attempts match these filters.').waitFor();
+    assert.match(page.url(), /since=/, 'filters are in the (linkable) address');
+    await page.getByLabel('From').fill('');
     await page.getByLabel('Outcome').selectOption('failure');
     await page.getByLabel('Subscription').selectOption(subUuid);
     await page.getByLabel('Event type').selectOption('customerCreate');
@@ -104,6 +111,7 @@ describeConsole('webhooks and logs', (ctx) => {
     assert.match(await detail.innerText(), /no more automatic retries/);
     await detail.getByRole('button', { name: 'Retry delivery' }).click();
     await detail.waitFor({ state: 'detached' });
+    await waitFor(async () => (await ctx.srv.api.get(`/integrations/webhooks/logs?subscription=${subUuid}&outcome=success`)).body.data.length === 1, 'the retried attempt', 60_000);
 
     // The filter still says failure: clear it and watch the success arrive on top.
     await page.getByRole('button', { name: 'Clear filters' }).click();
