@@ -7,7 +7,7 @@ import { describeConsole } from './browser.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
 import { startReceiver, status, ok, waitFor, type Receiver } from '../webhooks/receiver.ts';
 
-const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
+const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2', BULB_WEBHOOK_TIMEOUT_MS: '15000' };
 const TOKEN = 'tok-console-secret-42';
 
 let worker: TestWorker;
@@ -59,11 +59,11 @@ describeConsole('webhooks and logs', (ctx) => {
     const { page, srv } = ctx;
     await srv.api.post('/crm/customers', { externalId: 'wh-1', firstName: 'Hook' });
     // 1 attempt + 3 retries, all failing.
-    await waitFor(async () => (await srv.api.get(`/integrations/webhooks/logs?subscription=${subUuid}`)).body.data.length >= 4, 'four failed attempts');
+    await waitFor(async () => (await srv.api.get(`/integrations/webhooks/logs?subscription=${subUuid}`)).body.data.length >= 4, 'four failed attempts', 60_000);
 
     await ctx.go('Webhooks Logs');
     const failures = page.getByRole('row', { name: /Failure/ });
-    await waitFor(async () => (await failures.count()) === 4, 'four failure rows');
+    await waitFor(async () => (await failures.count()) === 4, 'four failure rows', 60_000);
 
     // Filters: outcome=success shows none; subscription + failure shows the four.
     await page.getByLabel('Outcome').selectOption('success');
@@ -80,7 +80,7 @@ describeConsole('webhooks and logs', (ctx) => {
     await page.getByLabel('Subscription').selectOption(subUuid);
     await page.getByLabel('Event type').selectOption('customerCreate');
     await page.getByRole('button', { name: 'Apply filters' }).click();
-    await waitFor(async () => (await page.getByRole('row', { name: /Failure/ }).count()) === 4, 'four filtered failure rows');
+    await waitFor(async () => (await page.getByRole('row', { name: /Failure/ }).count()) === 4, 'four filtered failure rows', 60_000);
     // Newest first: the top row is attempt 4.
     const first = page.getByRole('row', { name: /Failure/ }).first();
     assert.match(await first.getByRole('button', { name: /Details/ }).getAttribute('aria-label') ?? '', /attempt 4 /);
@@ -129,7 +129,7 @@ describeConsole('webhooks and logs', (ctx) => {
 
     // New events show up without reloading (live refresh).
     await ctx.srv.api.post('/crm/customers', { externalId: 'wh-2' });
-    await waitFor(async () => (await page.getByRole('row', { name: /Success/ }).count()) === 2, 'the new attempt, live');
+    await waitFor(async () => (await page.getByRole('row', { name: /Success/ }).count()) === 2, 'the new attempt, live', 60_000);
   });
 
   it('shows the success rate, sends a test, deactivates, reveals and rotates the secret, deletes with confirmation', async () => {
@@ -140,7 +140,7 @@ describeConsole('webhooks and logs', (ctx) => {
 
     await row.getByRole('button', { name: 'Send test' }).click();
     await page.getByRole('status').filter({ hasText: 'Test event queued' }).waitFor();
-    await waitFor(() => rx.received.some((r) => r.body?.eventType === 'webhookTest'), 'the test event at the receiver');
+    await waitFor(() => rx.received.some((r) => r.body?.eventType === 'webhookTest'), 'the test event at the receiver', 60_000);
     assert.equal(rx.received.find((r) => r.body?.eventType === 'webhookTest')!.headers.authorization, `Bearer ${TOKEN}`);
 
     await row.getByRole('button', { name: 'Deactivate' }).click();

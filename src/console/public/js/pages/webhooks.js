@@ -20,6 +20,19 @@ function meta(signal) {
   return metaCache;
 }
 
+/** Runs at most 4 of these requests at a time (one per subscription row: stay far below the rate limit). */
+const queue = [];
+let running = 0;
+function limited(fn) {
+  return new Promise((resolve, reject) => {
+    queue.push(() => fn().then(resolve, reject).finally(() => {
+      running--;
+      queue.length && (running++, queue.shift()());
+    }));
+    if (running < 4) (running++, queue.shift()());
+  });
+}
+
 export async function listSubscriptions(signal) {
   return (await getPages('/integrations/webhooks/subscriptions', { limit: 250 }, 8, { signal })).data;
 }
@@ -226,7 +239,7 @@ export function webhooksPage({ main, signal }) {
 
   async function successRate(sub, cell) {
     try {
-      const logs = await get('/integrations/webhooks/logs', { subscription: sub.uuid, limit: RECENT }, { signal });
+      const logs = await limited(() => get('/integrations/webhooks/logs', { subscription: sub.uuid, limit: RECENT }, { signal }));
       const n = logs.data.length;
       const ok = logs.data.filter((a) => a.outcome === 'success').length;
       if (n === 0) return clear(cell, h('span', { class: 'muted' }, 'No attempts yet'));
