@@ -1,0 +1,172 @@
+// The real process (`npm start` = node --import tsx src/main.ts serve): first start prints where it
+// listens and the admin key, the key works, a second start creates none, JSON logs never contain
+// secrets, SIGTERM drains and exits 0.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+interface Proc {
+  child: ChildProcess;
+  url: string;
+  output(): string;
+  /** Resolves once the output matches (lines printed after "listening on"). */
+  waitFor(re: RegExp): Promise<void>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts Bulb like `npm start` with a clean environment plus env; resolves once it listens. */
+async function startBulb(env: Record<string, string>): Promise<Proc> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST'));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    cwd: ROOT,
+    env: { ...clean, PORT: '0', HOST: '127.0.0.1', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const reap = () => child.kill('SIGKILL');
+  process.once('exit', reap); // never leave a server behind if the test process dies
+  child.once('exit', () => process.off('exit', reap));
+  let out = '';
+  child.stdout!.on('data', (b) => (out += b));
+  child.stderr!.on('data', (b) => (out += b));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const listening = new Promise<string>((resolve, reject) => {
+    const deadline = setTimeout(() => reject(new Error(`Bulb did not listen within 240 s:\n${out}`)), 240_000);
+    const check = () => {
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m) {
+        clearTimeout(deadline);
+        resolve(m[1]);
+      }
+    };
+    child.stdout!.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(deadline);
+      reject(new Error(`Bulb exited with ${code} before listening:\n${out}`));
+    });
+  });
+  let url: string;
+  try {
+    url = await listening;
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    child,
+    url,
+    output: () => out,
+    async waitFor(re) {
+      for (let i = 0; i < 300 && !re.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.match(out, re);
+    },
+    async stop(signal = 'SIGTERM') {
+      child.kill(signal);
+      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 25_000).unref());
+      const code = await Promise.race([exited, timer]);
+      if (code === 'timeout') {
+        child.kill('SIGKILL');
+        throw new Error(`Bulb did not exit within 25 s of ${signal}:\n${out}`);
+      }
+      return code;
+    },
+  };
+}
+
+const get = (url: string, token?: string) =>
+  fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {} }).then(async (r) => ({ status: r.status, body: await r.json() as any }));
+const post = (url: string, token: string, body: unknown) =>
+  fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: await r.json() as any }));
+
+describe('process', () => {
+  const dirs: string[] = [];
+  const procs: Proc[] = [];
+  after(() => {
+    for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  it('npm start on a fresh data dir: prints the address and an admin key that works; a restart creates no new key; SIGTERM exits 0', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-start-'));
+    dirs.push(dataDir);
+    const first = await startBulb({ BULB_DATA_DIR: dataDir });
+    procs.push(first);
+    assert.match(first.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    await first.waitFor(/curl -H/);
+    const key = /^\s+(bulb_key_[A-Za-z0-9_-]+)\s*$/m.exec(first.output())?.[1];
+    assert.ok(key, `no admin key printed:\n${first.output()}`);
+    assert.match(first.output(), /curl -H "Authorization: Bearer bulb_key_/);
+    const list = await get(`${first.url}/api/2025-04/crm/customers`, key);
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.body, { data: [], nextCursor: null });
+    assert.equal((await post(`${first.url}/api/2025-04/crm/customers`, key!, { externalId: 'persisted' })).status, 201);
+    assert.equal(await first.stop(), 0, first.output());
+
+    const second = await startBulb({ BULB_DATA_DIR: dataDir });
+    procs.push(second);
+    await second.waitFor(/admin API key exists already/);
+    assert.doesNotMatch(second.output(), /bulb_key_/, 'no new key on the second start');
+    const again = await get(`${second.url}/api/2025-04/crm/customers`, key);
+    assert.equal(again.status, 200, 'the first key still works');
+    assert.deepEqual(again.body.data.map((c: any) => c.externalId), ['persisted'], 'data survived the restart');
+    assert.equal(await second.stop(), 0, second.output());
+  });
+
+  it('JSON logs never contain bearer tokens, keys or client secrets; SIGTERM with open connections exits 0', async () => {
+    let tdb: TestDb | undefined;
+    const env: Record<string, string> = { BULB_LOG_LEVEL: 'trace' };
+    if (await postgresAvailable()) {
+      tdb = await freshDb('pg');
+      env.DATABASE_URL = tdb.url!;
+    } else {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-logs-'));
+      dirs.push(dataDir);
+      env.BULB_DATA_DIR = dataDir;
+    }
+    const adminKey = `bulb_key_test_${crypto.randomBytes(16).toString('hex')}`;
+    env.BULB_ADMIN_KEY = adminKey;
+    try {
+      const p = await startBulb(env);
+      procs.push(p);
+      const base = `${p.url}/api/2025-04`;
+      const secrets = [adminKey];
+      assert.equal((await get(`${base}/crm/customers`, adminKey)).status, 200);
+      const k = await post(`${base}/integrations/apiKeys`, adminKey, { name: 'logged?', scopes: ['read'] });
+      secrets.push(k.body.key);
+      assert.equal((await get(`${base}/crm/customers?limit=1`, k.body.key)).status, 200);
+      const c = await post(`${base}/integrations/authClients`, adminKey, { name: 'c', scopes: ['read'] });
+      secrets.push(c.body.clientSecret);
+      const tok = await fetch(`${p.url}/auth/oauth2/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${c.body.clientId}:${c.body.clientSecret}`).toString('base64')}` },
+        body: 'grant_type=client_credentials',
+      }).then((r) => r.json() as any);
+      secrets.push(tok.access_token);
+      assert.equal((await get(`${base}/crm/customers`, tok.access_token)).status, 200);
+      const fake = 'bulb_key_not_a_real_one_' + crypto.randomBytes(8).toString('hex');
+      secrets.push(fake);
+      assert.equal((await get(`${base}/crm/customers`, fake)).status, 401);
+      const bad = await fetch(`${p.url}/auth/oauth2/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `grant_type=client_credentials&client_id=${c.body.clientId}&client_secret=wrong_${fake}`,
+      });
+      assert.equal(bad.status, 401);
+
+      assert.equal(await p.stop('SIGTERM'), 0, p.output());
+      const out = p.output();
+      for (const s of secrets) assert.ok(!out.includes(s), `a secret appears in the logs: ${s.slice(0, 12)}…`);
+      const json = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+      assert.ok(json.some((l) => l.req?.url?.includes('/crm/customers') && typeof l.level === 'number'), 'requests are logged as JSON');
+      assert.ok(json.some((l) => l.res?.statusCode === 401), 'answers are logged with their status');
+    } finally {
+      await tdb?.close();
+    }
+  });
+});
