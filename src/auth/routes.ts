@@ -53,6 +53,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
       schema: { params: UuidParams },
       handler: async (req, reply) => {
         if (!(await store.revokeApiKey(s.db, (req.params as any).uuid))) throw notFound('API key not found');
+        s.auth.forget();
         reply.code(204);
         return undefined;
       },
@@ -80,6 +81,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
       schema: { params: UuidParams },
       handler: async (req, reply) => {
         if (!(await store.revokeAuthClient(s.db, (req.params as any).uuid))) throw notFound('auth client not found');
+        s.auth.forget();
         reply.code(204);
         return undefined;
       },

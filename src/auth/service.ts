@@ -62,23 +62,62 @@ export async function issueAccessToken(db: Queryable, clientId: string, clientSe
   return { ok: true, accessToken, scopes, expiresIn: ACCESS_TOKEN_TTL_SEC };
 }
 
+/**
+ * Milliseconds a resolved token may be answered from memory (BULB_AUTH_CACHE_MS, default 0 = every request
+ * asks the database). With a cache, a key revoked through another process keeps working there for up to
+ * this long; a revocation through this process takes effect at once.
+ */
+export function authCacheMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.BULB_AUTH_CACHE_MS;
+  const n = raw === undefined || raw === '' ? 0 : Number(raw);
+  return Number.isInteger(n) && n >= 0 && n <= 600_000 ? n : 0;
+}
+
+const CACHE_MAX = 10_000;
+
 /** Resolves a bearer token to its principal, or undefined (unknown, revoked, expired). */
 export class Authenticator {
   private lastTouch = new Map<string, number>();
-  constructor(private db: Db) {}
+  /** sha256 of the token (base64) → principal, valid until (epoch ms). Only hits are kept. */
+  private cache = new Map<string, { principal: Principal; until: number; keyId?: string }>();
+  constructor(private db: Db, private cacheMs = authCacheMs()) {}
 
   async authenticate(token: string): Promise<Principal | undefined> {
     if (token.length === 0 || token.length > 512) return undefined;
     const hash = hashSecret(token);
+    const cacheKey = this.cacheMs > 0 ? hash.toString('base64') : '';
+    if (cacheKey) {
+      const hit = this.cache.get(cacheKey);
+      if (hit && hit.until > Date.now()) {
+        if (hit.keyId) this.touch(hit.keyId);
+        return hit.principal;
+      }
+      if (hit) this.cache.delete(cacheKey);
+    }
     if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
       const t = await store.findAccessToken(this.db, hash);
       if (!t || !digestsEqual(hash, t.secret_hash)) return undefined;
-      return { kind: 'oauth', uuid: t.uuid, scopes: t.scopes };
+      const principal: Principal = { kind: 'oauth', uuid: t.uuid, scopes: t.scopes };
+      if (cacheKey) this.remember(cacheKey, principal, t.expires_ms === undefined ? undefined : Number(t.expires_ms));
+      return principal;
     }
     const k = await store.findApiKeyByHash(this.db, hash);
     if (!k || !digestsEqual(hash, k.secret_hash)) return undefined;
     this.touch(k.id);
-    return { kind: 'apiKey', uuid: k.uuid, scopes: k.scopes };
+    const principal: Principal = { kind: 'apiKey', uuid: k.uuid, scopes: k.scopes };
+    if (cacheKey) this.remember(cacheKey, principal, undefined, k.id);
+    return principal;
+  }
+
+  /** Forgets every cached token: called after a revocation in this process, so that it is immediate here. */
+  forget() {
+    this.cache.clear();
+  }
+
+  private remember(key: string, principal: Principal, expiresMs: number | undefined, keyId?: string) {
+    if (this.cache.size >= CACHE_MAX) this.cache.clear();
+    const until = Math.min(Date.now() + this.cacheMs, expiresMs ?? Infinity);
+    this.cache.set(key, { principal, until, keyId });
   }
 
   /** Records last use at most once a minute per key, off the request path. */

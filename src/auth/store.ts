@@ -18,6 +18,8 @@ export interface TokenOwnerRow {
   scopes: Scope[];
   secret_hash: Buffer;
   last_used_at?: string | null;
+  /** OAuth tokens: expiry in epoch milliseconds. */
+  expires_ms?: string;
 }
 
 const KEY_COLS = 'uuid, name, prefix, scopes, created_at, last_used_at, revoked_at';
@@ -123,7 +125,7 @@ export async function insertAccessToken(db: Queryable, t: { clientId: string; ha
 
 export async function findAccessToken(db: Queryable, hash: Buffer): Promise<TokenOwnerRow | undefined> {
   const r = await db.query<TokenOwnerRow>(
-    `SELECT t.id, c.uuid, t.scopes, t.secret_hash FROM oauth_tokens t JOIN auth_clients c ON c.id = t.client_id
+    `SELECT t.id, c.uuid, t.scopes, t.secret_hash, (extract(epoch FROM t.expires_at) * 1000)::bigint AS expires_ms FROM oauth_tokens t JOIN auth_clients c ON c.id = t.client_id
       WHERE t.secret_hash = $1 AND t.expires_at > now() AND c.revoked_at IS NULL`,
     [hash],
   );
