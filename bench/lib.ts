@@ -105,7 +105,7 @@ export async function spawnNode(script: string, args: string[], env: Record<stri
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');
       reject(new Error(`${script} did not become ready in time:\n${out.slice(-2000)}`));
-    }, opts.timeoutMs ?? 60_000);
+    }, opts.timeoutMs ?? 180_000);
     const onData = (d: Buffer) => {
       out = (out + d.toString()).slice(-20_000);
       const m = ready.exec(out);
