@@ -258,7 +258,7 @@ export function webhooksPage({ main, signal }) {
       }
       listBox.append(table({
         caption: 'Webhook subscriptions',
-        columns: ['URL', 'Event type', 'State', 'Authentication', 'Version', `Recent success (last ${RECENT})`, h('span', { class: 'visually-hidden' }, 'Actions')],
+        columns: ['URL', 'Event type', 'State', 'Authentication', 'Version', `Success (last ${RECENT})`, h('span', { class: 'visually-hidden' }, 'Actions')],
         rows: subs.map(row),
       }));
     });
