@@ -34,7 +34,9 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
     },
     bodyLimit: s.config.bodyLimitBytes,
-    return503OnClosing: true,
+    // While draining (SIGTERM), requests still arriving on open connections are served (with Connection:
+    // close) rather than answered by Fastify's own 503, which is not in the error shape.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors Fastify raises before routing (bad percent-encoding, over-long segment) and Node's parser errors.
