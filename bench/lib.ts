@@ -43,6 +43,7 @@ export function parseArgs(argv = process.argv.slice(2)): BenchArgs {
     if (a === '--quick') out.quick = true;
     else if (a === '--seconds') out.seconds = Number(argv[++i]);
     else if (a.startsWith('--seconds=')) out.seconds = Number(a.slice(10));
+    else if (a === '--merge-full') continue; // read by bench/run.ts
     else if (a === '--only') out.only = argv[++i].split(',');
     else if (a.startsWith('--only=')) out.only = a.slice(7).split(',');
     else throw new Error(`unknown argument ${a} (use --quick, --seconds N, --only a,b)`);
@@ -97,7 +98,7 @@ export async function spawnNode(script: string, args: string[], env: Record<stri
   });
   children.add(proc);
   let out = '';
-  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => {
+  const exited = new Promise<number | null>((resolve) => proc.on('close', (code) => {
     children.delete(proc);
     resolve(code);
   }));
@@ -202,7 +203,7 @@ export async function api<T = any>(base: string, method: string, p: string, body
     method,
     headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
+    signal: AbortSignal.timeout(120_000),
   });
   const text = await r.text();
   let parsed: any = text;
@@ -217,8 +218,8 @@ export async function api<T = any>(base: string, method: string, p: string, body
 /** Seeds `n` customers through the bulk endpoint; returns their uuids and externalIds. */
 export async function seedCustomers(base: string, n: number, prefix: string): Promise<{ uuid: string; externalId: string }[]> {
   const out: { uuid: string; externalId: string }[] = [];
-  for (let i = 0; i < n; i += 100) {
-    const items = Array.from({ length: Math.min(100, n - i) }, (_, j) => customerBody(`${prefix}-${i + j}`));
+  for (let i = 0; i < n; i += 50) {
+    const items = Array.from({ length: Math.min(50, n - i) }, (_, j) => customerBody(`${prefix}-${i + j}`));
     const r = await api(base, 'POST', '/crm/customers/bulk', items);
     if (r.status !== 200) throw new Error(`seeding failed: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
     for (const x of r.body.results) {
