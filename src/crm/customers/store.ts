@@ -69,13 +69,15 @@ export async function findCustomerById(db: Queryable, internalId: string): Promi
 
 /** Inserts; returns undefined when the externalId is taken. */
 export async function insertCustomer(db: Queryable, input: CustomerInput & { externalId: string }): Promise<CustomerRow | undefined> {
-  const r = await db.query<{ id: string }>(
+  // A new customer is merged into nobody: RETURNING gives the whole row without a second round trip.
+  const r = await db.query<CustomerRow>(
     `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (external_id) DO NOTHING RETURNING id`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (external_id) DO NOTHING
+     RETURNING id, uuid, external_id, status, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier,
+       NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id, created_at, updated_at`,
     columnsOf(input),
   );
-  if (!r.rows[0]) return undefined;
-  return findCustomerById(db, r.rows[0].id);
+  return r.rows[0];
 }
 
 /**
