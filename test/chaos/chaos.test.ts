@@ -10,7 +10,7 @@ const hasPg = await postgresAvailable(); // throws with CI=true when PostgreSQL 
 if (!hasPg) console.log(`# SKIP chaos test: no PostgreSQL at ${PG_URL} (set TEST_DATABASE_URL; mandatory with CI=true)`);
 
 describe('fault injection [pg]', { skip: hasPg ? false : `no PostgreSQL at ${PG_URL}` }, () => {
-  it('loses no event and no row while processes die and connections are cut', { timeout: 240_000 }, async () => {
+  it('loses no event and no row while processes die and connections are cut', { timeout: 900_000 }, async () => {
     const r = await runChaos({ seconds: Number(process.env.BULB_CHAOS_SECONDS ?? 25), drainSeconds: 90 });
     console.log(r.report.map((l) => `# ${l}`).join('\n'));
     assert.ok(r.kills + r.dbCuts > 0, 'at least one fault was injected');
