@@ -53,6 +53,14 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
   // Bodies are JSON (the token endpoint adds form bodies in its own scope); anything else is a 415.
   app.removeContentTypeParser('text/plain');
+  // A DELETE that says Content-Type: application/json but sends no body (many HTTP clients do) is served;
+  // other methods keep Fastify's parser (an empty JSON body on POST/PUT/PATCH is InvalidJson).
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '' && req.method === 'DELETE') return done(null, undefined);
+    return json(req, body as string, done);
+  });
 
   const registry = new Registry(allRoutes(s), allChanges);
   const openapi = new Map(VERSION_IDS.map((v) => [v, openApiDocument(registry, v, s.config.serviceName)]));
@@ -148,6 +156,9 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
         const allow = methodsInVersion.includes('GET') ? [...methodsInVersion, 'HEAD'] : methodsInVersion;
         throw new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${rest}`, `allowed: ${allow.join(', ')}`).withHeader('Allow', allow.join(', '));
       }
+    }
+    if (path === '/auth/oauth2/token' && req.method !== 'POST') {
+      throw new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${path}`, 'allowed: POST').withHeader('Allow', 'POST');
     }
     return sendError(reply, 404, [{ message: `no route ${req.method} ${path}`, errorCode: 'NotFound', moreInfo: '' }]);
   });

@@ -103,6 +103,16 @@ await describeEachDb('errors', (ctx) => {
     assert.equal(r.status, 405);
     assert.deepEqual(errorCodes(r), ['MethodNotAllowed']);
     assert.deepEqual(r.headers.get('allow')!.split(', ').sort(), ['GET', 'HEAD', 'POST']);
+    const token = await api().get('/auth/oauth2/token');
+    assert.equal(token.status, 405);
+    assert.deepEqual(errorCodes(token), ['MethodNotAllowed']);
+    assert.equal(token.headers.get('allow'), 'POST');
+  });
+
+  it('a DELETE with Content-Type json and no body is served', async () => {
+    const k = await api().post('/integrations/apiKeys', { name: 'del', scopes: ['read'] });
+    const r = await api().req('DELETE', `/integrations/apiKeys/${k.body.uuid}`, undefined, { 'content-type': 'application/json; charset=UTF-8' });
+    assert.equal(r.status, 204);
   });
 
   it('Conflict: 409 on a duplicate externalId', async () => {
