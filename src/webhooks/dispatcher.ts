@@ -11,6 +11,11 @@ import { Sender } from './sender.ts';
 import { attemptDuration, attemptsTotal, deliveriesTotal, watchQueue } from './metrics.ts';
 import { nextDelayMs } from './schedule.ts';
 
+/** A claim triggered only by finished attempts waits for this many of them… */
+const CLAIM_MIN = 8;
+/** …or this long after the first of them (ms). */
+const COALESCE_MS = 10;
+
 export interface DispatcherOptions {
   /** Attempts in flight in this process. */
   maxInFlight?: number;
@@ -42,10 +47,14 @@ export class Dispatcher {
   private readonly log: (msg: string, err?: unknown) => void;
   private inflight = new Map<string, InFlight>();
   private results: AttemptResult[] = [];
-  private pumping = false;
-  private pumpAgain = false;
-  private flushing: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private woken = false;
+  private lookNow = true;
+  private drained = false;
+  private completed = 0;
+  private firstCompletedAt = 0;
+  private bySub = new Map<string, number>();
+  private sleeper: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
   private retention: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private stopping = false;
@@ -67,12 +76,12 @@ export class Dispatcher {
     if (this.started) return;
     this.started = true;
     watchQueue(this.db);
-    this.unlisten = await this.db.listen(WEBHOOK_CHANNEL, () => this.wake());
+    this.unlisten = await this.db.listen(WEBHOOK_CHANNEL, () => this.poke());
     const purge = () => purgeAttempts(this.db, this.config.webhookRetentionDays).catch((e) => this.log('retention failed', e));
     void purge();
     this.retention = setInterval(purge, 3_600_000);
     this.retention.unref();
-    this.wake();
+    this.loop = this.run();
   }
 
   /** Attempts in flight (claimed and not yet recorded). */
@@ -80,61 +89,95 @@ export class Dispatcher {
     return this.inflight.size;
   }
 
-  wake(): void {
-    if (this.stopping) return;
-    if (this.pumping) {
-      this.pumpAgain = true;
-      return;
-    }
-    void this.pump();
+  /** New work may be due (a NOTIFY, a timer, a manual call): claim on the next turn. */
+  poke(): void {
+    this.lookNow = true;
+    this.wake();
   }
 
-  private async pump(): Promise<void> {
-    this.pumping = true;
-    let failed = false;
-    try {
-      do {
-        this.pumpAgain = false;
-        while (!this.stopping) {
-          const free = this.maxInFlight - this.inflight.size;
-          if (free <= 0) break; // a finishing attempt wakes us
+  /** Run the loop again (a finished attempt, or poke()). */
+  private wake(): void {
+    this.woken = true;
+    const r = this.sleeper;
+    this.sleeper = undefined;
+    r?.();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => this.poke(), ms);
+      this.sleeper = () => {
+        clearTimeout(t);
+        resolve();
+      };
+      if (this.woken || this.stopping) this.wake();
+    });
+  }
+
+  /**
+   * The one loop: write the results gathered so far (one statement), claim as many due deliveries as there
+   * is room for (one statement), start them, and sleep until something happens. Results that arrive while a
+   * statement runs are written together by the next turn, so under load every statement carries a batch.
+   */
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      this.woken = false;
+      // Completions alone trigger a claim only once a few have gathered (or a subscription went idle, or
+      // COALESCE_MS passed), so each statement carries a batch instead of one row.
+      const waited = this.completed > 0 ? performance.now() - this.firstCompletedAt : 0;
+      const go = this.lookNow || this.drained || this.completed >= CLAIM_MIN || waited >= COALESCE_MS || this.inflight.size === 0;
+      if (!go) {
+        await this.sleep(Math.max(1, COALESCE_MS - waited));
+        continue;
+      }
+      this.lookNow = false;
+      this.drained = false;
+      this.completed = 0;
+      let more = false;
+      try {
+        while (this.results.length > 0) await this.flushOnce();
+        const free = this.maxInFlight - this.inflight.size;
+        if (free > 0 && !this.stopping) {
           const want = Math.min(free, this.batch);
           const token = crypto.randomUUID();
           const rows = await claimDue(this.db, want, this.leaseMs, token);
           for (const row of rows) this.begin(row, token);
-          if (rows.length < want) break;
+          more = rows.length === want;
         }
-      } while (this.pumpAgain && !this.stopping);
-    } catch (err) {
-      failed = true;
-      if (!this.stopping) this.log('claim failed', err);
-    } finally {
-      this.pumping = false;
+      } catch (err) {
+        if (this.stopping) break;
+        this.log('queue statement failed; retrying', err);
+        this.lookNow = true;
+        await this.sleep(200);
+        continue;
+      }
+      if (more) this.lookNow = true;
+      if (this.lookNow) {
+        await new Promise((r) => setImmediate(r));
+        continue;
+      }
+      if (this.woken) continue;
+      await this.sleep(this.completed > 0 ? COALESCE_MS : await this.idleMs());
     }
-    await this.arm(failed);
   }
 
-  /** Sleeps until the next due time (capped by the poll interval). */
-  private async arm(failed: boolean): Promise<void> {
-    if (this.stopping) return;
-    let ms = this.pollMs;
-    if (!failed) {
-      try {
-        const next = await msUntilNextDue(this.db);
-        if (next !== null) ms = Math.min(ms, next + 2);
-      } catch {
-        /* poll */
-      }
+  /** How long to sleep with nothing to do: until the next due time, at most the poll interval. */
+  private async idleMs(): Promise<number> {
+    // With attempts in flight, their completion wakes the loop: no need to look ahead.
+    if (this.inflight.size > 0) return this.pollMs;
+    try {
+      const next = await msUntilNextDue(this.db);
+      return next === null ? this.pollMs : Math.min(this.pollMs, next + 2);
+    } catch {
+      return this.pollMs;
     }
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.wake(), ms);
-    this.timer.unref?.();
   }
 
   private begin(row: Claimed, token: string): void {
     const ac = new AbortController();
     const f: InFlight = { row, token, ac, released: false, done: Promise.resolve() };
     this.inflight.set(row.id, f);
+    this.bySub.set(row.subscription_id, (this.bySub.get(row.subscription_id) ?? 0) + 1);
     f.done = this.attempt(f).catch((err) => this.log('attempt crashed', err));
   }
 
@@ -164,31 +207,26 @@ export class Dispatcher {
       requestBody: req.body,
       responseBody: res.responseBody,
     });
-    this.flush();
+    if (this.completed++ === 0) this.firstCompletedAt = performance.now();
+    const left = (this.bySub.get(row.subscription_id) ?? 1) - 1;
+    if (left <= 0) {
+      this.bySub.delete(row.subscription_id);
+      this.drained = true; // that endpoint is idle: claim for it now
+    } else this.bySub.set(row.subscription_id, left);
+    this.wake();
   }
 
-  /** Writes every result gathered so far in one statement; results arriving meanwhile go in the next. */
-  private flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
-    this.flushing = (async () => {
-      let failures = 0;
-      while (this.results.length > 0) {
-        const batch = this.results.splice(0, 500);
-        try {
-          const states = await recordResults(this.db, batch);
-          for (const s of states) deliveriesTotal.inc({ outcome: s.status === 'pending' ? 'retry' : s.status });
-          for (const r of batch) this.inflight.delete(r.deliveryId);
-        } catch (err) {
-          this.log('recording results failed; retrying', err);
-          this.results.unshift(...batch);
-          await new Promise((r) => setTimeout(r, 200));
-          if (this.stopping && ++failures > 10) break; // the leases expire: another worker retries them
-        }
-      }
-      this.flushing = undefined;
-      this.wake();
-    })();
-    return this.flushing;
+  /** Writes the results gathered so far (up to 500) in one statement. */
+  private async flushOnce(): Promise<void> {
+    const batch = this.results.splice(0, 500);
+    try {
+      const states = await recordResults(this.db, batch);
+      for (const st of states) deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
+      for (const r of batch) this.inflight.delete(r.deliveryId);
+    } catch (err) {
+      this.results.unshift(...batch);
+      throw err;
+    }
   }
 
   /**
@@ -198,9 +236,10 @@ export class Dispatcher {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    if (this.timer) clearTimeout(this.timer);
     if (this.retention) clearInterval(this.retention);
+    this.wake();
     await this.unlisten?.().catch(() => {});
+    await this.loop;
     const all = () => Promise.all([...this.inflight.values()].map((f) => f.done));
     let graceTimer: NodeJS.Timeout | undefined;
     await Promise.race([all(), new Promise((r) => (graceTimer = setTimeout(r, this.drainMs)))]);
@@ -211,8 +250,14 @@ export class Dispatcher {
       f.ac.abort(new Error('shutting down'));
     }
     await all();
-    for (let i = 0; i < 20 && this.results.length > 0; i++) await this.flush();
-    if (this.flushing) await this.flushing;
+    for (let failures = 0; this.results.length > 0 && failures < 10; ) {
+      // If the database stays unreachable, the leases expire and another worker retries these.
+      await this.flushOnce().catch(async (e) => {
+        failures++;
+        this.log('recording results failed', e);
+        await new Promise((r) => setTimeout(r, 200));
+      });
+    }
     const byToken = new Map<string, string[]>();
     for (const f of left) byToken.set(f.token, [...(byToken.get(f.token) ?? []), f.row.id]);
     for (const [token, ids] of byToken) await releaseClaims(this.db, ids, token).catch((e) => this.log('release failed', e));

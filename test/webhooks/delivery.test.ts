@@ -272,6 +272,18 @@ await describeEachDb('webhook delivery', (ctx) => {
     assert.equal(missing.status, 404);
   });
 
+  it('retention: a starting worker deletes attempts older than BULB_WEBHOOK_RETENTION_DAYS', async () => {
+    const before = Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM webhook_attempts`)).rows[0].n);
+    assert.ok(before >= 3);
+    await ctx.tdb.db.query(`UPDATE webhook_attempts SET started_at = now() - interval '8 days' WHERE id IN (SELECT id FROM webhook_attempts ORDER BY id LIMIT 2)`);
+    const w = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_RETENTION_DAYS: '7' });
+    try {
+      await waitFor(async () => Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM webhook_attempts`)).rows[0].n) === before - 2, 'two old attempts purged');
+    } finally {
+      await w.stop();
+    }
+  });
+
   it('exposes webhook metrics', async () => {
     const m = await api().get('/metrics');
     assert.match(m.text, /bulb_webhook_attempts_total\{outcome="success"/);
