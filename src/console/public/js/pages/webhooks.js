@@ -78,6 +78,7 @@ async function subscriptionDialog(existing, onSaved, signal) {
     msg,
     h('div', { class: 'dialog-actions' }, cancel, save));
   const { close } = openDialog({ title: existing ? 'Edit subscription' : 'New webhook subscription', content: [form] });
+  form.addEventListener('input', () => msg.firstChild && clear(msg)); // a stale complaint goes once the user edits
   cancel.addEventListener('click', close);
   url.focus();
 
