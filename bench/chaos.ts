@@ -137,6 +137,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   let load: MixedLoad | undefined;
   let chaosTimer: Promise<void> | undefined;
   const counters = { kills: 0, dbCuts: 0, flips: 0 };
+  const restarting = new Map<Proc, Promise<void>>();
   try {
     for (const r of receivers) await r.listen();
     await start(procs[0]); // migrates the database
@@ -178,11 +179,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         const r = Math.random();
         if (r < 0.4 && o.kill !== false) {
           const p = procs[Math.floor(Math.random() * procs.length)];
-          if (!p.child) continue;
+          if (!p.child || restarting.has(p)) continue;
           counters.kills++;
-          await p.child.kill(); // SIGKILL: no drain, claims and transactions die with it
-          await sleep(200 + Math.random() * 1500);
-          await start(p);
+          const dead = p.child;
+          p.child = undefined;
+          // SIGKILL: no drain; its claims and open transactions die with it. Restarted in the background
+          // (a start takes seconds) so that the faults keep coming meanwhile.
+          const again = (async () => {
+            await dead.kill();
+            await sleep(200 + Math.random() * 1500);
+            await start(p);
+          })().finally(() => restarting.delete(p));
+          restarting.set(p, again);
         } else if (r < 0.7 && o.cutDb !== false) {
           counters.dbCuts++;
           await admin.query('SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [db.name]).catch(() => {});
@@ -195,6 +203,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     })();
     await chaosTimer;
     chaosTimer = undefined;
+    await Promise.all(restarting.values());
     await load.stop();
     say(`load: ${load.stats.requests} requests over ${o.seconds} s (${load.stats.creates} creates, ${load.stats.updates} updates, ${load.stats.orders} orders, ${load.stats.merges} merges acknowledged); ` +
       `faults: ${counters.kills} SIGKILLs, ${counters.dbCuts} connection cuts, ${counters.flips} receiver flips; statuses ${JSON.stringify(load.stats.byStatus)}, ${load.stats.connectionErrors} connection errors`);
@@ -220,6 +229,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       const st = (await admin.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status ORDER BY status').catch(() => ({ rows: [] as any[] }))).rows;
       say(`webhooks: ${events.length} events, ${expected.length} (event, subscription) pairs expected, ${delivered} delivered at the receivers, ${lost} lost; ` +
         `largest number of 2xx deliveries of one event to one subscription: ${maxDup}; delivery rows by status: ${st.map((x) => `${x.status} ${x.n}`).join(', ')}`);
+      if (maxDup > 2) {
+        // Explain the worst duplicate from the database: how many attempts were recorded for it.
+        let worst = '';
+        for (const r of receivers) for (const [k, n] of r.delivered) if (n === maxDup && !worst) worst = k;
+        const [sub, ev] = worst.split(' ');
+        const d = (await admin.query(
+          `SELECT d.status, d.attempt_count, (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id) AS attempts,
+                  (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.outcome = 'success') AS successes
+             FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_subscriptions s ON s.id = d.subscription_id
+            WHERE e.uuid = $1 AND s.uuid = $2`, [ev, sub]).catch(() => ({ rows: [] as any[] }))).rows[0];
+        if (d) say(`worst duplicate: event ${ev} → subscription ${sub}: ${maxDup} 2xx at the receiver; the database recorded ${d.attempts} attempts (${d.successes} successful), attempt_count ${d.attempt_count}, status ${d.status}`);
+      }
       if (lost > 0) {
         const missing = expected.filter(([s, e]) => !receivers.some((r) => r.delivered.has(`${s} ${e}`))).slice(0, 5);
         say(`first lost pairs (subscription event): ${missing.map((m) => m.join(' ')).join('; ')}`);
@@ -268,6 +289,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   } finally {
     await load?.stop().catch(() => {});
     await chaosTimer?.catch(() => {});
+    await Promise.allSettled(restarting.values());
     await Promise.all(procs.map((p) => p.child?.stop(5000)));
     await admin.end().catch(() => {});
     for (const r of receivers) await r.close();
