@@ -63,8 +63,9 @@ export class Dispatcher {
   constructor(private db: Db, private config: Config, opts: DispatcherOptions = {}) {
     this.sender = new Sender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
     this.hmacHeader = wireNames(config.serviceName).hmacHeader;
-    // A lease outlives the longest attempt (deadline-bounded) plus the batched result write.
-    this.leaseMs = config.webhookTimeoutMs * 2 + 5_000;
+    // A lease outlives the longest attempt (deadline-bounded) plus the batched result write, with room for
+    // a starved process (an expired lease means a second attempt): at least 30 s.
+    this.leaseMs = Math.max(config.webhookTimeoutMs * 2 + 5_000, 30_000);
     this.maxInFlight = opts.maxInFlight ?? 128;
     this.batch = opts.batch ?? 64;
     this.pollMs = opts.pollMs ?? 1_000;
