@@ -58,8 +58,9 @@ async function measureBackend(server: Child, hello: Child, receiver: Child, back
 
   const pair = async (what: string, target: Omit<LoadOptions, 'seconds'>, baseline: Omit<LoadOptions, 'seconds'>, goal: number | undefined, extra: () => Promise<string> = async () => '') => {
     await load({ ...target, seconds: warm });
-    const b = await load({ ...baseline, seconds });
-    const t = await load({ ...target, seconds });
+    // Baseline and target alternate in short slices, so that a change in the machine's other load hits both.
+    const b = await interleaved(baseline, target, seconds);
+    const t = b.target;
     const ratio = t.rps / b.rps;
     log(`api [${name}] ${what}: ${round(t.rps, 0)} req/s vs baseline ${round(b.rps, 0)} (${round(ratio)}) p99 ${t.p99} ms; non-2xx ${t.non2xx}, errors ${t.errors}`);
     rows.push({
@@ -70,7 +71,7 @@ async function measureBackend(server: Child, hello: Child, receiver: Child, back
       ratio: round(ratio),
       goal: goal === undefined ? 'reported' : ratioGoal(ratio, goal),
       command: COMMAND,
-      note: `${what}, ${name}: latency p50 ${t.p50} ms, p99 ${t.p99} ms (baseline p99 ${b.p99} ms); ${failures(t)}${await extra()}`,
+      note: `${what}, ${name}: latency p50 ${t.p50} ms, p99 ${t.p99} ms (baseline p99 ${b.p99} ms; median p50 and largest p99 of the slices); ${failures(t)}${await extra()}`,
     });
   };
 
@@ -93,6 +94,32 @@ async function measureBackend(server: Child, hello: Child, receiver: Child, back
     async () => (subs ? `; the in-process worker (role all) delivered ${await receiverCountAfter(receiver, before)} webhooks by the end of the run` : ''),
   );
   return rows;
+}
+
+/** `rounds` alternations of baseline then target, `seconds` in all for each; request rates from the totals. */
+async function interleaved(baseline: Omit<LoadOptions, 'seconds'>, target: Omit<LoadOptions, 'seconds'>, seconds: number): Promise<LoadResult & { target: LoadResult }> {
+  const rounds = seconds >= 10 ? 5 : 3;
+  const slice = Math.max(1, Math.round(seconds / rounds));
+  const bs: LoadResult[] = [];
+  const ts: LoadResult[] = [];
+  for (let i = 0; i < rounds; i++) {
+    bs.push(await load({ ...baseline, seconds: slice }));
+    ts.push(await load({ ...target, seconds: slice }));
+  }
+  const sum = (rs: LoadResult[]): LoadResult => {
+    const total = rs.reduce((a, r) => a + r.total, 0);
+    const p50s = rs.map((r) => r.p50).sort((x, y) => x - y);
+    return {
+      rps: total / (slice * rounds),
+      p50: p50s[Math.floor(p50s.length / 2)],
+      p99: Math.max(...rs.map((r) => r.p99)),
+      non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
+      errors: rs.reduce((a, r) => a + r.errors, 0),
+      timeouts: rs.reduce((a, r) => a + r.timeouts, 0),
+      total,
+    };
+  };
+  return { ...sum(bs), target: sum(ts) };
 }
 
 /** The first n customers (for a second server on the same database). */
