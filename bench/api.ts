@@ -17,8 +17,8 @@ export interface ApiBenchOptions {
 const COMMAND = 'npm run bench -- --only api';
 
 export async function runApiBench(o: ApiBenchOptions): Promise<Row[]> {
-  const seconds = o.quick ? 3 : 10;
-  const warm = o.quick ? 1 : 3;
+  const seconds = o.quick ? 3 : 8;
+  const warm = o.quick ? 1 : 2;
   const rows: Row[] = [];
   const hello = await startHello();
   const receiver = await startReceiver();
@@ -98,7 +98,7 @@ async function measureBackend(server: Child, hello: Child, receiver: Child, back
 
 /** `rounds` alternations of baseline then target, `seconds` in all for each; request rates from the totals. */
 async function interleaved(baseline: Omit<LoadOptions, 'seconds'>, target: Omit<LoadOptions, 'seconds'>, seconds: number): Promise<LoadResult & { target: LoadResult }> {
-  const rounds = seconds >= 10 ? 5 : 3;
+  const rounds = seconds >= 8 ? 4 : 3;
   const slice = Math.max(1, Math.round(seconds / rounds));
   const bs: LoadResult[] = [];
   const ts: LoadResult[] = [];

@@ -58,14 +58,14 @@ await part('API throughput', 'api', () => runApiBench({ quick: args.quick }));
 if (hasPg) {
   await part('Scale-out (PostgreSQL)', 'scale', () => runScaleBench({ quick: args.quick }));
   await part('Fault injection (PostgreSQL)', 'chaos', async () => {
-    const seconds = args.quick ? 30 : 120;
+    const seconds = args.quick ? 30 : 90;
     const r = await runChaos({ seconds });
     return { rows: chaosRows(r, seconds), extra: ['```', ...r.report, '```'] };
   });
 }
 // The merge at 1M rows takes over half an hour on the shared 2-core machine: `npm run bench` runs the
 // merge bench's --quick sizes (10k, 100k); `--merge-full` (or `node --import tsx bench/merge.ts`) adds 1M.
-await optional('merge.ts', 'runMergeBench', 'merge', 'Customer merge', args.quick || !process.argv.includes('--merge-full'), 40);
+await optional('merge.ts', 'runMergeBench', 'merge', 'Customer merge', args.quick || !process.argv.includes('--merge-full'), process.argv.includes('--merge-full') ? 60 : 15);
 await optional('webhooks.ts', 'runWebhookBench', 'webhooks', 'Webhook delivery', args.quick, 15);
 if (hasPg) {
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));

@@ -76,7 +76,7 @@ async function waitDrained(url: string, ms: number) {
 }
 
 export async function runScaleBench(o: { quick: boolean }): Promise<Row[]> {
-  const seconds = o.quick ? 4 : 15;
+  const seconds = o.quick ? 4 : 10;
   const connections = 16;
   log('scale: 1 API + 1 worker');
   const one = await measure(1, 1, seconds, connections);
