@@ -18,8 +18,9 @@ interface Figure {
 async function measure(apis: number, workers: number, seconds: number, connections: number): Promise<Figure> {
   const db = await createPgDatabase('scale');
   const procs: Child[] = [];
-  const receiver = await startReceiver();
+  let receiver: Child | undefined;
   try {
+    receiver = await startReceiver();
     procs.push(await startBulb({ databaseUrl: db.url, role: 'api' })); // migrates
     for (let i = 1; i < apis; i++) procs.push(await startBulb({ databaseUrl: db.url, role: 'api' }));
     const apiProcs = [...procs];
@@ -53,7 +54,7 @@ async function measure(apis: number, workers: number, seconds: number, connectio
     return { rps, deliveriesPerSec, drained, errors: results.reduce((a, r) => a + r.errors + r.non2xx, 0) };
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
-    await receiver.stop();
+    await receiver?.stop();
     await db.drop();
   }
 }

@@ -6,10 +6,11 @@ import { MixedLoad } from './mixed.ts';
 
 export async function runSoak(o: { seconds: number }): Promise<Row[]> {
   const db = await createPgDatabase('soak');
-  const receiver = await startReceiver();
+  let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined;
   let server: Awaited<ReturnType<typeof startBulb>> | undefined;
   let loadGen: MixedLoad | undefined;
   try {
+    receiver = await startReceiver();
     server = await startBulb({ databaseUrl: db.url, role: 'all' });
     const subs = await subscribe(server.url, `${receiver.url}/hook`, ['customerCreate', 'customerUpdate', 'customerMerge']);
     await api(server.url, 'POST', '/crm/customers', { externalId: 'soak-probe' });
@@ -54,7 +55,7 @@ export async function runSoak(o: { seconds: number }): Promise<Row[]> {
   } finally {
     await loadGen?.stop();
     await server?.stop();
-    await receiver.stop();
+    await receiver?.stop();
     await db.drop();
   }
 }
