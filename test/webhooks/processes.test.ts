@@ -103,7 +103,14 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
       for (const r of rx2.received) counts.set(r.body.uuid, (counts.get(r.body.uuid) ?? 0) + 1);
       assert.equal(counts.size, uuids.length);
       const dups = [...counts.values()].filter((c) => c > 1).length;
-      if (dups) console.log(`# worker output:\n${w1.output()}\n${w2.output()}`);
+      if (dups) {
+        const dupIds = [...counts].filter(([, c]) => c > 1).map(([u]) => u);
+        const diag = await tdb.db.query(
+          `SELECT e.uuid, count(DISTINCT d.id) AS deliveries, count(a.id) AS attempts, array_agg(a.started_at ORDER BY a.id) AS starts
+           FROM events e JOIN webhook_deliveries d ON d.event_id = e.id LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
+           WHERE e.uuid = ANY($1::uuid[]) GROUP BY e.uuid`, [dupIds]);
+        console.log(`# duplicates: ${JSON.stringify(diag.rows)}\n# subscriptions: ${JSON.stringify((await tdb.db.query('SELECT id, url, is_active, event_type FROM webhook_subscriptions')).rows)}`);
+      }
       assert.equal(dups, 0, 'no event delivered twice');
       assert.equal(rx2.received.length, uuids.length);
       const attempts = Number((await tdb.db.query(`SELECT count(*) AS n FROM webhook_attempts a JOIN events e ON e.id = a.event_id WHERE e.uuid = ANY($1::uuid[])`, [uuids])).rows[0].n);
