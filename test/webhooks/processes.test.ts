@@ -89,8 +89,10 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
     const rx2 = await startReceiver((_q, res) => setTimeout(() => res.writeHead(200).end(), 2));
     try {
       await subscribe(tdb, rx2.url);
-      const w1 = await spawnChild({ BULB_ROLE: 'worker' });
-      const w2 = await spawnChild({ BULB_ROLE: 'worker' });
+      // A full 20 s deadline: on a loaded machine a 2 s one makes slow answers time out and be retried,
+      // which is at-least-once working as designed, not the double claim this test looks for.
+      const w1 = await spawnChild({ BULB_ROLE: 'worker', BULB_WEBHOOK_TIMEOUT_MS: '20000' });
+      const w2 = await spawnChild({ BULB_ROLE: 'worker', BULB_WEBHOOK_TIMEOUT_MS: '20000' });
       try {
       const uuids: string[] = [];
       for (let i = 0; i < 12; i++) {
