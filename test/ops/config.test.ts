@@ -1,0 +1,45 @@
+// SPEC §1 configuration: defaults, derived wire names, and clear refusals of bad values.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig, parseRetrySchedule, wireNames } from '../../src/config.ts';
+
+describe('config', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 8080);
+    assert.equal(c.host, '127.0.0.1');
+    assert.equal(c.databaseUrl, undefined);
+    assert.equal(c.dataDir, './data');
+    assert.equal(c.adminKey, undefined);
+    assert.equal(c.serviceName, 'tulip');
+    assert.equal(c.role, 'all');
+    assert.deepEqual(c.webhookRetrySchedule, [5, 20, 125]);
+    assert.equal(c.webhookTimeoutMs, 20000);
+    assert.equal(c.webhookAllowPrivate, false);
+    assert.equal(c.rateLimitPerSec, 100);
+    assert.equal(c.rateLimitBurst, 200);
+    assert.equal(c.bodyLimitBytes, 1024 * 1024);
+  });
+
+  it('derives the legacy prefix, signature header and event sources from BULB_SERVICE_NAME', () => {
+    assert.deepEqual(wireNames(loadConfig({}).serviceName), {
+      legacyPrefix: '/tulip_api/v2', hmacHeader: 'X-Tulip-Hmac-256', sourceApi: 'TULIP_API', sourceApp: 'TULIP_APP',
+    });
+    assert.deepEqual(wireNames(loadConfig({ BULB_SERVICE_NAME: 'Acme' }).serviceName), {
+      legacyPrefix: '/acme_api/v2', hmacHeader: 'X-Acme-Hmac-256', sourceApi: 'ACME_API', sourceApp: 'ACME_APP',
+    });
+  });
+
+  it('accepts decimals in the retry schedule and refuses bad values with a ConfigError naming the variable', () => {
+    assert.deepEqual(parseRetrySchedule('0.5, 1,2.25'), [0.5, 1, 2.25]);
+    for (const [name, value] of [
+      ['PORT', 'abc'], ['PORT', '70000'], ['BULB_ROLE', 'boss'], ['BULB_SERVICE_NAME', 'a-b'], ['BULB_SERVICE_NAME', '1x'],
+      ['BULB_WEBHOOK_RETRY_SCHEDULE', '5,x'], ['BULB_WEBHOOK_RETRY_SCHEDULE', '-1'], ['BULB_WEBHOOK_ALLOW_PRIVATE', 'maybe'],
+      ['BULB_WEBHOOK_TIMEOUT_MS', '0'], ['BULB_RATE_LIMIT_PER_SEC', '1.5'],
+    ]) {
+      assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && err.message.includes(name), `${name}=${value}`);
+    }
+    assert.equal(loadConfig({ BULB_WEBHOOK_ALLOW_PRIVATE: 'yes' }).webhookAllowPrivate, true);
+    assert.equal(loadConfig({ BULB_ROLE: 'worker' }).role, 'worker');
+  });
+});
