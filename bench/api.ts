@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   V, api, createPgDatabase, customerBody, load, log, parseArgs, pgAvailable, ratioGoal, round, seedCustomers,
-  startBulb, startHello, startReceiver, subscribe, type Child, type LoadOptions, type LoadResult, type Row,
+  spawnNode, startBulb, startHello, startReceiver, subscribe, type Child, type LoadOptions, type LoadResult, type Row,
 } from './lib.ts';
 
 export interface ApiBenchOptions {
@@ -29,12 +29,12 @@ export async function runApiBench(o: ApiBenchOptions): Promise<Row[]> {
       let server: Child | undefined;
       try {
         server = await startBulb({ databaseUrl: db?.url, cpuProfDir: o.cpuProfDir });
-        rows.push(...(await measureBackend(server, hello, receiver, backend, seconds, warm)));
+        rows.push(...(await measureBackend(server, hello, receiver, backend, seconds, warm, false, db?.url)));
         if (backend === 'pg') {
           // The same database behind a server with the optional token cache: one round trip less per request.
           await server.stop();
           server = await startBulb({ databaseUrl: db?.url, cpuProfDir: o.cpuProfDir, env: { BULB_AUTH_CACHE_MS: '5000' } });
-          rows.push(...(await measureBackend(server, hello, receiver, backend, seconds, warm, true)));
+          rows.push(...(await measureBackend(server, hello, receiver, backend, seconds, warm, true, db?.url)));
         }
       } finally {
         await server?.stop();
@@ -48,7 +48,7 @@ export async function runApiBench(o: ApiBenchOptions): Promise<Row[]> {
   return rows;
 }
 
-async function measureBackend(server: Child, hello: Child, receiver: Child, backend: 'pg' | 'pglite', seconds: number, warm: number, cached = false): Promise<Row[]> {
+async function measureBackend(server: Child, hello: Child, receiver: Child, backend: 'pg' | 'pglite', seconds: number, warm: number, cached = false, dbUrl?: string): Promise<Row[]> {
   const name = (backend === 'pg' ? 'PostgreSQL' : 'PGlite') + (cached ? ' with BULB_AUTH_CACHE_MS=5000' : '');
   const base = server.url;
   log(`api [${name}]: seeding`);
@@ -81,6 +81,25 @@ async function measureBackend(server: Child, hello: Child, receiver: Child, back
     { url: hello.url, path: '/api/x/crm/customers/1' },
     backend === 'pg' ? 0.5 : undefined,
   );
+  if (backend === 'pg' && !cached && dbUrl) {
+    // The database-backed floor: the same customer by uuid through Fastify + pg with one SELECT and nothing else.
+    const floor = await spawnNode('bench/hello-pg.ts', [], { DATABASE_URL: dbUrl }, /hello-pg listening on (\d+)/);
+    try {
+      await load({ url: floor.url, make: (n) => ({ path: `/customers/${seeded[n % seeded.length].uuid}` }), seconds: warm });
+      const f = await interleaved({ url: floor.url, make: (n) => ({ path: `/customers/${seeded[n % seeded.length].uuid}` }) }, { url: base, make: (n) => ({ path: `/api/${V}/crm/customers/${seeded[n % seeded.length].uuid}` }) }, seconds);
+      const ratio = f.target.rps / f.rps;
+      log(`api [${name}] GET by id vs Fastify + pg floor: ${round(f.target.rps, 0)} vs ${round(f.rps, 0)} (${round(ratio)})`);
+      rows.push({
+        what: `GET customer by id, ${name} (baseline: Fastify + pg, one SELECT by uuid, no auth)`,
+        value: round(f.target.rps, 0), unit: 'req/s', baseline: round(f.rps, 0), ratio: round(ratio),
+        goal: 'reported (Bulb makes 2 queries: token and customer)',
+        command: COMMAND,
+        note: `GET by id against the database-backed floor (bench/hello-pg.ts on the same database): latency p99 ${f.target.p99} ms vs ${f.p99} ms; shows how much of the gap to the hello-world baseline is the database's.`,
+      });
+    } finally {
+      await floor.stop();
+    }
+  }
   if (!cached) await pair('GET list page of 50', { url: base, path: `/api/${V}/crm/customers?limit=50` }, { url: hello.url, path: '/list' }, undefined);
 
   const run = randomUUID().slice(0, 8);

@@ -236,10 +236,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         const [sub, ev] = worst.split(' ');
         const d = (await admin.query(
           `SELECT d.status, d.attempt_count, (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id) AS attempts,
-                  (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.outcome = 'success') AS successes
+                  (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.outcome = 'success') AS successes,
+                  (SELECT string_agg(coalesce(a.error_code, 'none') || ' ' || a.duration_ms || ' ms', ', ' ORDER BY a.attempt_number)
+                     FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.outcome = 'failure') AS failures
              FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_subscriptions s ON s.id = d.subscription_id
             WHERE e.uuid = $1 AND s.uuid = $2`, [ev, sub]).catch(() => ({ rows: [] as any[] }))).rows[0];
-        if (d) say(`worst duplicate: event ${ev} → subscription ${sub}: ${maxDup} 2xx at the receiver; the database recorded ${d.attempts} attempts (${d.successes} successful), attempt_count ${d.attempt_count}, status ${d.status}`);
+        if (d) say(`worst duplicate: event ${ev} → subscription ${sub}: ${maxDup} 2xx at the receiver; the database recorded ${d.attempts} attempts (${d.successes} successful), attempt_count ${d.attempt_count}, status ${d.status}; failed attempts: ${d.failures ?? 'none'}`);
       }
       if (lost > 0) {
         const missing = expected.filter(([s, e]) => !receivers.some((r) => r.delivered.has(`${s} ${e}`))).slice(0, 5);

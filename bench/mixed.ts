@@ -109,7 +109,7 @@ export class MixedLoad {
     if (res?.status === 201) {
       this.orders.set(orderId, 'acked');
       this.stats.orders++;
-    } else if (res && res.status < 500) this.orders.delete(orderId); // refused (e.g. 409 customer disabled)
+    } else if (res && res.status < 500) this.orders.delete(orderId); // refused (e.g. 409 customer disabled, or no server)
   }
 
   private async merge() {
@@ -141,9 +141,11 @@ export class MixedLoad {
         if (this.stats.fiveXXSamples.length < 5) this.stats.fiveXXSamples.push(`${method} ${path} → ${r.status} ${text.slice(0, 200)}`);
       }
       return { status: r.status, text };
-    } catch {
+    } catch (err) {
       this.stats.connectionErrors++;
       await sleep(20); // the process is down: do not spin
+      // Refused: the request never reached a server, so nothing can have happened.
+      if ((err as any)?.cause?.code === 'ECONNREFUSED') return { status: 0, text: 'connection refused' };
       return undefined;
     }
   }
