@@ -81,6 +81,16 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     const route = req.routeOptions.url ?? 'unmatched';
     httpRequests.observe({ method: req.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
+  // Draining: answers sent after close() began say Connection: close, so that a keep-alive client whose
+  // request was in flight does not hold the server (and SIGTERM's exit) open until its idle timeout.
+  let draining = false;
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (draining) reply.header('connection', 'close');
+    return payload;
+  });
   // PostgreSQL cannot store NUL in text or jsonb: refuse it in any input with a 400 naming the field.
   app.addHook('preValidation', async (req) => {
     rejectNul('params', req.params);

@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
+import { once } from 'node:events';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -118,7 +120,7 @@ describe('process', () => {
     assert.equal(await second.stop(), 0, second.output());
   });
 
-  it('JSON logs never contain bearer tokens, keys or client secrets; SIGTERM with open connections exits 0', async () => {
+  it('JSON logs never contain bearer tokens, keys or client secrets; SIGTERM finishes the request in flight and exits 0', async () => {
     let tdb: TestDb | undefined;
     const env: Record<string, string> = { BULB_LOG_LEVEL: 'trace' };
     if (await postgresAvailable()) {
@@ -159,7 +161,27 @@ describe('process', () => {
       });
       assert.equal(bad.status, 401);
 
-      assert.equal(await p.stop('SIGTERM'), 0, p.output());
+      // A request in flight when SIGTERM arrives is finished: its headers are read (the server answered
+      // 100 Continue), the signal is sent, then its body; the answer is a 201 and the process exits 0.
+      const u = new URL(p.url);
+      const sock = net.connect(Number(u.port), u.hostname);
+      await once(sock, 'connect');
+      let answer = '';
+      sock.on('data', (b) => (answer += b));
+      const closed = once(sock, 'close');
+      const payload = JSON.stringify({ externalId: 'in-flight' });
+      sock.write(
+        `POST /api/2025-04/crm/customers HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${adminKey}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nExpect: 100-continue\r\n\r\n`,
+      );
+      for (let i = 0; i < 600 && !answer.includes('100 Continue'); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.match(answer, /^HTTP\/1\.1 100 Continue/);
+      const exit = p.stop('SIGTERM');
+      await p.waitFor(/SIGTERM: draining/);
+      sock.write(payload);
+      await Promise.race([closed, exit]); // the server closes the connection after answering (Connection: close)
+      assert.match(answer, /HTTP\/1\.1 201 Created/, answer);
+      assert.equal(await exit, 0, p.output());
       const out = p.output();
       for (const s of secrets) assert.ok(!out.includes(s), `a secret appears in the logs: ${s.slice(0, 12)}…`);
       const json = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
