@@ -272,13 +272,20 @@ await describeEachDb('webhook delivery', (ctx) => {
     assert.equal(missing.status, 404);
   });
 
-  it('retention: a starting worker deletes attempts older than BULB_WEBHOOK_RETENTION_DAYS', async () => {
+  it('housekeeping: a starting worker deletes attempts older than BULB_WEBHOOK_RETENTION_DAYS and expired Idempotency-Keys', async () => {
     const before = Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM webhook_attempts`)).rows[0].n);
     assert.ok(before >= 3);
     await ctx.tdb.db.query(`UPDATE webhook_attempts SET started_at = now() - interval '8 days' WHERE id IN (SELECT id FROM webhook_attempts ORDER BY id LIMIT 2)`);
+    await ctx.tdb.db.query(
+      `INSERT INTO idempotency_keys (principal, key, request_hash, status, body, created_at)
+       VALUES ('p', 'old', 'h', 200, '{}', now() - interval '25 hours'), ('p', 'fresh', 'h', 200, '{}', now() - interval '23 hours')`,
+    );
+    const keys = async () => (await ctx.tdb.db.query<{ key: string }>(`SELECT key FROM idempotency_keys WHERE principal = 'p' ORDER BY key`)).rows.map((r) => r.key);
     const w = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_RETENTION_DAYS: '7' });
     try {
       await waitFor(async () => Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM webhook_attempts`)).rows[0].n) === before - 2, 'two old attempts purged');
+      await waitFor(async () => (await keys()).length === 1, 'the expired key purged');
+      assert.deepEqual(await keys(), ['fresh']);
     } finally {
       await w.stop();
     }
