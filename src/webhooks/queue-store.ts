@@ -1,8 +1,11 @@
 // SQL of the delivery queue: claim due deliveries under a lease, write attempt results in batches,
 // release claims, find the next due time, queue gauges, retention.
 import type { Queryable } from '../db/db.ts';
+import type { SubscriptionRow } from './store.ts';
 
-export interface Claimed {
+/** A claimed delivery, with what sending it needs of its event and subscription. */
+export interface Claimed
+  extends Pick<SubscriptionRow, 'url' | 'auth_method' | 'bearer_token' | 'basic_username' | 'basic_password' | 'webhook_version' | 'signing_secret'> {
   id: string;
   uuid: string;
   lock_token: string;
@@ -18,13 +21,7 @@ export interface Claimed {
   event_created_at: string;
   subscription_id: string;
   subscription_uuid: string;
-  url: string;
-  auth_method: 'NONE' | 'BASIC' | 'BEARER';
-  bearer_token: string | null;
-  basic_username: string | null;
-  basic_password: string | null;
-  webhook_version: string;
-  signing_secret: string;
+  /** Only while the rotated-out secret still signs (24 h). */
   previous_secret: string | null;
 }
 

@@ -19,8 +19,7 @@ export interface SubscriptionRow {
   updated_at: string;
 }
 
-export { WEBHOOK_CHANNEL as NOTIFY_CHANNEL } from '../events/emit.ts';
-import { WEBHOOK_CHANNEL as NOTIFY_CHANNEL } from '../events/emit.ts';
+import { WEBHOOK_CHANNEL } from '../events/emit.ts';
 
 const SUB_COLS = `id, uuid, url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version,
   signing_secret, previous_secret, previous_secret_expires_at, created_at, updated_at`;
@@ -96,7 +95,7 @@ export async function rotateSecret(db: Queryable, id: string, secret: string, gr
 
 /** Wakes every dispatcher (delivered on commit when called inside a transaction). */
 export async function notifyWorkers(db: Queryable): Promise<void> {
-  await db.query(`SELECT pg_notify($1, '')`, [NOTIFY_CHANNEL]);
+  await db.query(`SELECT pg_notify($1, '')`, [WEBHOOK_CHANNEL]);
 }
 
 /** A webhookTest event delivered to one subscription only. Returns the event and delivery uuids. */
