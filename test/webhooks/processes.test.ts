@@ -35,10 +35,19 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
     tdb = await freshDb('pg');
   });
   after(async () => {
-    for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGKILL');
+    await killLeftovers();
     await rx?.close();
     await tdb?.close();
   });
+  /** A test that failed half-way may leave a child running: it would claim the next test's deliveries. */
+  const killLeftovers = async () => {
+    for (const c of children) {
+      if (c.proc.exitCode === null && c.proc.signalCode === null) {
+        c.proc.kill('SIGKILL');
+        await c.exited;
+      }
+    }
+  };
   const delivered = async () =>
     Number((await tdb.db.query(`SELECT count(*) FILTER (WHERE status = 'delivered') AS n FROM webhook_deliveries`)).rows[0].n);
 
@@ -53,7 +62,9 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
     let next = 0;
     let ready: Promise<void> = Promise.resolve();
     const flood = async () => {
-      while (next < 160) {
+      // At least 160 creates, and on until the kill happened (a fast machine finishes 160 before 30 deliveries
+      // have even started); bounded either way.
+      while ((next < 160 || !killed) && next < 5000) {
         await ready;
         const i = next++;
         const r = await api.post('/crm/customers', { externalId: `crash-${i}` }).catch(() => undefined);
@@ -72,6 +83,7 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
       }
     };
     await Promise.all([flood(), flood(), flood(), flood()]);
+    await ready; // the floods may end before the kill-and-restart finished
     assert.ok(killed, 'the server was killed mid-flood');
     assert.ok(leftClaims > 0, 'the killed server held claims (attempts in flight)');
     const events = (await tdb.db.query<{ uuid: string }>(`SELECT uuid FROM events WHERE event_type = 'customerCreate'`)).rows.map((r) => r.uuid);
@@ -85,6 +97,7 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
   });
 
   it('two worker processes share one queue without double delivery', async () => {
+    await killLeftovers();
     await tdb.db.query(`UPDATE webhook_subscriptions SET is_active = false`);
     const rx2 = await startReceiver((_q, res) => setTimeout(() => res.writeHead(200).end(), 2));
     try {
@@ -127,6 +140,7 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
   });
 
   it('SIGTERM: stops claiming, releases attempts that do not finish, exits 0; another worker delivers them', async () => {
+    await killLeftovers();
     await tdb.db.query(`UPDATE webhook_subscriptions SET is_active = false`);
     const rx3 = await startReceiver(() => {}); // never answers
     try {
