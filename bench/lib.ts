@@ -428,3 +428,30 @@ export async function pgAvailable(): Promise<boolean> {
     return false;
   }
 }
+
+// ---------------------------------------------------------------- BENCHMARKS.md rendering
+
+const fmtNum = (v: number | string | null) => (v === null ? '—' : typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: 2 }) : v);
+const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+/** The markdown table of some rows, then their notes as a list. */
+export function rowsTable(rows: Row[], baselineHeader = 'baseline (same run)'): string[] {
+  const lines = [`| what | value | ${baselineHeader} | ratio | goal | command |`, '|---|---|---|---|---|---|'];
+  for (const r of rows) {
+    lines.push(`| ${cell(r.what)} | ${cell(`${fmtNum(r.value)} ${r.unit}`.trim())} | ${cell(r.baseline === null ? '—' : `${fmtNum(r.baseline)} ${r.unit}`.trim())} | ${r.ratio === null ? '—' : fmtNum(r.ratio)} | ${cell(r.goal)} | \`${cell(r.command)}\` |`);
+  }
+  const notes = rows.filter((r) => r.note).map((r) => `- ${r.note}`);
+  if (notes.length) lines.push('', ...notes);
+  return lines;
+}
+
+/** Replaces (or appends) the "## title" section of BENCHMARKS.md (for scripts run on their own). */
+export function replaceSection(title: string, body: string[]): void {
+  const file = path.join(ROOT, 'BENCHMARKS.md');
+  const section = [`## ${title}`, '', ...body, ''].join('\n');
+  const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Bulb benchmarks\n\n';
+  const escaped = title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const re = new RegExp(`^## ${escaped}\\n[\\s\\S]*?(?=^## |(?![\\s\\S]))`, 'm');
+  const next = re.test(old) ? old.replace(re, section + '\n') : old.trimEnd() + '\n\n' + section;
+  fs.writeFileSync(file, next.trimEnd() + '\n');
+}

@@ -3,15 +3,13 @@
 // withRetry transaction), next to a floor measured in the same run: the same set-based statements typed
 // by hand in one transaction over an identical twin data set. PostgreSQL and PGlite; N = 10k/100k/1M.
 // Run: node --import tsx bench/merge.ts [--quick]   (writes the "Customer merge" section of BENCHMARKS.md)
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Db, Queryable } from '../src/db/db.ts';
 import { withRetry } from '../src/db/db.ts';
 import { PgDb } from '../src/db/pg.ts';
 import { PgliteDb } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { mergeCustomers } from '../src/crm/merge/service.ts';
-import { createPgDatabase, pgAvailable, type Row } from './lib.ts';
+import { createPgDatabase, pgAvailable, replaceSection, rowsTable, type Row } from './lib.ts';
 
 const SECONDARIES = 10;
 const MOVED = ['orders', 'follow_ups', 'notes', 'messages', 'preferences', 'product_shares'];
@@ -157,27 +155,14 @@ export async function runMergeBench(opts: { quick?: boolean } = {}): Promise<Row
 
 /** Replaces (or appends) the "## Customer merge" section of BENCHMARKS.md. */
 function writeSection(rows: Row[]) {
-  const file = path.resolve(import.meta.dirname, '..', 'BENCHMARKS.md');
-  const fmt = (v: number | string | null, unit: string) => (v === null ? '—' : `${typeof v === 'number' ? v.toLocaleString('en-US') : v} ${unit}`.trim());
-  const section = [
-    '## Customer merge',
-    '',
+  replaceSection('Customer merge', [
     `Written by \`${COMMAND}\` on ${new Date().toISOString()}. A primary and ${SECONDARIES} secondaries holding N attached rows in all`,
     '(orders, follow-ups, notes, messages, preferences, product shares, associations half-overlapping). "value" is the merge core',
     '(validation, ordered locks, set-based moves, association dedupe, merge record, events) in one transaction; the baseline',
     '"floor" is the same set-based statements typed by hand in one transaction over an identical twin data set, same run.',
     '',
-    '| what | value | floor (same run) | ratio | goal | command |',
-    '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.what} | ${fmt(r.value, r.unit)} | ${fmt(r.baseline, r.unit)} | ${r.ratio ?? '—'} | ${r.goal} | \`${r.command}\` |`),
-    '',
-    ...rows.filter((r) => r.note).map((r) => `- ${r.note}`),
-    '',
-  ].join('\n');
-  const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Bulb benchmarks\n\n';
-  const re = /^## Customer merge\n[\s\S]*?(?=^## |(?![\s\S]))/m;
-  const next = re.test(old) ? old.replace(re, section + '\n') : old.trimEnd() + '\n\n' + section;
-  fs.writeFileSync(file, next.trimEnd() + '\n');
+    ...rowsTable(rows, 'floor (same run)'),
+  ]);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -3,7 +3,7 @@
 // runs some parts (also written to the .cache file). `--seconds N` sets the soak length.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, log, machine, parseArgs, pgAvailable, spawnNode, PG_ADMIN_URL, type Row } from './lib.ts';
+import { ROOT, log, machine, parseArgs, pgAvailable, rowsTable, spawnNode, PG_ADMIN_URL, type Row } from './lib.ts';
 import { runApiBench } from './api.ts';
 import { runScaleBench } from './scale.ts';
 import { runChaos, chaosRows } from './chaos.ts';
@@ -73,9 +73,6 @@ if (hasPg) {
 
 // ---------------------------------------------------------------- BENCHMARKS.md
 
-const fmt = (v: number | string | null) => (v === null ? '—' : typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: 2 }) : v);
-const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-
 const lines: string[] = [
   '# Bulb benchmarks',
   '',
@@ -95,12 +92,7 @@ if (!hasPg) lines.push(`PostgreSQL was not reachable at ${PG_ADMIN_URL}: its fig
 const generated = new Set<string>(['Machine']);
 for (const s of sections) {
   generated.add(s.title);
-  lines.push(`## ${s.title}`, '', '| what | value | baseline (same run) | ratio | goal | command |', '|---|---|---|---|---|---|');
-  for (const r of s.rows) {
-    lines.push(`| ${cell(r.what)} | ${cell(`${fmt(r.value)} ${r.unit}`.trim())} | ${cell(r.baseline === null ? '—' : `${fmt(r.baseline)} ${r.unit}`.trim())} | ${r.ratio === null ? '—' : fmt(r.ratio)} | ${cell(r.goal)} | \`${cell(r.command)}\` |`);
-  }
-  const notes = s.rows.filter((r) => r.note).map((r) => `- ${r.note}`);
-  if (notes.length) lines.push('', ...notes);
+  lines.push(`## ${s.title}`, '', ...rowsTable(s.rows));
   if (s.extra) lines.push('', ...s.extra);
   lines.push('');
 }

@@ -6,9 +6,7 @@
 //     the request arriving at the receiver (p50, p99).
 // Run: node --import tsx bench/webhooks.ts [--quick]   (writes the "Webhook delivery" section of BENCHMARKS.md)
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
 import type { Db } from '../src/db/db.ts';
@@ -20,7 +18,7 @@ import { emitEvents, type NewEvent } from '../src/events/emit.ts';
 import { insertSubscription } from '../src/webhooks/store.ts';
 import { newSigningSecret } from '../src/webhooks/signing.ts';
 import { Dispatcher } from '../src/webhooks/dispatcher.ts';
-import { createPgDatabase, pgAvailable, type Row } from './lib.ts';
+import { createPgDatabase, pgAvailable, replaceSection, rowsTable, type Row } from './lib.ts';
 
 const COMMAND = 'node --import tsx bench/webhooks.ts';
 const CONCURRENCY = 16; // = the default per-subscription in-flight cap
@@ -169,25 +167,12 @@ export async function runWebhookBench(opts: { quick?: boolean } = {}): Promise<R
 
 /** Replaces (or appends) the "## Webhook delivery" section of BENCHMARKS.md. */
 function writeSection(rows: Row[]) {
-  const file = path.resolve(import.meta.dirname, '..', 'BENCHMARKS.md');
-  const fmt = (v: number | string | null, unit: string) => (v === null ? '—' : `${typeof v === 'number' ? v.toLocaleString('en-US') : v} ${unit}`.trim());
-  const section = [
-    '## Webhook delivery',
-    '',
+  replaceSection('Webhook delivery', [
     `Written by \`${COMMAND}\` on ${new Date().toISOString()}. Bulb's dispatcher, receiver and database in one process (PGlite) or`,
     'with a local PostgreSQL server; the machine is shared, so compare ratios, not absolute figures.',
     '',
-    '| what | value | baseline (same run) | ratio | goal | command |',
-    '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.what} | ${fmt(r.value, r.unit)} | ${fmt(r.baseline, r.unit)} | ${r.ratio ?? '—'} | ${r.goal} | \`${r.command}\` |`),
-    '',
-    ...rows.filter((r) => r.note).map((r) => `- ${r.note}`),
-    '',
-  ].join('\n');
-  const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Bulb benchmarks\n\n';
-  const re = /^## Webhook delivery\n[\s\S]*?(?=^## |(?![\s\S]))/m;
-  const next = re.test(old) ? old.replace(re, section + '\n') : old.trimEnd() + '\n\n' + section;
-  fs.writeFileSync(file, next.trimEnd() + '\n');
+    ...rowsTable(rows),
+  ]);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
