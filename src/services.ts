@@ -12,5 +12,5 @@ export interface Services {
 }
 
 export function makeServices(db: Db, config: Config): Services {
-  return { db, config, names: wireNames(config.serviceName), auth: new Authenticator(db) };
+  return { db, config, names: wireNames(config.serviceName), auth: new Authenticator(db, config.authCacheMs) };
 }

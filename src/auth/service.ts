@@ -62,17 +62,6 @@ export async function issueAccessToken(db: Queryable, clientId: string, clientSe
   return { ok: true, accessToken, scopes, expiresIn: ACCESS_TOKEN_TTL_SEC };
 }
 
-/**
- * Milliseconds a resolved token may be answered from memory (BULB_AUTH_CACHE_MS, default 0 = every request
- * asks the database). With a cache, a key revoked through another process keeps working there for up to
- * this long; a revocation through this process takes effect at once.
- */
-export function authCacheMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.BULB_AUTH_CACHE_MS;
-  const n = raw === undefined || raw === '' ? 0 : Number(raw);
-  return Number.isInteger(n) && n >= 0 && n <= 600_000 ? n : 0;
-}
-
 const CACHE_MAX = 10_000;
 
 /** Resolves a bearer token to its principal, or undefined (unknown, revoked, expired). */
@@ -80,7 +69,11 @@ export class Authenticator {
   private lastTouch = new Map<string, number>();
   /** sha256 of the token (base64) → principal, valid until (epoch ms). Only hits are kept. */
   private cache = new Map<string, { principal: Principal; until: number; keyId?: string }>();
-  constructor(private db: Db, private cacheMs = authCacheMs()) {}
+  /**
+   * cacheMs (BULB_AUTH_CACHE_MS, default 0): with a cache, a key revoked through another process keeps
+   * working here for up to this long; a revocation through this process takes effect at once (forget()).
+   */
+  constructor(private db: Db, private cacheMs = 0) {}
 
   async authenticate(token: string): Promise<Principal | undefined> {
     if (token.length === 0 || token.length > 512) return undefined;

@@ -4,8 +4,6 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeEachDb } from '../helpers/suite.ts';
 
-process.env.BULB_AUTH_CACHE_MS = '60000';
-
 await describeEachDb('auth cache', (ctx) => {
   describe('with BULB_AUTH_CACHE_MS=60000', () => {
     it('a revoked API key is refused at once by the process that revoked it', async () => {
@@ -18,6 +16,15 @@ await describeEachDb('auth cache', (ctx) => {
       assert.equal((await api.delete(`/integrations/apiKeys/${created.body.uuid}`)).status, 204);
       const after = await user.get('/crm/customers');
       assert.equal(after.status, 401);
+    });
+
+    it('answers from memory: a revocation by another process (here: straight in the database) is not seen within the cache time', async () => {
+      const api = ctx.srv.api;
+      const created = await api.post('/integrations/apiKeys', { name: 'cached-elsewhere', scopes: ['read'] });
+      const user = api.withToken(created.body.key);
+      assert.equal((await user.get('/crm/customers')).status, 200);
+      await ctx.tdb.db.query('UPDATE api_keys SET revoked_at = now() WHERE uuid = $1', [created.body.uuid]);
+      assert.equal((await user.get('/crm/customers')).status, 200, 'served from the cache');
     });
 
     it('OAuth tokens of a revoked client are refused at once', async () => {
@@ -33,4 +40,4 @@ await describeEachDb('auth cache', (ctx) => {
       assert.equal((await user.get('/crm/customers')).status, 401);
     });
   });
-});
+}, { BULB_AUTH_CACHE_MS: '60000' });
