@@ -13,7 +13,7 @@ import { httpRequests, registry as metricsRegistry } from './metrics.ts';
 import { Registry } from './versioning/registry.ts';
 import { openApiDocument } from './versioning/openapi.ts';
 import { LATEST, LEGACY_VERSION, VERSION_IDS, deprecationHeaders, isVersion, versionsDocument } from './versioning/versions.ts';
-import { allRoutes, allChanges } from './routes.ts';
+import { allRoutes, allChanges } from '../wiring.ts';
 import { tokenRoutes } from '../auth/token-route.ts';
 import './context.ts';
 import { consolePlugin } from '../console/plugin.ts';

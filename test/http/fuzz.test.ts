@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describeEachDb } from '../helpers/suite.ts';
 import { ADMIN_KEY, errorCodes, type Res } from '../helpers/server.ts';
 import { Registry } from '../../src/http/versioning/registry.ts';
-import { allChanges, allRoutes } from '../../src/http/routes.ts';
+import { allChanges, allRoutes } from '../../src/wiring.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 

@@ -5,7 +5,7 @@ import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes, startServer } from '../helpers/server.ts';
 import { Registry } from '../../src/http/versioning/registry.ts';
-import { allChanges, allRoutes } from '../../src/http/routes.ts';
+import { allChanges, allRoutes } from '../../src/wiring.ts';
 import { VERSION_IDS } from '../../src/http/versioning/versions.ts';
 
 const DEPRECATED_2022_04 = Math.floor(Date.parse('2022-08-01T00:00:00Z') / 1000);
@@ -85,8 +85,9 @@ await describeEachDb('versions', (ctx) => {
         { version: '2022-04', status: 'deprecated', releasedOn: '2022-04-01', deprecatedOn: '2022-08-01' },
         { version: '2022-08', status: 'supported', releasedOn: '2022-08-01' },
         { version: '2025-04', status: 'supported', releasedOn: '2025-04-01' },
+        { version: '2026-11', status: 'supported', releasedOn: '2026-11-01' },
       ],
-      latest: '2025-04',
+      latest: '2026-11',
     });
   });
 

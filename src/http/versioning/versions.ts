@@ -9,6 +9,7 @@ export const VERSIONS: readonly VersionInfo[] = [
   { version: '2022-04', releasedOn: '2022-04-01', deprecatedOn: '2022-08-01' },
   { version: '2022-08', releasedOn: '2022-08-01' },
   { version: '2025-04', releasedOn: '2025-04-01' },
+  { version: '2026-11', releasedOn: '2026-11-01' },
 ];
 
 export const VERSION_IDS = VERSIONS.map((v) => v.version);

@@ -1,0 +1,17 @@
+// The one place above http/ that wires the domains together: every route module and every version
+// change of the API, in one list each (version changes live under src/http/versioning/changes/).
+import type { Services } from './services.ts';
+import type { RouteDef, VersionChange } from './http/versioning/route.ts';
+import { credentialRoutes } from './auth/routes.ts';
+import { customerRoutes } from './crm/customers/routes.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
+import { associateRoutes } from './crm/associates/routes.ts';
+import { dataRoutes } from './crm/attached/routes.ts';
+import { mergeRoutes } from './crm/merge/routes.ts';
+
+export function allRoutes(s: Services): RouteDef[] {
+  return [...customerRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s)];
+}
+
+/** Version changes, each a declared module under src/http/versioning/changes/. */
+export const allChanges: VersionChange[] = [];
