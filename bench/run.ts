@@ -1,9 +1,10 @@
 // `npm run bench`: runs every benchmark and rewrites BENCHMARKS.md (one row per figure, the machine, the date).
 // `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks`
-// runs some parts (also written to the .cache file). `--seconds N` sets the soak length.
+// runs some parts (also written to the .cache file; with `--write` they replace their sections of BENCHMARKS.md).
+// `--seconds N` sets the soak length.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, log, machine, parseArgs, pgAvailable, rowsTable, spawnNode, PG_ADMIN_URL, type Row } from './lib.ts';
+import { ROOT, log, machine, parseArgs, pgAvailable, replaceSection, rowsTable, spawnNode, PG_ADMIN_URL, type Row } from './lib.ts';
 import { runApiBench } from './api.ts';
 import { runScaleBench } from './scale.ts';
 import { runChaos, chaosRows } from './chaos.ts';
@@ -128,6 +129,13 @@ if (!args.only || args.only.includes('api')) {
     '  proposed as a default.',
     '',
   );
+}
+
+// `--only X --write`: replace just those sections in BENCHMARKS.md (each row names the command that made it).
+if (args.only && !args.quick && process.argv.includes('--write')) {
+  for (const sec of sections) replaceSection(sec.title, [`Measured by \`npm run bench -- --only ${args.only.join(',')} --write\` on ${new Date().toISOString()} (${(await machine(hasPg ? PG_ADMIN_URL : undefined)).slice(0, 1).join('')}).`, '', ...rowsTable(sec.rows), ...(sec.extra ? ['', ...sec.extra] : [])]);
+  log('replaced those sections of BENCHMARKS.md');
+  process.exit(sections.some((s) => s.rows.some((r) => r.value === 'error')) ? 1 : 0);
 }
 
 // Keep sections others wrote by hand until a generated section replaces them.
