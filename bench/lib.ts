@@ -43,7 +43,7 @@ export function parseArgs(argv = process.argv.slice(2)): BenchArgs {
     if (a === '--quick') out.quick = true;
     else if (a === '--seconds') out.seconds = Number(argv[++i]);
     else if (a.startsWith('--seconds=')) out.seconds = Number(a.slice(10));
-    else if (a === '--merge-full') continue; // read by bench/run.ts
+    else if (a === '--merge-full' || a === '--write') continue; // read by bench/run.ts
     else if (a === '--only') out.only = argv[++i].split(',');
     else if (a.startsWith('--only=')) out.only = a.slice(7).split(',');
     else throw new Error(`unknown argument ${a} (use --quick, --seconds N, --only a,b)`);
