@@ -4,14 +4,16 @@ import type { Services } from './services.ts';
 import type { RouteDef, VersionChange } from './http/versioning/route.ts';
 import { credentialRoutes } from './auth/routes.ts';
 import { customerRoutes } from './crm/customers/routes.ts';
+import { bulkRoutes } from './crm/customers/bulk-routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { associateRoutes } from './crm/associates/routes.ts';
 import { dataRoutes } from './crm/attached/routes.ts';
 import { mergeRoutes } from './crm/merge/routes.ts';
+import { bulkItemsArePatches } from './http/versioning/changes/2026-11-bulk-patch.ts';
 
 export function allRoutes(s: Services): RouteDef[] {
-  return [...customerRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s)];
+  return [...customerRoutes(s), ...bulkRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s)];
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */
-export const allChanges: VersionChange[] = [];
+export const allChanges: VersionChange[] = [bulkItemsArePatches];

@@ -1,25 +1,14 @@
 // /crm/customers routes: thin handlers over the customer service.
 
-import { TypeCompiler } from '@sinclair/typebox/compiler';
-import '../../http/formats.ts';
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
-import { notFound, toApiError } from '../../http/errors.ts';
+import { notFound } from '../../http/errors.ts';
 import { decodeCursor, pageOf, Page } from '../../http/pagination.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import * as S from './schema.ts';
 import * as store from './store.ts';
-import { createCustomer, patchCustomer, putCustomer, shapeCustomer, upsertByExternalId } from './service.ts';
-
-const bulkItem = TypeCompiler.Compile(S.CustomerCreate);
-
-function itemErrors(item: unknown) {
-  return [...bulkItem.Errors(item)].slice(0, 20).map((e) => {
-    const field = e.path.replace(/^\//, '').replace(/\//g, '.');
-    return { message: `${field ? `"${field}" ` : ''}${e.message}`, errorCode: 'InvalidParameterError', moreInfo: field };
-  });
-}
+import { createCustomer, patchCustomer, putCustomer, shapeCustomer } from './service.ts';
 
 export function customerRoutes(s: Services): RouteDef[] {
   const base = { tag: 'Customers' };
@@ -76,32 +65,6 @@ export function customerRoutes(s: Services): RouteDef[] {
           return patchCustomer(tx, current, req.body as any, sourceOf(req, s));
         });
         return shapeCustomer(row);
-      },
-    },
-    {
-      ...base, id: 'customers.bulk', method: 'POST', path: '/crm/customers/bulk', scope: 'write', since: '2022-08',
-      summary: 'Upsert 1–100 customers by externalId; one result per item',
-      schema: { body: S.BulkBody, response: { 200: S.BulkResult } },
-      handler: async (req) => {
-        const items = req.body as unknown[];
-        const source = sourceOf(req, s);
-        const results = [];
-        for (let index = 0; index < items.length; index++) {
-          const errors = itemErrors(items[index]);
-          if (errors.length > 0) {
-            results.push({ index, status: 400, errors });
-            continue;
-          }
-          try {
-            const { row, created } = await withRetry(s.db, (tx) => upsertByExternalId(tx, items[index] as any, source));
-            results.push({ index, status: created ? 201 : 200, customer: shapeCustomer(row) });
-          } catch (err) {
-            const e = toApiError(err);
-            if (e.status >= 500) throw err;
-            results.push({ index, status: e.status, errors: e.entries });
-          }
-        }
-        return { results };
       },
     },
   ];

@@ -85,17 +85,3 @@ export async function patchCustomer(tx: Queryable, current: store.CustomerRow, p
   };
   return replaceExisting(tx, current, merged, source);
 }
-
-/** Upsert by externalId (bulk). */
-export async function upsertByExternalId(tx: Queryable, input: CustomerInput & { externalId: string }, source: string): Promise<{ row: store.CustomerRow; created: boolean }> {
-  const current = await store.findByExternalId(tx, input.externalId, true);
-  if (current) return { row: await replaceExisting(tx, current, input, source), created: false };
-  const row = await store.insertCustomer(tx, input);
-  if (row) {
-    await emitEvent(tx, customerEvent('customerCreate', row, source));
-    return { row, created: true };
-  }
-  // Lost a race with a concurrent insert of the same externalId: update that row instead.
-  const again = await store.findByExternalId(tx, input.externalId, true);
-  return { row: await replaceExisting(tx, again!, input, source), created: false };
-}

@@ -1,0 +1,42 @@
+// POST /crm/customers/bulk: validates each item, then upserts the valid ones set-based in one transaction
+// (src/crm/customers/bulk.ts). One result per item, in order; a bad or conflicting item does not stop the others.
+import type { Services } from '../../services.ts';
+import type { RouteDef } from '../../http/versioning/route.ts';
+import { sourceOf } from '../../http/context.ts';
+import { withRetry } from '../../db/db.ts';
+import * as S from './schema.ts';
+import { shapeCustomer } from './service.ts';
+import { itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
+
+export function bulkRoutes(s: Services): RouteDef[] {
+  return [
+    {
+      tag: 'Customers', id: 'customers.bulk', method: 'POST', path: '/crm/customers/bulk', scope: 'write', since: '2022-08',
+      summary: 'Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item',
+      schema: { body: S.BulkBody, response: { 200: S.BulkResult } },
+      handler: async (req) => {
+        const items = req.body as unknown[];
+        const results: unknown[] = new Array(items.length);
+        const valid: BulkItemT[] = [];
+        const at: number[] = [];
+        items.forEach((item, index) => {
+          const errors = itemErrors(item);
+          if (errors.length > 0) results[index] = { index, status: 400, errors };
+          else {
+            valid.push(item as BulkItemT);
+            at.push(index);
+          }
+        });
+        if (valid.length > 0) {
+          const source = sourceOf(req, s);
+          const outcomes = await withRetry(s.db, (tx) => upsertItems(tx, valid, { source, events: true }));
+          outcomes.forEach((o, k) => {
+            const index = at[k];
+            results[index] = o.row ? { index, status: o.status, customer: shapeCustomer(o.row) } : { index, status: o.status, errors: o.errors };
+          });
+        }
+        return { results };
+      },
+    },
+  ];
+}

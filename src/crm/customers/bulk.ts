@@ -1,0 +1,134 @@
+// The set-based upsert core shared by POST /crm/customers/bulk and the import worker (one core, two doors).
+// Items speak 2026-11: an item for an existing externalId is a patch (omitted fields kept, null clears);
+// older versions reach here already upgraded to a patch that sets every field (see changes/2026-11-bulk-patch.ts).
+// Per call, whatever the number of items: one SELECT … FOR UPDATE, one INSERT, one UPDATE, one event write.
+import { Type, type Static } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import '../../http/formats.ts';
+import type { Queryable } from '../../db/db.ts';
+import type { ErrorEntry } from '../../http/errors.ts';
+import { emitEvents, type NewEvent } from '../../events/emit.ts';
+import { Address, Email, ExternalId, Phone, SocialProfile } from './schema.ts';
+import { customerDisabled } from './service.ts';
+import type { CustomerRow } from './store.ts';
+import { insertMany, lockByExternalIds, updateMany, type CustomerCols } from './bulk-store.ts';
+
+const NullableStr = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
+const List = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([Type.Array(t, { maxItems: 50 }), Type.Null()]);
+
+/** One bulk/import item (2026-11): externalId is the key; every other field is optional and null clears it. */
+export const BulkItem = Type.Object(
+  {
+    externalId: ExternalId,
+    firstName: Type.Optional(NullableStr(255)),
+    lastName: Type.Optional(NullableStr(255)),
+    emails: Type.Optional(List(Email)),
+    phones: Type.Optional(List(Phone)),
+    addresses: Type.Optional(List(Address)),
+    socialProfiles: Type.Optional(List(SocialProfile)),
+    loyaltyTier: Type.Optional(NullableStr(100)),
+  },
+  { additionalProperties: false },
+);
+export type BulkItemT = Static<typeof BulkItem>;
+
+/** The fields a bulk item can carry besides externalId, with the value that empties each. */
+export const ITEM_FIELDS = {
+  firstName: null, lastName: null, emails: [], phones: [], addresses: [], socialProfiles: [], loyaltyTier: null,
+} as const;
+
+const check = TypeCompiler.Compile(BulkItem);
+
+/** Validation errors of one item, one entry per problem (at most 20); empty when the item is valid. */
+export function itemErrors(item: unknown): ErrorEntry[] {
+  if (check.Check(item)) return [];
+  return [...check.Errors(item)].slice(0, 20).map((e) => {
+    const field = e.path.replace(/^\//, '').replace(/\//g, '.');
+    return { message: `${field ? `"${field}" ` : ''}${e.message}`, errorCode: 'InvalidParameterError', moreInfo: field };
+  });
+}
+
+export interface Outcome {
+  status: 200 | 201 | 409;
+  /** 200: whether the customer was written (false: the item changed nothing). */
+  changed?: boolean;
+  row?: CustomerRow;
+  errors?: ErrorEntry[];
+}
+
+export interface UpsertOptions {
+  source: string;
+  /** false: write no events (imports with events=false). */
+  events: boolean;
+}
+
+function cols(item: BulkItemT, cur?: CustomerRow): CustomerCols {
+  const pick = <K extends keyof typeof ITEM_FIELDS>(k: K, current: unknown) =>
+    (k in item ? (item[k] ?? ITEM_FIELDS[k]) : cur ? current : ITEM_FIELDS[k]) as any;
+  const emails = pick('emails', cur?.emails) as { email: string }[];
+  return {
+    ...(cur ? { id: cur.id } : {}),
+    external_id: item.externalId,
+    first_name: pick('firstName', cur?.first_name),
+    last_name: pick('lastName', cur?.last_name),
+    emails,
+    phones: pick('phones', cur?.phones),
+    addresses: pick('addresses', cur?.addresses),
+    social_profiles: pick('socialProfiles', cur?.social_profiles),
+    loyalty_tier: pick('loyaltyTier', cur?.loyalty_tier),
+    email_keys: [...new Set(emails.map((e) => e.email.toLowerCase()))],
+  };
+}
+
+/** A concurrent transaction inserted one of our externalIds first: the caller's withRetry runs us again. */
+function lostRace(): Error {
+  return Object.assign(new Error('concurrent insert of the same externalId'), { code: '40001' });
+}
+
+/**
+ * Upserts valid items in the caller's transaction. Returns one outcome per item, in order.
+ * Several items with the same externalId are folded, in order, into one patch (later fields win) and
+ * applied once: each of them answers the final customer; the first answers 201 if it was created.
+ */
+export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: UpsertOptions): Promise<Outcome[]> {
+  const groups = new Map<string, { indexes: number[]; patch: BulkItemT }>();
+  items.forEach((item, i) => {
+    const g = groups.get(item.externalId);
+    if (g) {
+      g.indexes.push(i);
+      Object.assign(g.patch, item);
+    } else groups.set(item.externalId, { indexes: [i], patch: { ...item } });
+  });
+  const current = new Map((await lockByExternalIds(tx, [...groups.keys()])).map((r) => [r.external_id, r]));
+
+  const outcomes: Outcome[] = new Array(items.length);
+  const toInsert: CustomerCols[] = [];
+  const toUpdate: CustomerCols[] = [];
+  for (const [xid, g] of groups) {
+    const cur = current.get(xid);
+    if (cur?.status === 'disabled') {
+      for (const i of g.indexes) outcomes[i] = { status: 409, errors: customerDisabled(cur).entries };
+    } else if (cur) toUpdate.push(cols(g.patch, cur));
+    else toInsert.push(cols(g.patch));
+  }
+  const inserted = await insertMany(tx, toInsert);
+  if (inserted.length !== toInsert.length) throw lostRace();
+  const updated = new Map((await updateMany(tx, toUpdate)).map((r) => [r.external_id, r]));
+
+  const events: NewEvent[] = [];
+  const event = (eventType: 'customerCreate' | 'customerUpdate', r: CustomerRow) =>
+    events.push({ eventType, resourceType: 'Customer', resource: { uuid: r.uuid, externalId: r.external_id }, source: opts.source });
+  for (const r of inserted) {
+    const [first, ...rest] = groups.get(r.external_id)!.indexes;
+    outcomes[first] = { status: 201, row: r };
+    for (const i of rest) outcomes[i] = { status: 200, changed: false, row: r };
+    event('customerCreate', r);
+  }
+  for (const c of toUpdate) {
+    const r = updated.get(c.external_id);
+    for (const i of groups.get(c.external_id)!.indexes) outcomes[i] = { status: 200, changed: r !== undefined, row: r ?? current.get(c.external_id) };
+    if (r) event('customerUpdate', r);
+  }
+  if (opts.events) await emitEvents(tx, events);
+  return outcomes;
+}

@@ -1,0 +1,24 @@
+// SPEC §10.1: from 2026-11 a bulk item for an existing externalId is a patch (omitted fields are kept,
+// null clears). Until 2025-04 the item replaced the record: the upgrade turns such an item into the
+// patch that sets every field it omits to its empty value, which is exactly a replace.
+import type { VersionChange } from '../route.ts';
+import { ITEM_FIELDS } from '../../../crm/customers/bulk.ts';
+
+export function replaceAsPatch(item: unknown): unknown {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return item;
+  const out: Record<string, unknown> = { ...item };
+  for (const [field, empty] of Object.entries(ITEM_FIELDS)) if (!(field in out)) out[field] = empty;
+  return out;
+}
+
+export const bulkItemsArePatches: VersionChange = {
+  version: '2026-11',
+  description: 'Bulk upsert items are patches: fields an item omits are kept (before 2026-11 they were emptied)',
+  routes: {
+    'customers.bulk': {
+      upgradeRequest: (req) => {
+        if (Array.isArray(req.body)) req.body = req.body.map(replaceAsPatch);
+      },
+    },
+  },
+};

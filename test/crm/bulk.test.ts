@@ -1,0 +1,137 @@
+// POST /crm/customers/bulk: set-based (one transaction, a constant number of statements), per-item results,
+// 2026-11 patch semantics vs replace until 2025-04 (SPEC §10.1), disabled customers, duplicates in one request.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import type { Db, Queryable } from '../../src/db/db.ts';
+import { describeEachDb } from '../helpers/suite.ts';
+
+await describeEachDb('bulk', (ctx) => {
+  const v = (version: string) => ctx.srv.api.withVersion(version);
+  const events = async (xid: string) =>
+    (await ctx.tdb.db.query(`SELECT event_type FROM events WHERE resource_external_id = $1 ORDER BY id`, [xid])).rows.map((r) => r.event_type);
+  const full = { firstName: 'Ann', lastName: 'Lee', emails: [{ email: 'ann@x.io' }], phones: [{ number: '+15550001' }], loyaltyTier: 'gold' };
+
+  it('answers per item: 201 created, 200 updated, 400 invalid (errors per field), in order', async () => {
+    await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'b-2', firstName: 'Old' }]);
+    const r = await v('2026-11').post('/crm/customers/bulk', [
+      { externalId: 'b-1', firstName: 'New' },
+      { externalId: 'b-2', firstName: 'Changed' },
+      { firstName: 'no externalId', extra: true },
+      7,
+    ]);
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.results.map((x: any) => [x.index, x.status]), [[0, 201], [1, 200], [2, 400], [3, 400]]);
+    assert.equal(r.body.results[0].customer.firstName, 'New');
+    assert.equal(r.body.results[1].customer.firstName, 'Changed');
+    const fields = r.body.results[2].errors.map((e: any) => e.moreInfo);
+    assert.ok(fields.includes('externalId') && fields.includes('extra'), JSON.stringify(fields));
+    assert.deepEqual(await events('b-1'), ['customerCreate']);
+    assert.deepEqual(await events('b-2'), ['customerCreate', 'customerUpdate']);
+  });
+
+  it('2026-11: an item for an existing customer is a patch (omitted fields kept, null clears)', async () => {
+    await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'p-1', ...full }]);
+    const r = await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'p-1', lastName: null, phones: null, loyaltyTier: 'silver' }]);
+    const c = r.body.results[0].customer;
+    assert.equal(r.body.results[0].status, 200);
+    assert.equal(c.firstName, 'Ann', 'omitted: kept');
+    assert.deepEqual(c.emails, [{ email: 'ann@x.io' }], 'omitted: kept');
+    assert.equal(c.lastName, null, 'null clears');
+    assert.deepEqual(c.phones, [], 'null clears a list');
+    assert.equal(c.loyaltyTier, 'silver');
+    const got = await ctx.srv.api.get('/crm/customers/p-1');
+    assert.deepEqual(got.body, c);
+  });
+
+  for (const version of ['2022-08', '2025-04']) {
+    it(`${version}: an item for an existing customer replaces it (omitted fields emptied), as before`, async () => {
+      const xid = `r-${version}`;
+      await v('2026-11').post('/crm/customers/bulk', [{ externalId: xid, ...full }]);
+      const r = await v(version).post('/crm/customers/bulk', [{ externalId: xid, loyaltyTier: 'silver' }]);
+      const c = r.body.results[0].customer;
+      assert.equal(r.body.results[0].status, 200);
+      assert.equal(c.firstName, null);
+      assert.equal(c.lastName, null);
+      assert.deepEqual(c.emails, []);
+      assert.deepEqual(c.phones, []);
+      assert.equal(c.loyaltyTier, 'silver');
+      // the e-mail filter follows the emptied list
+      assert.equal((await ctx.srv.api.get('/crm/customers?email=ann@x.io&externalId=' + xid)).body.data.length, 0);
+    });
+  }
+
+  it('a no-op item writes nothing and emits nothing (both semantics)', async () => {
+    const first = await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'n-1', ...full }]);
+    const before = await events('n-1');
+    const patch = await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'n-1', firstName: 'Ann' }]);
+    const replace = await v('2025-04').post('/crm/customers/bulk', [{ externalId: 'n-1', ...full, addresses: [], socialProfiles: [] }]);
+    for (const r of [patch, replace]) {
+      assert.equal(r.body.results[0].status, 200);
+      assert.equal(r.body.results[0].customer.updatedAt, first.body.results[0].customer.updatedAt);
+    }
+    assert.deepEqual(await events('n-1'), before);
+  });
+
+  it('a disabled (merged-away) customer: that item 409 CustomerDisabled, the others applied', async () => {
+    await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'd-primary' }, { externalId: 'd-gone' }]);
+    const m = await v('2025-04').post('/crm/customers/d-primary/merge', { mergeWithCustomerIds: ['d-gone'] });
+    assert.equal(m.status, 200);
+    for (const version of ['2022-08', '2026-11']) {
+      const before = await events('d-gone');
+      const r = await v(version).post('/crm/customers/bulk', [{ externalId: 'd-gone', firstName: 'X' }, { externalId: `d-ok-${version}` }]);
+      assert.equal(r.body.results[0].status, 409);
+      assert.equal(r.body.results[0].errors[0].errorCode, 'CustomerDisabled');
+      assert.match(r.body.results[0].errors[0].moreInfo, /d-primary/);
+      assert.equal(r.body.results[1].status, 201);
+      assert.deepEqual(await events('d-gone'), before);
+      assert.equal((await ctx.srv.api.get('/crm/customers/d-gone')).body.firstName, null);
+    }
+  });
+
+  it('duplicates of one externalId in a request are folded in order into one patch, applied once', async () => {
+    const r = await v('2026-11').post('/crm/customers/bulk', [
+      { externalId: 'dup', firstName: 'A', lastName: 'First' },
+      { externalId: 'other' },
+      { externalId: 'dup', firstName: 'B' },
+    ]);
+    assert.deepEqual(r.body.results.map((x: any) => x.status), [201, 201, 200]);
+    for (const i of [0, 2]) {
+      assert.equal(r.body.results[i].customer.firstName, 'B');
+      assert.equal(r.body.results[i].customer.lastName, 'First');
+    }
+    assert.deepEqual(await events('dup'), ['customerCreate']);
+    const old = await v('2025-04').post('/crm/customers/bulk', [{ externalId: 'dup', firstName: 'C', lastName: 'L' }, { externalId: 'dup', firstName: 'D' }]);
+    assert.deepEqual(old.body.results.map((x: any) => [x.status, x.customer.firstName, x.customer.lastName]), [[200, 'D', null], [200, 'D', null]], 'replace: the last one wins');
+  });
+
+  it('does one transaction and the same number of statements for 1 item as for 100', async () => {
+    const real = ctx.srv.services.db;
+    let statements = 0;
+    let transactions = 0;
+    const counting: Queryable = { query: (sql, p) => (statements++, real.query(sql, p)), exec: (sql) => (statements++, real.exec(sql)) };
+    ctx.srv.services.db = Object.assign(Object.create(real), {
+      query: counting.query,
+      exec: counting.exec,
+      transaction: <T>(fn: (tx: Queryable) => Promise<T>) => {
+        transactions++;
+        return real.transaction((tx) => fn({ query: (sql, p) => (statements++, tx.query(sql, p)), exec: (sql) => (statements++, tx.exec(sql)) }));
+      },
+    }) as Db;
+    try {
+      const count = async (items: unknown[]) => {
+        statements = transactions = 0;
+        const r = await v('2026-11').post('/crm/customers/bulk', items);
+        assert.equal(r.status, 200);
+        return { statements, transactions };
+      };
+      await v('2026-11').post('/crm/customers/bulk', Array.from({ length: 50 }, (_, i) => ({ externalId: `s-${i}` })));
+      const mixed = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ externalId: i % 2 ? `s-${i}` : `s-${tag}-${i}`, firstName: tag }));
+      const one = await count(mixed(2, 'one'));
+      const hundred = await count(mixed(100, 'hundred'));
+      assert.equal(one.transactions, 1);
+      assert.deepEqual(hundred, one);
+    } finally {
+      ctx.srv.services.db = real;
+    }
+  });
+});
