@@ -13,6 +13,8 @@ export interface Config {
   webhookTimeoutMs: number;
   webhookAllowPrivate: boolean;
   webhookRetentionDays: number;
+  /** Events older than this many days are deleted by the workers' housekeeping (SPEC §12). */
+  eventRetentionDays: number;
   logLevel: string;
   rateLimitPerSec: number;
   rateLimitBurst: number;
@@ -65,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: int(env, 'BULB_WEBHOOK_TIMEOUT_MS', 20000, 1, 600000),
     webhookAllowPrivate: bool(env, 'BULB_WEBHOOK_ALLOW_PRIVATE', false),
     webhookRetentionDays: int(env, 'BULB_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
+    eventRetentionDays: int(env, 'BULB_EVENT_RETENTION_DAYS', 30, 1, 3650),
     logLevel: env.BULB_LOG_LEVEL || 'info',
     rateLimitPerSec: int(env, 'BULB_RATE_LIMIT_PER_SEC', 100, 1, 10_000_000),
     rateLimitBurst: int(env, 'BULB_RATE_LIMIT_BURST', 200, 1, 10_000_000),

@@ -1,11 +1,14 @@
-// Periodic clean-up run by webhook workers: old delivery attempts (retention) and expired Idempotency-Keys.
+// Periodic clean-up run by webhook workers: old delivery attempts and events (retention), expired Idempotency-Keys.
 import type { Queryable } from './db/db.ts';
 import type { Config } from './config.ts';
 import { purgeAttempts } from './webhooks/queue-store.ts';
 import { purgeExpired } from './crm/idempotency/store.ts';
+import { purgeEvents } from './events/store.ts';
 
-export async function housekeep(db: Queryable, config: Config): Promise<{ attempts: number; idempotencyKeys: number }> {
+export async function housekeep(db: Queryable, config: Config): Promise<{ attempts: number; events: number; idempotencyKeys: number }> {
   const attempts = await purgeAttempts(db, config.webhookRetentionDays);
+  // After the attempts: an event whose attempts just went may go too (pending deliveries keep theirs).
+  const events = await purgeEvents(db, config.eventRetentionDays);
   const idempotencyKeys = await purgeExpired(db);
-  return { attempts, idempotencyKeys };
+  return { attempts, events, idempotencyKeys };
 }

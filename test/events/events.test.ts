@@ -1,0 +1,189 @@
+// Events API (SPEC §12): list with filters and cursor (no event skipped when one commits late), get by
+// uuid, bad input, versions, and retention by the workers' housekeeping.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { errorCodes } from '../helpers/server.ts';
+import { emitEvent } from '../../src/events/emit.ts';
+import { housekeep } from '../../src/housekeeping.ts';
+import { loadConfig, ConfigError } from '../../src/config.ts';
+
+const KEYS = ['uuid', 'createdAt', 'eventType', 'resourceType', 'resource', 'source'];
+
+await describeEachDb(
+  'events API',
+  (ctx) => {
+    const api = () => ctx.srv.api.withVersion('2026-11');
+    /** Walks every page with the given query; returns the events and the last non-null cursor. */
+    const walk = async (query: string, limit = 3, from: string | null = null, between?: () => Promise<void>) => {
+      const seen: any[] = [];
+      let cursor = from;
+      let last = from;
+      for (let i = 0; i < 1000; i++) {
+        const r = await api().get(`/events?limit=${limit}${query}${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(r.status, 200, r.text);
+        assert.ok(r.body.data.length <= limit);
+        seen.push(...r.body.data);
+        if (r.body.nextCursor === null) return { seen, last };
+        cursor = last = r.body.nextCursor;
+        await between?.();
+      }
+      throw new Error('the walk did not end');
+    };
+    const dbUuids = async (where = 'TRUE') =>
+      (await ctx.tdb.db.query<{ uuid: string }>(`SELECT uuid FROM events WHERE event_type <> 'webhookTest' AND ${where} ORDER BY id`)).rows.map((r) => r.uuid);
+
+    it('lists events in the webhook body shape without subscription, oldest first, and gets one by uuid', async () => {
+      const c = await api().post('/crm/customers', { externalId: 'ev-1', firstName: 'A' });
+      await api().patch('/crm/customers/ev-1', { firstName: 'B' });
+      const { seen } = await walk('');
+      assert.deepEqual(seen.map((e) => e.uuid), await dbUuids());
+      const mine = seen.filter((e) => e.resource.uuid === c.body.uuid);
+      assert.deepEqual(mine.map((e) => e.eventType), ['customerCreate', 'customerUpdate']);
+      for (const e of mine) {
+        assert.deepEqual(Object.keys(e), KEYS);
+        assert.deepEqual(e.resource, { uuid: c.body.uuid, externalId: 'ev-1' });
+        assert.equal(e.resourceType, 'Customer');
+        assert.equal(e.source, 'TULIP_API');
+        assert.match(e.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      }
+      const one = await api().get(`/events/${mine[1].uuid}`);
+      assert.equal(one.status, 200);
+      assert.deepEqual(one.body, mine[1]);
+      const nf = await api().get(`/events/${crypto.randomUUID()}`);
+      assert.equal(nf.status, 404);
+      assert.deepEqual(errorCodes(nf), ['NotFound']);
+    });
+
+    it('filters by eventType (one or several), resourceUuid, since and until', async () => {
+      const a = await api().post('/crm/customers', { externalId: 'ev-f1' });
+      const b = await api().post('/crm/customers', { externalId: 'ev-f2' });
+      await api().patch('/crm/customers/ev-f1', { lastName: 'X' });
+      const byRes = await walk(`&resourceUuid=${a.body.uuid}`);
+      assert.deepEqual(byRes.seen.map((e) => e.eventType), ['customerCreate', 'customerUpdate']);
+      const updates = await walk('&eventType=customerUpdate');
+      assert.deepEqual(updates.seen.map((e) => e.uuid), await dbUuids(`event_type = 'customerUpdate'`));
+      const both = await walk(`&eventType=customerCreate,customerUpdate&resourceUuid=${b.body.uuid}`);
+      assert.deepEqual(both.seen.map((e) => e.eventType), ['customerCreate']);
+      const all = (await walk('')).seen;
+      const pivot = all.findIndex((e) => e.resource.uuid === b.body.uuid);
+      const t = all[pivot].createdAt;
+      const since = (await walk(`&since=${encodeURIComponent(t)}`)).seen.map((e) => e.uuid);
+      const until = (await walk(`&until=${encodeURIComponent(t)}`)).seen.map((e) => e.uuid);
+      assert.deepEqual(since, await dbUuids(`created_at >= '${t}'`));
+      assert.deepEqual(until, await dbUuids(`created_at < '${t}'`));
+      assert.ok(since.includes(all[pivot].uuid) && !until.includes(all[pivot].uuid), 'since is inclusive, until exclusive');
+      assert.equal(since.length + until.length, all.length);
+      const window = (await walk(`&since=${encodeURIComponent(t)}&until=${encodeURIComponent('2999-01-01T00:00:00Z')}`)).seen;
+      assert.deepEqual(window.map((e) => e.uuid), since);
+    });
+
+    it('a cursor walk visits each event exactly once while events are added, and the last cursor resumes later', async () => {
+      let added = 0;
+      const { seen, last } = await walk('', 4, null, async () => {
+        if (added < 5) await api().post('/crm/customers', { externalId: `ev-add-${added++}` });
+      });
+      assert.equal(added, 5);
+      const uuids = seen.map((e) => e.uuid);
+      assert.equal(new Set(uuids).size, uuids.length, 'no event twice');
+      assert.deepEqual(uuids, await dbUuids(), 'every event once, in order');
+      await api().post('/crm/customers', { externalId: 'ev-after' });
+      const more = await walk('', 4, last);
+      assert.deepEqual(more.seen.map((e) => e.resource.externalId), ['ev-after'], 'resuming from the last cursor gives only the new event');
+    });
+
+    it('answers 400 for bad filters and cursors, and is not in versions before 2026-11', async () => {
+      for (const bad of ['eventType=nope', 'eventType=customerCreate,nope', 'eventType=webhookTest', 'since=yesterday', 'until=2026-13-01T00:00:00Z',
+        'resourceUuid=abc', 'limit=0', 'limit=251', 'cursor=%%%', `cursor=${Buffer.from('c1:5').toString('base64url')}`,
+        `cursor=${Buffer.from('e1:99999999999999999999:1').toString('base64url')}`, 'since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z', 'other=1']) {
+        const r = await api().get(`/events?${bad}`);
+        assert.equal(r.status, 400, bad);
+        assert.deepEqual(errorCodes(r), ['InvalidParameterError'], bad);
+      }
+      const badUuid = await api().get('/events/not-a-uuid');
+      assert.equal(badUuid.status, 400);
+      const old = await ctx.srv.api.withVersion('2025-04').get('/events');
+      assert.equal(old.status, 404);
+      assert.deepEqual(errorCodes(old), ['EndpointNotInVersion']);
+    });
+
+    it('read scope is enough', async () => {
+      const k = await ctx.srv.api.post('/integrations/apiKeys', { name: 'reader', scopes: ['read'] });
+      const reader = api().withToken(k.body.key);
+      const r = await reader.get('/events?limit=1');
+      assert.equal(r.status, 200);
+      assert.equal((await reader.get(`/events/${r.body.data[0].uuid}`)).status, 200);
+    });
+
+    if (ctx.backend === 'pg') {
+      // PGlite runs one transaction at a time: nothing can commit out of order there.
+      it('an event whose transaction commits late is not skipped by a cursor walk (PostgreSQL)', async () => {
+        let release!: () => void;
+        const gate = new Promise<void>((r) => (release = r));
+        let emitted!: () => void;
+        const inTx = new Promise<void>((r) => (emitted = r));
+        const held = ctx.tdb.db.transaction(async (tx) => {
+          await emitEvent(tx, { eventType: 'customerUpdate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: 'late' }, source: 'TEST' });
+          emitted();
+          await gate;
+        });
+        await inTx;
+        try {
+          const before = await walk('', 5);
+          // Committed after the late event took its id: listed only once the late one is visible too.
+          for (let i = 0; i < 3; i++) await api().post('/crm/customers', { externalId: `ev-late-${i}` });
+          const during = await walk('', 5, before.last);
+          assert.deepEqual(during.seen, [], 'events newer than a running transaction wait for it');
+          release();
+          await held;
+          const after = await walk('', 2, before.last);
+          assert.deepEqual(after.seen.map((e) => e.resource.externalId), ['late', 'ev-late-0', 'ev-late-1', 'ev-late-2']);
+          const everything = (await walk('', 7)).seen.map((e) => e.uuid);
+          assert.deepEqual([...everything].sort(), [...(await dbUuids())].sort(), 'every committed event once');
+        } finally {
+          release();
+          await held;
+        }
+      });
+    }
+
+    it('retention: housekeeping deletes events older than BULB_EVENT_RETENTION_DAYS unless a delivery still needs them', async () => {
+      const sub = await ctx.srv.api.post('/integrations/webhooks/subscriptions', { url: 'http://127.0.0.1:9/hook', eventType: 'customerCreate' });
+      assert.equal(sub.status, 201, sub.text);
+      const ids: Record<string, string> = {};
+      for (const name of ['old-plain', 'old-pending', 'old-logged', 'old-done', 'fresh']) {
+        const c = await api().post('/crm/customers', { externalId: `ret-${name}` });
+        ids[name] = (await ctx.tdb.db.query<{ id: string }>(`SELECT id FROM events WHERE resource_uuid = $1`, [c.body.uuid])).rows[0].id;
+      }
+      const q = (sql: string, p: unknown[] = []) => ctx.tdb.db.query(sql, p);
+      // Deliveries: every customerCreate got one (pending). Make them what each case needs.
+      await q(`DELETE FROM webhook_deliveries WHERE event_id = $1`, [ids['old-plain']]);
+      await q(`UPDATE webhook_deliveries SET status = 'delivered', next_attempt_at = NULL WHERE event_id = ANY($1::bigint[])`, [[ids['old-logged'], ids['old-done']]]);
+      await q(
+        `INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code, outcome, request_headers, request_body)
+         SELECT d.id, d.subscription_id, d.event_id, 1, 'http://127.0.0.1:9/hook', now(), 5, 200, 'success', '{}', '{}' FROM webhook_deliveries d WHERE d.event_id = $1`,
+        [ids['old-logged']],
+      );
+      await q(`UPDATE events SET created_at = now() - interval '8 days' WHERE id = ANY($1::bigint[])`, [[ids['old-plain'], ids['old-pending'], ids['old-logged'], ids['old-done']]]);
+      const config = loadConfig({ BULB_EVENT_RETENTION_DAYS: '7', BULB_WEBHOOK_RETENTION_DAYS: '30' });
+      const out = await housekeep(ctx.tdb.db, config);
+      assert.ok(out.events >= 2);
+      const left = new Set((await q(`SELECT id FROM events WHERE id = ANY($1::bigint[])`, [Object.values(ids)])).rows.map((r: any) => r.id));
+      assert.deepEqual(Object.keys(ids).filter((k) => left.has(ids[k])), ['old-pending', 'old-logged', 'fresh']);
+      const pending = await q(`SELECT status FROM webhook_deliveries WHERE event_id = $1`, [ids['old-pending']]);
+      assert.deepEqual(pending.rows.map((r: any) => r.status), ['pending'], 'the pending delivery is untouched');
+      // Once the attempts are gone from the logs, the event goes too.
+      await q(`DELETE FROM webhook_attempts WHERE event_id = $1`, [ids['old-logged']]);
+      await housekeep(ctx.tdb.db, config);
+      assert.equal((await q(`SELECT 1 FROM events WHERE id = $1`, [ids['old-logged']])).rows.length, 0);
+    });
+  },
+  { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' },
+);
+
+it('BULB_EVENT_RETENTION_DAYS: default 30, bad values refused', () => {
+  assert.equal(loadConfig({}).eventRetentionDays, 30);
+  assert.equal(loadConfig({ BULB_EVENT_RETENTION_DAYS: '90' }).eventRetentionDays, 90);
+  for (const bad of ['0', '-1', 'abc', '1.5', '100000']) assert.throws(() => loadConfig({ BULB_EVENT_RETENTION_DAYS: bad }), ConfigError, bad);
+});
