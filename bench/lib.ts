@@ -165,7 +165,8 @@ export function startBulb(o: BulbOptions = {}): Promise<Child> {
     BULB_RATE_LIMIT_PER_SEC: '10000000',
     BULB_RATE_LIMIT_BURST: '10000000',
     BULB_WEBHOOK_ALLOW_PRIVATE: 'true',
-    ...(o.databaseUrl ? { DATABASE_URL: o.databaseUrl } : { DATABASE_URL: '', BULB_DATA_DIR: 'memory://' }),
+    // Every process on one database shares one secret key (SPEC §15).
+    ...(o.databaseUrl ? { DATABASE_URL: o.databaseUrl, BULB_SECRET_KEY: Buffer.alloc(32, 'bulb-bench-secret-key').toString('base64') } : { DATABASE_URL: '', BULB_DATA_DIR: 'memory://' }),
     ...o.env,
   };
   const nodeArgs = o.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProfDir] : [];

@@ -21,6 +21,11 @@ export interface Config {
   /** How long a resolved token may be answered from memory (0: never). */
   authCacheMs: number;
   bodyLimitBytes: number;
+  /** BULB_SECRET_KEY: seals secrets at rest (SPEC §15). */
+  secretKey: Buffer | undefined;
+  /** BULB_SECRET_KEY_PREVIOUS: still opens values sealed before a key rotation. */
+  secretKeyPrevious: Buffer | undefined;
+  allowPlaintextSecrets: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -39,6 +44,17 @@ function bool(env: NodeJS.ProcessEnv, name: string, def: boolean): boolean {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+/** base64 of exactly 32 bytes; the value itself never appears in an error. */
+function secretKey(env: NodeJS.ProcessEnv, name: string): Buffer | undefined {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  const key = Buffer.from(raw, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== raw.replace(/=+$/, '')) {
+    throw new ConfigError(`${name} must be the base64 of 32 random bytes (make one with: openssl rand -base64 32); the value given is not (${raw.length} characters)`);
+  }
+  return key;
 }
 
 export function parseRetrySchedule(raw: string): number[] {
@@ -73,6 +89,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitBurst: int(env, 'BULB_RATE_LIMIT_BURST', 200, 1, 10_000_000),
     authCacheMs: int(env, 'BULB_AUTH_CACHE_MS', 0, 0, 600_000),
     bodyLimitBytes: 1024 * 1024,
+    secretKey: secretKey(env, 'BULB_SECRET_KEY'),
+    secretKeyPrevious: secretKey(env, 'BULB_SECRET_KEY_PREVIOUS'),
+    allowPlaintextSecrets: bool(env, 'BULB_ALLOW_PLAINTEXT_SECRETS', false),
   };
 }
 

@@ -1,4 +1,5 @@
-// Command line: `serve` (default) runs the API and/or webhook worker per BULB_ROLE; `migrate` only migrates.
+// Command line: `serve` (default) runs the API and/or webhook worker per BULB_ROLE; `migrate` only migrates;
+// `reencrypt` moves every stored secret to BULB_SECRET_KEY after a key rotation (SPEC §15).
 import { ConfigError, loadConfig } from './config.ts';
 import { openDb } from './db/open.ts';
 import { migrate } from './db/migrate.ts';
@@ -6,10 +7,14 @@ import { makeServices } from './services.ts';
 import { buildApp } from './http/app.ts';
 import { bootstrapAdminKey } from './auth/service.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
+import { resolveSecretBox } from './secrets/keys.ts';
+import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
 
 async function main() {
   const cmd = process.argv[2] ?? 'serve';
   const config = loadConfig();
+  if (!['serve', 'migrate', 'reencrypt'].includes(cmd)) throw new ConfigError(`unknown command "${cmd}" (use serve, migrate or reencrypt)`);
+  const keys = cmd === 'migrate' ? undefined : resolveSecretBox(config); // refuses before touching the database
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const applied = await migrate(db);
   if (cmd === 'migrate') {
@@ -17,7 +22,14 @@ async function main() {
     await db.close();
     return;
   }
-  if (cmd !== 'serve') throw new ConfigError(`unknown command "${cmd}" (use serve or migrate)`);
+  const secrets = await prepareSecrets(db, config, keys);
+  if (secrets.sealed) console.log(`sealed ${secrets.sealed} secret value(s) stored in clear by an older Bulb`);
+  if (cmd === 'reencrypt') {
+    const n = await reencryptAll(db, secrets.box);
+    console.log(`re-encrypted ${n} secret value(s); every stored secret is now under key id ${secrets.box.currentKeyId}`);
+    await db.close();
+    return;
+  }
 
   const services = makeServices(db, config);
   const { created } = await bootstrapAdminKey(db, config.adminKey);
@@ -36,6 +48,7 @@ async function main() {
   }
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);
+  console.log(secrets.notice);
   if (created) {
     console.log(`\nFirst start: created an admin API key. It is shown only this once; keep it safe:\n\n  ${created}\n\n` +
       `Try:  curl -H "Authorization: Bearer ${created}" ${address}/api/2025-04/crm/customers\n`);

@@ -2,6 +2,7 @@
 // release claims, find the next due time, queue gauges, retention.
 import type { Queryable } from '../db/db.ts';
 import type { SubscriptionRow } from './store.ts';
+import { openSecret } from '../secrets/active.ts';
 
 /** A claimed delivery, with what sending it needs of its event and subscription. */
 export interface Claimed
@@ -59,7 +60,8 @@ export async function claimDue(db: Queryable, limit: number, leaseMs: number, to
        CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret END AS previous_secret`,
     [limit, leaseMs, token],
   );
-  return r.rows;
+  // Secrets are stored sealed (SPEC §15): open them for signing and sending.
+  return r.rows.map((c) => ({ ...c, signing_secret: openSecret(c.signing_secret), previous_secret: openSecret(c.previous_secret), bearer_token: openSecret(c.bearer_token), basic_password: openSecret(c.basic_password) }));
 }
 
 export interface AttemptResult {

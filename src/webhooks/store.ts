@@ -20,6 +20,13 @@ export interface SubscriptionRow {
 }
 
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
+import { openSecret, sealSecret } from '../secrets/active.ts';
+
+/** Secrets are stored sealed (SPEC §15, src/secrets/): rows leave this file with them in clear. */
+function clear<R extends SubscriptionRow | undefined>(r: R): R {
+  if (!r) return r;
+  return { ...r, signing_secret: openSecret(r.signing_secret), previous_secret: openSecret(r.previous_secret), bearer_token: openSecret(r.bearer_token), basic_password: openSecret(r.basic_password) };
+}
 
 const SUB_COLS = `id, uuid, url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version,
   signing_secret, previous_secret, previous_secret_expires_at, created_at, updated_at`;
@@ -39,9 +46,9 @@ export async function insertSubscription(db: Queryable, w: SubscriptionWrite, se
   const r = await db.query<SubscriptionRow>(
     `INSERT INTO webhook_subscriptions (url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version, signing_secret)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${SUB_COLS}`,
-    [w.url, w.eventType, w.isActive, w.authMethod, w.bearerToken, w.basicUsername, w.basicPassword, w.webhookVersion, secret],
+    [w.url, w.eventType, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, sealSecret(secret)],
   );
-  return r.rows[0];
+  return clear(r.rows[0]);
 }
 
 export async function updateSubscription(db: Queryable, id: string, w: SubscriptionWrite): Promise<SubscriptionRow> {
@@ -49,9 +56,9 @@ export async function updateSubscription(db: Queryable, id: string, w: Subscript
     `UPDATE webhook_subscriptions SET url = $2, event_type = $3, is_active = $4, auth_method = $5, bearer_token = $6,
        basic_username = $7, basic_password = $8, webhook_version = $9, updated_at = clock_timestamp()
      WHERE id = $1 RETURNING ${SUB_COLS}`,
-    [id, w.url, w.eventType, w.isActive, w.authMethod, w.bearerToken, w.basicUsername, w.basicPassword, w.webhookVersion],
+    [id, w.url, w.eventType, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion],
   );
-  return r.rows[0];
+  return clear(r.rows[0]);
 }
 
 export async function findSubscription(db: Queryable, uuid: string, lock = false): Promise<SubscriptionRow | undefined> {
@@ -59,7 +66,7 @@ export async function findSubscription(db: Queryable, uuid: string, lock = false
     `SELECT ${SUB_COLS} FROM webhook_subscriptions WHERE uuid = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
     [uuid],
   );
-  return r.rows[0];
+  return clear(r.rows[0]);
 }
 
 export async function listSubscriptions(db: Queryable, q: { eventType?: string; isActive?: boolean; limit: number }, after: string | null): Promise<SubscriptionRow[]> {
@@ -70,7 +77,7 @@ export async function listSubscriptions(db: Queryable, q: { eventType?: string; 
      ORDER BY id LIMIT $4`,
     [q.eventType ?? null, q.isActive ?? null, after, q.limit + 1],
   );
-  return r.rows;
+  return r.rows.map(clear);
 }
 
 /** Soft-deletes and cancels every pending delivery (an attempt in flight finishes but changes nothing). */
@@ -88,9 +95,9 @@ export async function rotateSecret(db: Queryable, id: string, secret: string, gr
     `UPDATE webhook_subscriptions SET previous_secret = signing_secret, signing_secret = $2,
        previous_secret_expires_at = clock_timestamp() + $3 * interval '1 second', updated_at = clock_timestamp()
      WHERE id = $1 RETURNING ${SUB_COLS}`,
-    [id, secret, graceSec],
+    [id, sealSecret(secret), graceSec],
   );
-  return r.rows[0];
+  return clear(r.rows[0]);
 }
 
 /** Wakes every dispatcher (delivered on commit when called inside a transaction). */

@@ -7,6 +7,8 @@ import type { Db } from '../../src/db/db.ts';
 import { PgDb } from '../../src/db/pg.ts';
 import { PgliteDb } from '../../src/db/pglite.ts';
 import { migrate, migrationFiles } from '../../src/db/migrate.ts';
+import { AesGcmBox } from '../../src/secrets/box.ts';
+import { installSecretBox } from '../../src/secrets/active.ts';
 
 export type Backend = 'pglite' | 'pg';
 export const CI = process.env.CI === 'true' || process.env.CI === '1';
@@ -95,7 +97,12 @@ export interface TestDb {
   close(): Promise<void>;
 }
 
+/** Every test process and child seals secrets under this key (so encryption runs on both engines). */
+export const TEST_SECRET_KEY = Buffer.alloc(32, 'bulb-test-secret-key').toString('base64');
+
 export async function freshDb(backend: Backend, poolSize = 10): Promise<TestDb> {
+  // Tests that write through store functions without a server seal like a server would.
+  installSecretBox(new AesGcmBox(Buffer.from(TEST_SECRET_KEY, 'base64')));
   if (backend === 'pglite') {
     const db = await PgliteDb.open('memory://', await pgliteSnapshot());
     return { db, backend, close: () => db.close() };

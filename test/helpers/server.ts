@@ -5,6 +5,8 @@ import { makeServices, type Services } from '../../src/services.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { bootstrapAdminKey } from '../../src/auth/service.ts';
 import type { Db } from '../../src/db/db.ts';
+import { prepareSecrets } from '../../src/secrets/startup.ts';
+import { TEST_SECRET_KEY } from './db.ts';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
@@ -19,7 +21,8 @@ export interface TestServer {
 }
 
 export async function startServer(db: Db, env: Record<string, string> = {}): Promise<TestServer> {
-  const config = loadConfig({ BULB_LOG_LEVEL: 'silent', BULB_ADMIN_KEY: ADMIN_KEY, BULB_RATE_LIMIT_PER_SEC: '100000', BULB_RATE_LIMIT_BURST: '100000', ...env });
+  const config = loadConfig({ BULB_LOG_LEVEL: 'silent', BULB_ADMIN_KEY: ADMIN_KEY, BULB_RATE_LIMIT_PER_SEC: '100000', BULB_RATE_LIMIT_BURST: '100000', BULB_SECRET_KEY: TEST_SECRET_KEY, ...env });
+  await prepareSecrets(db, config);
   const services = makeServices(db, config);
   await bootstrapAdminKey(db, config.adminKey);
   const app = await buildApp(services, { logger: false });

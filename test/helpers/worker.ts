@@ -2,6 +2,8 @@
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
 import { Dispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.ts';
+import { prepareSecrets } from '../../src/secrets/startup.ts';
+import { TEST_SECRET_KEY } from './db.ts';
 
 export interface TestWorker {
   dispatcher: Dispatcher;
@@ -10,7 +12,8 @@ export interface TestWorker {
 }
 
 export async function startWorker(db: Db, env: Record<string, string> = {}, opts: DispatcherOptions = {}): Promise<TestWorker> {
-  const config = loadConfig({ BULB_LOG_LEVEL: 'silent', ...env });
+  const config = loadConfig({ BULB_LOG_LEVEL: 'silent', BULB_SECRET_KEY: TEST_SECRET_KEY, ...env });
+  await prepareSecrets(db, config);
   const log = process.env.DEBUG_WEBHOOKS ? (m: string, e?: unknown) => console.error(m, e) : () => {};
   const dispatcher = new Dispatcher(db, config, { log, ...opts });
   await dispatcher.start();

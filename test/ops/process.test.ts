@@ -10,7 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
+import { TEST_SECRET_KEY, freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -126,6 +126,7 @@ describe('process', () => {
     if (await postgresAvailable()) {
       tdb = await freshDb('pg');
       env.DATABASE_URL = tdb.url!;
+      env.BULB_SECRET_KEY = TEST_SECRET_KEY;
     } else {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-logs-'));
       dirs.push(dataDir);

@@ -1,6 +1,7 @@
 // Spawns `node --import tsx src/main.ts serve` as a child process on a test PostgreSQL database.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { TEST_SECRET_KEY } from '../helpers/db.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -15,7 +16,7 @@ export interface Child {
 export async function spawnBulb(env: Record<string, string>): Promise<Child> {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
     cwd: root,
-    env: { ...process.env, PORT: '0', BULB_LOG_LEVEL: 'silent', BULB_ADMIN_KEY: 'test-admin-key-0123456789abcdef', ...env },
+    env: { ...process.env, PORT: '0', BULB_LOG_LEVEL: 'silent', BULB_ADMIN_KEY: 'test-admin-key-0123456789abcdef', BULB_SECRET_KEY: TEST_SECRET_KEY, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -1,0 +1,72 @@
+// At start: choose the secret box, refuse to start if stored values are sealed under a key this process
+// does not have, seal clear text left by an older Bulb (once, under an advisory lock), install the box.
+// `npm run reencrypt` moves every value to the current key after a key rotation.
+import type { Db, Queryable } from '../db/db.ts';
+import { ConfigError, type Config } from '../config.ts';
+import { installSecretBox } from './active.ts';
+import type { SecretBox } from './box.ts';
+import { resolveSecretBox, type ResolvedBox } from './keys.ts';
+import * as store from './store.ts';
+
+const LOCK_KEY = 0x62756c63; // one process at a time rewrites secret columns
+const BATCH = 500;
+
+export interface PreparedSecrets {
+  box: SecretBox;
+  notice: string;
+  /** Clear-text values sealed by this start. */
+  sealed: number;
+}
+
+/** `resolved` defaults to resolveSecretBox(config); main resolves it before opening the database (fail fast). */
+export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedBox = resolveSecretBox(config)): Promise<PreparedSecrets> {
+  const { box, notice } = resolved;
+  const sealed = await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
+    const unknown = (await store.keyIdsInUse(tx)).filter((k) => !box.keyIds.includes(k));
+    if (unknown.length) {
+      throw new ConfigError(
+        `stored secrets are sealed under key id ${unknown.join(', ')}, which ${box.plaintext ? 'needs BULB_SECRET_KEY' : 'is neither BULB_SECRET_KEY nor BULB_SECRET_KEY_PREVIOUS'}: ` +
+          'start with the key they were sealed under (as BULB_SECRET_KEY, or as BULB_SECRET_KEY_PREVIOUS beside a new key, then npm run reencrypt)',
+      );
+    }
+    if (box.plaintext) return 0;
+    return rewrite(tx, box, null);
+  });
+  installSecretBox(box);
+  return { box, notice, sealed };
+}
+
+/** Seals every value not yet under the current key. Returns how many values changed. */
+export async function reencryptAll(db: Db, box: SecretBox): Promise<number> {
+  if (box.plaintext || !box.currentKeyId) throw new ConfigError('reencrypt needs BULB_SECRET_KEY (the new key) and BULB_SECRET_KEY_PREVIOUS (the old one)');
+  let total = 0;
+  for (;;) {
+    const n = await db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
+      return rewrite(tx, box, box.currentKeyId!, BATCH);
+    });
+    total += n;
+    if (n === 0) return total;
+  }
+}
+
+/** keyId null: seal clear text only; else also re-seal values under other keys. At most `limit` per column. */
+async function rewrite(tx: Queryable, box: SecretBox, keyId: string | null, limit = Infinity): Promise<number> {
+  let n = 0;
+  for (const { table, columns } of store.SECRET_COLUMNS) {
+    for (const column of columns) {
+      let after = '0';
+      for (let done = 0; done < limit; ) {
+        const rows = await store.valuesToSeal(tx, table, column, keyId, after, Math.min(BATCH, limit - done));
+        for (const r of rows) {
+          if (await store.replaceValue(tx, table, column, r.id, r.value, box.seal(box.open(r.value)))) n++;
+        }
+        done += rows.length;
+        if (rows.length === 0) break;
+        after = rows[rows.length - 1].id;
+      }
+    }
+  }
+  return n;
+}
