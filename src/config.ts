@@ -26,6 +26,10 @@ export interface Config {
   /** BULB_SECRET_KEY_PREVIOUS: still opens values sealed before a key rotation. */
   secretKeyPrevious: Buffer | undefined;
   allowPlaintextSecrets: boolean;
+  /** How long after a merge it may be undone (SPEC §13). */
+  unmergeWindowDays: number;
+  /** Region for phone numbers written without a country code (ISO 3166 alpha-2, SPEC §14). */
+  defaultPhoneRegion: string;
 }
 
 export class ConfigError extends Error {}
@@ -66,6 +70,12 @@ export function parseRetrySchedule(raw: string): number[] {
   return out;
 }
 
+function phoneRegion(raw: string): string {
+  const r = raw.trim().toUpperCase();
+  if (!/^[A-Z]{2}$/.test(r)) throw new ConfigError(`BULB_DEFAULT_PHONE_REGION must be a two-letter country code, got "${raw}"`);
+  return r;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const role = (env.BULB_ROLE || 'all') as Role;
   if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`BULB_ROLE must be api, worker or all, got "${role}"`);
@@ -92,6 +102,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: secretKey(env, 'BULB_SECRET_KEY'),
     secretKeyPrevious: secretKey(env, 'BULB_SECRET_KEY_PREVIOUS'),
     allowPlaintextSecrets: bool(env, 'BULB_ALLOW_PLAINTEXT_SECRETS', false),
+    unmergeWindowDays: int(env, 'BULB_UNMERGE_WINDOW_DAYS', 30, 0, 36500),
+    defaultPhoneRegion: phoneRegion(env.BULB_DEFAULT_PHONE_REGION || 'US'),
   };
 }
 

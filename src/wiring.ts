@@ -11,10 +11,11 @@ import { dataRoutes } from './crm/attached/routes.ts';
 import { mergeRoutes } from './crm/merge/routes.ts';
 import { bulkItemsArePatches } from './http/versioning/changes/2026-11-bulk-patch.ts';
 import { eventRoutes } from './events/routes.ts';
+import { mergeUndoneAt } from './http/versioning/changes/2026-11-merge-undone-at.ts';
 
 export function allRoutes(s: Services): RouteDef[] {
   return [...customerRoutes(s), ...bulkRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s)];
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */
-export const allChanges: VersionChange[] = [bulkItemsArePatches];
+export const allChanges: VersionChange[] = [bulkItemsArePatches, mergeUndoneAt];

@@ -3,7 +3,7 @@
 // delivery workers (NOTIFY is delivered on commit, so workers never see an uncommitted event).
 import type { Queryable } from '../db/db.ts';
 
-export const EVENT_TYPES = ['customerCreate', 'customerUpdate', 'customerMerge', 'customerNoteCreate', 'customerNoteUpdate', 'webhookTest'] as const;
+export const EVENT_TYPES = ['customerCreate', 'customerUpdate', 'customerMerge', 'customerUnmerge', 'customerNoteCreate', 'customerNoteUpdate', 'webhookTest'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** The NOTIFY channel webhook dispatchers listen on. */

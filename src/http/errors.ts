@@ -18,6 +18,7 @@ const STATUS_OF: Record<string, number> = {
   MethodNotAllowed: 405,
   Conflict: 409,
   CustomerDisabled: 409,
+  MergeNotUndoable: 409,
   PayloadTooLarge: 413,
   UnsupportedMediaType: 415,
   RateLimited: 429,

@@ -15,7 +15,7 @@ const BASE = '/integrations/webhooks';
 const SUBS = `${BASE}/subscriptions`;
 
 const RESOURCE_OF: Record<string, string> = {
-  customerCreate: 'Customer', customerUpdate: 'Customer', customerMerge: 'Customer',
+  customerCreate: 'Customer', customerUpdate: 'Customer', customerMerge: 'Customer', customerUnmerge: 'Customer',
   customerNoteCreate: 'CustomerNote', customerNoteUpdate: 'CustomerNote', webhookTest: 'WebhookSubscription',
 };
 

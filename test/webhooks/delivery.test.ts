@@ -42,7 +42,7 @@ await describeEachDb('webhook delivery', (ctx) => {
   it('lists event types and manages subscriptions without ever returning credentials', async () => {
     const types = await api().get('/integrations/webhooks/eventTypes');
     assert.equal(types.status, 200);
-    assert.deepEqual(types.body.data.map((t: any) => t.eventType), ['customerCreate', 'customerUpdate', 'customerMerge', 'customerNoteCreate', 'customerNoteUpdate', 'webhookTest']);
+    assert.deepEqual(types.body.data.map((t: any) => t.eventType), ['customerCreate', 'customerUpdate', 'customerMerge', 'customerUnmerge', 'customerNoteCreate', 'customerNoteUpdate', 'webhookTest']);
     const created = await subscribe({ authMethod: 'BEARER', bearerToken: 'tok-secret-1', isActive: false });
     assert.match(created.signingSecret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     assert.equal(Buffer.from(created.signingSecret.slice(6), 'base64').length, 32);

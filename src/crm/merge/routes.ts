@@ -2,7 +2,8 @@
 //   2025-04+           POST /crm/customers/{externalId}/merge {"mergeWithCustomerIds"} → MergeResult (?dryRun=true)
 //   2022-04 … 2022-08  PUT  /crm/customers/{uuid}/merge {"ids":[uuid…]} → the primary Customer
 //   2022-04 … 2022-08  PUT  /crm/customers/{externalId}/merge_by_external_id {"ids":[externalId…]} → the primary Customer
-// and the merge history GET /crm/customers/{id}/merges (2022-08+).
+// the merge history GET /crm/customers/{id}/merges (2022-08+), and the undo (2026-11):
+//   POST /crm/merges/{mergeUuid}/undo → UndoResult (?dryRun=true; Idempotency-Key).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
@@ -18,6 +19,7 @@ import { idempotent, keyOf } from '../idempotency/service.ts';
 import * as S from './schema.ts';
 import { checkRequest, DryRunRollback, mergeCustomers, type MergeInput, type MergeOutcome } from './service.ts';
 import * as store from './store.ts';
+import { undoMerge, UndoDryRun, type UndoOutcome } from './undo.ts';
 
 export function shapeMergeResult(o: MergeOutcome): S.MergeResultT {
   return {
@@ -39,7 +41,10 @@ const shapeRecord = (m: store.MergeRow) => ({
   tokenUuid: m.principal_uuid,
   source: m.source,
   createdAt: isoNN(m.created_at),
+  undoneAt: m.undone_at ? isoNN(m.undone_at) : null,
 });
+
+const shapeUndo = (o: UndoOutcome): S.UndoResultT => ({ ...o, primary: shapeCustomer(o.primary) });
 
 /** Every door: body checks, then (under the Idempotency-Key, if any) the merge in a retried transaction. */
 async function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, field: string, shape: (o: MergeOutcome) => unknown) {
@@ -65,7 +70,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'customers.merge', method: 'POST', path: '/crm/customers/:id/merge', since: '2025-04',
       summary: 'Merge secondary customers (by externalId) into the primary; ?dryRun=true previews the counts',
-      schema: { params: S.ExternalIdParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult } },
+      schema: { params: S.ExternalIdParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
         const body = req.body as { mergeWithCustomerIds: string[] };
@@ -76,7 +81,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     {
       ...legacy, id: 'customers.mergeByUuid', path: '/crm/customers/:id/merge',
       summary: 'Legacy merge by Bulb uuids; answers the primary customer',
-      schema: { params: S.UuidParams, body: S.LegacyUuidBody, response: { 200: Customer } },
+      schema: { params: S.UuidParams, body: S.LegacyUuidBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
         const { ids } = req.body as { ids: string[] };
@@ -86,7 +91,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     {
       ...legacy, id: 'customers.mergeByExternalId', path: '/crm/customers/:id/merge_by_external_id',
       summary: 'Legacy merge by externalIds; answers the primary customer',
-      schema: { params: S.ExternalIdParams, body: S.LegacyExternalIdBody, response: { 200: Customer } },
+      schema: { params: S.ExternalIdParams, body: S.LegacyExternalIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
         const { ids } = req.body as { ids: string[] };
@@ -96,7 +101,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'customers.merges', method: 'GET', path: '/crm/customers/:id/merges', scope: 'read', since: '2022-08',
       summary: 'Merge history of a customer (as primary or as secondary), oldest first',
-      schema: { params: CustomerIdParams, querystring: S.MergesQuery, response: { 200: Page(S.MergeRecord) } },
+      schema: { params: CustomerIdParams, querystring: S.MergesQuery, response: { 200: Page(S.MergeRecord), ...S.errorsFor(400, 401, 403, 404) } },
       handler: async (req) => {
         const { id } = req.params as { id: string };
         const q = req.query as { limit?: number; cursor?: string };
@@ -104,6 +109,26 @@ export function mergeRoutes(s: Services): RouteDef[] {
         if (!c) throw notFound(`customer "${id}" not found`, 'id');
         const limit = q.limit ?? 50;
         return pageOf(await store.listMerges(s.db, c.id, decodeCursor(q.cursor), limit), limit, shapeRecord);
+      },
+    },
+    {
+      ...base, id: 'merges.undo', method: 'POST', path: '/crm/merges/:mergeUuid/undo', since: '2026-11',
+      summary: 'Undo a merge within BULB_UNMERGE_WINDOW_DAYS: secondaries active again, journaled rows moved back; ?dryRun=true previews',
+      schema: { params: S.MergeUuidParams, querystring: S.UndoQuery, response: { 200: S.UndoResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
+      handler: async (req, reply) => {
+        const { mergeUuid } = req.params as { mergeUuid: string };
+        const dryRun = (req.query as { dryRun?: boolean }).dryRun === true;
+        const input = { mergeUuid: mergeUuid.toLowerCase(), dryRun, windowDays: s.config.unmergeWindowDays, source: sourceOf(req, s) };
+        const key = keyOf(req);
+        try {
+          const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => ({ status: 200, body: shapeUndo(await undoMerge(tx, input)) })), 10);
+          if (answer.replayed) reply.header('idempotent-replayed', 'true');
+          reply.code(answer.status);
+          return answer.body;
+        } catch (err) {
+          if (err instanceof UndoDryRun) return shapeUndo(err.outcome);
+          throw err;
+        }
       },
     },
   ];

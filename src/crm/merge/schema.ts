@@ -40,5 +40,25 @@ export const MergeRecord = Type.Object({
   tokenUuid: Type.Union([Type.String(), Type.Null()], { description: 'the API key or auth client that asked' }),
   source: Type.String(),
   createdAt: Type.String({ format: 'date-time' }),
+  undoneAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'when the merge was undone (2026-11); null if it stands' }),
 });
 export const MergesQuery = Type.Object({ ...PageQuery }, closed);
+
+/** The SPEC §3 error body, for the error statuses a route declares. */
+export const ErrorBody = Type.Object({
+  errors: Type.Array(Type.Object({ message: Type.String(), errorCode: Type.String(), moreInfo: Type.String() })),
+});
+export const errorsFor = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ErrorBody]));
+
+export const MergeUuidParams = Type.Object({ mergeUuid: Type.String({ format: 'uuid', description: 'uuid of the merge (mergeUuid of its MergeResult)' }) });
+export const UndoQuery = Type.Object({ dryRun: Type.Optional(Type.Boolean({ default: false, description: 'compute what would move back, change nothing' })) }, closed);
+export const UndoResult = Type.Object({
+  mergeUuid: Type.String({ format: 'uuid' }),
+  undone: Type.Boolean({ description: 'true once undone; false for a dry run' }),
+  primary: Customer,
+  restoredCustomerIds: Type.Array(Type.String(), { description: 'externalIds of the secondaries, active again' }),
+  movedBack: MovedSchema,
+  associationsRestored: Type.Integer({ description: 'associations the merge removed as duplicates, re-created' }),
+  dryRun: Type.Boolean(),
+});
+export type UndoResultT = Static<typeof UndoResult>;

@@ -99,14 +99,15 @@ export async function mergeCustomers(tx: Queryable, input: MergeInput): Promise<
   const primaryBefore = input.dryRun ? await customers.findCustomerById(tx, primaryId) : undefined;
   const secondaryExternalIds = secondaryIds.map((id) => locked.get(id)!.external_id);
   if (pending.length > 0) {
-    for (const [key, table] of store.MOVED_TABLES) moved[key] = await store.moveRows(tx, table, primaryId, pending);
-    duplicatesRemoved = await store.dedupeAssociations(tx, primaryId, pending);
-    moved.associates = await store.moveRows(tx, 'customer_associates', primaryId, pending);
-    const changed = await store.disableAndRepoint(tx, primaryId, pending);
+    // The record comes first so the journal can refer to it (a dry run rolls it back with the rest).
+    const rec = await store.insertMerge(tx, { primary: primaryId, secondaries: pending, principalUuid: input.principalUuid, source: input.source });
+    for (const [key, table] of store.MOVED_TABLES) moved[key] = await store.moveRows(tx, rec.id, table, primaryId, pending);
+    duplicatesRemoved = await store.dedupeAssociations(tx, rec.id, primaryId, pending);
+    moved.associates = await store.moveRows(tx, rec.id, 'customer_associates', primaryId, pending);
+    const changed = await store.disableAndRepoint(tx, rec.id, primaryId, pending);
     await store.touch(tx, primaryId);
-    if (!input.dryRun) {
-      mergeUuid = await store.insertMerge(tx, { primary: primaryId, secondaries: pending, moved, duplicatesRemoved, principalUuid: input.principalUuid, source: input.source });
-    }
+    await store.finishMerge(tx, rec.id, moved, duplicatesRemoved);
+    if (!input.dryRun) mergeUuid = rec.uuid;
     const ev = (eventType: 'customerMerge' | 'customerUpdate', c: { uuid: string; external_id: string }): NewEvent => ({
       eventType, resourceType: 'Customer', resource: { uuid: c.uuid, externalId: c.external_id }, source: input.source,
     });

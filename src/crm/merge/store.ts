@@ -49,34 +49,65 @@ export const MOVED_TABLES: [keyof Moved, string][] = [
   ['preferences', 'preferences'], ['productShares', 'product_shares'],
 ];
 
-export async function moveRows(tx: Queryable, table: string, primary: string, secondaries: string[]): Promise<number> {
-  const r = await tx.query(`UPDATE ${table} SET customer_id = $1 WHERE customer_id = ANY($2::bigint[])`, [primary, secondaries]);
-  return r.rowCount;
+/**
+ * Moves every row of the secondaries to the primary and, in the same statement, journals the ids moved
+ * per former customer (one merge_moves row per (table, secondary) with an array of ids).
+ */
+export async function moveRows(tx: Queryable, mergeId: string, table: string, primary: string, secondaries: string[]): Promise<number> {
+  const r = await tx.query<{ n: number }>(
+    `WITH moved AS (
+       UPDATE ${table} t SET customer_id = $1 FROM unnest($2::bigint[]) AS s(cid)
+       WHERE t.customer_id = s.cid RETURNING t.id, s.cid
+     ), journal AS (
+       INSERT INTO merge_moves (merge_id, table_name, from_customer, row_ids)
+       SELECT $3, $4, cid, array_agg(id) FROM moved GROUP BY cid
+     )
+     SELECT count(*)::int AS n FROM moved`,
+    [primary, secondaries, mergeId, table],
+  );
+  return r.rows[0].n;
 }
 
 /**
  * Removes the secondaries' associations that would duplicate one per associate on the primary:
  * the primary's own row wins, else the oldest. Returns how many were removed.
  */
-export async function dedupeAssociations(tx: Queryable, primary: string, secondaries: string[]): Promise<number> {
-  const r = await tx.query(
-    `DELETE FROM customer_associates WHERE id IN (
-       SELECT id FROM (
-         SELECT id, row_number() OVER (PARTITION BY associate_id ORDER BY (customer_id = $1) DESC, id) AS rn
-         FROM customer_associates WHERE customer_id = $1 OR customer_id = ANY($2::bigint[])
-       ) ranked WHERE rn > 1)`,
-    [primary, secondaries],
+export async function dedupeAssociations(tx: Queryable, mergeId: string, primary: string, secondaries: string[]): Promise<number> {
+  const r = await tx.query<{ n: number }>(
+    `WITH removed AS (
+       DELETE FROM customer_associates WHERE id IN (
+         SELECT id FROM (
+           SELECT id, row_number() OVER (PARTITION BY associate_id ORDER BY (customer_id = $1) DESC, id) AS rn
+           FROM customer_associates WHERE customer_id = $1 OR customer_id = ANY($2::bigint[])
+         ) ranked WHERE rn > 1)
+       RETURNING id, uuid, customer_id, associate_id, role, created_at
+     ), journal AS (
+       INSERT INTO merge_removed_associations (merge_id, id, uuid, customer_id, associate_id, role, created_at)
+       SELECT $3, id, uuid, customer_id, associate_id, role, created_at FROM removed
+     )
+     SELECT count(*)::int AS n FROM removed`,
+    [primary, secondaries, mergeId],
   );
-  return r.rowCount;
+  return r.rows[0].n;
 }
 
-/** Disables the secondaries (pointing at the primary) and re-points customers merged into them. */
-export async function disableAndRepoint(tx: Queryable, primary: string, secondaries: string[]): Promise<{ uuid: string; external_id: string }[]> {
+/**
+ * Disables the secondaries (pointing at the primary) and re-points customers merged into them, recording
+ * in the merge row who was re-pointed from which survivor (for the undo).
+ */
+export async function disableAndRepoint(tx: Queryable, mergeId: string, primary: string, secondaries: string[]): Promise<{ uuid: string; external_id: string }[]> {
   const r = await tx.query<{ uuid: string; external_id: string }>(
-    `UPDATE customers SET status = 'disabled', merged_into = $1, updated_at = clock_timestamp()
+    `WITH old AS (
+       SELECT id, merged_into FROM customers WHERE merged_into = ANY($2::bigint[])
+     ), rec AS (
+       UPDATE merges SET repointed_ids = coalesce((SELECT array_agg(id ORDER BY id) FROM old), '{}'),
+         repointed_from = coalesce((SELECT array_agg(merged_into ORDER BY id) FROM old), '{}')
+       WHERE id = $3
+     )
+     UPDATE customers SET status = 'disabled', merged_into = $1, updated_at = clock_timestamp()
      WHERE id = ANY($2::bigint[]) OR merged_into = ANY($2::bigint[])
      RETURNING uuid, external_id`,
-    [primary, secondaries],
+    [primary, secondaries, mergeId],
   );
   return r.rows;
 }
@@ -85,16 +116,21 @@ export async function touch(tx: Queryable, id: string): Promise<void> {
   await tx.query('UPDATE customers SET updated_at = clock_timestamp() WHERE id = $1', [id]);
 }
 
+/** The merge record, written first so the journal can refer to it; counts are filled in by finishMerge. */
 export async function insertMerge(
   tx: Queryable,
-  m: { primary: string; secondaries: string[]; moved: Moved; duplicatesRemoved: number; principalUuid: string | null; source: string },
-): Promise<string> {
-  const r = await tx.query<{ uuid: string }>(
+  m: { primary: string; secondaries: string[]; principalUuid: string | null; source: string },
+): Promise<{ id: string; uuid: string }> {
+  const r = await tx.query<{ id: string; uuid: string }>(
     `INSERT INTO merges (primary_id, secondary_ids, moved, duplicates_removed, principal_uuid, source)
-     VALUES ($1, $2::bigint[], $3, $4, $5, $6) RETURNING uuid`,
-    [m.primary, m.secondaries, JSON.stringify(m.moved), m.duplicatesRemoved, m.principalUuid, m.source],
+     VALUES ($1, $2::bigint[], '{}', 0, $3, $4) RETURNING id, uuid`,
+    [m.primary, m.secondaries, m.principalUuid, m.source],
   );
-  return r.rows[0].uuid;
+  return r.rows[0];
+}
+
+export async function finishMerge(tx: Queryable, id: string, moved: Moved, duplicatesRemoved: number): Promise<void> {
+  await tx.query('UPDATE merges SET moved = $2, duplicates_removed = $3 WHERE id = $1', [id, JSON.stringify(moved), duplicatesRemoved]);
 }
 
 export interface MergeRow {
@@ -108,13 +144,14 @@ export interface MergeRow {
   principal_uuid: string | null;
   source: string;
   created_at: string;
+  undone_at: string | null;
 }
 
 /** Merges where the customer is primary or secondary, oldest first, after the cursor. */
 export async function listMerges(db: Queryable, customerId: string, afterId: string | null, limit: number): Promise<MergeRow[]> {
   const r = await db.query<MergeRow>(
     `SELECT g.id, g.uuid, p.uuid AS primary_uuid, p.external_id AS primary_external_id, g.moved, g.duplicates_removed,
-       g.principal_uuid, g.source, g.created_at,
+       g.principal_uuid, g.source, g.created_at, g.undone_at,
        (SELECT coalesce(json_agg(json_build_object('uuid', s.uuid, 'externalId', s.external_id) ORDER BY u.ord), '[]'::json)
           FROM unnest(g.secondary_ids) WITH ORDINALITY AS u(sid, ord) JOIN customers s ON s.id = u.sid) AS secondaries
      FROM merges g JOIN customers p ON p.id = g.primary_id

@@ -1,0 +1,82 @@
+// SQL of the merge undo (SPEC §13): reads a merge's journal and puts back exactly what it moved,
+// removed and re-pointed. Every statement is set-based (one per table, whatever the row count).
+import type { Queryable } from '../../db/db.ts';
+
+export interface MergeToUndo {
+  id: string;
+  uuid: string;
+  primary_id: string;
+  secondary_ids: string[];
+  repointed_ids: string[];
+  repointed_from: string[];
+  created_at: string;
+  undone_at: string | null;
+  expired: boolean;
+}
+
+/** The merge record, locked (two undos of one merge queue here), with whether its window has passed. */
+export async function lockMerge(tx: Queryable, uuid: string, windowDays: number): Promise<MergeToUndo | undefined> {
+  const r = await tx.query<MergeToUndo>(
+    `SELECT id, uuid, primary_id, secondary_ids, repointed_ids, repointed_from, created_at, undone_at,
+       created_at < now() - make_interval(days => $2) AS expired
+     FROM merges WHERE uuid = $1 FOR UPDATE`,
+    [uuid, windowDays],
+  );
+  return r.rows[0];
+}
+
+/** A later merge (not undone) that has one of these customers among its secondaries. */
+export async function laterMergeOf(tx: Queryable, mergeId: string, customerIds: string[]): Promise<{ uuid: string } | undefined> {
+  const r = await tx.query<{ uuid: string }>(
+    `SELECT uuid FROM merges WHERE id > $1 AND undone_at IS NULL AND secondary_ids && $2::bigint[] ORDER BY id DESC LIMIT 1`,
+    [mergeId, customerIds],
+  );
+  return r.rows[0];
+}
+
+/** Moves the journaled rows of one table back to their former customers (only those still on the primary). */
+export async function moveBack(tx: Queryable, mergeId: string, table: string, primary: string): Promise<number> {
+  const r = await tx.query(
+    `UPDATE ${table} t SET customer_id = j.from_customer
+     FROM (SELECT from_customer, unnest(row_ids) AS id FROM merge_moves WHERE merge_id = $1 AND table_name = $2) j
+     WHERE t.id = j.id AND t.customer_id = $3`,
+    [mergeId, table, primary],
+  );
+  return r.rowCount;
+}
+
+/** Re-inserts the associations removed as duplicates (same id and uuid), unless that pair exists again. */
+export async function restoreAssociations(tx: Queryable, mergeId: string): Promise<number> {
+  const r = await tx.query(
+    `INSERT INTO customer_associates (id, uuid, customer_id, associate_id, role, created_at) OVERRIDING SYSTEM VALUE
+     SELECT id, uuid, customer_id, associate_id, role, created_at FROM merge_removed_associations WHERE merge_id = $1 ORDER BY id
+     ON CONFLICT DO NOTHING`,
+    [mergeId],
+  );
+  return r.rowCount;
+}
+
+/** Secondaries active again, merged into nobody. */
+export async function reactivate(tx: Queryable, ids: string[]): Promise<{ uuid: string; external_id: string }[]> {
+  const r = await tx.query<{ uuid: string; external_id: string }>(
+    `UPDATE customers SET status = 'active', merged_into = NULL, updated_at = clock_timestamp()
+     WHERE id = ANY($1::bigint[]) RETURNING uuid, external_id`,
+    [ids],
+  );
+  return r.rows;
+}
+
+/** Customers the merge re-pointed point to their former survivor again. */
+export async function repointBack(tx: Queryable, ids: string[], from: string[]): Promise<{ uuid: string; external_id: string }[]> {
+  if (ids.length === 0) return [];
+  const r = await tx.query<{ uuid: string; external_id: string }>(
+    `UPDATE customers c SET merged_into = r.former, updated_at = clock_timestamp()
+     FROM unnest($1::bigint[], $2::bigint[]) AS r(id, former) WHERE c.id = r.id RETURNING c.uuid, c.external_id`,
+    [ids, from],
+  );
+  return r.rows;
+}
+
+export async function markUndone(tx: Queryable, id: string): Promise<void> {
+  await tx.query('UPDATE merges SET undone_at = clock_timestamp() WHERE id = $1', [id]);
+}
