@@ -1,14 +1,17 @@
-// The webhook worker: claims due deliveries in batches under a lease, sends them concurrently (never
-// inside a transaction), writes outcomes in batches, and sleeps until a NOTIFY or the next due time.
+// The webhook worker: one lane per subscription (lanes.ts) with its own adaptive in-flight ceiling and
+// connection pool; claims due deliveries only for lanes with room and known work (named by NOTIFY, by a
+// full claim, by a due time, or by a fallback sweep), sends them at once (never inside a transaction),
+// writes outcomes in batches, and sleeps until a NOTIFY or the next due time.
 import crypto from 'node:crypto';
 import type { Db } from '../db/db.ts';
 import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
-import { claimDue, msUntilNextDue, recordResults, releaseClaims, type AttemptResult, type Claimed } from './queue-store.ts';
+import { claimLanes, discoverLanes, recordResults, releaseClaims, type AttemptResult, type Claimed, type LaneAsk } from './queue-store.ts';
 import { buildRequest } from './request.ts';
 import { housekeep } from '../housekeeping.ts';
 import { Sender } from './sender.ts';
+import { Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { attemptDuration, attemptsTotal, deliveriesTotal, watchQueue } from './metrics.ts';
 import { nextDelayMs } from './schedule.ts';
 
@@ -16,13 +19,13 @@ import { nextDelayMs } from './schedule.ts';
 const CLAIM_MIN = 8;
 /** …or this long after the first of them (ms). */
 const COALESCE_MS = 10;
+/** maxInFlight of a lane first heard of by a notification, until a claim reads the subscription's own. */
+const DEFAULT_MAX = 16;
 
 export interface DispatcherOptions {
-  /** Attempts in flight in this process. */
-  maxInFlight?: number;
-  /** Most deliveries claimed per query. */
+  /** Most deliveries claimed per query (a statement size, not a budget: it bounds nothing in flight). */
   batch?: number;
-  /** Fallback poll (expired leases of dead workers, missed notifications). */
+  /** Fallback sweep for subscriptions with pending work (expired leases of dead workers, missed notifications). */
   pollMs?: number;
   /** How long stop() lets in-flight attempts finish before aborting and releasing them. */
   drainMs?: number;
@@ -31,6 +34,7 @@ export interface DispatcherOptions {
 
 interface InFlight {
   row: Claimed;
+  lane: Lane;
   token: string;
   ac: AbortController;
   released: boolean;
@@ -41,19 +45,19 @@ export class Dispatcher {
   private readonly sender: Sender;
   private readonly hmacHeader: string;
   private readonly leaseMs: number;
-  private readonly maxInFlight: number;
   private readonly batch: number;
   private readonly pollMs: number;
   private readonly drainMs: number;
   private readonly log: (msg: string, err?: unknown) => void;
+  private lanes = new Map<string, Lane>();
   private inflight = new Map<string, InFlight>();
   private results: AttemptResult[] = [];
   private woken = false;
   private lookNow = true;
+  private sweepAt = 0;
   private drained = false;
   private completed = 0;
   private firstCompletedAt = 0;
-  private bySub = new Map<string, number>();
   private sleeper: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private retention: NodeJS.Timeout | undefined;
@@ -67,9 +71,8 @@ export class Dispatcher {
     // A lease outlives the longest attempt (deadline-bounded) plus the batched result write, with room for
     // a starved process (an expired lease means a second attempt): at least 30 s.
     this.leaseMs = Math.max(config.webhookTimeoutMs * 2 + 5_000, 30_000);
-    this.maxInFlight = opts.maxInFlight ?? 128;
-    this.batch = opts.batch ?? 64;
-    this.pollMs = opts.pollMs ?? 1_000;
+    this.batch = opts.batch ?? 128;
+    this.pollMs = opts.pollMs ?? 2_000;
     this.drainMs = opts.drainMs ?? Math.min(config.webhookTimeoutMs + 500, 15_000);
     this.log = opts.log ?? ((m, e) => console.error(`webhooks: ${m}`, e ?? ''));
   }
@@ -78,7 +81,7 @@ export class Dispatcher {
     if (this.started) return;
     this.started = true;
     watchQueue(this.db);
-    this.unlisten = await this.db.listen(WEBHOOK_CHANNEL, () => this.poke());
+    this.unlisten = await this.db.listen(WEBHOOK_CHANNEL, (p) => this.onNotify(p));
     const purge = () => housekeep(this.db, this.config).catch((e) => this.log('housekeeping failed', e));
     void purge();
     this.retention = setInterval(purge, 3_600_000);
@@ -91,10 +94,38 @@ export class Dispatcher {
     return this.inflight.size;
   }
 
-  /** New work may be due (a NOTIFY, a timer, a manual call): claim on the next turn. */
+  /** Attempts in flight for one subscription, and its current ceiling (undefined: no lane). */
+  lane(subscriptionId: string): { inflight: number; cap: number; max: number } | undefined {
+    const l = this.lanes.get(subscriptionId);
+    return l && { inflight: l.inflight, cap: l.cap, max: l.max };
+  }
+
+  /** Look everywhere on the next turn (the fallback sweep, then a claim). */
   poke(): void {
+    this.sweepAt = 0;
     this.lookNow = true;
     this.wake();
+  }
+
+  /**
+   * A NOTIFY: '<id>,<id>…' names subscriptions with deliveries due now (migration 004's triggers); '*'
+   * means too many to name. The bare '' that accompanies every fan-out adds nothing to the named one.
+   */
+  private onNotify(payload: string): void {
+    if (payload === '') return;
+    if (payload === '*') return this.poke();
+    for (const id of payload.split(',')) if (/^\d+$/.test(id)) this.laneOf(id).due = true;
+    this.lookNow = true;
+    this.wake();
+  }
+
+  private laneOf(id: string, max = DEFAULT_MAX): Lane {
+    let l = this.lanes.get(id);
+    if (!l) {
+      l = new Lane(id, max, () => this.sender.pool(MAX_IN_FLIGHT_LIMIT));
+      this.lanes.set(id, l);
+    }
+    return l;
   }
 
   /** Run the loop again (a finished attempt, or poke()). */
@@ -107,7 +138,10 @@ export class Dispatcher {
 
   private sleep(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
-      const t = setTimeout(() => this.poke(), ms);
+      const t = setTimeout(() => {
+        this.lookNow = true;
+        this.wake();
+      }, ms);
       this.sleeper = () => {
         clearTimeout(t);
         resolve();
@@ -117,14 +151,14 @@ export class Dispatcher {
   }
 
   /**
-   * The one loop: write the results gathered so far (one statement), claim as many due deliveries as there
-   * is room for (one statement), start them, and sleep until something happens. Results that arrive while a
-   * statement runs are written together by the next turn, so under load every statement carries a batch.
+   * The one loop: write the results gathered so far (one statement), claim for the lanes that have room and
+   * due work (one statement), start those attempts, and sleep until something happens. Results that arrive
+   * while a statement runs are written together by the next turn, so under load every statement carries a batch.
    */
   private async run(): Promise<void> {
     while (!this.stopping) {
       this.woken = false;
-      // Completions alone trigger a claim only once a few have gathered (or a subscription went idle, or
+      // Completions alone trigger a claim only once a few have gathered (or a lane went idle, or
       // COALESCE_MS passed), so each statement carries a batch instead of one row.
       const waited = this.completed > 0 ? performance.now() - this.firstCompletedAt : 0;
       const go = this.lookNow || this.drained || this.completed >= CLAIM_MIN || waited >= COALESCE_MS || this.inflight.size === 0;
@@ -138,14 +172,8 @@ export class Dispatcher {
       let more = false;
       try {
         while (this.results.length > 0) await this.flushOnce();
-        const free = this.maxInFlight - this.inflight.size;
-        if (free > 0 && !this.stopping) {
-          const want = Math.min(free, this.batch);
-          const token = crypto.randomUUID();
-          const rows = await claimDue(this.db, want, this.leaseMs, token);
-          for (const row of rows) this.begin(row, token);
-          more = rows.length === want;
-        }
+        if (Date.now() >= this.sweepAt && !this.stopping) await this.sweep();
+        if (!this.stopping) more = await this.claim();
       } catch (err) {
         if (this.stopping) break;
         this.log('queue statement failed; retrying', err);
@@ -153,42 +181,101 @@ export class Dispatcher {
         await this.sleep(200);
         continue;
       }
-      if (more) this.lookNow = true;
+      // Lanes still have room and work: claim again at once, unless many attempts are in flight already, then
+      // on the next completion (a bound on sockets, not a budget: a notification or a due time claims anyway).
+      if (more && this.inflight.size < this.batch * 4) this.lookNow = true;
       if (this.lookNow) {
         await new Promise((r) => setImmediate(r));
         continue;
       }
       if (this.woken) continue;
-      await this.sleep(this.completed > 0 ? COALESCE_MS : await this.idleMs());
+      await this.sleep(this.completed > 0 ? COALESCE_MS : this.idleMs());
     }
   }
 
-  /** How long to sleep with nothing to do: until the next due time, at most the poll interval. */
-  private async idleMs(): Promise<number> {
-    // With attempts in flight, their completion wakes the loop: no need to look ahead.
-    if (this.inflight.size > 0) return this.pollMs;
-    try {
-      const next = await msUntilNextDue(this.db);
-      return next === null ? this.pollMs : Math.min(this.pollMs, next + 2);
-    } catch {
-      return this.pollMs;
+  /** The fallback sweep: which subscriptions have pending work and when (also closes idle lanes). */
+  private async sweep(): Promise<void> {
+    this.sweepAt = Date.now() + this.pollMs;
+    const now = Date.now();
+    for (const [id, l] of this.lanes) if (l.idle(now)) this.lanes.delete(id);
+    for (const d of await discoverLanes(this.db)) {
+      const l = this.laneOf(d.subscription_id, d.max_in_flight);
+      l.setMax(d.max_in_flight);
+      if (d.due_in_ms <= 0) l.due = true;
+      else l.dueAt = Math.min(l.dueAt, now + d.due_in_ms);
     }
   }
 
-  private begin(row: Claimed, token: string): void {
+  /** One claim for the ready lanes, least recently served first. Returns whether lanes still have work and room. */
+  private async claim(): Promise<boolean> {
+    const now = Date.now();
+    const ready: Lane[] = [];
+    for (const l of this.lanes.values()) {
+      if (l.dueAt <= now) {
+        l.due = true;
+        l.dueAt = Infinity;
+      }
+      if (l.due && l.room(now) > 0) ready.push(l);
+    }
+    if (ready.length === 0) return false;
+    ready.sort((a, b) => a.lastClaim - b.lastClaim);
+    const share = Math.max(1, Math.ceil(this.batch / ready.length));
+    const asks: LaneAsk[] = [];
+    let total = 0;
+    for (const l of ready) {
+      if (total >= this.batch) break;
+      const n = Math.min(l.room(now), share, this.batch - total);
+      asks.push({ subscriptionId: l.id, room: n, inflight: l.inflight });
+      l.lastClaim = now;
+      total += n;
+    }
+    const token = crypto.randomUUID();
+    const rows = await claimLanes(this.db, asks, this.leaseMs, token);
+    const got = new Map<string, number>();
+    for (const row of rows) {
+      const id = String(row.subscription_id);
+      got.set(id, (got.get(id) ?? 0) + 1);
+      const l = this.laneOf(id, row.max_in_flight);
+      l.setMax(row.max_in_flight);
+      this.begin(row, l, token);
+    }
+    // A lane that gave less than asked has nothing more claimable now: it waits for a notification or a due time.
+    // (The claim also stops at the subscription's maxInFlight, which a lane first heard of by NOTIFY learns here.)
+    for (const a of asks) {
+      const l = this.lanes.get(a.subscriptionId)!;
+      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, l.max - a.inflight)) l.due = false;
+    }
+    return ready.length > asks.length || asks.some((a) => this.lanes.get(a.subscriptionId)!.due && this.lanes.get(a.subscriptionId)!.room(Date.now()) > 0);
+  }
+
+  /** How long to sleep with nothing to do: until the next known due time or the sweep, whichever is first. */
+  private idleMs(): number {
+    let next = this.sweepAt;
+    for (const l of this.lanes.values()) if (l.dueAt < next) next = l.dueAt;
+    return Math.max(1, Math.min(this.pollMs, next - Date.now() + 2));
+  }
+
+  private begin(row: Claimed, lane: Lane, token: string): void {
     const ac = new AbortController();
-    const f: InFlight = { row, token, ac, released: false, done: Promise.resolve() };
-    this.inflight.set(row.id, f);
-    this.bySub.set(row.subscription_id, (this.bySub.get(row.subscription_id) ?? 0) + 1);
-    f.done = this.attempt(f).catch((err) => this.log('attempt crashed', err));
+    const f: InFlight = { row, lane, token, ac, released: false, done: Promise.resolve() };
+    this.inflight.set(String(row.id), f);
+    lane.inflight++;
+    f.done = this.attempt(f)
+      .catch((err) => this.log('attempt crashed', err))
+      .finally(() => {
+        if (--lane.inflight === 0) this.drained = true; // that endpoint is idle: claim for it now
+        this.wake();
+      });
   }
 
   private async attempt(f: InFlight): Promise<void> {
-    const { row } = f;
+    const { row, lane } = f;
     const startedAt = new Date();
     const req = buildRequest(row, this.hmacHeader, startedAt.getTime());
-    const res = await this.sender.send(row.url, req.headers, req.body, f.ac.signal);
+    const res = await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.ac.signal);
     if (f.released) return; // shutdown gave the claim back; another worker will attempt it
+    lane.feedback(signalOf(res));
+    if (res.retryAfterMs !== null) lane.pause(Date.now() + res.retryAfterMs);
     const retryDelayMs = res.ok ? null : nextDelayMs(this.config.webhookRetrySchedule, row.schedule_pos);
     attemptsTotal.inc({ outcome: res.ok ? 'success' : 'failure', error_code: res.errorCode ?? '' });
     attemptDuration.observe({ outcome: res.ok ? 'success' : 'failure' }, res.durationMs / 1000);
@@ -205,17 +292,12 @@ export class Dispatcher {
       errorCode: res.errorCode,
       ok: res.ok,
       retryDelayMs,
+      retryAfterMs: res.retryAfterMs,
       requestHeaders: req.logHeaders,
       requestBody: req.body,
       responseBody: res.responseBody,
     });
     if (this.completed++ === 0) this.firstCompletedAt = performance.now();
-    const left = (this.bySub.get(row.subscription_id) ?? 1) - 1;
-    if (left <= 0) {
-      this.bySub.delete(row.subscription_id);
-      this.drained = true; // that endpoint is idle: claim for it now
-    } else this.bySub.set(row.subscription_id, left);
-    this.wake();
   }
 
   /** Writes the results gathered so far (up to 500) in one statement. */
@@ -223,8 +305,13 @@ export class Dispatcher {
     const batch = this.results.splice(0, 500);
     try {
       const states = await recordResults(this.db, batch);
-      for (const st of states) deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
-      for (const r of batch) this.inflight.delete(r.deliveryId);
+      for (const st of states) {
+        deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
+        // A retry this worker scheduled: its lane wakes at that time (other workers learn of it by the sweep).
+        const lane = this.inflight.get(String(st.id))?.lane;
+        if (st.status === 'pending' && st.next_attempt_at && lane) lane.dueAt = Math.min(lane.dueAt, Date.parse(st.next_attempt_at));
+      }
+      for (const r of batch) this.inflight.delete(String(r.deliveryId));
     } catch (err) {
       this.results.unshift(...batch);
       throw err;
@@ -233,7 +320,7 @@ export class Dispatcher {
 
   /**
    * Stops claiming, lets in-flight attempts finish for up to drainMs, aborts and releases the rest
-   * (their leases cleared so any worker retries them at once), writes every result, closes the pools.
+   * (their leases cleared so any worker retries them at once), writes every result, closes the lanes' pools.
    */
   async stop(): Promise<void> {
     if (this.stopping) return;
@@ -246,7 +333,7 @@ export class Dispatcher {
     let graceTimer: NodeJS.Timeout | undefined;
     await Promise.race([all(), new Promise((r) => (graceTimer = setTimeout(r, this.drainMs)))]);
     clearTimeout(graceTimer);
-    const left = [...this.inflight.values()].filter((f) => !this.results.some((r) => r.deliveryId === f.row.id));
+    const left = [...this.inflight.values()].filter((f) => !this.results.some((r) => String(r.deliveryId) === String(f.row.id)));
     for (const f of left) {
       f.released = true;
       f.ac.abort(new Error('shutting down'));
@@ -263,7 +350,7 @@ export class Dispatcher {
     const byToken = new Map<string, string[]>();
     for (const f of left) byToken.set(f.token, [...(byToken.get(f.token) ?? []), f.row.id]);
     for (const [token, ids] of byToken) await releaseClaims(this.db, ids, token).catch((e) => this.log('release failed', e));
-    for (const f of left) this.inflight.delete(f.row.id);
-    await this.sender.close().catch(() => {});
+    for (const f of left) this.inflight.delete(String(f.row.id));
+    await Promise.all([...this.lanes.values()].map((l) => l.closePool()));
   }
 }

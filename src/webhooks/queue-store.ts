@@ -1,5 +1,5 @@
-// SQL of the delivery queue: claim due deliveries under a lease, write attempt results in batches,
-// release claims, find the next due time, queue gauges, retention.
+// SQL of the delivery queue: claim due deliveries of named subscriptions under a lease, find which
+// subscriptions have work (fallback sweep), write attempt results in batches, release claims, gauges, retention.
 import type { Queryable } from '../db/db.ts';
 import type { SubscriptionRow } from './store.ts';
 import { openSecret } from '../secrets/active.ts';
@@ -22,46 +22,92 @@ export interface Claimed
   event_created_at: string;
   subscription_id: string;
   subscription_uuid: string;
+  max_in_flight: number;
   /** Only while the rotated-out secret still signs (24 h). */
   previous_secret: string | null;
 }
 
+/** What the dispatcher asks of one subscription's lane: at most `room` due deliveries. */
+export interface LaneAsk {
+  subscriptionId: string;
+  room: number;
+  /** Attempts of this lane in flight in this process (the subscription's maxInFlight bounds room + inflight). */
+  inflight: number;
+}
+
 /**
- * Claims up to `limit` due deliveries. Subscriptions are visited in random order, each giving at most
- * its free in-flight room (max_in_flight minus its live leases), so one slow endpoint cannot take every
- * slot. SKIP LOCKED lets several workers claim at once without waiting on each other or double-claiming.
+ * Claims due deliveries from the named subscriptions only, at most `room` from each (and never beyond its
+ * maxInFlight), oldest first, under a
+ * lease. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
+ * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
+ * nothing. SKIP LOCKED lets several workers claim the same lane at once without waiting or double-claiming.
  */
-export async function claimDue(db: Queryable, limit: number, leaseMs: number, token: string): Promise<Claimed[]> {
+export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<Claimed[]> {
+  if (asks.length === 0) return [];
   const r = await db.query<Claimed>(
-    `WITH subs AS (
-       SELECT s.id, s.max_in_flight - (SELECT count(*) FROM webhook_deliveries l
-           WHERE l.subscription_id = s.id AND l.status = 'pending' AND l.locked_until > now()) AS room
-       FROM webhook_subscriptions s
-       WHERE s.is_active AND s.deleted_at IS NULL
-       ORDER BY random()
+    `WITH w AS (
+       SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, inflight)
      ), picked AS (
-       SELECT c.id FROM subs CROSS JOIN LATERAL (
+       SELECT c.id FROM w
+       JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
+         AND (s.paused_until IS NULL OR s.paused_until <= now())
+       CROSS JOIN LATERAL (
          SELECT d.id FROM webhook_deliveries d
-         WHERE d.subscription_id = subs.id AND d.status = 'pending' AND d.next_attempt_at <= now()
+         WHERE d.subscription_id = w.sub AND d.status = 'pending' AND d.next_attempt_at <= now()
            AND (d.locked_until IS NULL OR d.locked_until <= now())
          ORDER BY d.next_attempt_at, d.id
-         LIMIT greatest(subs.room, 0)
+         LIMIT greatest(0, least(w.room, s.max_in_flight - w.inflight))
          FOR UPDATE OF d SKIP LOCKED
        ) c
-       LIMIT $1
      )
-     UPDATE webhook_deliveries d SET locked_until = now() + $2 * interval '1 millisecond', lock_token = $3
+     UPDATE webhook_deliveries d SET locked_until = now() + $3 * interval '1 millisecond', lock_token = $4
      FROM picked, events e, webhook_subscriptions s
      WHERE d.id = picked.id AND e.id = d.event_id AND s.id = d.subscription_id
      RETURNING d.id, d.uuid, d.lock_token, d.attempt_count, d.schedule_pos, e.id AS event_id, e.uuid AS event_uuid, e.event_type,
        e.resource_type, e.resource_uuid, e.resource_external_id, e.source, e.created_at AS event_created_at,
        s.id AS subscription_id, s.uuid AS subscription_uuid, s.url, s.auth_method, s.bearer_token, s.basic_username,
-       s.basic_password, s.webhook_version, s.signing_secret,
+       s.basic_password, s.webhook_version, s.signing_secret, s.max_in_flight,
        CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret END AS previous_secret`,
-    [limit, leaseMs, token],
+    [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.inflight)],
   );
   // Secrets are stored sealed (SPEC §15): open them for signing and sending.
   return r.rows.map((c) => ({ ...c, signing_secret: openSecret(c.signing_secret), previous_secret: openSecret(c.previous_secret), bearer_token: openSecret(c.bearer_token), basic_password: openSecret(c.basic_password) }));
+}
+
+/** A subscription with pending work and when its first claimable delivery falls due (ms from now, ≤ 0: due). */
+export interface LaneDue {
+  subscription_id: string;
+  due_in_ms: number;
+  max_in_flight: number;
+}
+
+/**
+ * The fallback sweep (start, every few seconds, a '*' notification): which active subscriptions have
+ * pending deliveries, and when each one's first claimable delivery is due (an expired lease of a dead
+ * worker counts as claimable from its expiry). A loose index scan: one probe per subscription with pending
+ * work; the claim itself never does this.
+ */
+export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
+  const r = await db.query<LaneDue>(
+    `WITH RECURSIVE subs(id) AS (
+       (SELECT subscription_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY subscription_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT subscription_id FROM webhook_deliveries WHERE status = 'pending' AND subscription_id > subs.id
+               ORDER BY subscription_id LIMIT 1)
+       FROM subs WHERE subs.id IS NOT NULL
+     )
+     SELECT s.id AS subscription_id, s.max_in_flight,
+       extract(epoch FROM (greatest(n.due, coalesce(s.paused_until, n.due)) - clock_timestamp())) * 1000 AS due_in_ms
+     FROM subs JOIN webhook_subscriptions s ON s.id = subs.id AND s.is_active AND s.deleted_at IS NULL
+     CROSS JOIN LATERAL (
+       SELECT min(greatest(h.next_attempt_at, coalesce(h.locked_until, h.next_attempt_at))) AS due FROM (
+         SELECT d.next_attempt_at, d.locked_until FROM webhook_deliveries d
+         WHERE d.subscription_id = s.id AND d.status = 'pending'
+         ORDER BY d.next_attempt_at, d.id LIMIT 200 -- past the leased head of the lane (≤ 64 per worker)
+       ) h
+     ) n`,
+  );
+  return r.rows.map((x) => ({ ...x, subscription_id: String(x.subscription_id), due_in_ms: Number(x.due_in_ms) }));
 }
 
 export interface AttemptResult {
@@ -78,33 +124,45 @@ export interface AttemptResult {
   ok: boolean;
   /** Delay before the next attempt after a failure; null: no more attempts (failed). */
   retryDelayMs: number | null;
+  /**
+   * Retry-After of a 429/503 (ms, capped at 1 h): the delivery waits that long without moving along its
+   * schedule, and the subscription's other deliveries wait too (paused_until).
+   */
+  retryAfterMs: number | null;
   requestHeaders: Record<string, string>;
   requestBody: string;
   responseBody: string | null;
 }
 
 /**
- * Writes a batch of attempt outcomes in one statement: the attempt rows, and each delivery's new state
- * (only if this claim still holds it and it was not cancelled meanwhile). Returns the new states.
+ * Writes a batch of attempt outcomes in one statement: the attempt rows, each delivery's new state (only if
+ * this claim still holds it and it was not cancelled meanwhile), and the Retry-After pauses of their
+ * subscriptions. Returns the new states. The one place attempt results reach the database.
  */
 export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
   if (rs.length === 0) return [];
   const r = await db.query<{ id: string; status: string; next_attempt_at: string | null }>(
     `WITH r AS (
        SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::bigint[], $4::bigint[], $5::int[], $6::text[], $7::timestamptz[], $8::int[],
-         $9::int[], $10::text[], $11::boolean[], $12::float8[], $13::jsonb[], $14::text[], $15::text[])
+         $9::int[], $10::text[], $11::boolean[], $12::float8[], $13::jsonb[], $14::text[], $15::text[], $16::float8[])
          AS r(delivery_id, token, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code, error_code, ok,
-              delay_ms, request_headers, request_body, response_body)
+              delay_ms, request_headers, request_body, response_body, retry_after_ms)
      ), upd AS (
        UPDATE webhook_deliveries d SET
-         status = CASE WHEN r.ok THEN 'delivered' WHEN r.delay_ms IS NULL THEN 'failed' ELSE 'pending' END,
+         status = CASE WHEN r.ok THEN 'delivered' WHEN r.retry_after_ms IS NOT NULL OR r.delay_ms IS NOT NULL THEN 'pending' ELSE 'failed' END,
          attempt_count = d.attempt_count + 1,
-         schedule_pos = CASE WHEN NOT r.ok AND r.delay_ms IS NOT NULL THEN d.schedule_pos + 1 ELSE d.schedule_pos END,
-         next_attempt_at = CASE WHEN NOT r.ok AND r.delay_ms IS NOT NULL THEN clock_timestamp() + r.delay_ms * interval '1 millisecond' END,
+         schedule_pos = CASE WHEN NOT r.ok AND r.retry_after_ms IS NULL AND r.delay_ms IS NOT NULL THEN d.schedule_pos + 1 ELSE d.schedule_pos END,
+         next_attempt_at = CASE WHEN r.ok THEN NULL
+           WHEN r.retry_after_ms IS NOT NULL THEN clock_timestamp() + r.retry_after_ms * interval '1 millisecond'
+           WHEN r.delay_ms IS NOT NULL THEN clock_timestamp() + r.delay_ms * interval '1 millisecond' END,
          delivered_at = CASE WHEN r.ok THEN clock_timestamp() ELSE d.delivered_at END,
          locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
        FROM r WHERE d.id = r.delivery_id AND d.lock_token = r.token AND d.status = 'pending'
        RETURNING d.id, d.status, d.next_attempt_at
+     ), pause AS (
+       UPDATE webhook_subscriptions s SET paused_until = greatest(s.paused_until, clock_timestamp() + p.ms * interval '1 millisecond')
+       FROM (SELECT subscription_id, max(retry_after_ms) AS ms FROM r WHERE retry_after_ms IS NOT NULL GROUP BY subscription_id) p
+       WHERE s.id = p.subscription_id
      ), ins AS (
        INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
          error_code, outcome, next_attempt_at, request_headers, request_body, response_body)
@@ -129,6 +187,7 @@ export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise
       rs.map((x) => JSON.stringify(x.requestHeaders)),
       rs.map((x) => x.requestBody),
       rs.map((x) => (x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''))),
+      rs.map((x) => x.retryAfterMs),
     ],
   );
   return r.rows;
@@ -141,17 +200,6 @@ export async function releaseClaims(db: Queryable, ids: string[], token: string)
     `UPDATE webhook_deliveries SET locked_until = NULL, lock_token = NULL WHERE id = ANY($1::bigint[]) AND lock_token = $2`,
     [ids, token],
   );
-}
-
-/** Milliseconds until the next pending delivery falls due (null: none scheduled in the future). */
-export async function msUntilNextDue(db: Queryable): Promise<number | null> {
-  const r = await db.query<{ ms: number | null }>(
-    `SELECT extract(epoch FROM (min(next_attempt_at) - clock_timestamp())) * 1000 AS ms
-     FROM (SELECT next_attempt_at FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > clock_timestamp()
-           ORDER BY next_attempt_at LIMIT 1) x`,
-  );
-  const ms = r.rows[0]?.ms;
-  return ms === null || ms === undefined ? null : Math.max(0, Number(ms));
 }
 
 /** Pending deliveries of live subscriptions, and the age of the oldest one already due. */

@@ -21,6 +21,7 @@ const writable = {
   basicUsername: Type.Union([Type.String({ minLength: 1, maxLength: 255, pattern: '^[^:]*$', description: 'write-only' }), Type.Null()]),
   basicPassword: Type.Union([Secret('write-only'), Type.Null()]),
   webhookVersion: Version,
+  maxInFlight: Type.Integer({ minimum: 1, maximum: 64, description: 'most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it' }),
 };
 
 export const SubscriptionCreate = Type.Object(
@@ -33,6 +34,7 @@ export const SubscriptionCreate = Type.Object(
     basicUsername: Type.Optional(writable.basicUsername),
     basicPassword: Type.Optional(writable.basicPassword),
     webhookVersion: Type.Optional(writable.webhookVersion),
+    maxInFlight: Type.Optional(writable.maxInFlight),
   },
   closed,
 );
@@ -48,6 +50,7 @@ export const Subscription = Type.Object({
   isActive: Type.Boolean(),
   authMethod: AuthMethod,
   webhookVersion: Type.String(),
+  maxInFlight: Type.Integer(),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
 });

@@ -1,6 +1,7 @@
-// Sends one webhook request with undici: keep-alive pools, one deadline for the whole exchange, at most
-// 4 KiB of the response kept, no redirects, and the address guard applied at connect time.
-import { Agent, request } from 'undici';
+// Sends one webhook request with undici over the subscription's own keep-alive pool: one deadline for the
+// whole exchange (from dispatch: the pool is as large as the lane's ceiling, so nothing waits for a socket),
+// at most 4 KiB of the response kept, no redirects, Retry-After read, the address guard applied at connect time.
+import { Agent, request, type Dispatcher } from 'undici';
 import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
 
 export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS';
@@ -11,6 +12,8 @@ export interface SendResult {
   errorCode: ErrorCode | null;
   /** First 4 KiB of the response body (UTF-8, lossy), or an error description. */
   responseBody: string | null;
+  /** A 429/503 with a valid Retry-After: how long the receiver asks us to wait (ms, at most 1 h). */
+  retryAfterMs: number | null;
   durationMs: number;
 }
 
@@ -19,8 +22,22 @@ export const RESPONSE_KEEP_BYTES = 4096;
 export interface SenderOptions {
   timeoutMs: number;
   allowPrivate: boolean;
-  /** Connections per origin. */
-  connections?: number;
+}
+
+export const RETRY_AFTER_CAP_MS = 3_600_000;
+
+/** Retry-After (delay-seconds or an HTTP date) in ms from `now`, capped at 1 h; null when absent or invalid. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | null {
+  const v = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!v) return null;
+  let ms: number;
+  if (/^\d+$/.test(v)) ms = Number(v) * 1000;
+  else {
+    const at = Date.parse(v);
+    if (Number.isNaN(at) || !/\d{1,2}:\d{2}:\d{2}/.test(v)) return null; // an HTTP date always has a time
+    ms = at - now;
+  }
+  return Math.min(RETRY_AFTER_CAP_MS, Math.max(0, Math.round(ms)));
 }
 
 const TLS_CODES = /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH|ERR_OSSL)/;
@@ -41,22 +58,25 @@ export function classify(err: any, timedOut: boolean): ErrorCode {
 }
 
 export class Sender {
-  private agent: Agent;
-  constructor(private opts: SenderOptions) {
-    this.agent = new Agent({
-      connections: opts.connections ?? 64,
+  constructor(private opts: SenderOptions) {}
+
+  /** A keep-alive pool for one subscription: `connections` sockets per origin, used by nobody else. */
+  pool(connections: number): Agent {
+    return new Agent({
+      connections,
       pipelining: 1,
       keepAliveTimeout: 4_000,
       keepAliveMaxTimeout: 60_000,
-      headersTimeout: opts.timeoutMs,
-      bodyTimeout: opts.timeoutMs,
-      connect: { timeout: opts.timeoutMs, lookup: guardedLookup(opts.allowPrivate) as any },
+      headersTimeout: this.opts.timeoutMs,
+      bodyTimeout: this.opts.timeoutMs,
+      connect: { timeout: this.opts.timeoutMs, lookup: guardedLookup(this.opts.allowPrivate) as any },
     } as any);
   }
 
-  async send(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<SendResult> {
+  async send(pool: Dispatcher, url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<SendResult> {
     const t0 = performance.now();
-    const done = (r: Omit<SendResult, 'durationMs'>): SendResult => ({ ...r, durationMs: Math.round(performance.now() - t0) });
+    const done = (r: Omit<SendResult, 'durationMs' | 'retryAfterMs'>, retryAfterMs: number | null = null): SendResult =>
+      ({ ...r, retryAfterMs, durationMs: Math.round(performance.now() - t0) });
     let host: string;
     try {
       host = new URL(url).hostname;
@@ -78,11 +98,12 @@ export class Sender {
     signal?.addEventListener('abort', onOuterAbort, { once: true });
     let statusCode: number | null = null;
     try {
-      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal: ac.signal });
+      const res = await request(url, { method: 'POST', headers, body, dispatcher: pool, signal: ac.signal });
       statusCode = res.statusCode;
       const kept = await readCapped(res.body, RESPONSE_KEEP_BYTES);
       const ok = statusCode >= 200 && statusCode < 300;
-      return done({ ok, statusCode, errorCode: ok ? null : 'HTTP_STATUS', responseBody: kept });
+      const retryAfter = statusCode === 429 || statusCode === 503 ? parseRetryAfter(res.headers['retry-after']) : null;
+      return done({ ok, statusCode, errorCode: ok ? null : 'HTTP_STATUS', responseBody: kept }, retryAfter);
     } catch (err: any) {
       const errorCode = classify(err, timedOut);
       const msg = errorCode === 'TIMEOUT' ? `no complete response within ${this.opts.timeoutMs} ms` : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
@@ -93,9 +114,6 @@ export class Sender {
     }
   }
 
-  close(): Promise<void> {
-    return this.agent.close();
-  }
 }
 
 /** Reads up to `max` bytes; beyond that the stream is destroyed (the connection is dropped, not drained). */

@@ -20,6 +20,7 @@ export function shapeSubscription(r: store.SubscriptionRow) {
     isActive: r.is_active,
     authMethod: r.auth_method,
     webhookVersion: r.webhook_version,
+    maxInFlight: r.max_in_flight,
     createdAt: isoNN(r.created_at),
     updatedAt: isoNN(r.updated_at),
   };
@@ -77,6 +78,7 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     basicUsername: body.basicUsername ?? null,
     basicPassword: body.basicPassword ?? null,
     webhookVersion: body.webhookVersion ?? '2022-08',
+    maxInFlight: body.maxInFlight,
   });
   const row = await store.insertSubscription(db, w, newSigningSecret());
   return { ...shapeSubscription(row), signingSecret: row.signing_secret };
@@ -101,6 +103,7 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       basicUsername: patch.basicUsername !== undefined ? patch.basicUsername : cur.basic_username,
       basicPassword: patch.basicPassword !== undefined ? patch.basicPassword : cur.basic_password,
       webhookVersion: patch.webhookVersion ?? cur.webhook_version,
+      maxInFlight: patch.maxInFlight,
     });
     const row = await store.updateSubscription(tx, cur.id, w);
     // Re-activated: its waiting deliveries are due now.

@@ -15,6 +15,7 @@ export interface SubscriptionRow {
   signing_secret: string;
   previous_secret: string | null;
   previous_secret_expires_at: string | null;
+  max_in_flight: number;
   created_at: string;
   updated_at: string;
 }
@@ -29,7 +30,7 @@ function clear<R extends SubscriptionRow | undefined>(r: R): R {
 }
 
 const SUB_COLS = `id, uuid, url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version,
-  signing_secret, previous_secret, previous_secret_expires_at, created_at, updated_at`;
+  signing_secret, previous_secret, previous_secret_expires_at, max_in_flight, created_at, updated_at`;
 
 export interface SubscriptionWrite {
   url: string;
@@ -40,13 +41,15 @@ export interface SubscriptionWrite {
   basicUsername: string | null;
   basicPassword: string | null;
   webhookVersion: string;
+  /** Ceiling of concurrent attempts (1–64); omitted: 16 on insert, unchanged on update. */
+  maxInFlight?: number;
 }
 
 export async function insertSubscription(db: Queryable, w: SubscriptionWrite, secret: string): Promise<SubscriptionRow> {
   const r = await db.query<SubscriptionRow>(
-    `INSERT INTO webhook_subscriptions (url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version, signing_secret)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${SUB_COLS}`,
-    [w.url, w.eventType, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, sealSecret(secret)],
+    `INSERT INTO webhook_subscriptions (url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version, signing_secret, max_in_flight)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, 16)) RETURNING ${SUB_COLS}`,
+    [w.url, w.eventType, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, sealSecret(secret), w.maxInFlight ?? null],
   );
   return clear(r.rows[0]);
 }
@@ -54,9 +57,9 @@ export async function insertSubscription(db: Queryable, w: SubscriptionWrite, se
 export async function updateSubscription(db: Queryable, id: string, w: SubscriptionWrite): Promise<SubscriptionRow> {
   const r = await db.query<SubscriptionRow>(
     `UPDATE webhook_subscriptions SET url = $2, event_type = $3, is_active = $4, auth_method = $5, bearer_token = $6,
-       basic_username = $7, basic_password = $8, webhook_version = $9, updated_at = clock_timestamp()
+       basic_username = $7, basic_password = $8, webhook_version = $9, max_in_flight = coalesce($10, max_in_flight), updated_at = clock_timestamp()
      WHERE id = $1 RETURNING ${SUB_COLS}`,
-    [id, w.url, w.eventType, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion],
+    [id, w.url, w.eventType, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, w.maxInFlight ?? null],
   );
   return clear(r.rows[0]);
 }

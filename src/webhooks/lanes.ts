@@ -1,0 +1,92 @@
+// One worker's view of each subscription it delivers for (a "lane"): an adaptive in-flight ceiling
+// (AIMD: +1 per success up to maxInFlight, halved by a timeout, connection failure, 5xx or 429, never
+// below 1), its own connection pool, a Retry-After pause, and what it knows about due work. Nothing here
+// is shared between subscriptions, so a failing endpoint can only use up its own lane.
+import type { Agent } from 'undici';
+import type { SendResult } from './sender.ts';
+
+/** Highest maxInFlight a subscription may set; a lane's pool never has fewer sockets than its ceiling. */
+export const MAX_IN_FLIGHT_LIMIT = 64;
+/** A lane idle this long closes its pool (and is forgotten if nothing else is known about it). */
+export const LANE_IDLE_MS = 30_000;
+
+export type Signal = 'up' | 'down' | 'keep';
+
+/** How an attempt's outcome moves the ceiling: answers that show an overloaded or unreachable endpoint halve it. */
+export function signalOf(res: Pick<SendResult, 'ok' | 'statusCode' | 'errorCode'>): Signal {
+  if (res.ok) return 'up';
+  switch (res.errorCode) {
+    case 'TIMEOUT':
+    case 'CONNECTION':
+    case 'DNS':
+    case 'TLS':
+      return 'down';
+    case 'HTTP_STATUS':
+      return res.statusCode !== null && (res.statusCode >= 500 || res.statusCode === 429) ? 'down' : 'keep';
+    default:
+      return 'keep';
+  }
+}
+
+export class Lane {
+  /** The subscription's maxInFlight (as last read from the database). */
+  max: number;
+  /** Current ceiling of attempts in flight in this process. */
+  cap: number;
+  inflight = 0;
+  /** Claimable work may exist now (a notification, a full claim, a due time reached). */
+  due = false;
+  /** Date.now() when known work falls due (a retry this worker scheduled, the sweep); Infinity: none known. */
+  dueAt = Infinity;
+  /** Date.now() before which no attempt may start (Retry-After). */
+  pausedUntil = 0;
+  /** When this lane was last given a claim (round-robin between ready lanes). */
+  lastClaim = 0;
+  lastActive = Date.now();
+  private agent: Agent | undefined;
+
+  constructor(readonly id: string, max: number, private makePool: () => Agent) {
+    this.max = max;
+    this.cap = max;
+  }
+
+  /** How many more attempts may start now. */
+  room(now: number): number {
+    return now < this.pausedUntil ? 0 : Math.max(0, this.cap - this.inflight);
+  }
+
+  setMax(max: number): void {
+    if (max === this.max) return;
+    this.max = max;
+    this.cap = Math.min(this.cap, max);
+    if (this.cap < 1) this.cap = 1;
+  }
+
+  feedback(s: Signal): void {
+    if (s === 'up') this.cap = Math.min(this.max, this.cap + 1);
+    else if (s === 'down') this.cap = Math.max(1, Math.floor(this.cap / 2));
+  }
+
+  pause(untilMs: number): void {
+    this.pausedUntil = Math.max(this.pausedUntil, untilMs);
+    this.dueAt = Math.min(this.dueAt, this.pausedUntil);
+  }
+
+  pool(): Agent {
+    this.lastActive = Date.now();
+    return (this.agent ??= this.makePool());
+  }
+
+  /** Closes the pool if idle long enough; true when the lane holds nothing worth remembering either. */
+  idle(now: number): boolean {
+    if (this.inflight > 0 || now - this.lastActive < LANE_IDLE_MS) return false;
+    void this.closePool();
+    return !this.due && this.dueAt === Infinity && this.cap === this.max && now >= this.pausedUntil;
+  }
+
+  async closePool(): Promise<void> {
+    const a = this.agent;
+    this.agent = undefined;
+    await a?.close().catch(() => {});
+  }
+}
