@@ -13,6 +13,8 @@ function oauthError(reply: FastifyReply, status: number, error: string, descript
   });
 }
 
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 function basicCredentials(header: string | undefined): { id: string; secret: string } | undefined {
   const m = header ? /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
   if (!m) return undefined;
@@ -44,7 +46,10 @@ export function tokenRoutes(app: FastifyInstance, s: Services) {
     if (basic && (formId || formSecret)) return oauthError(reply, 400, 'invalid_request', 'use either HTTP Basic or form credentials, not both');
     const id = basic?.id ?? formId;
     const secret = basic?.secret ?? formSecret;
-    if (!id || !secret || id.length > 200 || secret.length > 200) return oauthError(reply, 401, 'invalid_client', 'client authentication failed');
+    // Every bad credential is invalid_client (RFC 6749 §5.2), including ones no client can have (control characters, NUL).
+    if (!id || !secret || id.length > 200 || secret.length > 200 || CONTROL.test(id) || CONTROL.test(secret)) {
+      return oauthError(reply, 401, 'invalid_client', 'client authentication failed');
+    }
     const scope = str('scope');
     const result = await issueAccessToken(s.db, id, secret, scope ? scope.split(' ').filter(Boolean) : undefined);
     if (!result.ok) return oauthError(reply, result.error === 'invalid_client' ? 401 : 400, result.error, result.description);

@@ -93,6 +93,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   });
   // PostgreSQL cannot store NUL in text or jsonb: refuse it in any input with a 400 naming the field.
   app.addHook('preValidation', async (req) => {
+    if (req.routeOptions.url === '/auth/oauth2/token') return; // answers RFC 6749 errors itself (a NUL credential: invalid_client)
     rejectNul('params', req.params);
     rejectNul('querystring', req.query);
     rejectNul('body', req.body);

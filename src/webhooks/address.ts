@@ -72,17 +72,31 @@ export function parseLegacyIPv4(s: string): string | undefined {
   return [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255].join('.');
 }
 
-/** IPv4 embedded in an IPv6 address (mapped ::ffff:a.b.c.d, compatible ::a.b.c.d, NAT64 64:ff9b::/96), else undefined. */
-function embeddedV4(v6: string): string | undefined {
-  const sock = new net.SocketAddress({ address: v6, family: 'ipv6' });
-  const groups = expand6(sock.address);
-  if (!groups) return undefined;
-  const hi = groups.slice(0, 6);
-  const mapped = hi.slice(0, 5).every((g) => g === 0) && hi[5] === 0xffff;
-  const compat = hi.every((g) => g === 0) && (groups[6] !== 0 || groups[7] > 1);
-  const nat64 = groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((g) => g === 0);
-  if (!mapped && !compat && !nat64) return undefined;
-  return [groups[6] >> 8, groups[6] & 255, groups[7] >> 8, groups[7] & 255].join('.');
+const v4Of = (hi: number, lo: number) => [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+
+/**
+ * Every IPv4 address an IPv6 address embeds, with the form's name: mapped ::ffff:0:0/96, translated
+ * ::ffff:0:0:0/96, compatible ::/96, NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo 2001::/32 (server, and the
+ * client address stored inverted), ISATAP (interface id 0:5efe or 200:5efe). Such packets may be delivered
+ * to the embedded IPv4 address by a translator or relay, so a blocked embedded address blocks the IPv6 one.
+ */
+function embeddedV4(v6: string): { form: string; v4: string }[] {
+  const groups = expand6(v6);
+  if (!groups) return [];
+  const zero = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
+  const out: { form: string; v4: string }[] = [];
+  const low = v4Of(groups[6], groups[7]);
+  if (zero(0, 5) && groups[5] === 0xffff) out.push({ form: 'IPv4-mapped', v4: low });
+  if (zero(0, 4) && groups[4] === 0xffff && groups[5] === 0) out.push({ form: 'IPv4-translated', v4: low });
+  if (zero(0, 6) && (groups[6] !== 0 || groups[7] > 1)) out.push({ form: 'IPv4-compatible', v4: low });
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && zero(2, 6)) out.push({ form: 'NAT64', v4: low });
+  if (groups[0] === 0x2002) out.push({ form: '6to4', v4: v4Of(groups[1], groups[2]) });
+  if (groups[0] === 0x2001 && groups[1] === 0) {
+    out.push({ form: 'Teredo server', v4: v4Of(groups[2], groups[3]) });
+    out.push({ form: 'Teredo client', v4: v4Of(groups[6] ^ 0xffff, groups[7] ^ 0xffff) });
+  }
+  if ((groups[4] === 0 || groups[4] === 0x200) && groups[5] === 0x5efe) out.push({ form: 'ISATAP', v4: low });
+  return out;
 }
 
 function expand6(a: string): number[] | undefined {
@@ -121,10 +135,9 @@ export function blockedReason(ip: string): string | undefined {
     }
   }
   if (family === 6) {
-    const v4 = embeddedV4(a);
-    if (v4) {
+    for (const { form, v4 } of embeddedV4(a)) {
       const r = blockedReason(v4);
-      return r ? `IPv4-mapped ${r}` : undefined;
+      if (r) return `${form} ${r} (embeds ${v4})`;
     }
   }
   const type = family === 4 ? 'ipv4' : 'ipv6';

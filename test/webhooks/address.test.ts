@@ -20,7 +20,7 @@ describe('address classifier', () => {
     ['::1', /loopback/], ['[::1]', /loopback/], ['::', /unspecified/], ['fc00::1', /unique local/], ['fd00:ec2::254', /unique local/],
     ['fe80::1', /link-local/], ['fe80::1%eth0', /link-local/], ['ff02::1', /multicast/],
     ['::ffff:127.0.0.1', /IPv4-mapped loopback/], ['::ffff:7f00:1', /IPv4-mapped loopback/], ['[::ffff:a00:1]', /IPv4-mapped private/],
-    ['::ffff:169.254.169.254', /IPv4-mapped cloud metadata/], ['::127.0.0.1', /IPv4-mapped loopback/], ['64:ff9b::a9fe:a9fe', /IPv4-mapped cloud metadata/],
+    ['::ffff:169.254.169.254', /IPv4-mapped cloud metadata/], ['::127.0.0.1', /IPv4-compatible loopback/], ['64:ff9b::a9fe:a9fe', /NAT64 cloud metadata/],
   ];
   for (const [ip, re] of refused) {
     it(`refuses ${ip}`, () => assert.match(blockedReason(ip) ?? 'ALLOWED', re));

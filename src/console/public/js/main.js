@@ -130,6 +130,15 @@ function parseHash() {
   return { path, query: Object.fromEntries(new URLSearchParams(qs)) };
 }
 
+/** The route's decoded path parameters; null when one is not a valid percent-encoding (URIError). */
+function decodeParams(m) {
+  try {
+    return m.slice(1).map(decodeURIComponent);
+  } catch {
+    return null;
+  }
+}
+
 function route(moveFocus = true) {
   if (!session.key || !shellMain) return;
   if (!location.hash.startsWith('#/')) {
@@ -138,7 +147,9 @@ function route(moveFocus = true) {
     return;
   }
   const { path, query } = parseHash();
-  const match = ROUTES.map((r) => ({ r, m: r.re.exec(path) })).find((x) => x.m);
+  const found = ROUTES.map((r) => ({ r, m: r.re.exec(path) })).find((x) => x.m);
+  const params = found && decodeParams(found.m);
+  const match = params ? found : undefined; // a bad percent-escape is no page either
   current?.abort();
   current = new AbortController();
   for (const a of navLinks) {
@@ -149,7 +160,6 @@ function route(moveFocus = true) {
   if (!match) {
     shellMain.append(h('h1', { tabindex: '-1' }, 'Page not found'), h('p', null, 'No console page at this address. ', h('a', { href: DEFAULT_ROUTE }, 'Go to Customers')));
   } else {
-    const params = match.m.slice(1).map(decodeURIComponent);
     try {
       match.r.page({ main: shellMain, params, query, signal: current.signal, navigate });
     } catch (err) {

@@ -1,0 +1,75 @@
+// Defects from the security review (issue 14): IPv4-embedding IPv6 forms of blocked addresses are refused at
+// subscription time, and every bad client credential at the token endpoint is RFC 6749 invalid_client.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { blockedReason } from '../../src/webhooks/address.ts';
+import { describeEachDb } from '../helpers/suite.ts';
+import { errorCodes } from '../helpers/server.ts';
+
+describe('IPv4-embedding IPv6 forms', () => {
+  const refused: [string, RegExp][] = [
+    ['::ffff:0:7f00:1', /IPv4-translated loopback \(embeds 127\.0\.0\.1\)/],
+    ['::ffff:0:10.1.2.3', /IPv4-translated private/],
+    ['2002:7f00:1::', /6to4 loopback \(embeds 127\.0\.0\.1\)/],
+    ['2002:a9fe:a9fe::1', /6to4 cloud metadata/],
+    ['2002:c0a8:101:1::', /6to4 private/],
+    ['64:ff9b::127.0.0.1', /NAT64 loopback/],
+    ['64:ff9b::a00:1', /NAT64 private/],
+    ['64:ff9b:1::a00:1', /NAT64 local|private/],
+    // Teredo: server 65.54.227.120 (public), client 127.0.0.1 stored inverted (80ff:fffe).
+    ['2001:0:4136:e378:8000:63bf:80ff:fffe', /Teredo client loopback \(embeds 127\.0\.0\.1\)/],
+    ['2001:0:a00:1::1', /Teredo server private/],
+    ['::7f00:1', /IPv4-compatible loopback/],
+    ['fe80::5efe:127.0.0.1', /link-local|ISATAP/],
+    ['2606:4700::200:5efe:a00:1', /ISATAP private/],
+    ['[2002:7f00:1::]', /6to4 loopback/],
+  ];
+  for (const [ip, re] of refused) it(`refuses ${ip}`, () => assert.match(blockedReason(ip) ?? 'ALLOWED', re));
+  // The same forms embedding a public address are allowed (they route, and the embedded address may be reached).
+  for (const ip of ['::ffff:0:808:808', '2002:808:808::1', '64:ff9b::8.8.8.8', '2001:0:4136:e378:8000:63bf:f7f7:f7f7', '2606:4700::200:5efe:808:808']) {
+    it(`allows ${ip}`, () => assert.equal(blockedReason(ip), undefined));
+  }
+});
+
+await describeEachDb('security defects', (ctx) => {
+  it('subscriptions to [::ffff:0:7f00:1] and [2002:7f00:1::] are refused with the reason', async () => {
+    for (const [host, re] of [['[::ffff:0:7f00:1]', /IPv4-translated loopback/], ['[2002:7f00:1::]', /6to4 loopback/], ['[64:ff9b::a9fe:a9fe]', /NAT64 cloud metadata/]] as const) {
+      const r = await ctx.srv.api.post('/integrations/webhooks/subscriptions', { url: `https://${host}/hook`, eventType: 'customerCreate' });
+      assert.equal(r.status, 400, `${host}: ${r.text}`);
+      assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
+      assert.match(r.body.errors[0].message, re);
+    }
+    assert.equal((await ctx.srv.api.get('/integrations/webhooks/subscriptions')).body.data.length, 0, 'nothing was created');
+  });
+
+  it('every bad client credential at the token endpoint answers 401 invalid_client (NUL id and secret included)', async () => {
+    const client = (await ctx.srv.api.post('/integrations/authClients', { name: 'c', scopes: ['read'] })).body;
+    const basic = (raw: string) => `Basic ${Buffer.from(raw, 'latin1').toString('base64')}`;
+    const cases: [string, Record<string, string>, string][] = [
+      ['Basic ADoA (NUL:NUL)', { authorization: 'Basic ADoA' }, 'grant_type=client_credentials'],
+      ['NUL in the secret', { authorization: basic(`${client.clientId}:\u0000`) }, 'grant_type=client_credentials'],
+      ['control character in the id', { authorization: basic(`\u0001${client.clientId}:${client.clientSecret}`) }, 'grant_type=client_credentials'],
+      ['NUL in form fields', {}, `grant_type=client_credentials&client_id=%00&client_secret=%00`],
+      ['empty id and secret', { authorization: basic(':') }, 'grant_type=client_credentials'],
+      ['no colon', { authorization: basic('justone') }, 'grant_type=client_credentials'],
+      ['not base64', { authorization: 'Basic ***' }, 'grant_type=client_credentials'],
+      ['invalid UTF-8', { authorization: `Basic ${Buffer.from([0xff, 0xfe, 0x3a, 0xc3]).toString('base64')}` }, 'grant_type=client_credentials'],
+      ['wrong secret', { authorization: basic(`${client.clientId}:wrong`) }, 'grant_type=client_credentials'],
+      ['over-long id', { authorization: basic(`${'x'.repeat(300)}:y`) }, 'grant_type=client_credentials'],
+    ];
+    for (const [what, headers, body] of cases) {
+      const r = await fetch(`${ctx.srv.url}/auth/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body });
+      const text = await r.text();
+      assert.equal(r.status, 401, `${what}: ${text}`);
+      assert.equal(JSON.parse(text).error, 'invalid_client', `${what}: ${text}`);
+      assert.match(r.headers.get('www-authenticate') ?? '', /^Basic/, what);
+    }
+    // The real credentials still work.
+    const ok = await fetch(`${ctx.srv.url}/auth/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(`${client.clientId}:${client.clientSecret}`) },
+      body: 'grant_type=client_credentials',
+    });
+    assert.equal(ok.status, 200);
+  });
+});
