@@ -9,6 +9,7 @@ import { bootstrapAdminKey } from './auth/service.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
 import { resolveSecretBox } from './secrets/keys.ts';
 import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
+import { startDuplicateRefresher } from './crm/duplicates/refresh.ts';
 
 async function main() {
   const cmd = process.argv[2] ?? 'serve';
@@ -45,6 +46,8 @@ async function main() {
     const dispatcher = new Dispatcher(db, config);
     await dispatcher.start();
     stops.push(() => dispatcher.stop());
+    // Possible duplicates: folds changed customers into the pairs table (SPEC §14).
+    stops.push(startDuplicateRefresher(db, config.defaultPhoneRegion, 1000, (err) => console.error('duplicate refresh failed', err)));
   }
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);

@@ -9,12 +9,13 @@ import { webhookRoutes } from './webhooks/routes.ts';
 import { associateRoutes } from './crm/associates/routes.ts';
 import { dataRoutes } from './crm/attached/routes.ts';
 import { mergeRoutes } from './crm/merge/routes.ts';
+import { duplicateRoutes } from './crm/duplicates/routes.ts';
 import { bulkItemsArePatches } from './http/versioning/changes/2026-11-bulk-patch.ts';
 import { eventRoutes } from './events/routes.ts';
 import { mergeUndoneAt } from './http/versioning/changes/2026-11-merge-undone-at.ts';
 
 export function allRoutes(s: Services): RouteDef[] {
-  return [...customerRoutes(s), ...bulkRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s)];
+  return [...customerRoutes(s), ...bulkRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s)];
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */

@@ -1,5 +1,6 @@
 // Db over embedded PGlite: one in-process PostgreSQL; queries and transactions are serialised by PGlite itself.
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import type { Db, Queryable, QueryResult } from './db.ts';
 
 const parsers = {
@@ -14,7 +15,7 @@ export class PgliteDb implements Db {
 
   /** dataDir: a folder, or 'memory://'. loadDataDir: a snapshot tarball to start from. */
   static async open(dataDir: string, loadDataDir?: Blob): Promise<PgliteDb> {
-    const pg = await PGlite.create({ dataDir, loadDataDir, parsers, relaxedDurability: false });
+    const pg = await PGlite.create({ dataDir, loadDataDir, parsers, relaxedDurability: false, extensions: { pg_trgm } });
     return new PgliteDb(pg);
   }
 

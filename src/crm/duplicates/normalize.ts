@@ -1,0 +1,65 @@
+// Normalised signals of a customer for duplicate detection (SPEC §14): emails trimmed and lower-cased,
+// phones in E.164 (libphonenumber-js, numbers without a country code read in BULB_DEFAULT_PHONE_REGION),
+// the name folded (case, accents, punctuation, spacing), postal codes (upper case, no spaces or dashes)
+// and cities (folded). Countries are ignored: written inconsistently, and a postal code shared across
+// countries only counts together with a similar name.
+import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+
+export interface Profile {
+  customerId: string;
+  name: string;
+  emails: string[];
+  phones: string[];
+  postalCodes: string[];
+  cities: string[];
+}
+
+export interface CustomerSignals {
+  id: string;
+  first_name: string | null;
+  last_name: string | null;
+  emails: { email?: unknown }[];
+  phones: { number?: unknown }[];
+  addresses: { city?: unknown; postalCode?: unknown }[];
+}
+
+const uniq = (xs: (string | null)[]) => [...new Set(xs.filter((x): x is string => !!x))].sort();
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/** Lower case, accents stripped, anything but letters and digits a single space. */
+export function foldText(s: string): string {
+  return s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+}
+
+export function normalizeEmail(raw: string): string | null {
+  const e = raw.trim().toLowerCase();
+  return e.includes('@') ? e : null;
+}
+
+/** E.164, or null when the number cannot be a phone number. */
+export function normalizePhone(raw: string, region: string): string | null {
+  try {
+    const p = parsePhoneNumberFromString(raw.trim(), { defaultCountry: region as CountryCode, extract: false });
+    return p && p.isPossible() ? p.number : null;
+  } catch {
+    return null;
+  }
+}
+
+export function profileOf(c: CustomerSignals, region: string): Profile {
+  const addresses = Array.isArray(c.addresses) ? c.addresses : [];
+  return {
+    customerId: c.id,
+    name: foldText(`${c.first_name ?? ''} ${c.last_name ?? ''}`),
+    emails: uniq((Array.isArray(c.emails) ? c.emails : []).map((e) => normalizeEmail(str(e?.email)))),
+    phones: uniq((Array.isArray(c.phones) ? c.phones : []).map((p) => normalizePhone(str(p?.number), region))),
+    postalCodes: uniq(addresses.map((a) => {
+      const code = str(a?.postalCode).replace(/[\s-]+/g, '').toUpperCase();
+      return code || null;
+    })),
+    cities: uniq(addresses.map((a) => {
+      const city = foldText(str(a?.city));
+      return city || null;
+    })),
+  };
+}

@@ -1,0 +1,62 @@
+// Keeps the possible-duplicate pairs current: takes changed customers off the dirty queue (filled by
+// triggers on customers, whoever wrote them), recomputes their normalised profiles and their pairs.
+// Work is proportional to what changed, never to the size of the base. One refresher at a time (an
+// advisory lock), so two changed customers never score each other against stale profiles.
+import type { Db } from '../../db/db.ts';
+import { profileOf } from './normalize.ts';
+import { NAME_CANDIDATE_MIN, STORED_MIN, scorePair, type PairFeatures } from './score.ts';
+import * as store from './store.ts';
+
+const LOCK_KEY = 740_213_517; // pg_advisory_xact_lock key of the refresher
+export const BATCH = 500;
+
+/** Processes one batch; returns how many customers it took off the queue. */
+export async function refreshBatch(db: Db, region: string, batch = BATCH): Promise<number> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
+    const ids = await store.claimDirty(tx, batch);
+    if (ids.length === 0) return 0;
+    const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
+    await store.replaceProfiles(tx, ids, profiles);
+    const pairs = new Map<string, store.NewPair>();
+    for (const row of await store.candidates(tx, profiles.map((p) => p.customerId), NAME_CANDIDATE_MIN)) {
+      const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
+      const key = `${a}/${b}`;
+      if (pairs.has(key)) continue;
+      const f: PairFeatures = { emails: row.emails, phones: row.phones, nameSimilarity: Number(row.sim), postalCodes: row.postal, cities: row.cities };
+      const { score, reasons } = scorePair(f);
+      if (score >= STORED_MIN) pairs.set(key, { a, b, score, reasons });
+    }
+    await store.insertPairs(tx, [...pairs.values()]);
+    return ids.length;
+  });
+}
+
+/** Drains the queue, up to maxBatches batches (the rest is left to the next call or the background loop). */
+export async function refreshDuplicates(db: Db, region: string, maxBatches = Infinity): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const n = await refreshBatch(db, region);
+    total += n;
+    if (n < BATCH) break;
+  }
+  return total;
+}
+
+/** Background loop for worker processes: drains the queue every `everyMs`. Returns a stop function. */
+export function startDuplicateRefresher(db: Db, region: string, everyMs = 1000, onError: (err: unknown) => void = () => {}): () => Promise<void> {
+  let stopped = false;
+  let running: Promise<unknown> = Promise.resolve();
+  const tick = () => {
+    if (stopped) return;
+    running = refreshDuplicates(db, region).catch(onError).finally(() => {
+      if (!stopped) timer = setTimeout(tick, everyMs).unref();
+    });
+  };
+  let timer = setTimeout(tick, everyMs).unref();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+  };
+}

@@ -1,0 +1,141 @@
+// SQL of possible duplicates: the dirty queue, normalised profiles, candidate search (email/phone array
+// overlap and the pg_trgm name index) and the pairs table the routes read. Every statement is set-based.
+import type { Queryable } from '../../db/db.ts';
+import type { CustomerRow } from '../customers/store.ts';
+import type { CustomerSignals, Profile } from './normalize.ts';
+import type { Reason } from './score.ts';
+
+/** Takes up to `limit` customers off the dirty queue (in this transaction). */
+export async function claimDirty(tx: Queryable, limit: number): Promise<string[]> {
+  const r = await tx.query<{ customer_id: string }>(
+    `DELETE FROM duplicate_dirty WHERE customer_id IN (SELECT customer_id FROM duplicate_dirty ORDER BY customer_id LIMIT $1 FOR UPDATE)
+     RETURNING customer_id`,
+    [limit],
+  );
+  return r.rows.map((x) => x.customer_id);
+}
+
+export async function pendingCount(db: Queryable): Promise<number> {
+  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM duplicate_dirty')).rows[0].n;
+}
+
+/** The fields scoring reads, for the active ones among these customers. */
+export async function activeSignals(tx: Queryable, ids: string[]): Promise<CustomerSignals[]> {
+  const r = await tx.query<CustomerSignals>(
+    `SELECT id, first_name, last_name, emails, phones, addresses FROM customers WHERE id = ANY($1::bigint[]) AND status = 'active'`,
+    [ids],
+  );
+  return r.rows;
+}
+
+/** Replaces the profiles and drops the pairs of these customers (profiles only for the active ones given). */
+export async function replaceProfiles(tx: Queryable, ids: string[], profiles: Profile[]): Promise<void> {
+  await tx.query('DELETE FROM duplicate_pairs WHERE a = ANY($1::bigint[]) OR b = ANY($1::bigint[])', [ids]);
+  await tx.query('DELETE FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])', [ids]);
+  if (profiles.length === 0) return;
+  await tx.query(
+    `INSERT INTO duplicate_profiles (customer_id, name, emails, phones, postal_codes, cities)
+     SELECT x.id, x.name, ARRAY(SELECT jsonb_array_elements_text(x.emails)), ARRAY(SELECT jsonb_array_elements_text(x.phones)),
+       ARRAY(SELECT jsonb_array_elements_text(x.postal)), ARRAY(SELECT jsonb_array_elements_text(x.cities))
+     FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, name text, emails jsonb, phones jsonb, postal jsonb, cities jsonb)`,
+    [JSON.stringify(profiles.map((p) => ({ id: p.customerId, name: p.name, emails: p.emails, phones: p.phones, postal: p.postalCodes, cities: p.cities })))],
+  );
+}
+
+export interface CandidateRow {
+  x: string;
+  y: string;
+  emails: string[];
+  phones: string[];
+  sim: number;
+  postal: string[];
+  cities: string[];
+}
+
+/**
+ * Every customer sharing an email or a phone with one of these, or whose name is trigram-similar
+ * (pg_trgm index, threshold nameMin), with the features the score needs.
+ */
+export async function candidates(tx: Queryable, ids: string[], nameMin: number): Promise<CandidateRow[]> {
+  await tx.query(`SELECT set_config('pg_trgm.similarity_threshold', $1, true)`, [String(nameMin)]);
+  const inter = (col: string) => `ARRAY(SELECT unnest(p.${col}) INTERSECT SELECT unnest(q.${col}) ORDER BY 1)`;
+  const r = await tx.query<CandidateRow>(
+    `WITH me AS (SELECT * FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])),
+     c AS (
+       SELECT me.customer_id AS x, o.customer_id AS y FROM me JOIN duplicate_profiles o ON o.emails && me.emails WHERE o.customer_id <> me.customer_id
+       UNION
+       SELECT me.customer_id, o.customer_id FROM me JOIN duplicate_profiles o ON o.phones && me.phones WHERE o.customer_id <> me.customer_id
+       UNION
+       SELECT me.customer_id, o.customer_id FROM me JOIN duplicate_profiles o ON o.name % me.name WHERE o.customer_id <> me.customer_id
+     )
+     SELECT c.x, c.y, ${inter('emails')} AS emails, ${inter('phones')} AS phones, similarity(p.name, q.name)::float8 AS sim,
+       ${inter('postal_codes')} AS postal, ${inter('cities')} AS cities
+     FROM c JOIN duplicate_profiles p ON p.customer_id = c.x JOIN duplicate_profiles q ON q.customer_id = c.y`,
+    [ids],
+  );
+  return r.rows;
+}
+
+export interface NewPair {
+  a: string;
+  b: string;
+  score: number;
+  reasons: Reason[];
+}
+
+export async function insertPairs(tx: Queryable, pairs: NewPair[]): Promise<void> {
+  if (pairs.length === 0) return;
+  await tx.query(
+    `INSERT INTO duplicate_pairs (a, b, score, reasons)
+     SELECT a, b, s, r::jsonb FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[]) AS t(a, b, s, r)
+     ON CONFLICT (a, b) DO UPDATE SET score = excluded.score, reasons = excluded.reasons`,
+    [pairs.map((p) => p.a), pairs.map((p) => p.b), pairs.map((p) => Math.round(p.score * 1000)), pairs.map((p) => JSON.stringify(p.reasons))],
+  );
+}
+
+const CUSTOMER_COLS = `c.id, c.uuid, c.external_id, c.status, c.first_name, c.last_name, c.emails, c.phones, c.addresses,
+  c.social_profiles, c.loyalty_tier, NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id, c.created_at, c.updated_at`;
+
+export interface DuplicateRow extends CustomerRow {
+  pair_score: number;
+  reasons: Reason[];
+}
+
+/** The active customers paired with this one, best first. */
+export async function duplicatesOf(db: Queryable, customerId: string, limit: number): Promise<DuplicateRow[]> {
+  const r = await db.query<DuplicateRow>(
+    `SELECT ${CUSTOMER_COLS}, d.score AS pair_score, d.reasons FROM (
+       SELECT b AS other, score, reasons FROM duplicate_pairs WHERE a = $1
+       UNION ALL
+       SELECT a, score, reasons FROM duplicate_pairs WHERE b = $1
+     ) d JOIN customers c ON c.id = d.other AND c.status = 'active'
+     ORDER BY d.score DESC, d.other LIMIT $2`,
+    [customerId, limit],
+  );
+  return r.rows;
+}
+
+export interface PairRow {
+  a: string;
+  b: string;
+  score: number;
+  reasons: Reason[];
+}
+
+/** Pairs scoring at least minScore (thousandths), best first, after the cursor (score, a, b). */
+export async function listPairs(db: Queryable, minScore: number, after: [number, string, string] | null, limit: number): Promise<PairRow[]> {
+  const r = await db.query<PairRow>(
+    `SELECT p.a, p.b, p.score, p.reasons FROM duplicate_pairs p
+     JOIN customers ca ON ca.id = p.a AND ca.status = 'active' JOIN customers cb ON cb.id = p.b AND cb.status = 'active'
+     WHERE p.score >= $1 AND ($2::int IS NULL OR (p.score, $3::bigint, $4::bigint) < ($2::int, p.a, p.b))
+     ORDER BY p.score DESC, p.a, p.b LIMIT $5`,
+    [minScore, after?.[0] ?? null, after?.[1] ?? null, after?.[2] ?? null, limit + 1],
+  );
+  return r.rows;
+}
+
+/** Customer rows by internal id (active or not), for shaping pairs. */
+export async function customersById(db: Queryable, ids: string[]): Promise<Map<string, CustomerRow>> {
+  const r = await db.query<CustomerRow>(`SELECT ${CUSTOMER_COLS} FROM customers c WHERE c.id = ANY($1::bigint[])`, [ids]);
+  return new Map(r.rows.map((c) => [c.id, c]));
+}

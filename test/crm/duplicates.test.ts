@@ -1,0 +1,136 @@
+// Possible duplicates (SPEC §14): normalised emails and phones, trigram names with a shared place, a
+// score with reasons, the per-customer and whole-base routes kept current as customers change (writes,
+// bulk, merge, undo), only active customers, pagination, errors, and the normalisers themselves.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { errorCodes } from '../helpers/server.ts';
+import { normalizeEmail, normalizePhone, profileOf } from '../../src/crm/duplicates/normalize.ts';
+import { scorePair } from '../../src/crm/duplicates/score.ts';
+
+describe('duplicate signals', () => {
+  it('normalises emails, phones (E.164 in the default region) and names', () => {
+    assert.equal(normalizeEmail('  Ann.Lee@Example.COM '), 'ann.lee@example.com');
+    for (const raw of ['(201) 555-0123', '201.555.0123', '+1 201 555 0123', '1-201-555-0123', '2015550123']) {
+      assert.equal(normalizePhone(raw, 'US'), '+12015550123', raw);
+    }
+    assert.equal(normalizePhone('01 42 68 53 00', 'FR'), '+33142685300');
+    assert.equal(normalizePhone('+33 1 42 68 53 00', 'US'), '+33142685300');
+    assert.equal(normalizePhone('not a phone', 'US'), null);
+    const p = profileOf({ id: '1', first_name: ' Zoë ', last_name: "O'Brien-Smith", emails: [{ email: 'A@B.C' }], phones: [{ number: '555' }], addresses: [{ city: ' New  York', postalCode: '100 01' }] }, 'US');
+    assert.deepEqual(p, { customerId: '1', name: 'zoe o brien smith', emails: ['a@b.c'], phones: [], postalCodes: ['10001'], cities: ['new york'] });
+  });
+
+  it('scores each signal and explains it', () => {
+    const none = { emails: [], phones: [], nameSimilarity: 0, postalCodes: [], cities: [] };
+    assert.equal(scorePair(none).score, 0);
+    assert.ok(scorePair({ ...none, emails: ['a@b.c'] }).score >= 0.8, 'the same email alone is a likely duplicate');
+    assert.ok(scorePair({ ...none, phones: ['+12015550123'] }).score < 0.8, 'a shared phone alone is not (households)');
+    assert.ok(scorePair({ ...none, nameSimilarity: 1, postalCodes: ['07030'] }).score >= 0.8);
+    assert.ok(scorePair({ ...none, nameSimilarity: 1 }).score < 0.8, 'a name alone, elsewhere, is not');
+    assert.ok(scorePair({ ...none, nameSimilarity: 0.375, postalCodes: ['07030'], phones: ['+1'] }).score < 0.8, 'family member: same place and phone, other first name');
+    const r = scorePair({ ...none, emails: ['a@b.c'], nameSimilarity: 0.9, cities: ['hoboken'] }).reasons.map((x) => x.field);
+    assert.deepEqual(r, ['email', 'name', 'address']);
+  });
+});
+
+await describeEachDb('possible duplicates', (ctx) => {
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  const create = async (externalId: string, body: Record<string, unknown>) => {
+    const r = await api().post('/crm/customers', { externalId, ...body });
+    assert.equal(r.status, 201, r.text);
+    return r.body;
+  };
+  const dupsOf = async (id: string, q = '') => {
+    const r = await api().get(`/crm/customers/${id}/duplicates${q}`);
+    assert.equal(r.status, 200, r.text);
+    return r.body.data as { customer: { externalId: string }; score: number; reasons: { field: string; detail: string }[] }[];
+  };
+  const home = { line1: '1 Main St', city: 'Hoboken', postalCode: '07030', country: 'US' };
+
+  it('finds the same person across formats, best first, with reasons; not the family', async () => {
+    await create('d-ann', { firstName: 'Ann', lastName: 'Lee', emails: [{ email: 'Ann.Lee@Example.com' }], phones: [{ number: '(201) 555-0123' }], addresses: [home] });
+    await create('d-ann2', { firstName: 'ann', lastName: 'lee', emails: [{ email: 'ann.lee@example.COM' }], phones: [{ number: '+1 201-555-0123' }] });
+    await create('d-ann3', { firstName: 'Lee', lastName: 'Ann', addresses: [{ ...home, postalCode: '07030 ' }] });
+    await create('d-bob', { firstName: 'Robert', lastName: 'Lee', phones: [{ number: '201.555.0123' }], addresses: [home] });
+    await create('d-zed', { firstName: 'Zed', lastName: 'Quux', emails: [{ email: 'zed@example.com' }] });
+    const d = await dupsOf('d-ann');
+    const ids = d.map((x) => x.customer.externalId);
+    assert.deepEqual(ids.slice(0, 2), ['d-ann2', 'd-ann3'], JSON.stringify(d));
+    assert.ok(d[0].score >= d[1].score);
+    assert.ok(d[0].score >= 0.8 && d[1].score >= 0.8);
+    assert.deepEqual(d[0].reasons.map((r) => r.field).sort(), ['email', 'name', 'phone']);
+    assert.match(d[0].reasons.find((r) => r.field === 'phone')!.detail, /\+12015550123/);
+    assert.deepEqual(d[1].reasons.map((r) => r.field), ['name', 'address']);
+    const bob = d.find((x) => x.customer.externalId === 'd-bob');
+    assert.ok(!bob || bob.score < 0.8, 'a family member (same address and phone, other first name) is not a likely duplicate');
+    assert.ok(!ids.includes('d-zed'));
+    assert.deepEqual((await dupsOf('d-ann', '?limit=1')).map((x) => x.customer.externalId), ['d-ann2']);
+    // Symmetric.
+    assert.ok((await dupsOf('d-ann2')).some((x) => x.customer.externalId === 'd-ann'));
+  });
+
+  it('stays current as customers change: patch, merge (only active customers), undo, bulk', async () => {
+    await create('k-1', { firstName: 'Kim', lastName: 'Park', emails: [{ email: 'kim@park.example' }] });
+    await create('k-2', { firstName: 'Jo', lastName: 'Yoon', emails: [{ email: 'other@park.example' }] });
+    assert.deepEqual(await dupsOf('k-1'), []);
+    const p = await api().patch('/crm/customers/k-2', { emails: [{ email: 'KIM@park.example' }] });
+    assert.equal(p.status, 200, p.text);
+    assert.deepEqual((await dupsOf('k-1')).map((x) => x.customer.externalId), ['k-2']);
+    const m = await api().post('/crm/customers/k-1/merge', { mergeWithCustomerIds: ['k-2'] });
+    assert.equal(m.status, 200, m.text);
+    assert.deepEqual(await dupsOf('k-1'), [], 'a merged-away customer is no duplicate');
+    assert.deepEqual(await dupsOf('k-2'), []);
+    const all = await api().get('/crm/duplicates?minScore=0&limit=250');
+    assert.ok(!all.body.data.some((x: any) => x.customers.some((c: any) => c.externalId === 'k-2')));
+    assert.equal((await api().post(`/crm/merges/${m.body.mergeUuid}/undo`)).status, 200);
+    assert.deepEqual((await dupsOf('k-1')).map((x) => x.customer.externalId), ['k-2'], 'back after the undo');
+    const b = await api().post('/crm/customers/bulk', [{ externalId: 'k-3', firstName: 'Kim', lastName: 'Park', emails: [{ email: 'Kim@Park.example' }] }]);
+    assert.equal(b.status, 200, b.text);
+    assert.equal(b.body.results[0].status, 201, b.text);
+    assert.deepEqual((await dupsOf('k-1')).map((x) => x.customer.externalId).sort(), ['k-2', 'k-3']);
+    // A write behind the API's back (SQL) is seen too: the triggers mark the customer.
+    await ctx.tdb.db.query(`UPDATE customers SET emails = '[]', email_keys = '{}' WHERE external_id = 'k-3'`);
+    assert.deepEqual((await dupsOf('k-1')).map((x) => x.customer.externalId), ['k-2']);
+  });
+
+  it('lists pairs across the base best first, walks them with a cursor, filters by minScore', async () => {
+    for (let i = 0; i < 3; i++) {
+      await create(`w-${i}a`, { firstName: `Walker${i}`, lastName: 'Ng', emails: [{ email: `w${i}@ng.example` }] });
+      await create(`w-${i}b`, { firstName: 'Someone', lastName: 'Else', emails: [{ email: `W${i}@NG.example` }] });
+    }
+    const seen: string[] = [];
+    const scores: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const r = await api().get(`/crm/duplicates?limit=2&minScore=0.8${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(r.status, 200, r.text);
+      for (const pair of r.body.data) {
+        assert.equal(pair.customers.length, 2);
+        assert.ok(pair.score >= 0.8);
+        seen.push(pair.customers.map((c: any) => c.externalId).sort().join('+'));
+        scores.push(pair.score);
+      }
+      cursor = r.body.nextCursor;
+    } while (cursor);
+    assert.equal(new Set(seen).size, seen.length, 'each pair once');
+    for (let i = 0; i < 3; i++) assert.ok(seen.includes(`w-${i}a+w-${i}b`));
+    assert.deepEqual(scores, [...scores].sort((a, b) => b - a), 'best first');
+    const high = await api().get('/crm/duplicates?minScore=0.99');
+    assert.ok(high.body.data.every((p: any) => p.score >= 0.99));
+  });
+
+  it('answers 404, 400 and EndpointNotInVersion in the error shape', async () => {
+    const r = await api().get('/crm/customers/nobody-here/duplicates');
+    assert.equal(r.status, 404);
+    assert.deepEqual(errorCodes(r), ['NotFound']);
+    for (const q of ['?minScore=2', '?minScore=x', '?cursor=zzz', '?limit=0', '?other=1']) {
+      const b = await api().get(`/crm/duplicates${q}`);
+      assert.equal(b.status, 400, q);
+      errorCodes(b);
+    }
+    const old = await ctx.srv.api.get('/crm/duplicates');
+    assert.equal(old.status, 404);
+    assert.deepEqual(errorCodes(old), ['EndpointNotInVersion']);
+  });
+});
