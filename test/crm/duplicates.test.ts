@@ -103,7 +103,7 @@ await describeEachDb('possible duplicates', (ctx) => {
     const scores: number[] = [];
     let cursor: string | null = null;
     do {
-      const r = await api().get(`/crm/duplicates?limit=2&minScore=0.8${cursor ? `&cursor=${cursor}` : ''}`);
+      const r: { status: number; text: string; body: any } = await api().get(`/crm/duplicates?limit=2&minScore=0.8${cursor ? `&cursor=${cursor}` : ''}`);
       assert.equal(r.status, 200, r.text);
       for (const pair of r.body.data) {
         assert.equal(pair.customers.length, 2);
