@@ -97,7 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.BULB_LOG_LEVEL || 'info',
     rateLimitPerSec: int(env, 'BULB_RATE_LIMIT_PER_SEC', 100, 1, 10_000_000),
     rateLimitBurst: int(env, 'BULB_RATE_LIMIT_BURST', 200, 1, 10_000_000),
-    authCacheMs: int(env, 'BULB_AUTH_CACHE_MS', 0, 0, 600_000),
+    authCacheMs: int(env, 'BULB_AUTH_CACHE_MS', 60_000, 0, 600_000),
     bodyLimitBytes: 1024 * 1024,
     secretKey: secretKey(env, 'BULB_SECRET_KEY'),
     secretKeyPrevious: secretKey(env, 'BULB_SECRET_KEY_PREVIOUS'),

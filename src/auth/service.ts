@@ -64,21 +64,37 @@ export async function issueAccessToken(db: Queryable, clientId: string, clientSe
 
 const CACHE_MAX = 10_000;
 
-/** Resolves a bearer token to its principal, or undefined (unknown, revoked, expired). */
+/**
+ * Resolves a bearer token to its principal, or undefined (unknown, revoked, expired).
+ *
+ * Token cache (BULB_AUTH_CACHE_MS, default 60 s, 0 = off): a resolved token is answered from memory, so the
+ * common request makes no authentication round trip. Revocation stays immediate in every process: each
+ * revoking statement NOTIFYs AUTH_CHANNEL in its transaction and every process's cache is cleared when the
+ * notification arrives. The cache is used only while that LISTEN is in place: until it is, and from the
+ * moment its connection is lost until it is back, every request goes to the database (and the cache is
+ * flushed on loss). The TTL is the backstop for a revocation that notifies nobody (e.g. SQL typed by hand).
+ */
 export class Authenticator {
   private lastTouch = new Map<string, number>();
   /** sha256 of the token (base64) → principal, valid until (epoch ms). Only hits are kept. */
   private cache = new Map<string, { principal: Principal; until: number; keyId?: string }>();
-  /**
-   * cacheMs (BULB_AUTH_CACHE_MS, default 0): with a cache, a key revoked through another process keeps
-   * working here for up to this long; a revocation through this process takes effect at once (forget()).
-   */
-  constructor(private db: Db, private cacheMs = 0) {}
+  /** Bumped on every invalidation: a lookup that raced with one is not cached. */
+  private generation = 0;
+  /** LISTEN on AUTH_CHANNEL is in place (the cache may be used). */
+  private live = false;
+  private listening: Promise<unknown> | undefined;
+  private retryAt = 0;
+
+  constructor(private db: Db, private cacheMs = 60_000) {}
 
   async authenticate(token: string): Promise<Principal | undefined> {
     if (token.length === 0 || token.length > 512) return undefined;
     const hash = hashSecret(token);
-    const cacheKey = this.cacheMs > 0 ? hash.toString('base64') : '';
+    let cacheKey = '';
+    if (this.cacheMs > 0) {
+      if (!this.listening) this.startListening();
+      if (this.live) cacheKey = hash.toString('base64');
+    }
     if (cacheKey) {
       const hit = this.cache.get(cacheKey);
       if (hit && hit.until > Date.now()) {
@@ -87,27 +103,58 @@ export class Authenticator {
       }
       if (hit) this.cache.delete(cacheKey);
     }
+    const gen = this.generation;
     if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
       const t = await store.findAccessToken(this.db, hash);
       if (!t || !digestsEqual(hash, t.secret_hash)) return undefined;
       const principal: Principal = { kind: 'oauth', uuid: t.uuid, scopes: t.scopes };
-      if (cacheKey) this.remember(cacheKey, principal, t.expires_ms === undefined ? undefined : Number(t.expires_ms));
+      if (cacheKey) this.remember(gen, cacheKey, principal, t.expires_ms === undefined ? undefined : Number(t.expires_ms));
       return principal;
     }
     const k = await store.findApiKeyByHash(this.db, hash);
     if (!k || !digestsEqual(hash, k.secret_hash)) return undefined;
     this.touch(k.id);
     const principal: Principal = { kind: 'apiKey', uuid: k.uuid, scopes: k.scopes };
-    if (cacheKey) this.remember(cacheKey, principal, undefined, k.id);
+    if (cacheKey) this.remember(gen, cacheKey, principal, undefined, k.id);
     return principal;
   }
 
-  /** Forgets every cached token: called after a revocation in this process, so that it is immediate here. */
+  /** Forgets every cached token (a revocation in this process: immediate here even before its NOTIFY arrives). */
   forget() {
     this.cache.clear();
+    this.generation++;
   }
 
-  private remember(key: string, principal: Principal, expiresMs: number | undefined, keyId?: string) {
+  /** LISTEN once, on first use; on failure the cache stays bypassed and LISTEN is retried a second later. */
+  private startListening() {
+    if (Date.now() < this.retryAt) return;
+    this.listening = this.db
+      .listen(
+        store.AUTH_CHANNEL,
+        () => {
+          // A revocation somewhere, or the connection is back after a loss: forget, and (again) trust the cache.
+          this.forget();
+          this.live = true;
+        },
+        () => {
+          this.live = false;
+          this.forget();
+        },
+      )
+      .then(
+        () => {
+          this.forget();
+          this.live = true;
+        },
+        () => {
+          this.listening = undefined;
+          this.retryAt = Date.now() + 1000;
+        },
+      );
+  }
+
+  private remember(gen: number, key: string, principal: Principal, expiresMs: number | undefined, keyId?: string) {
+    if (gen !== this.generation || !this.live) return; // a revocation arrived while we were looking it up
     if (this.cache.size >= CACHE_MAX) this.cache.clear();
     const until = Math.min(Date.now() + this.cacheMs, expiresMs ?? Infinity);
     this.cache.set(key, { principal, until, keyId });

@@ -22,6 +22,12 @@ export interface TokenOwnerRow {
   expires_ms?: string;
 }
 
+/**
+ * The NOTIFY channel of revocations: every statement that makes a key, client or token stop working
+ * notifies it in its own transaction, and every process's token cache (Authenticator) forgets on it.
+ */
+export const AUTH_CHANNEL = 'bulb_auth';
+
 const KEY_COLS = 'uuid, name, prefix, scopes, created_at, last_used_at, revoked_at';
 
 export async function insertApiKey(db: Queryable, k: { name: string; prefix: string; hash: Buffer; scopes: Scope[] }): Promise<ApiKeyRow> {
@@ -55,15 +61,21 @@ export async function listApiKeys(db: Queryable, afterId: string | null, limit: 
   return r.rows;
 }
 
+/** Revokes a key and notifies AUTH_CHANNEL in the same statement (so on commit). */
 export async function revokeApiKey(db: Queryable, uuid: string): Promise<boolean> {
-  const r = await db.query(`UPDATE api_keys SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL`, [uuid]);
-  return r.rowCount > 0;
+  const r = await db.query(
+    `WITH k AS (UPDATE api_keys SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING 1)
+     SELECT pg_notify($2, 'revoked') FROM k`,
+    [uuid, AUTH_CHANNEL],
+  );
+  return r.rows.length > 0;
 }
 
 export async function findApiKeyByHash(db: Queryable, hash: Buffer): Promise<TokenOwnerRow | undefined> {
   const r = await db.query<TokenOwnerRow>(
     `SELECT id, uuid, scopes, secret_hash, last_used_at FROM api_keys WHERE secret_hash = $1 AND revoked_at IS NULL`,
     [hash],
+    'auth_key_by_hash',
   );
   return r.rows[0];
 }
@@ -98,12 +110,15 @@ export async function listAuthClients(db: Queryable, afterId: string | null, lim
   return r.rows;
 }
 
-/** Revokes the client and every access token issued to it. */
+/** Revokes the client and every access token issued to it (one statement), notifying AUTH_CHANNEL. */
 export async function revokeAuthClient(db: Queryable, uuid: string): Promise<boolean> {
-  const r = await db.query<{ id: string }>(`UPDATE auth_clients SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING id`, [uuid]);
-  if (r.rows.length === 0) return false;
-  await db.query(`DELETE FROM oauth_tokens WHERE client_id = $1`, [r.rows[0].id]);
-  return true;
+  const r = await db.query(
+    `WITH c AS (UPDATE auth_clients SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING id),
+     t AS (DELETE FROM oauth_tokens WHERE client_id IN (SELECT id FROM c))
+     SELECT pg_notify($2, 'revoked') FROM c`,
+    [uuid, AUTH_CHANNEL],
+  );
+  return r.rows.length > 0;
 }
 
 export async function findAuthClient(db: Queryable, clientId: string): Promise<TokenOwnerRow | undefined> {
@@ -128,6 +143,7 @@ export async function findAccessToken(db: Queryable, hash: Buffer): Promise<Toke
     `SELECT t.id, c.uuid, t.scopes, t.secret_hash, (extract(epoch FROM t.expires_at) * 1000)::bigint AS expires_ms FROM oauth_tokens t JOIN auth_clients c ON c.id = t.client_id
       WHERE t.secret_hash = $1 AND t.expires_at > now() AND c.revoked_at IS NULL`,
     [hash],
+    'auth_token_by_hash',
   );
   return r.rows[0];
 }

@@ -1,11 +1,16 @@
 // The one database interface the rest of Bulb uses, over node-postgres or embedded PGlite.
+import { createHash } from 'node:crypto';
 export interface QueryResult<T> {
   rows: T[];
   rowCount: number;
 }
 
 export interface Queryable {
-  query<T = any>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
+  /**
+   * name: a hot statement's name; on PostgreSQL it is prepared once per connection and reused (no parsing or
+   * planning per call). Give a name only to SQL whose text never varies with the values (one name, one text).
+   */
+  query<T = any>(sql: string, params?: unknown[], name?: string): Promise<QueryResult<T>>;
   /** Runs several ;-separated statements without parameters (migrations, scripts). */
   exec(sql: string): Promise<void>;
 }
@@ -14,9 +19,25 @@ export interface Db extends Queryable {
   readonly kind: 'pg' | 'pglite';
   /** Runs fn in one transaction; commits if it resolves, rolls back if it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** Subscribes to NOTIFY on a channel; resolves to an unsubscribe function. */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Subscribes to NOTIFY on a channel; resolves (once LISTEN is in place) to an unsubscribe function.
+   * onLost: the connection carrying notifications broke, so some may be missed; once it is re-established
+   * (and LISTEN re-issued), onPayload('') is called.
+   */
+  listen(channel: string, onPayload: (payload: string) => void, onLost?: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
+}
+
+const names = new Map<string, string>();
+
+/** A prepared-statement name for SQL built from a few fixed shapes: the prefix and a digest of the text. */
+export function statementName(prefix: string, sql: string): string {
+  let n = names.get(sql);
+  if (n === undefined) {
+    n = `${prefix}_${createHash('sha1').update(sql).digest('hex').slice(0, 16)}`;
+    if (names.size < 1000) names.set(sql, n);
+  }
+  return n;
 }
 
 /** SQLSTATEs worth retrying a whole transaction for. */

@@ -10,11 +10,21 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
 // Sessions run in UTC, like PGlite, so that timestamptz text (and now()::date, date_trunc…) is the same on both.
 const SESSION_OPTIONS = '-c TimeZone=UTC';
 
+interface Sub {
+  onPayload: (payload: string) => void;
+  onLost?: () => void;
+}
+
+/** A named query is parsed and planned once per connection (node-postgres keeps the prepared statement). */
+const config = (text: string, values: unknown[] | undefined, name: string | undefined): pg.QueryConfig =>
+  name ? { name, text, values: values as any[] } : { text, values: values as any[] };
+
 export class PgDb implements Db {
   readonly kind = 'pg' as const;
   private pool: pg.Pool;
   private listener: pg.Client | undefined;
-  private listeners = new Map<string, Set<(p: string) => void>>();
+  private connecting: Promise<pg.Client> | undefined;
+  private listeners = new Map<string, Set<Sub>>();
   private closed = false;
 
   constructor(private url: string, poolSize = 10) {
@@ -23,8 +33,8 @@ export class PgDb implements Db {
     this.pool.on('error', () => {});
   }
 
-  async query<T>(sql: string, params?: unknown[]): Promise<QueryResult<T>> {
-    const r = await this.pool.query(sql, params as any[]);
+  async query<T>(sql: string, params?: unknown[], name?: string): Promise<QueryResult<T>> {
+    const r = await this.pool.query(config(sql, params, name));
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
   }
 
@@ -36,8 +46,8 @@ export class PgDb implements Db {
     const client = await this.pool.connect();
     let broken = false;
     const tx: Queryable = {
-      async query<R>(sql: string, params?: unknown[]) {
-        const r = await client.query(sql, params as any[]);
+      async query<R>(sql: string, params?: unknown[], name?: string) {
+        const r = await client.query(config(sql, params, name));
         return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
       },
       async exec(sql: string) {
@@ -61,46 +71,63 @@ export class PgDb implements Db {
     }
   }
 
-  async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+  async listen(channel: string, onPayload: (payload: string) => void, onLost?: () => void): Promise<() => Promise<void>> {
+    if (this.closed) throw new Error('database is closed');
+    const sub: Sub = { onPayload, onLost };
     let set = this.listeners.get(channel);
-    if (!set) {
-      set = new Set();
-      this.listeners.set(channel, set);
+    if (!set) this.listeners.set(channel, (set = new Set()));
+    set.add(sub);
+    try {
       const client = await this.listenClient();
-      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`); // a repeated LISTEN is a no-op
+    } catch (err) {
+      set.delete(sub);
+      if (set.size === 0) this.listeners.delete(channel);
+      throw err;
     }
-    set.add(onPayload);
     return async () => {
-      set!.delete(onPayload);
+      set!.delete(sub);
     };
   }
 
-  private async listenClient(): Promise<pg.Client> {
-    if (this.listener) return this.listener;
-    const client = new pg.Client({ connectionString: this.url, application_name: 'bulb-listen', options: SESSION_OPTIONS });
-    client.on('notification', (msg) => {
-      for (const cb of this.listeners.get(msg.channel) ?? []) cb(msg.payload ?? '');
-    });
-    client.on('error', () => this.reconnectListener(client));
-    client.on('end', () => this.reconnectListener(client));
-    await client.connect();
-    this.listener = client;
-    return client;
+  /** The one LISTEN connection (shared by every channel); a new one LISTENs every channel subscribed so far. */
+  private listenClient(): Promise<pg.Client> {
+    this.connecting ??= (async () => {
+      const client = new pg.Client({ connectionString: this.url, application_name: 'bulb-listen', options: SESSION_OPTIONS, keepAlive: true });
+      client.on('notification', (msg) => {
+        for (const s of this.listeners.get(msg.channel) ?? []) s.onPayload(msg.payload ?? '');
+      });
+      client.on('error', () => this.lost(client));
+      client.on('end', () => this.lost(client));
+      try {
+        await client.connect();
+        if (this.closed) throw new Error('database is closed');
+        for (const channel of this.listeners.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      } catch (err) {
+        this.connecting = undefined;
+        client.end().catch(() => {});
+        throw err;
+      }
+      this.listener = client;
+      return client;
+    })();
+    return this.connecting;
   }
 
-  /** The LISTEN connection was lost: open a new one and re-subscribe (callers also poll, so nothing is lost). */
-  private reconnectListener(dead: pg.Client) {
-    if (this.listener !== dead || this.closed) return;
+  /** The LISTEN connection was lost: tell subscribers (onLost), open a new one, re-subscribe, then wake everyone. */
+  private lost(dead: pg.Client) {
+    if (this.listener !== dead) return;
     this.listener = undefined;
+    this.connecting = undefined;
+    if (this.closed) return;
+    for (const set of this.listeners.values()) for (const s of set) s.onLost?.();
     const retry = async () => {
       if (this.closed) return;
       try {
-        const client = await this.listenClient();
-        for (const channel of this.listeners.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-        // Wake everyone: notifications may have been missed while disconnected.
-        for (const set of this.listeners.values()) for (const cb of set) cb('');
+        await this.listenClient();
+        // Notifications may have been missed while disconnected.
+        for (const set of this.listeners.values()) for (const s of set) s.onPayload('');
       } catch {
-        this.listener = undefined;
         setTimeout(retry, 500).unref();
       }
     };

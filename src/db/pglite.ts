@@ -42,7 +42,8 @@ export class PgliteDb implements Db {
     );
   }
 
-  async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+  /** In-process: the notification path cannot be lost, so onLost is never called. */
+  async listen(channel: string, onPayload: (payload: string) => void, _onLost?: () => void): Promise<() => Promise<void>> {
     const unsub = await this.pg.listen(channel, onPayload);
     return async () => unsub();
   }

@@ -16,13 +16,16 @@ export interface NewEvent {
   source: string;
 }
 
-/** Writes events (one row per occurrence) and their deliveries in the caller's transaction. Returns the event uuids. */
-export async function emitEvents(tx: Queryable, events: NewEvent[]): Promise<string[]> {
-  if (events.length === 0) return [];
-  const r = await tx.query<{ uuid: string; fanned: string }>(
-    `WITH ev AS (
+/**
+ * The outbox as SQL to embed in a statement: CTEs `ev` (the events, inserted from `eventsSelect`, a SELECT of
+ * event_type, resource_type, resource_uuid, resource_external_id, source), `d` (one delivery per subscription
+ * active for the type) and `n` (how many deliveries). Select OUTBOX_NOTIFY from `n` to wake the delivery
+ * workers (only when there are deliveries). A write can thus carry its events in the same statement.
+ */
+export function outboxCtes(eventsSelect: string): string {
+  return `ev AS (
        INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[])
+       ${eventsSelect}
        RETURNING id, uuid, event_type
      ), d AS (
        INSERT INTO webhook_deliveries (event_id, subscription_id)
@@ -30,16 +33,28 @@ export async function emitEvents(tx: Queryable, events: NewEvent[]): Promise<str
          ON s.event_type = ev.event_type AND s.is_active AND s.deleted_at IS NULL
        ORDER BY ev.id, s.id
        RETURNING 1
-     ), n AS (SELECT count(*) AS c FROM d)
-     SELECT ev.uuid, CASE WHEN n.c > 0 THEN pg_notify($6, '') END AS fanned FROM ev, n ORDER BY ev.id`,
+     ), n AS (SELECT count(*) AS c FROM d)`;
+}
+
+/** The select-list item that NOTIFYs the workers when the statement made deliveries (needs `n` in FROM). */
+export const OUTBOX_NOTIFY = `CASE WHEN n.c > 0 THEN pg_notify('${WEBHOOK_CHANNEL}', '') END AS fanned`;
+
+const EMIT_SQL = `WITH ${outboxCtes('SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[])')}
+     SELECT ev.uuid, ${OUTBOX_NOTIFY} FROM ev, n ORDER BY ev.id`;
+
+/** Writes events (one row per occurrence) and their deliveries in the caller's transaction. Returns the event uuids. */
+export async function emitEvents(tx: Queryable, events: NewEvent[]): Promise<string[]> {
+  if (events.length === 0) return [];
+  const r = await tx.query<{ uuid: string; fanned: string }>(
+    EMIT_SQL,
     [
       events.map((e) => e.eventType),
       events.map((e) => e.resourceType),
       events.map((e) => e.resource.uuid),
       events.map((e) => e.resource.externalId),
       events.map((e) => e.source),
-      WEBHOOK_CHANNEL,
     ],
+    'outbox_emit',
   );
   return r.rows.map((x) => x.uuid);
 }

@@ -18,7 +18,7 @@ describe('config', () => {
     assert.equal(c.webhookAllowPrivate, false);
     assert.equal(c.rateLimitPerSec, 100);
     assert.equal(c.rateLimitBurst, 200);
-    assert.equal(c.authCacheMs, 0);
+    assert.equal(c.authCacheMs, 60000);
     assert.equal(c.bodyLimitBytes, 1024 * 1024);
   });
 

@@ -28,7 +28,8 @@ export function customerRoutes(s: Services): RouteDef[] {
       summary: 'Create a customer (409 when the externalId exists)',
       schema: { body: S.CustomerCreate, response: { 201: S.Customer } },
       handler: async (req, reply) => {
-        const row = await s.db.transaction((tx) => createCustomer(tx, req.body as any, sourceOf(req, s)));
+        // One statement (customer, event, deliveries, NOTIFY): its own transaction, one round trip.
+        const row = await createCustomer(s.db, req.body as any, sourceOf(req, s));
         reply.code(201);
         return shapeCustomer(row);
       },

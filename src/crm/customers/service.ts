@@ -36,10 +36,10 @@ export function customerDisabled(row: store.CustomerRow): ApiError {
   return new ApiError('CustomerDisabled', `customer ${row.external_id} is disabled`, row.merged_into_uuid ? `merged into ${row.merged_into_external_id} (${row.merged_into_uuid})` : 'disabled');
 }
 
+/** Creates a customer with its event in one statement: on its own (db, autocommit) one round trip. */
 export async function createCustomer(tx: Queryable, input: CustomerInput & { externalId: string }, source: string): Promise<store.CustomerRow> {
-  const row = await store.insertCustomer(tx, input);
+  const row = await store.insertCustomerWithEvent(tx, input, source);
   if (!row) throw conflict(`a customer with externalId "${input.externalId}" already exists`, 'externalId');
-  await emitEvent(tx, customerEvent('customerCreate', row, source));
   return row;
 }
 

@@ -1,5 +1,6 @@
 // SQL for customers.
-import type { Queryable } from '../../db/db.ts';
+import { statementName, type Queryable } from '../../db/db.ts';
+import { OUTBOX_NOTIFY, outboxCtes } from '../../events/emit.ts';
 import type { CustomerInput, ListQueryT } from './schema.ts';
 
 export interface CustomerRow {
@@ -46,19 +47,21 @@ export function columnsOf(input: CustomerInput & { externalId: string }) {
 /** Row lock of a lookup: true = FOR UPDATE (to change it), 'share' = FOR SHARE (to attach data to it). */
 type Lock = boolean | 'share';
 const lockClause = (lock: Lock) => (lock === 'share' ? ' FOR SHARE OF c' : lock ? ' FOR UPDATE OF c' : '');
+/** Names of the prepared look-ups (one per lock kind: one name, one SQL text). */
+const lockName = (lock: Lock) => (lock === 'share' ? 'share' : lock ? 'update' : 'read');
 
 /** Finds by uuid or externalId (a uuid match wins). `lock` takes a row lock for an update. */
 export async function findCustomer(db: Queryable, id: string, lock: Lock = false): Promise<CustomerRow | undefined> {
   const forUpdate = lockClause(lock);
   if (looksLikeUuid(id)) {
-    const r = await db.query<CustomerRow>(`${SELECT} WHERE c.uuid = $1${forUpdate}`, [id]);
+    const r = await db.query<CustomerRow>(`${SELECT} WHERE c.uuid = $1${forUpdate}`, [id], `customer_by_uuid_${lockName(lock)}`);
     if (r.rows[0]) return r.rows[0];
   }
   return findByExternalId(db, id, lock);
 }
 
 export async function findByExternalId(db: Queryable, externalId: string, lock: Lock = false): Promise<CustomerRow | undefined> {
-  const r = await db.query<CustomerRow>(`${SELECT} WHERE c.external_id = $1${lockClause(lock)}`, [externalId]);
+  const r = await db.query<CustomerRow>(`${SELECT} WHERE c.external_id = $1${lockClause(lock)}`, [externalId], `customer_by_external_id_${lockName(lock)}`);
   return r.rows[0];
 }
 
@@ -67,17 +70,33 @@ export async function findCustomerById(db: Queryable, internalId: string): Promi
   return r.rows[0];
 }
 
+const INSERT_CUSTOMER = `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (external_id) DO NOTHING
+     RETURNING id, uuid, external_id, status, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier,
+       NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id, created_at, updated_at`;
+
 /** Inserts; returns undefined when the externalId is taken. */
 export async function insertCustomer(db: Queryable, input: CustomerInput & { externalId: string }): Promise<CustomerRow | undefined> {
   // A new customer is merged into nobody: RETURNING gives the whole row without a second round trip.
-  const r = await db.query<CustomerRow>(
-    `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (external_id) DO NOTHING
-     RETURNING id, uuid, external_id, status, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier,
-       NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id, created_at, updated_at`,
-    columnsOf(input),
-  );
+  const r = await db.query<CustomerRow>(INSERT_CUSTOMER, columnsOf(input), 'customer_insert');
   return r.rows[0];
+}
+
+// The customer, its customerCreate event, the deliveries and the NOTIFY: one statement, one round trip.
+const CREATE_CUSTOMER = `WITH c AS (${INSERT_CUSTOMER}),
+     ${outboxCtes(`SELECT 'customerCreate', 'Customer', c.uuid, c.external_id, $10::text FROM c`)}
+     SELECT c.*, ${OUTBOX_NOTIFY} FROM c, n`;
+
+/**
+ * Inserts a customer and emits its customerCreate event (with deliveries) in one statement, so that on its
+ * own (autocommit) it is one round trip and one transaction. Returns undefined (and writes nothing) when
+ * the externalId is taken.
+ */
+export async function insertCustomerWithEvent(db: Queryable, input: CustomerInput & { externalId: string }, source: string): Promise<CustomerRow | undefined> {
+  const r = await db.query<CustomerRow & { fanned: unknown }>(CREATE_CUSTOMER, [...columnsOf(input), source], 'customer_create');
+  const row = r.rows[0];
+  if (row) delete row.fanned;
+  return row;
 }
 
 /**
@@ -112,9 +131,8 @@ export async function listCustomers(db: Queryable, q: ListQueryT, afterId: strin
   }
   if (q.updatedSince !== undefined) add('c.updated_at >= ?', q.updatedSince);
   params.push((q.limit ?? 50) + 1);
-  const r = await db.query<CustomerRow>(
-    `${SELECT} ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY c.id LIMIT $${params.length}`,
-    params,
-  );
+  // The text depends only on which filters are present (a handful of shapes), each prepared under its own name.
+  const sql = `${SELECT} ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY c.id LIMIT $${params.length}`;
+  const r = await db.query<CustomerRow>(sql, params, statementName('customer_list', sql));
   return r.rows;
 }
