@@ -13,9 +13,10 @@ import { duplicateRoutes } from './crm/duplicates/routes.ts';
 import { bulkItemsArePatches } from './http/versioning/changes/2026-11-bulk-patch.ts';
 import { eventRoutes } from './events/routes.ts';
 import { mergeUndoneAt } from './http/versioning/changes/2026-11-merge-undone-at.ts';
+import { exportRoutes } from './crm/customers/export.ts';
 
 export function allRoutes(s: Services): RouteDef[] {
-  return [...customerRoutes(s), ...bulkRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s)];
+  return [...customerRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s)];
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */
