@@ -1,5 +1,5 @@
 // One worker's view of each subscription it delivers for (a "lane"): an adaptive in-flight ceiling
-// (AIMD: +1 per success up to maxInFlight, halved by a timeout, connection failure, 5xx or 429, never
+// (AIMD from 1: +1 per success up to maxInFlight, halved by a timeout, connection failure, 5xx or 429, never
 // below 1), its own connection pool, a Retry-After pause, and what it knows about due work. Nothing here
 // is shared between subscriptions, so a failing endpoint can only use up its own lane.
 import type { Agent } from 'undici';
@@ -47,7 +47,9 @@ export class Lane {
 
   constructor(readonly id: string, max: number, private makePool: () => Agent) {
     this.max = max;
-    this.cap = max;
+    // Slow start: one attempt until the endpoint has answered; each success adds one (so a healthy lane
+    // doubles per round trip), and an endpoint that never answers costs a single attempt.
+    this.cap = 1;
   }
 
   /** How many more attempts may start now. */

@@ -26,9 +26,12 @@ describe('lane rules', () => {
     for (const bad of [undefined, '', '-5', '1.5', 'soon', '12 May']) assert.equal(parseRetryAfter(bad, now), null, String(bad));
   });
 
-  it('AIMD: +1 per success up to max, halved by timeouts, connection failures, 5xx and 429, never below 1', () => {
+  it('AIMD from 1: +1 per success up to max, halved by timeouts, connection failures, 5xx and 429, never below 1', () => {
     const l = new Lane('1', 16, () => { throw new Error('no pool needed'); });
     const fail = (errorCode: any, statusCode: number | null = null) => signalOf({ ok: false, statusCode, errorCode });
+    assert.equal(l.cap, 1, 'slow start');
+    for (let i = 0; i < 40; i++) l.feedback(signalOf({ ok: true, statusCode: 200, errorCode: null }));
+    assert.equal(l.cap, 16);
     l.feedback(fail('TIMEOUT'));
     assert.equal(l.cap, 8);
     l.feedback(fail('HTTP_STATUS', 503));
