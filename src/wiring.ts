@@ -14,9 +14,13 @@ import { bulkItemsArePatches } from './http/versioning/changes/2026-11-bulk-patc
 import { eventRoutes } from './events/routes.ts';
 import { mergeUndoneAt } from './http/versioning/changes/2026-11-merge-undone-at.ts';
 import { exportRoutes } from './crm/customers/export.ts';
+import { auditRoutes } from './audit/routes.ts';
+import { withAudit } from './audit/record.ts';
 
+/** Routes that declare `audit` have their act recorded in the audit log (src/audit/record.ts). */
 export function allRoutes(s: Services): RouteDef[] {
-  return [...customerRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s)];
+  const routes = [...customerRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s)];
+  return withAudit(s.db, [...routes, ...auditRoutes(s)]);
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */

@@ -32,6 +32,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
   return [
     {
       ...base, id: 'apiKeys.create', method: 'POST', path: '/integrations/apiKeys', summary: 'Create an API key (the key is shown only in this answer)',
+      audit: { action: 'apiKey.created', target: (_req, b) => ({ type: 'ApiKey', id: b.uuid, details: { name: b.name, scopes: b.scopes } }) },
       schema: { body: CreateBody, response: { 201: Type.Composite([ApiKey, Type.Object({ key: Type.String() })]) } },
       handler: async (req: FastifyRequest, reply) => {
         const b = req.body as { name: string; scopes: any[] };
@@ -50,6 +51,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'apiKeys.revoke', method: 'DELETE', path: '/integrations/apiKeys/:uuid', summary: 'Revoke an API key',
+      audit: { action: 'apiKey.revoked', target: (req) => ({ type: 'ApiKey', id: (req.params as any).uuid }) },
       schema: { params: UuidParams },
       handler: async (req, reply) => {
         if (!(await store.revokeApiKey(s.db, (req.params as any).uuid))) throw notFound('API key not found');
@@ -60,6 +62,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'authClients.create', method: 'POST', path: '/integrations/authClients', summary: 'Create an OAuth client (the secret is shown only in this answer)',
+      audit: { action: 'authClient.created', target: (_req, b) => ({ type: 'AuthClient', id: b.uuid, details: { name: b.name, scopes: b.scopes, clientId: b.clientId } }) },
       schema: { body: CreateBody, response: { 201: Type.Composite([AuthClient, Type.Object({ clientSecret: Type.String() })]) } },
       handler: async (req, reply) => {
         const b = req.body as { name: string; scopes: any[] };
@@ -78,6 +81,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'authClients.revoke', method: 'DELETE', path: '/integrations/authClients/:uuid', summary: 'Revoke an OAuth client and its tokens',
+      audit: { action: 'authClient.revoked', target: (req) => ({ type: 'AuthClient', id: (req.params as any).uuid }) },
       schema: { params: UuidParams },
       handler: async (req, reply) => {
         if (!(await store.revokeAuthClient(s.db, (req.params as any).uuid))) throw notFound('auth client not found');

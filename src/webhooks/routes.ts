@@ -10,6 +10,7 @@ import * as S from './schema.ts';
 import * as store from './store.ts';
 import * as svc from './service.ts';
 import { watchQueue } from './metrics.ts';
+import { changesOf } from '../audit/actions.ts';
 
 const BASE = '/integrations/webhooks';
 const SUBS = `${BASE}/subscriptions`;
@@ -24,6 +25,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
   const allowPrivate = s.config.webhookAllowPrivate;
   const base = { tag: 'Webhooks', scope: 'admin' as const, since: '2022-08' };
   const uuidOf = (req: any) => (req.params as { uuid: string }).uuid;
+  const target = (req: any) => ({ type: 'WebhookSubscription', id: uuidOf(req) });
   return [
     {
       ...base, id: 'webhooks.eventTypes', method: 'GET', path: `${BASE}/eventTypes`,
@@ -43,6 +45,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'webhooks.subscriptions.create', method: 'POST', path: SUBS,
+      audit: { action: 'subscription.created', target: (req, b) => ({ type: 'WebhookSubscription', id: b.uuid, details: changesOf(req.body) }) },
       summary: 'Create a subscription; the answer shows its signingSecret',
       schema: { body: S.SubscriptionCreate, response: { 201: S.SubscriptionWithSecret } },
       handler: async (req, reply) => {
@@ -59,12 +62,14 @@ export function webhookRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'webhooks.subscriptions.patch', method: 'PATCH', path: `${SUBS}/:uuid`,
+      audit: { action: 'subscription.changed', target: (req) => ({ ...target(req), details: changesOf(req.body), action: (req.body as any).isActive === false ? 'subscription.disabled' : undefined }) },
       summary: 'Change a subscription (activate/deactivate with isActive)',
       schema: { params: S.UuidParams, body: S.SubscriptionPatch, response: { 200: S.Subscription } },
       handler: async (req) => svc.patchSubscription(s.db, uuidOf(req), req.body as S.SubscriptionPatchT, allowPrivate),
     },
     {
       ...base, id: 'webhooks.subscriptions.delete', method: 'DELETE', path: `${SUBS}/:uuid`,
+      audit: { action: 'subscription.deleted', target },
       summary: 'Delete a subscription; its pending deliveries are cancelled',
       schema: { params: S.UuidParams, response: { 204: Type.Null() } },
       handler: async (req, reply) => {
@@ -75,12 +80,14 @@ export function webhookRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'webhooks.subscriptions.secret', method: 'GET', path: `${SUBS}/:uuid/secret`,
+      audit: { action: 'subscription.secretRevealed', target },
       summary: 'Reveal the signing secret',
       schema: { params: S.UuidParams, response: { 200: S.SecretAnswer } },
       handler: async (req) => svc.shapeSecret(await svc.mustFind(s.db, uuidOf(req))),
     },
     {
       ...base, id: 'webhooks.subscriptions.rotateSecret', method: 'POST', path: `${SUBS}/:uuid/rotateSecret`,
+      audit: { action: 'subscription.secretRotated', target },
       summary: 'Make a new signing secret; the previous one keeps signing for 24 h',
       schema: { params: S.UuidParams, response: { 200: S.SecretAnswer } },
       handler: async (req) => svc.rotate(s.db, uuidOf(req)),

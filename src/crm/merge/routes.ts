@@ -69,6 +69,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
   return [
     {
       ...base, id: 'customers.merge', method: 'POST', path: '/crm/customers/:id/merge', since: '2025-04',
+      audit: { action: 'merge.created', target: (_req, b) => (b.dryRun ? null : { type: 'Customer', id: b.primary.uuid, details: { mergeUuid: b.mergeUuid, primary: b.primary.externalId, mergedCustomerIds: b.mergedCustomerIds } }) },
       summary: 'Merge secondary customers (by externalId) into the primary; ?dryRun=true previews the counts',
       schema: { params: S.ExternalIdParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
@@ -80,6 +81,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     },
     {
       ...legacy, id: 'customers.mergeByUuid', path: '/crm/customers/:id/merge',
+      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerUuids: (req.body as any).ids } }) },
       summary: 'Legacy merge by Bulb uuids; answers the primary customer',
       schema: { params: S.UuidParams, body: S.LegacyUuidBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
@@ -90,6 +92,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     },
     {
       ...legacy, id: 'customers.mergeByExternalId', path: '/crm/customers/:id/merge_by_external_id',
+      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerIds: (req.body as any).ids } }) },
       summary: 'Legacy merge by externalIds; answers the primary customer',
       schema: { params: S.ExternalIdParams, body: S.LegacyExternalIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
@@ -113,6 +116,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'merges.undo', method: 'POST', path: '/crm/merges/:mergeUuid/undo', since: '2026-11',
+      audit: { action: 'merge.undone', target: (_req, b) => (b.dryRun ? null : { type: 'Merge', id: b.mergeUuid, details: { primary: b.primary.externalId, restoredCustomerIds: b.restoredCustomerIds } }) },
       summary: 'Undo a merge within BULB_UNMERGE_WINDOW_DAYS: secondaries active again, journaled rows moved back; ?dryRun=true previews',
       schema: { params: S.MergeUuidParams, querystring: S.UndoQuery, response: { 200: S.UndoResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: async (req, reply) => {

@@ -2,6 +2,7 @@
 // translate requests up and responses down for older versions (Cadwyn/Stripe style).
 import type { TSchema } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditDecl } from '../../audit/actions.ts';
 
 export type Scope = 'read' | 'write' | 'admin';
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -28,6 +29,8 @@ export interface RouteDef {
   summary: string;
   tag: string;
   schema: RouteSchema;
+  /** An administrative or destructive act: recorded in the audit log after success (src/audit/, SPEC §15). */
+  audit?: AuditDecl;
   /** Returns the response body (already in the newest shape); set the status with reply.code(). */
   handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }

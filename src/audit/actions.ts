@@ -1,0 +1,48 @@
+// The acts the audit log records (SPEC §15), and what a route declares to have its act recorded.
+import type { FastifyRequest } from 'fastify';
+
+export const AUDIT_ACTIONS = [
+  'apiKey.created',
+  'apiKey.revoked',
+  'authClient.created',
+  'authClient.revoked',
+  'subscription.created',
+  'subscription.changed',
+  'subscription.deleted',
+  'subscription.disabled',
+  'subscription.secretRevealed',
+  'subscription.secretRotated',
+  'merge.created',
+  'merge.undone',
+  'import.started',
+  'import.cancelled',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+export interface AuditTarget {
+  /** ApiKey, AuthClient, WebhookSubscription, Customer, Merge, Import. */
+  type: string;
+  id: string | null;
+  /** What else an auditor needs (never a secret). */
+  details?: Record<string, unknown>;
+  /** Overrides the declared action (e.g. a change that deactivates is recorded as disabled). */
+  action?: AuditAction;
+}
+
+const SECRET_FIELDS = new Set(['bearerToken', 'basicPassword', 'signingSecret', 'clientSecret', 'key']);
+
+/** The fields a request body changes, with secret values replaced by "[redacted]" (for details). */
+export function changesOf(body: unknown): Record<string, unknown> {
+  if (!body || typeof body !== 'object') return {};
+  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, SECRET_FIELDS.has(k) ? '[redacted]' : v]));
+}
+
+/**
+ * On a RouteDef: `audit: { action, target: (req, body) => ({ type, id }) }`. Recorded after the handler
+ * succeeds, from the request and its answer (newest shape); target returning null records nothing (a dry run).
+ * An answer replayed for an Idempotency-Key is not a new act and is not recorded again.
+ */
+export interface AuditDecl {
+  action: AuditAction;
+  target: (req: FastifyRequest, body: any) => AuditTarget | null;
+}

@@ -1,0 +1,139 @@
+// Audit log (SPEC §15): one row per administrative or destructive act, with actor (key or client uuid and
+// name, or system), action, target, IP address and time; GET /integrations/auditLog (admin, 2026-11) with
+// filters and pagination; append-only (no route, and the database refuses UPDATE, DELETE, TRUNCATE).
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { ADMIN_KEY, errorCodes } from '../helpers/server.ts';
+import { appendAudit, SYSTEM } from '../../src/audit/store.ts';
+import { makeCustomer } from '../crm/fixtures.ts';
+
+await describeEachDb('audit log', (ctx) => {
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  const log = async (q = '') => {
+    const r = await api().get(`/integrations/auditLog?limit=250${q}`);
+    assert.equal(r.status, 200, r.text);
+    return r.body.data as any[];
+  };
+  const adminUuid = async () => (await ctx.tdb.db.query(`SELECT uuid, name FROM api_keys WHERE scopes @> '{admin}' ORDER BY id LIMIT 1`)).rows[0];
+
+  it('records every act listed in SPEC §15 once, with actor, target, IP address and time', async () => {
+    const started = new Date(Date.now() - 1000).toISOString();
+    const admin = await adminUuid();
+    // API keys and auth clients.
+    const key = (await api().post('/integrations/apiKeys', { name: 'pos', scopes: ['read'] })).body;
+    assert.equal((await api().delete(`/integrations/apiKeys/${key.uuid}`)).status, 204);
+    const client = (await api().post('/integrations/authClients', { name: 'erp-sync', scopes: ['admin'] })).body;
+    const tok = await fetch(`${ctx.srv.url}/auth/oauth2/token`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=client_credentials&client_id=${client.clientId}&client_secret=${client.clientSecret}`,
+    });
+    // Subscriptions through 2025-04 (eventType), which every later shape keeps serving.
+    const asClient = api().withVersion('2025-04').withToken((await tok.json()).access_token);
+    // Subscriptions, acted on by the OAuth client.
+    const sub = (await asClient.post('/integrations/webhooks/subscriptions', { url: 'http://127.0.0.1:9/hook', eventType: 'customerCreate', authMethod: 'BEARER', bearerToken: 'tok-never-in-audit' }));
+    assert.equal(sub.status, 201, sub.text);
+    const su = sub.body.uuid;
+    assert.equal((await asClient.patch(`/integrations/webhooks/subscriptions/${su}`, { url: 'http://127.0.0.1:9/hook2', bearerToken: 'tok2-never-in-audit' })).status, 200);
+    assert.equal((await asClient.patch(`/integrations/webhooks/subscriptions/${su}`, { isActive: false })).status, 200);
+    assert.equal((await asClient.get(`/integrations/webhooks/subscriptions/${su}/secret`)).status, 200);
+    assert.equal((await asClient.post(`/integrations/webhooks/subscriptions/${su}/rotateSecret`)).status, 200);
+    assert.equal((await asClient.delete(`/integrations/webhooks/subscriptions/${su}`)).status, 204);
+    assert.equal((await api().delete(`/integrations/authClients/${client.uuid}`)).status, 204);
+    // Merges (a dry run and an Idempotency-Key replay are not new acts), the legacy door, and an undo.
+    for (const x of ['p1', 's1', 'p2', 's2']) await makeCustomer(ctx.tdb.db, `audit-${x}`);
+    const m = (q = '', h?: Record<string, string>) => api().post(`/crm/customers/audit-p1/merge${q}`, { mergeWithCustomerIds: ['audit-s1'] }, h);
+    assert.equal((await m('?dryRun=true')).status, 200);
+    const merged = await m('', { 'idempotency-key': 'audit-merge-1' });
+    assert.equal(merged.status, 200, merged.text);
+    assert.equal((await m('', { 'idempotency-key': 'audit-merge-1' })).headers.get('idempotent-replayed'), 'true');
+    const legacy = await api().withVersion('2022-08').put('/crm/customers/audit-p2/merge_by_external_id', { ids: ['audit-s2'] });
+    assert.equal(legacy.status, 200, legacy.text);
+    assert.equal((await api().post(`/crm/merges/${merged.body.mergeUuid}/undo?dryRun=true`)).status, 200);
+    assert.equal((await api().post(`/crm/merges/${merged.body.mergeUuid}/undo`)).status, 200);
+    // Failed acts are not acts.
+    assert.equal((await api().delete(`/integrations/apiKeys/${key.uuid}`)).status, 404);
+    assert.equal((await api().withVersion('2025-04').post('/integrations/webhooks/subscriptions', { url: 'ftp://127.0.0.1/x', eventType: 'customerCreate' })).status, 400);
+
+    const rows = (await log()).reverse(); // oldest first
+    const summary = rows.map((r) => [r.action, r.actor.type, r.target.type, r.target.id]);
+    const adminActor = { type: 'apiKey', uuid: admin.uuid, name: admin.name };
+    const clientActor = { type: 'authClient', uuid: client.uuid, name: 'erp-sync' };
+    assert.deepEqual(summary, [
+      ['apiKey.created', 'apiKey', 'ApiKey', key.uuid],
+      ['apiKey.revoked', 'apiKey', 'ApiKey', key.uuid],
+      ['authClient.created', 'apiKey', 'AuthClient', client.uuid],
+      ['subscription.created', 'authClient', 'WebhookSubscription', su],
+      ['subscription.changed', 'authClient', 'WebhookSubscription', su],
+      ['subscription.disabled', 'authClient', 'WebhookSubscription', su],
+      ['subscription.secretRevealed', 'authClient', 'WebhookSubscription', su],
+      ['subscription.secretRotated', 'authClient', 'WebhookSubscription', su],
+      ['subscription.deleted', 'authClient', 'WebhookSubscription', su],
+      ['authClient.revoked', 'apiKey', 'AuthClient', client.uuid],
+      ['merge.created', 'apiKey', 'Customer', merged.body.primary.uuid],
+      ['merge.created', 'apiKey', 'Customer', legacy.body.uuid],
+      ['merge.undone', 'apiKey', 'Merge', merged.body.mergeUuid],
+    ]);
+    for (const r of rows) {
+      assert.deepEqual(r.actor, r.actor.type === 'apiKey' ? adminActor : clientActor, r.action);
+      assert.equal(r.ipAddress, '127.0.0.1', r.action);
+      assert.ok(r.createdAt >= started && Date.parse(r.createdAt) <= Date.now(), r.action);
+      assert.match(r.uuid, /^[0-9a-f-]{36}$/);
+    }
+    assert.deepEqual(rows[0].details, { name: 'pos', scopes: ['read'] });
+    assert.deepEqual(rows[4].details, { url: 'http://127.0.0.1:9/hook2', bearerToken: '[redacted]' });
+    assert.deepEqual(rows[10].details, { mergeUuid: merged.body.mergeUuid, primary: 'audit-p1', mergedCustomerIds: ['audit-s1'] });
+    assert.deepEqual(rows[12].details, { primary: 'audit-p1', restoredCustomerIds: ['audit-s1'] });
+    const text = JSON.stringify(rows);
+    for (const secret of ['never-in-audit', client.clientSecret, key.key, sub.body.signingSecret, ADMIN_KEY]) assert.ok(!text.includes(secret), 'no secret in the audit log');
+  });
+
+  it('filters by action, actor (uuid, name, system) and since; pages newest first, each row once', async () => {
+    await appendAudit(ctx.tdb.db, { actor: SYSTEM, action: 'subscription.disabled', targetType: 'WebhookSubscription', targetId: null, ip: null, details: { reason: 'test' } });
+    const all = await log();
+    assert.ok(all.length >= 14);
+    const ids = all.map((r) => r.uuid);
+    assert.equal(all[0].actor.type, 'system', 'newest first');
+    assert.deepEqual(all[0].actor, { type: 'system', uuid: null, name: null });
+    assert.equal(all[0].ipAddress, null);
+    assert.deepEqual((await log('&action=subscription.disabled')).map((r) => r.actor.type), ['system', 'authClient']);
+    assert.deepEqual((await log('&actor=system')).map((r) => r.uuid), [all[0].uuid]);
+    const client = all.find((r) => r.actor.type === 'authClient').actor;
+    assert.equal((await log(`&actor=${client.uuid}`)).length, 6);
+    assert.equal((await log('&actor=erp-sync')).length, 6, 'by name');
+    assert.equal((await log(`&since=${encodeURIComponent(all[0].createdAt)}`))[0].uuid, all[0].uuid);
+    assert.equal((await log(`&since=${new Date(Date.now() + 60_000).toISOString()}`)).length, 0);
+    const walked: string[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const r: any = await api().get(`/integrations/auditLog?limit=4${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(r.status, 200);
+      assert.ok(r.body.data.length <= 4);
+      walked.push(...r.body.data.map((x: any) => x.uuid));
+      cursor = r.body.nextCursor;
+    }
+    assert.deepEqual(walked, ids);
+    for (const bad of ['action=nope', 'since=yesterday', 'limit=0', 'cursor=zz', 'other=1', `actor=${'x'.repeat(201)}`]) {
+      const r = await api().get(`/integrations/auditLog?${bad}`);
+      assert.equal(r.status, 400, bad);
+      assert.deepEqual(errorCodes(r), ['InvalidParameterError'], bad);
+    }
+  });
+
+  it('is admin-only, from 2026-11, and append-only (no route changes it; the database refuses)', async () => {
+    const reader = (await api().post('/integrations/apiKeys', { name: 'reader', scopes: ['write'] })).body.key;
+    assert.deepEqual(errorCodes(await api().withToken(reader).get('/integrations/auditLog')), ['Forbidden']);
+    assert.deepEqual(errorCodes(await api().withToken(undefined).get('/integrations/auditLog')), ['Unauthorized']);
+    assert.deepEqual(errorCodes(await api().withVersion('2025-04').get('/integrations/auditLog')), ['EndpointNotInVersion']);
+    const one = (await log())[0];
+    for (const [method, path] of [['DELETE', '/integrations/auditLog'], ['PUT', '/integrations/auditLog'], ['PATCH', '/integrations/auditLog'], ['POST', '/integrations/auditLog']]) {
+      assert.equal((await api().req(method, path, method === 'DELETE' ? undefined : {})).status, 405, `${method}`);
+    }
+    assert.equal((await api().delete(`/integrations/auditLog/${one.uuid}`)).status, 404);
+    const before = (await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0].n;
+    for (const sql of [`UPDATE audit_log SET action = 'x'`, `DELETE FROM audit_log`, `TRUNCATE audit_log`]) {
+      await assert.rejects(ctx.tdb.db.query(sql), /append-only/, sql);
+    }
+    assert.equal((await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0].n, before);
+  });
+}, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
