@@ -30,6 +30,10 @@ export interface Config {
   unmergeWindowDays: number;
   /** Region for phone numbers written without a country code (ISO 3166 alpha-2, SPEC §14). */
   defaultPhoneRegion: string;
+  /** Imports (SPEC §12): largest file accepted, staging rows applied per committed chunk, worker lease. */
+  importMaxBytes: number;
+  importChunkRows: number;
+  importLeaseMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -104,6 +108,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPlaintextSecrets: bool(env, 'BULB_ALLOW_PLAINTEXT_SECRETS', false),
     unmergeWindowDays: int(env, 'BULB_UNMERGE_WINDOW_DAYS', 30, 0, 36500),
     defaultPhoneRegion: phoneRegion(env.BULB_DEFAULT_PHONE_REGION || 'US'),
+    importMaxBytes: int(env, 'BULB_IMPORT_MAX_BYTES', 2 * 1024 ** 3, 1, 2 * 1024 ** 3),
+    importChunkRows: int(env, 'BULB_IMPORT_CHUNK_ROWS', 5000, 1, 100_000),
+    importLeaseMs: int(env, 'BULB_IMPORT_LEASE_MS', 30_000, 1000, 3_600_000),
   };
 }
 

@@ -10,6 +10,7 @@ import { Dispatcher } from './webhooks/dispatcher.ts';
 import { resolveSecretBox } from './secrets/keys.ts';
 import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
 import { startDuplicateRefresher } from './crm/duplicates/refresh.ts';
+import { ImportWorker } from './imports/worker.ts';
 
 async function main() {
   const cmd = process.argv[2] ?? 'serve';
@@ -48,6 +49,10 @@ async function main() {
     stops.push(() => dispatcher.stop());
     // Possible duplicates: folds changed customers into the pairs table (SPEC §14).
     stops.push(startDuplicateRefresher(db, config.defaultPhoneRegion, 1000, (err) => console.error('duplicate refresh failed', err)));
+    // Imports: applies uploaded files in committed chunks.
+    const imports = new ImportWorker(db, config, (m, e) => console.error(m, e));
+    await imports.start();
+    stops.push(() => imports.stop());
   }
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);

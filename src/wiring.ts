@@ -10,6 +10,7 @@ import { associateRoutes } from './crm/associates/routes.ts';
 import { dataRoutes } from './crm/attached/routes.ts';
 import { mergeRoutes } from './crm/merge/routes.ts';
 import { duplicateRoutes } from './crm/duplicates/routes.ts';
+import { importRoutes } from './imports/routes.ts';
 import { bulkItemsArePatches } from './http/versioning/changes/2026-11-bulk-patch.ts';
 import { eventRoutes } from './events/routes.ts';
 import { mergeUndoneAt } from './http/versioning/changes/2026-11-merge-undone-at.ts';
@@ -19,7 +20,7 @@ import { withAudit } from './audit/record.ts';
 
 /** Routes that declare `audit` have their act recorded in the audit log (src/audit/record.ts). */
 export function allRoutes(s: Services): RouteDef[] {
-  const routes = [...customerRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s)];
+  const routes = [...customerRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s), ...importRoutes(s)];
   return withAudit(s.db, [...routes, ...auditRoutes(s)]);
 }
 

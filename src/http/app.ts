@@ -17,6 +17,7 @@ import { allRoutes, allChanges } from '../wiring.ts';
 import { tokenRoutes } from '../auth/token-route.ts';
 import './context.ts';
 import { consolePlugin } from '../console/plugin.ts';
+import { IMPORT_TYPES } from '../imports/routes.ts';
 
 export interface AppOptions {
   logger?: boolean | object;
@@ -60,6 +61,12 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (body === '' && req.method === 'DELETE') return done(null, undefined);
     return json(req, body as string, done);
+  });
+  // Import files (NDJSON, CSV) are streamed by their route (rawBody), never buffered; other routes refuse them.
+  app.addContentTypeParser(Object.keys(IMPORT_TYPES), (req, _payload, done) => {
+    // Unknown routes pass through unread, to be answered 404 (EndpointNotInVersion…) by the not-found handler.
+    if (req.routeOptions.config.rawBody || req.routeOptions.url === undefined) return done(null, undefined);
+    done(new ApiError('UnsupportedMediaType', `request body must be application/json, not ${String(req.headers['content-type']).slice(0, 100)}`, 'Content-Type'), undefined);
   });
 
   const registry = new Registry(allRoutes(s), allChanges);

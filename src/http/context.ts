@@ -11,6 +11,7 @@ declare module 'fastify' {
     routeId?: string;
     scope?: import('./versioning/route.ts').Scope;
     apiVersion?: string;
+    rawBody?: boolean;
   }
 }
 

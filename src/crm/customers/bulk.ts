@@ -39,9 +39,24 @@ export const ITEM_FIELDS = {
 
 const check = TypeCompiler.Compile(BulkItem);
 
+// PostgreSQL cannot store NUL nor a lone UTF-16 surrogate in text or jsonb.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+function unstorable(v: unknown, path: string): string | undefined {
+  if (typeof v === 'string') return UNSTORABLE.test(v) ? path : undefined;
+  if (typeof v !== 'object' || v === null) return undefined;
+  for (const [k, x] of Object.entries(v)) {
+    const bad = unstorable(x, path ? `${path}.${k}` : k);
+    if (bad !== undefined) return bad;
+  }
+  return undefined;
+}
+
 /** Validation errors of one item, one entry per problem (at most 20); empty when the item is valid. */
 export function itemErrors(item: unknown): ErrorEntry[] {
-  if (check.Check(item)) return [];
+  if (check.Check(item)) {
+    const bad = unstorable(item, '');
+    return bad === undefined ? [] : [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
+  }
   return [...check.Errors(item)].slice(0, 20).map((e) => {
     const field = e.path.replace(/^\//, '').replace(/\//g, '.');
     return { message: `${field ? `"${field}" ` : ''}${e.message}`, errorCode: 'InvalidParameterError', moreInfo: field };

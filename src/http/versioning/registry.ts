@@ -68,7 +68,7 @@ export class Registry {
           schema: Object.fromEntries(
             (['params', 'querystring', 'body'] as const).filter((k) => vr.schema[k]).map((k) => [k, vr.schema[k]]),
           ),
-          config: { routeId: def.id, scope: def.scope, apiVersion: v },
+          config: { routeId: def.id, scope: def.scope, apiVersion: v, rawBody: def.rawBody === true },
           onRequest: preHandlers.auth,
           handler: async (req, reply) => {
             for (const m of ups) m.upgradeRequest!(req);

@@ -31,6 +31,8 @@ export interface RouteDef {
   schema: RouteSchema;
   /** An administrative or destructive act: recorded in the audit log after success (src/audit/, SPEC §15). */
   audit?: AuditDecl;
+  /** The body is not parsed: the handler reads req.raw (imports; content types listed in app.ts). */
+  rawBody?: boolean;
   /** Returns the response body (already in the newest shape); set the status with reply.code(). */
   handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }

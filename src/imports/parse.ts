@@ -1,0 +1,176 @@
+// Streaming parsers of an import file: bytes → text (size limit, refuses binary) → one staged row per
+// data line (NDJSON line or CSV record): the line number and either a valid bulk item or its errors.
+import { Transform, type TransformCallback } from 'node:stream';
+import { parse as csvParse } from 'csv-parse';
+import { ApiError, type ErrorEntry } from '../http/errors.ts';
+import { itemErrors } from '../crm/customers/bulk.ts';
+
+export interface StagedLine {
+  line: number;
+  /** The item as JSON text, when valid. */
+  item: string | null;
+  errors: ErrorEntry[] | null;
+}
+
+const MAX_LINE = 1024 * 1024;
+
+/** Counts bytes (413 beyond maxBytes) and decodes strict UTF-8; a NUL byte or invalid UTF-8 means not a text file (400). */
+export function textGuard(maxBytes: number): Transform {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  let bytes = 0;
+  const notText = () => new ApiError('InvalidParameterError', 'the file is not text (binary content or invalid UTF-8); send NDJSON or CSV', 'body');
+  return new Transform({
+    readableObjectMode: true,
+    transform(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) return cb(new ApiError('PayloadTooLarge', `the file is larger than ${maxBytes} bytes`, `limit: ${maxBytes} bytes`));
+      if (chunk.includes(0)) return cb(notText());
+      try {
+        cb(null, decoder.decode(chunk, { stream: true }));
+      } catch {
+        cb(notText());
+      }
+    },
+    flush(cb) {
+      try {
+        const rest = decoder.decode();
+        cb(null, rest || undefined);
+      } catch {
+        cb(notText());
+      }
+    },
+  });
+}
+
+function lineOf(line: number, value: unknown): StagedLine {
+  const errors = itemErrors(value);
+  return errors.length ? { line, item: null, errors } : { line, item: JSON.stringify(value), errors: null };
+}
+
+/**
+ * NDJSON: one bulk item per line; blank lines are skipped (line numbers still count them). A line that is
+ * not JSON is reported; if none of the first 10 non-blank lines is JSON the file is refused (400).
+ */
+export function ndjsonRows(): Transform {
+  let partial = '';
+  let tooLong = false;
+  let line = 0;
+  let seen = 0;
+  let json = 0;
+  const take = (self: Transform, text: string) => {
+    line++;
+    if (tooLong) {
+      tooLong = false;
+      self.push({ line, item: null, errors: [{ message: `line ${line} is longer than ${MAX_LINE} characters`, errorCode: 'InvalidParameterError', moreInfo: 'line' }] });
+      return;
+    }
+    const t = text.endsWith('\r') ? text.slice(0, -1) : text;
+    if (t.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(t);
+      json++;
+    } catch (e) {
+      value = undefined;
+      self.push({ line, item: null, errors: [{ message: `line ${line} is not valid JSON: ${(e as Error).message}`, errorCode: 'InvalidJson', moreInfo: 'line' }] });
+    }
+    if (value !== undefined) self.push(lineOf(line, value));
+    if (++seen === 10 && json === 0) throw notNdjson();
+  };
+  return new Transform({
+    writableObjectMode: true,
+    readableObjectMode: true,
+    transform(chunk: string, _enc, cb: TransformCallback) {
+      try {
+        let start = 0;
+        for (let nl = chunk.indexOf('\n'); nl !== -1; nl = chunk.indexOf('\n', start)) {
+          take(this, tooLong ? '' : partial + chunk.slice(start, nl));
+          partial = '';
+          start = nl + 1;
+        }
+        if (!tooLong) {
+          partial += chunk.slice(start);
+          if (partial.length > MAX_LINE) {
+            tooLong = true;
+            partial = '';
+          }
+        }
+        cb();
+      } catch (err) {
+        cb(err as Error);
+      }
+    },
+    flush(cb) {
+      try {
+        if (partial !== '' || tooLong) take(this, partial);
+        if (seen > 0 && json === 0) throw notNdjson();
+        cb();
+      } catch (err) {
+        cb(err as Error);
+      }
+    },
+  });
+}
+
+const notNdjson = () => new ApiError('InvalidParameterError', 'the file is not NDJSON: none of its first lines is JSON', 'body');
+
+/** CSV columns and how a cell becomes an item field; an empty cell clears the field (null or []). */
+const CSV_FIELDS: Record<string, (cell: string) => unknown> = {
+  externalId: (c) => c,
+  firstName: (c) => (c === '' ? null : c),
+  lastName: (c) => (c === '' ? null : c),
+  loyaltyTier: (c) => (c === '' ? null : c),
+  emails: (c) => split(c).map((email) => ({ email })),
+  phones: (c) => split(c).map((number) => ({ number })),
+};
+const split = (c: string) => c.split(';').map((s) => s.trim()).filter((s) => s !== '');
+
+function checkHeader(header: string[]): string[] {
+  const names = header.map((h) => h.trim());
+  const unknown = names.filter((n) => !(n in CSV_FIELDS));
+  const problems: { message: string; moreInfo: string }[] = unknown.map((n) => ({
+    message: `unknown CSV column "${n.slice(0, 100)}"`,
+    moreInfo: `columns: ${Object.keys(CSV_FIELDS).join(', ')}`,
+  }));
+  if (!names.includes('externalId')) problems.push({ message: 'the CSV header row must name an externalId column', moreInfo: 'header' });
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup !== undefined) problems.push({ message: `CSV column "${dup.slice(0, 100)}" appears twice`, moreInfo: 'header' });
+  if (problems.length) throw ApiError.many('InvalidParameterError', problems);
+  return names;
+}
+
+/**
+ * CSV (csv-parse, streaming): a header row naming item fields, then one customer per record; emails and
+ * phones are ;-separated. A malformed record is reported with its line number and skipped. Pipe input → output.
+ */
+export function csvRows(): { input: Transform; output: Transform } {
+  const parser = csvParse({
+    columns: checkHeader,
+    bom: true,
+    info: true,
+    skip_empty_lines: true,
+    skip_records_with_error: true,
+    max_record_size: MAX_LINE,
+  });
+  const output = new Transform({
+    objectMode: true,
+    transform({ record, info }: { record: Record<string, string> | null; info: { lines: number } }, _enc, cb) {
+      const line = info.lines;
+      if (record === null) {
+        return cb(null, { line, item: null, errors: [{ message: `line ${line} is not a valid CSV record`, errorCode: 'InvalidParameterError', moreInfo: 'line' }] });
+      }
+      const item: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(record)) item[k] = CSV_FIELDS[k](v);
+      cb(null, lineOf(line, item));
+    },
+  });
+  // A skipped record (csv-parse's skip_records_with_error) becomes an error row, flagged by record: null.
+  parser.on('skip', (err: any) => output.write({ record: null, info: { lines: err.lines } }));
+  return { input: parser, output };
+}
+
+/** A csv-parse error that stopped the whole file (not a skippable record): the file is not CSV. */
+export function csvError(err: any): ApiError {
+  if (err instanceof ApiError) return err;
+  return new ApiError('InvalidParameterError', `the file is not CSV: ${String(err?.message ?? err).slice(0, 200)}`, 'body');
+}
