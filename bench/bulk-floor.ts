@@ -20,7 +20,7 @@ const SQL = `WITH c AS (
     SELECT 'customerCreate', 'Customer', c.uuid, c.external_id, 'FLOOR' FROM c ORDER BY c.id RETURNING id
   ), d AS (
     INSERT INTO webhook_deliveries (event_id, subscription_id)
-    SELECT ev.id, s.id FROM ev, webhook_subscriptions s WHERE s.event_type = 'customerCreate' AND s.is_active AND s.deleted_at IS NULL
+    SELECT ev.id, s.id FROM ev, webhook_subscriptions s WHERE s.event_types @> ARRAY['customerCreate'] AND s.is_active AND s.deleted_at IS NULL
     RETURNING 1
   )
   SELECT (SELECT count(*) FROM c) AS customers, (SELECT count(*) FROM d) AS deliveries, pg_notify('bulb_webhooks', '')`;

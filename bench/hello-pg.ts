@@ -50,7 +50,7 @@ app.post('/customers', async (req, reply) => {
        SELECT 'customerCreate', 'Customer', c.uuid, c.external_id, 'FLOOR' FROM c RETURNING id
      ), d AS (
        INSERT INTO webhook_deliveries (event_id, subscription_id)
-       SELECT ev.id, s.id FROM ev, webhook_subscriptions s WHERE s.event_type = 'customerCreate' AND s.is_active AND s.deleted_at IS NULL
+       SELECT ev.id, s.id FROM ev, webhook_subscriptions s WHERE s.event_types @> ARRAY['customerCreate'] AND s.is_active AND s.deleted_at IS NULL
      )
      SELECT c.*, NULL AS merged_into_uuid, NULL AS merged_into_external_id, pg_notify('bulb_webhooks', '') FROM c`,
     [b.externalId, b.firstName ?? null, b.lastName ?? null, JSON.stringify(emails), JSON.stringify(b.phones ?? []), JSON.stringify(b.addresses ?? []),

@@ -53,7 +53,7 @@ const event = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Cus
 const config = loadConfig({ BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_LOG_LEVEL: 'silent' });
 
 async function subscribe(db: Db, url: string) {
-  return insertSubscription(db, { url, eventType: 'customerCreate', isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null, basicPassword: null, webhookVersion: '2022-08' }, newSigningSecret());
+  return insertSubscription(db, { url, eventTypes: ['customerCreate'], isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null, basicPassword: null, webhookVersion: '2022-08' }, newSigningSecret());
 }
 
 async function waitCount(rx: Rx, n: number, timeoutMs = 300_000) {

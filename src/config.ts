@@ -15,6 +15,8 @@ export interface Config {
   webhookRetentionDays: number;
   /** Events older than this many days are deleted by the workers' housekeeping (SPEC §12). */
   eventRetentionDays: number;
+  /** Hours without a successful attempt, while attempts keep failing, before a subscription is disabled. */
+  webhookDisableAfterHours: number;
   logLevel: string;
   rateLimitPerSec: number;
   rateLimitBurst: number;
@@ -98,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: bool(env, 'BULB_WEBHOOK_ALLOW_PRIVATE', false),
     webhookRetentionDays: int(env, 'BULB_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
     eventRetentionDays: int(env, 'BULB_EVENT_RETENTION_DAYS', 30, 1, 3650),
+    webhookDisableAfterHours: int(env, 'BULB_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 87600),
     logLevel: env.BULB_LOG_LEVEL || 'info',
     rateLimitPerSec: int(env, 'BULB_RATE_LIMIT_PER_SEC', 100, 1, 10_000_000),
     rateLimitBurst: int(env, 'BULB_RATE_LIMIT_BURST', 200, 1, 10_000_000),

@@ -17,6 +17,7 @@ import { mergeUndoneAt } from './http/versioning/changes/2026-11-merge-undone-at
 import { exportRoutes } from './crm/customers/export.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { withAudit } from './audit/record.ts';
+import { subscriptionEventTypes } from './http/versioning/changes/2026-11-subscription-event-types.ts';
 
 /** Routes that declare `audit` have their act recorded in the audit log (src/audit/record.ts). */
 export function allRoutes(s: Services): RouteDef[] {
@@ -25,4 +26,4 @@ export function allRoutes(s: Services): RouteDef[] {
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */
-export const allChanges: VersionChange[] = [bulkItemsArePatches, mergeUndoneAt];
+export const allChanges: VersionChange[] = [bulkItemsArePatches, mergeUndoneAt, subscriptionEventTypes];

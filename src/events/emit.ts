@@ -3,7 +3,10 @@
 // delivery workers (NOTIFY is delivered on commit, so workers never see an uncommitted event).
 import type { Queryable } from '../db/db.ts';
 
-export const EVENT_TYPES = ['customerCreate', 'customerUpdate', 'customerMerge', 'customerUnmerge', 'customerNoteCreate', 'customerNoteUpdate', 'webhookTest'] as const;
+export const EVENT_TYPES = [
+  'customerCreate', 'customerUpdate', 'customerMerge', 'customerUnmerge', 'customerNoteCreate', 'customerNoteUpdate', 'webhookTest',
+  'webhookDeliveryFailed', 'webhookSubscriptionDisabled',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** The NOTIFY channel webhook dispatchers listen on. */
@@ -30,7 +33,7 @@ export function outboxCtes(eventsSelect: string): string {
      ), d AS (
        INSERT INTO webhook_deliveries (event_id, subscription_id)
        SELECT ev.id, s.id FROM ev JOIN webhook_subscriptions s
-         ON s.event_type = ev.event_type AND s.is_active AND s.deleted_at IS NULL
+         ON s.event_types @> ARRAY[ev.event_type] AND s.is_active AND s.deleted_at IS NULL
        ORDER BY ev.id, s.id
        RETURNING 1
      ), n AS (SELECT count(*) AS c FROM d)`;

@@ -7,7 +7,8 @@ import type { Db } from '../db/db.ts';
 import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
-import { claimLanes, discoverLanes, recordResults, releaseClaims, type AttemptResult, type Claimed, type LaneAsk } from './queue-store.ts';
+import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk } from './queue-store.ts';
+import { recordOutcomes } from './health.ts';
 import { buildRequest } from './request.ts';
 import { housekeep } from '../housekeeping.ts';
 import { Sender } from './sender.ts';
@@ -304,7 +305,7 @@ export class Dispatcher {
   private async flushOnce(): Promise<void> {
     const batch = this.results.splice(0, 500);
     try {
-      const states = await recordResults(this.db, batch);
+      const states = await recordOutcomes(this.db, this.config, batch);
       for (const st of states) {
         deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
         // A retry this worker scheduled: its lane wakes at that time (other workers learn of it by the sweep).

@@ -1,7 +1,7 @@
 // SQL of the delivery queue: claim due deliveries of named subscriptions under a lease, find which
 // subscriptions have work (fallback sweep), write attempt results in batches, release claims, gauges, retention.
 import type { Queryable } from '../db/db.ts';
-import type { SubscriptionRow } from './store.ts';
+import { RETIRED_SECRETS_SQL, type SubscriptionRow } from './store.ts';
 import { openSecret } from '../secrets/active.ts';
 
 /** A claimed delivery, with what sending it needs of its event and subscription. */
@@ -23,8 +23,8 @@ export interface Claimed
   subscription_id: string;
   subscription_uuid: string;
   max_in_flight: number;
-  /** Only while the rotated-out secret still signs (24 h). */
-  previous_secret: string | null;
+  /** Rotated-out secrets still signing (24 h after each rotation), oldest first. */
+  previous_secrets: string[];
 }
 
 /** What the dispatcher asks of one subscription's lane: at most `room` due deliveries. */
@@ -67,11 +67,11 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
        e.resource_type, e.resource_uuid, e.resource_external_id, e.source, e.created_at AS event_created_at,
        s.id AS subscription_id, s.uuid AS subscription_uuid, s.url, s.auth_method, s.bearer_token, s.basic_username,
        s.basic_password, s.webhook_version, s.signing_secret, s.max_in_flight,
-       CASE WHEN s.previous_secret_expires_at > now() THEN s.previous_secret END AS previous_secret`,
+       ${RETIRED_SECRETS_SQL} AS previous_secrets`,
     [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.inflight)],
   );
   // Secrets are stored sealed (SPEC §15): open them for signing and sending.
-  return r.rows.map((c) => ({ ...c, signing_secret: openSecret(c.signing_secret), previous_secret: openSecret(c.previous_secret), bearer_token: openSecret(c.bearer_token), basic_password: openSecret(c.basic_password) }));
+  return r.rows.map((c) => ({ ...c, signing_secret: openSecret(c.signing_secret), previous_secrets: c.previous_secrets.map((x) => openSecret(x)), bearer_token: openSecret(c.bearer_token), basic_password: openSecret(c.basic_password) }));
 }
 
 /** A subscription with pending work and when its first claimable delivery falls due (ms from now, ≤ 0: due). */

@@ -32,12 +32,16 @@ export const REDACTED = '[redacted]';
 export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.now()): BuiltRequest {
   const body = eventBody(c);
   const timestamp = Math.floor(nowMs / 1000);
-  const secrets = c.previous_secret ? [c.signing_secret, c.previous_secret] : [c.signing_secret];
+  // SPEC §7 rotation: one Standard Webhooks signature per valid secret (current first); the hex header is
+  // keyed with the oldest still-valid secret, so a receiver checking only it keeps working for 24 h.
+  const previous = c.previous_secrets ?? [];
+  const secrets = [c.signing_secret, ...[...previous].reverse()];
+  const hexSecret = previous.length > 0 ? previous[0] : c.signing_secret;
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
     Accept: 'application/json',
     'User-Agent': USER_AGENT,
-    [hmacHeaderName]: hmacHex(c.signing_secret, body),
+    [hmacHeaderName]: hmacHex(hexSecret, body),
     'X-Webhook-Version': c.webhook_version,
     'webhook-id': c.event_uuid,
     'webhook-timestamp': String(timestamp),

@@ -18,6 +18,11 @@ const SUBS = `${BASE}/subscriptions`;
 const RESOURCE_OF: Record<string, string> = {
   customerCreate: 'Customer', customerUpdate: 'Customer', customerMerge: 'Customer', customerUnmerge: 'Customer',
   customerNoteCreate: 'CustomerNote', customerNoteUpdate: 'CustomerNote', webhookTest: 'WebhookSubscription',
+  webhookDeliveryFailed: 'WebhookDelivery', webhookSubscriptionDisabled: 'WebhookSubscription',
+};
+const DESCRIPTION_OF: Record<string, string> = {
+  webhookDeliveryFailed: 'a delivery to another subscription exhausted its retry schedule',
+  webhookSubscriptionDisabled: 'another subscription was disabled automatically after failing for too long',
 };
 
 export function webhookRoutes(s: Services): RouteDef[] {
@@ -31,7 +36,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       ...base, id: 'webhooks.eventTypes', method: 'GET', path: `${BASE}/eventTypes`,
       summary: 'List the event types a subscription can listen for',
       schema: { response: { 200: S.EventTypes } },
-      handler: async () => ({ data: EVENT_TYPES.map((t) => ({ eventType: t, resourceType: RESOURCE_OF[t], description: `${t} event` })) }),
+      handler: async () => ({ data: EVENT_TYPES.map((t) => ({ eventType: t, resourceType: RESOURCE_OF[t], description: DESCRIPTION_OF[t] ?? `${t} event` })) }),
     },
     {
       ...base, id: 'webhooks.subscriptions.list', method: 'GET', path: SUBS,
@@ -131,6 +136,12 @@ export function webhookRoutes(s: Services): RouteDef[] {
         reply.code(202);
         return out;
       },
+    },
+    {
+      ...base, id: 'webhooks.stats', method: 'GET', path: `${BASE}/stats`, since: '2026-11',
+      summary: 'Attempts and successes per hour over the last hours, per subscription and overall (the console chart)',
+      schema: { querystring: S.StatsQuery, response: { 200: S.StatsAnswer } },
+      handler: async (req) => svc.stats(s.db, (req.query as { hours?: number }).hours ?? 24),
     },
     {
       ...base, id: 'webhooks.logs', method: 'GET', path: `${BASE}/logs`,

@@ -6,19 +6,27 @@ import { EVENT_TYPES } from '../events/emit.ts';
 import { VERSION_IDS } from '../http/versioning/versions.ts';
 
 const closed = { additionalProperties: false } as const;
-const Secret = (desc: string) => Type.String({ minLength: 1, maxLength: 1024, description: desc });
+// Credentials must be sendable in an HTTP header (visible ASCII); service.ts checks it with a clear message.
+const Secret = (desc: string) => Type.String({ minLength: 1, maxLength: 1024, description: `${desc}; visible ASCII only (no spaces, CR/LF or non-ASCII)` });
 
 export const AuthMethod = StringEnum(['NONE', 'BASIC', 'BEARER']);
 export const EventType = StringEnum([...EVENT_TYPES]);
+/** 2026-11: the event types a subscription listens to, in the order given. */
+export const EventTypeList = Type.Array(EventType, {
+  minItems: 1, maxItems: 20, uniqueItems: true, description: '1–20 distinct event types; the first is what versions before 2026-11 show',
+});
 const Version = StringEnum([...VERSION_IDS], { description: 'sent as X-Webhook-Version' });
 
 const writable = {
   url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL, at most 2048 characters' }),
-  eventType: EventType,
+  eventTypes: EventTypeList,
   isActive: Type.Boolean(),
   authMethod: AuthMethod,
   bearerToken: Type.Union([Secret('write-only: sent as Authorization: Bearer <token>'), Type.Null()]),
-  basicUsername: Type.Union([Type.String({ minLength: 1, maxLength: 255, pattern: '^[^:]*$', description: 'write-only' }), Type.Null()]),
+  basicUsername: Type.Union([
+    Type.String({ minLength: 1, maxLength: 255, description: 'write-only; visible ASCII without ":"' }),
+    Type.Null(),
+  ]),
   basicPassword: Type.Union([Secret('write-only'), Type.Null()]),
   webhookVersion: Version,
   maxInFlight: Type.Integer({ minimum: 1, maximum: 64, description: 'most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it' }),
@@ -27,7 +35,7 @@ const writable = {
 export const SubscriptionCreate = Type.Object(
   {
     url: writable.url,
-    eventType: writable.eventType,
+    eventTypes: writable.eventTypes,
     isActive: Type.Optional(writable.isActive),
     authMethod: Type.Optional(writable.authMethod),
     bearerToken: Type.Optional(writable.bearerToken),
@@ -43,18 +51,52 @@ export type SubscriptionCreateT = Static<typeof SubscriptionCreate>;
 export const SubscriptionPatch = Type.Partial(Type.Object(writable, closed), { ...closed, minProperties: 1 });
 export type SubscriptionPatchT = Static<typeof SubscriptionPatch>;
 
-export const Subscription = Type.Object({
+const DateTimeOrNull = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+export const Health = Type.Object(
+  {
+    state: StringEnum(['healthy', 'failing', 'disabled']),
+    consecutiveFailures: Type.Integer({ description: 'failed attempts since the last success' }),
+    lastSuccessAt: DateTimeOrNull,
+    failingSince: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'first failure after the last success' }),
+    disabledReason: Type.Union([Type.String(), Type.Null()], { description: 'why Bulb disabled the subscription automatically' }),
+  },
+  { description: 'endpoint health (SPEC §11)' },
+);
+
+const subscriptionFields = {
   uuid: Type.String({ format: 'uuid' }),
   url: Type.String(),
-  eventType: Type.String(),
+  eventTypes: Type.Array(Type.String()),
   isActive: Type.Boolean(),
   authMethod: AuthMethod,
   webhookVersion: Type.String(),
   maxInFlight: Type.Integer(),
+  health: Health,
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
-});
-export const SubscriptionWithSecret = Type.Object({ ...Subscription.properties, signingSecret: Type.String() });
+};
+export const Subscription = Type.Object(subscriptionFields);
+export const SubscriptionWithSecret = Type.Object({ ...subscriptionFields, signingSecret: Type.String() });
+
+/** Versions before 2026-11: one eventType (the first of the list), written as one. */
+const { eventTypes: _t, ...oldFields } = subscriptionFields;
+export const SubscriptionBefore202611 = Type.Object({ ...oldFields, eventType: Type.String() });
+export const SubscriptionWithSecretBefore202611 = Type.Object({ ...oldFields, eventType: Type.String(), signingSecret: Type.String() });
+const { eventTypes: _w, ...oldWritable } = writable;
+export const SubscriptionCreateBefore202611 = Type.Object(
+  {
+    url: writable.url,
+    eventType: EventType,
+    isActive: Type.Optional(writable.isActive),
+    authMethod: Type.Optional(writable.authMethod),
+    bearerToken: Type.Optional(writable.bearerToken),
+    basicUsername: Type.Optional(writable.basicUsername),
+    basicPassword: Type.Optional(writable.basicPassword),
+    webhookVersion: Type.Optional(writable.webhookVersion),
+  },
+  closed,
+);
+export const SubscriptionPatchBefore202611 = Type.Partial(Type.Object({ ...oldWritable, eventType: EventType }, closed), { ...closed, minProperties: 1 });
 export const SecretAnswer = Type.Object({
   signingSecret: Type.String(),
   previousSecretExpiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
@@ -80,7 +122,7 @@ export const Delivery = Type.Object({
   eventType: Type.String(),
   status: DeliveryStatus,
   attemptCount: Type.Integer(),
-  nextAttemptAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  nextAttemptAt: DateTimeOrNull,
   createdAt: Type.String({ format: 'date-time' }),
   deliveredAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
@@ -127,3 +169,19 @@ export const LogQuery = Type.Object(
 );
 export const RecoverBody = Type.Object({ since: Type.String({ format: 'date-time' }) }, closed);
 export const RecoverAnswer = Type.Object({ requeued: Type.Integer() });
+
+export const StatsQuery = Type.Object(
+  { hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 168, default: 24, description: 'hours to look back (1–168)' })) },
+  closed,
+);
+const Bucket = Type.Object({
+  hour: Type.String({ format: 'date-time', description: 'start of the hour (UTC)' }),
+  attempts: Type.Integer(),
+  successes: Type.Integer(),
+});
+export const StatsAnswer = Type.Object({
+  hours: Type.Integer(),
+  since: Type.String({ format: 'date-time' }),
+  overall: Type.Array(Bucket),
+  subscriptions: Type.Array(Type.Object({ subscriptionUuid: Type.String({ format: 'uuid' }), buckets: Type.Array(Bucket) })),
+});

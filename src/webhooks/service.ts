@@ -12,23 +12,36 @@ import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
 /** How long the previous secret keeps signing after a rotation. */
 export const ROTATION_GRACE_SEC = 24 * 3600;
 
+/** The health object (SPEC §11): disabled only when Bulb disabled it; failing while failures follow the last success. */
+export function shapeHealth(r: store.SubscriptionRow) {
+  const state: 'healthy' | 'failing' | 'disabled' =
+    !r.is_active && r.disabled_reason ? 'disabled' : r.consecutive_failures > 0 ? 'failing' : 'healthy';
+  return {
+    state,
+    consecutiveFailures: r.consecutive_failures,
+    lastSuccessAt: iso(r.last_success_at),
+    failingSince: iso(r.failing_since),
+    disabledReason: r.is_active ? null : r.disabled_reason,
+  };
+}
+
 export function shapeSubscription(r: store.SubscriptionRow) {
   return {
     uuid: r.uuid,
     url: r.url,
-    eventType: r.event_type,
+    eventTypes: r.event_types,
     isActive: r.is_active,
     authMethod: r.auth_method,
     webhookVersion: r.webhook_version,
     maxInFlight: r.max_in_flight,
+    health: shapeHealth(r),
     createdAt: isoNN(r.created_at),
     updatedAt: isoNN(r.updated_at),
   };
 }
 
 export function shapeSecret(r: store.SubscriptionRow) {
-  const live = r.previous_secret_expires_at && Date.parse(r.previous_secret_expires_at) > Date.now();
-  return { signingSecret: r.signing_secret, previousSecretExpiresAt: live ? iso(r.previous_secret_expires_at) : null };
+  return { signingSecret: r.signing_secret, previousSecretExpiresAt: iso(r.retired_secret_expires_at) };
 }
 
 /** http(s), ≤ 2048 chars, no userinfo, and (unless allowed) no host that is or resolves to a private address. */
@@ -50,9 +63,19 @@ export async function validateUrl(raw: string, allowPrivate: boolean): Promise<v
 
 type Write = store.SubscriptionWrite;
 
-/** Credentials must match the method; switching method drops the other method's credentials. */
+/** Visible ASCII only (0x21–0x7E): what can be sent in an HTTP header unchanged (SPEC §11). */
+const HEADER_SAFE = /^[\x21-\x7e]+$/;
+
+/**
+ * Credentials must match the method and be sendable in a header (visible ASCII, no CR/LF; a Basic
+ * username without ":"); switching method drops the other method's credentials.
+ */
 function credentialRules(w: Write): Write {
   const errs: { message: string; moreInfo: string }[] = [];
+  for (const [k, v] of [['bearerToken', w.bearerToken], ['basicUsername', w.basicUsername], ['basicPassword', w.basicPassword]] as const) {
+    if (v && !HEADER_SAFE.test(v)) errs.push({ message: `"${k}" must be visible ASCII (no spaces, CR/LF, control or non-ASCII characters)`, moreInfo: k });
+  }
+  if (w.basicUsername?.includes(':')) errs.push({ message: '"basicUsername" must not contain ":"', moreInfo: 'basicUsername' });
   if (w.authMethod === 'BEARER' && !w.bearerToken) errs.push({ message: '"bearerToken" is required when authMethod is BEARER', moreInfo: 'bearerToken' });
   if (w.authMethod === 'BASIC') {
     if (!w.basicUsername) errs.push({ message: '"basicUsername" is required when authMethod is BASIC', moreInfo: 'basicUsername' });
@@ -71,7 +94,7 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
   await validateUrl(body.url, allowPrivate);
   const w = credentialRules({
     url: body.url,
-    eventType: body.eventType,
+    eventTypes: body.eventTypes,
     isActive: body.isActive ?? true,
     authMethod: body.authMethod ?? (body.bearerToken ? 'BEARER' : 'NONE'),
     bearerToken: body.bearerToken ?? null,
@@ -96,7 +119,7 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     const cur = await mustFind(tx, uuid, true);
     const w = credentialRules({
       url: patch.url ?? cur.url,
-      eventType: patch.eventType ?? cur.event_type,
+      eventTypes: patch.eventTypes ?? cur.event_types,
       isActive: patch.isActive ?? cur.is_active,
       authMethod: patch.authMethod ?? cur.auth_method,
       bearerToken: patch.bearerToken !== undefined ? patch.bearerToken : cur.bearer_token,
@@ -148,7 +171,11 @@ export function shapeDelivery(d: store.DeliveryRow) {
   };
 }
 
-/** Attempts a delivery now (a single attempt). A cancelled one (deleted subscription) cannot be retried. */
+/**
+ * Attempts a delivery now (SPEC §11 retry semantics). A pending one keeps its remaining schedule if the manual
+ * attempt fails (store.retryDelivery remembers it); a failed or delivered one gets this single attempt. A
+ * cancelled one (deleted subscription) cannot be retried.
+ */
 export async function retryNow(db: Db, uuid: string) {
   return db.transaction(async (tx) => {
     const d = await store.findDelivery(tx, uuid);
@@ -184,5 +211,34 @@ export function shapeAttempt(a: store.AttemptRow) {
     requestHeaders: a.request_headers,
     requestBody: a.request_body,
     responseBody: a.response_body,
+  };
+}
+
+/**
+ * Hourly attempts and successes over the last `hours` hours (the current hour included), per subscription with
+ * attempts and overall; every bucket present (zeros included), oldest first.
+ */
+export async function stats(db: Queryable, hours: number) {
+  const hourMs = 3_600_000;
+  const first = Math.floor(Date.now() / hourMs) * hourMs - (hours - 1) * hourMs;
+  const slots = Array.from({ length: hours }, (_, i) => new Date(first + i * hourMs).toISOString());
+  const empty = () => slots.map((hour) => ({ hour, attempts: 0, successes: 0 }));
+  const overall = empty();
+  const bySub = new Map<string, ReturnType<typeof empty>>();
+  for (const r of await store.attemptStats(db, slots[0])) {
+    const i = Math.round((Date.parse(isoNN(r.hour)) - first) / hourMs);
+    if (i < 0 || i >= hours) continue;
+    let b = bySub.get(r.subscription_uuid);
+    if (!b) bySub.set(r.subscription_uuid, (b = empty()));
+    b[i].attempts += r.attempts;
+    b[i].successes += r.successes;
+    overall[i].attempts += r.attempts;
+    overall[i].successes += r.successes;
+  }
+  return {
+    hours,
+    since: slots[0],
+    overall,
+    subscriptions: [...bySub].map(([subscriptionUuid, buckets]) => ({ subscriptionUuid, buckets })),
   };
 }

@@ -5,7 +5,7 @@ export interface SubscriptionRow {
   id: string;
   uuid: string;
   url: string;
-  event_type: string;
+  event_types: string[];
   is_active: boolean;
   auth_method: 'NONE' | 'BASIC' | 'BEARER';
   bearer_token: string | null;
@@ -13,9 +13,13 @@ export interface SubscriptionRow {
   basic_password: string | null;
   webhook_version: string;
   signing_secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: string | null;
   max_in_flight: number;
+  /** Expiry of the newest rotated-out secret still signing (null: none). */
+  retired_secret_expires_at: string | null;
+  consecutive_failures: number;
+  last_success_at: string | null;
+  failing_since: string | null;
+  disabled_reason: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -26,15 +30,17 @@ import { openSecret, sealSecret } from '../secrets/active.ts';
 /** Secrets are stored sealed (SPEC §15, src/secrets/): rows leave this file with them in clear. */
 function clear<R extends SubscriptionRow | undefined>(r: R): R {
   if (!r) return r;
-  return { ...r, signing_secret: openSecret(r.signing_secret), previous_secret: openSecret(r.previous_secret), bearer_token: openSecret(r.bearer_token), basic_password: openSecret(r.basic_password) };
+  return { ...r, signing_secret: openSecret(r.signing_secret), bearer_token: openSecret(r.bearer_token), basic_password: openSecret(r.basic_password) };
 }
 
-const SUB_COLS = `id, uuid, url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version,
-  signing_secret, previous_secret, previous_secret_expires_at, max_in_flight, created_at, updated_at`;
+const SUB_COLS = `id, uuid, url, event_types, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version,
+  signing_secret, max_in_flight, consecutive_failures, last_success_at, failing_since, disabled_reason, created_at, updated_at,
+  (SELECT max(r.expires_at) FROM webhook_retired_secrets r WHERE r.subscription_id = webhook_subscriptions.id AND r.expires_at > clock_timestamp())
+    AS retired_secret_expires_at`;
 
 export interface SubscriptionWrite {
   url: string;
-  eventType: string;
+  eventTypes: string[];
   isActive: boolean;
   authMethod: 'NONE' | 'BASIC' | 'BEARER';
   bearerToken: string | null;
@@ -47,19 +53,27 @@ export interface SubscriptionWrite {
 
 export async function insertSubscription(db: Queryable, w: SubscriptionWrite, secret: string): Promise<SubscriptionRow> {
   const r = await db.query<SubscriptionRow>(
-    `INSERT INTO webhook_subscriptions (url, event_type, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version, signing_secret, max_in_flight)
+    `INSERT INTO webhook_subscriptions (url, event_types, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version, signing_secret, max_in_flight)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, 16)) RETURNING ${SUB_COLS}`,
-    [w.url, w.eventType, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, sealSecret(secret), w.maxInFlight ?? null],
+    [w.url, w.eventTypes, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, sealSecret(secret), w.maxInFlight ?? null],
   );
   return clear(r.rows[0]);
 }
 
+/**
+ * Writes a subscription's fields. Activating it (inactive → active) clears the automatic disabling and
+ * starts its health afresh, so that one more failure does not disable it again at once.
+ */
 export async function updateSubscription(db: Queryable, id: string, w: SubscriptionWrite): Promise<SubscriptionRow> {
   const r = await db.query<SubscriptionRow>(
-    `UPDATE webhook_subscriptions SET url = $2, event_type = $3, is_active = $4, auth_method = $5, bearer_token = $6,
-       basic_username = $7, basic_password = $8, webhook_version = $9, max_in_flight = coalesce($10, max_in_flight), updated_at = clock_timestamp()
+    `UPDATE webhook_subscriptions SET url = $2, event_types = $3, auth_method = $5, bearer_token = $6,
+       basic_username = $7, basic_password = $8, webhook_version = $9, max_in_flight = coalesce($10, max_in_flight), updated_at = clock_timestamp(),
+       disabled_reason = CASE WHEN $4 THEN NULL ELSE disabled_reason END,
+       consecutive_failures = CASE WHEN $4 AND NOT is_active THEN 0 ELSE consecutive_failures END,
+       failing_since = CASE WHEN $4 AND NOT is_active THEN NULL ELSE failing_since END,
+       is_active = $4
      WHERE id = $1 RETURNING ${SUB_COLS}`,
-    [id, w.url, w.eventType, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, w.maxInFlight ?? null],
+    [id, w.url, w.eventTypes, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, w.maxInFlight ?? null],
   );
   return clear(r.rows[0]);
 }
@@ -75,7 +89,7 @@ export async function findSubscription(db: Queryable, uuid: string, lock = false
 export async function listSubscriptions(db: Queryable, q: { eventType?: string; isActive?: boolean; limit: number }, after: string | null): Promise<SubscriptionRow[]> {
   const r = await db.query<SubscriptionRow>(
     `SELECT ${SUB_COLS} FROM webhook_subscriptions
-     WHERE deleted_at IS NULL AND ($1::text IS NULL OR event_type = $1) AND ($2::boolean IS NULL OR is_active = $2)
+     WHERE deleted_at IS NULL AND ($1::text IS NULL OR event_types @> ARRAY[$1::text]) AND ($2::boolean IS NULL OR is_active = $2)
        AND ($3::bigint IS NULL OR id > $3)
      ORDER BY id LIMIT $4`,
     [q.eventType ?? null, q.isActive ?? null, after, q.limit + 1],
@@ -93,15 +107,27 @@ export async function deleteSubscription(db: Queryable, id: string): Promise<voi
   );
 }
 
+/**
+ * Replaces the signing secret; the one it replaces keeps signing for graceSec after this rotation (its own
+ * expiry, whatever rotations follow). Expired rotated-out secrets are deleted here.
+ */
 export async function rotateSecret(db: Queryable, id: string, secret: string, graceSec: number): Promise<SubscriptionRow> {
+  await db.query(`DELETE FROM webhook_retired_secrets WHERE subscription_id = $1 AND expires_at <= clock_timestamp()`, [id]);
+  await db.query(
+    `INSERT INTO webhook_retired_secrets (subscription_id, secret, expires_at)
+     SELECT id, signing_secret, clock_timestamp() + $2 * interval '1 second' FROM webhook_subscriptions WHERE id = $1`,
+    [id, graceSec],
+  );
   const r = await db.query<SubscriptionRow>(
-    `UPDATE webhook_subscriptions SET previous_secret = signing_secret, signing_secret = $2,
-       previous_secret_expires_at = clock_timestamp() + $3 * interval '1 second', updated_at = clock_timestamp()
-     WHERE id = $1 RETURNING ${SUB_COLS}`,
-    [id, sealSecret(secret), graceSec],
+    `UPDATE webhook_subscriptions SET signing_secret = $2, updated_at = clock_timestamp() WHERE id = $1 RETURNING ${SUB_COLS}`,
+    [id, sealSecret(secret)],
   );
   return clear(r.rows[0]);
 }
+
+/** The rotated-out secrets still signing, oldest first (SQL expression over a subscription alias `s`). */
+export const RETIRED_SECRETS_SQL = `ARRAY(SELECT rs.secret FROM webhook_retired_secrets rs
+  WHERE rs.subscription_id = s.id AND rs.expires_at > now() ORDER BY rs.expires_at, rs.id)`;
 
 /** Wakes every dispatcher (delivered on commit when called inside a transaction). */
 export async function notifyWorkers(db: Queryable): Promise<void> {
@@ -163,10 +189,17 @@ export async function findDelivery(db: Queryable, uuid: string): Promise<Deliver
   return r.rows[0];
 }
 
-/** Queues one delivery for an attempt now; a manual retry is a single attempt (no further schedule). */
+/**
+ * Queues one delivery for an attempt now. A pending one remembers where its schedule stood (resume_at /
+ * resume_pos, restored by outcomes.ts if the manual attempt fails); any other gets a single attempt.
+ */
 export async function retryDelivery(db: Queryable, id: string, noMoreRetries: number): Promise<void> {
   await db.query(
-    `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = clock_timestamp(), schedule_pos = $2,
+    `UPDATE webhook_deliveries SET
+       resume_at = CASE WHEN status = 'pending' THEN coalesce(resume_at, next_attempt_at) END,
+       resume_pos = CASE WHEN status = 'pending' THEN coalesce(resume_pos, schedule_pos) END,
+       schedule_pos = CASE WHEN status = 'pending' THEN schedule_pos ELSE $2 END,
+       status = 'pending', next_attempt_at = clock_timestamp(),
        locked_until = CASE WHEN status = 'pending' THEN locked_until END,
        lock_token = CASE WHEN status = 'pending' THEN lock_token END, updated_at = clock_timestamp()
      WHERE id = $1`,
@@ -230,6 +263,28 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
        AND ($6::uuid IS NULL OR d.uuid = $6) AND ($7::bigint IS NULL OR a.id < $7)
      ORDER BY a.id DESC LIMIT $8`,
     [q.subscription ?? null, q.eventType ?? null, q.outcome ?? null, q.since ?? null, q.until ?? null, q.delivery ?? null, before, q.limit + 1],
+  );
+  return r.rows;
+}
+
+// ---- the 24 h chart ----
+
+export interface StatsRow {
+  subscription_uuid: string;
+  hour: string;
+  attempts: number;
+  successes: number;
+}
+
+/** Attempts and successes per live subscription and hour since `since` (one query, the attempts' time index). */
+export async function attemptStats(db: Queryable, since: string): Promise<StatsRow[]> {
+  const r = await db.query<StatsRow>(
+    `SELECT s.uuid AS subscription_uuid, date_trunc('hour', a.started_at) AS hour, count(*)::int AS attempts,
+       (count(*) FILTER (WHERE a.outcome = 'success'))::int AS successes
+     FROM webhook_attempts a JOIN webhook_subscriptions s ON s.id = a.subscription_id
+     WHERE a.started_at >= $1 AND s.deleted_at IS NULL
+     GROUP BY 1, 2 ORDER BY 1, 2`,
+    [since],
   );
   return r.rows;
 }

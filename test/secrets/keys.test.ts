@@ -112,20 +112,27 @@ for (const backend of await backends()) {
         const db = tdb.db;
         // Rows as an older Bulb wrote them: secrets in clear.
         await db.query(
-          `INSERT INTO webhook_subscriptions (url, event_type, auth_method, bearer_token, signing_secret, previous_secret, previous_secret_expires_at)
-           VALUES ('https://example.com/a', 'customerCreate', 'BEARER', 'old-bearer', 'whsec_b2xkLWN1cnJlbnQ=', 'whsec_b2xkLXByZXZpb3Vz', now() + interval '1 hour')`,
+          `INSERT INTO webhook_subscriptions (url, event_types, auth_method, bearer_token, signing_secret)
+           VALUES ('https://example.com/a', '{customerCreate}', 'BEARER', 'old-bearer', 'whsec_b2xkLWN1cnJlbnQ=')`,
         );
         await db.query(
-          `INSERT INTO webhook_subscriptions (url, event_type, auth_method, basic_username, basic_password, signing_secret)
-           VALUES ('https://example.com/b', 'customerCreate', 'BASIC', 'old-user', 'old-pass', 'whsec_b2xkLWJhc2lj')`,
+          `INSERT INTO webhook_retired_secrets (subscription_id, secret, expires_at)
+           SELECT id, 'whsec_b2xkLXByZXZpb3Vz', now() + interval '1 hour' FROM webhook_subscriptions WHERE url = 'https://example.com/a'`,
+        );
+        await db.query(
+          `INSERT INTO webhook_subscriptions (url, event_types, auth_method, basic_username, basic_password, signing_secret)
+           VALUES ('https://example.com/b', '{customerCreate}', 'BASIC', 'old-user', 'old-pass', 'whsec_b2xkLWJhc2lj')`,
         );
         const key = b64key();
         const config = loadConfig({ BULB_SECRET_KEY: key, BULB_DATA_DIR: 'memory://' });
         const runs = await Promise.all([prepareSecrets(db, config), prepareSecrets(db, config), prepareSecrets(db, config)]);
         assert.equal(runs.reduce((n, r) => n + r.sealed, 0), 5, 'five clear values, each sealed exactly once');
         assert.equal((await prepareSecrets(db, config)).sealed, 0, 'idempotent');
-        const raw = (await db.query(`SELECT bearer_token, basic_username, basic_password, signing_secret, previous_secret FROM webhook_subscriptions ORDER BY id`)).rows;
-        for (const r of raw) for (const c of ['bearer_token', 'basic_password', 'signing_secret', 'previous_secret']) if (r[c] !== null) assert.ok(isSealed(r[c]), `${c} sealed`);
+        const raw = (await db.query(`SELECT bearer_token, basic_username, basic_password, signing_secret FROM webhook_subscriptions ORDER BY id`)).rows;
+        for (const r of raw) for (const c of ['bearer_token', 'basic_password', 'signing_secret']) if (r[c] !== null) assert.ok(isSealed(r[c]), `${c} sealed`);
+        const retired = (await db.query(`SELECT secret FROM webhook_retired_secrets`)).rows;
+        assert.equal(retired.length, 1);
+        assert.ok(isSealed(retired[0].secret), 'a rotated-out secret is sealed too');
         assert.equal(raw[1].basic_username, 'old-user', 'a username is not a secret');
         assert.deepEqual(await keyIdsInUse(db), [keyId(Buffer.from(key, 'base64'))]);
         // The API still reveals the original secret.

@@ -86,7 +86,7 @@ await describeEachDb('webhook address guard', (ctx) => {
     // As if DNS changed after the subscription was created: rows written past the API's validation.
     for (const url of [`http://localhost:${rx.port}/hook`, `http://127.0.0.1:${rx.port}/hook`, `http://[::ffff:127.0.0.1]:${rx.port}/hook`]) {
       await insertSubscription(ctx.tdb.db, {
-        url, eventType: 'customerCreate', isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null, basicPassword: null, webhookVersion: '2022-08',
+        url, eventTypes: ['customerCreate'], isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null, basicPassword: null, webhookVersion: '2022-08',
       }, newSigningSecret());
     }
     await ctx.srv.api.post('/crm/customers', { externalId: 'blocked-1' });

@@ -42,7 +42,7 @@ await describeEachDb('webhook delivery', (ctx) => {
   it('lists event types and manages subscriptions without ever returning credentials', async () => {
     const types = await api().get('/integrations/webhooks/eventTypes');
     assert.equal(types.status, 200);
-    assert.deepEqual(types.body.data.map((t: any) => t.eventType), ['customerCreate', 'customerUpdate', 'customerMerge', 'customerUnmerge', 'customerNoteCreate', 'customerNoteUpdate', 'webhookTest']);
+    assert.deepEqual(types.body.data.map((t: any) => t.eventType), ['customerCreate', 'customerUpdate', 'customerMerge', 'customerUnmerge', 'customerNoteCreate', 'customerNoteUpdate', 'webhookTest', 'webhookDeliveryFailed', 'webhookSubscriptionDisabled']);
     const created = await subscribe({ authMethod: 'BEARER', bearerToken: 'tok-secret-1', isActive: false });
     assert.match(created.signingSecret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     assert.equal(Buffer.from(created.signingSecret.slice(6), 'base64').length, 32);
@@ -172,7 +172,7 @@ await describeEachDb('webhook delivery', (ctx) => {
     new Webhook(rot.body.signingSecret).verify(body, { ...h, 'webhook-signature': sigs[0] });
     new Webhook(sub.signingSecret).verify(body, { ...h, 'webhook-signature': sigs[1] });
     assert.throws(() => new Webhook(sub.signingSecret).verify(body, { ...h, 'webhook-signature': sigs[0] }));
-    assert.equal(h['x-tulip-hmac-256'], hexHmac(rot.body.signingSecret, r.raw), 'the hex header uses the current secret');
+    assert.equal(h['x-tulip-hmac-256'], hexHmac(sub.signingSecret, r.raw), 'the hex header stays keyed with the oldest still-valid secret');
     assert.equal(r.body.resource.externalId, null);
     await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
   });

@@ -18,7 +18,7 @@ const ev = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Custom
 
 async function subscribe(tdb: TestDb, url: string) {
   return insertSubscription(tdb.db, {
-    url, eventType: 'customerCreate', isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null, basicPassword: null, webhookVersion: '2022-08',
+    url, eventTypes: ['customerCreate'], isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null, basicPassword: null, webhookVersion: '2022-08',
   }, newSigningSecret());
 }
 
