@@ -83,19 +83,8 @@ const { eventTypes: _t, ...oldFields } = subscriptionFields;
 export const SubscriptionBefore202611 = Type.Object({ ...oldFields, eventType: Type.String() });
 export const SubscriptionWithSecretBefore202611 = Type.Object({ ...oldFields, eventType: Type.String(), signingSecret: Type.String() });
 const { eventTypes: _w, ...oldWritable } = writable;
-export const SubscriptionCreateBefore202611 = Type.Object(
-  {
-    url: writable.url,
-    eventType: EventType,
-    isActive: Type.Optional(writable.isActive),
-    authMethod: Type.Optional(writable.authMethod),
-    bearerToken: Type.Optional(writable.bearerToken),
-    basicUsername: Type.Optional(writable.basicUsername),
-    basicPassword: Type.Optional(writable.basicPassword),
-    webhookVersion: Type.Optional(writable.webhookVersion),
-  },
-  closed,
-);
+const { eventTypes: _c, ...oldCreate } = SubscriptionCreate.properties;
+export const SubscriptionCreateBefore202611 = Type.Object({ url: writable.url, eventType: EventType, ...oldCreate }, closed);
 export const SubscriptionPatchBefore202611 = Type.Partial(Type.Object({ ...oldWritable, eventType: EventType }, closed), { ...closed, minProperties: 1 });
 export const SecretAnswer = Type.Object({
   signingSecret: Type.String(),
