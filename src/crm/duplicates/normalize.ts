@@ -63,3 +63,18 @@ export function profileOf(c: CustomerSignals, region: string): Profile {
     })),
   };
 }
+
+/**
+ * Blocking keys of a profile: customers sharing none are never compared. Emails, phones, and each word of
+ * the name (2+ letters) with each postal code and each city, so a typo in one word or swapped first and
+ * last names still meet.
+ */
+export function keysOf(p: Profile): string[] {
+  const words = [...new Set(p.name.split(' ').filter((w) => w.length >= 2))];
+  const keys = [...p.emails.map((e) => `e:${e}`), ...p.phones.map((x) => `p:${x}`)];
+  for (const w of words) {
+    for (const z of p.postalCodes) keys.push(`n:${w}|z:${z}`);
+    for (const c of p.cities) keys.push(`n:${w}|c:${c}`);
+  }
+  return [...new Set(keys)];
+}

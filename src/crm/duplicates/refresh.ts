@@ -4,7 +4,7 @@
 // advisory lock), so two changed customers never score each other against stale profiles.
 import type { Db } from '../../db/db.ts';
 import { profileOf } from './normalize.ts';
-import { NAME_CANDIDATE_MIN, STORED_MIN, scorePair, type PairFeatures } from './score.ts';
+import { STORED_MIN, scorePair, type PairFeatures } from './score.ts';
 import * as store from './store.ts';
 
 const LOCK_KEY = 740_213_517; // pg_advisory_xact_lock key of the refresher
@@ -19,7 +19,7 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
     await store.replaceProfiles(tx, ids, profiles);
     const pairs = new Map<string, store.NewPair>();
-    for (const row of await store.candidates(tx, profiles.map((p) => p.customerId), NAME_CANDIDATE_MIN)) {
+    for (const row of await store.candidates(tx, profiles.map((p) => p.customerId))) {
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
       const key = `${a}/${b}`;
       if (pairs.has(key)) continue;

@@ -16,8 +16,6 @@ export const WEIGHTS = {
 export const NAME_FLOOR = 0.35;
 /** Pairs below this are not kept (so minScore below it lists nothing more). */
 export const STORED_MIN = 0.5;
-/** Candidate search: trigram similarity the name index looks for (pg_trgm.similarity_threshold). */
-export const NAME_CANDIDATE_MIN = 0.45;
 export const DEFAULT_MIN_SCORE = 0.8;
 
 export interface PairFeatures {

@@ -1,8 +1,8 @@
-// SQL of possible duplicates: the dirty queue, normalised profiles, candidate search (email/phone array
-// overlap and the pg_trgm name index) and the pairs table the routes read. Every statement is set-based.
+// SQL of possible duplicates: the dirty queue, normalised profiles, blocking keys (candidates meet on a
+// shared key by one btree join) and the pairs table the routes read. Every statement is set-based.
 import type { Queryable } from '../../db/db.ts';
 import type { CustomerRow } from '../customers/store.ts';
-import type { CustomerSignals, Profile } from './normalize.ts';
+import { keysOf, type CustomerSignals, type Profile } from './normalize.ts';
 import type { Reason } from './score.ts';
 
 /** Takes up to `limit` customers off the dirty queue (in this transaction). */
@@ -28,9 +28,10 @@ export async function activeSignals(tx: Queryable, ids: string[]): Promise<Custo
   return r.rows;
 }
 
-/** Replaces the profiles and drops the pairs of these customers (profiles only for the active ones given). */
+/** Replaces the profiles and keys and drops the pairs of these customers (profiles only for the active ones given). */
 export async function replaceProfiles(tx: Queryable, ids: string[], profiles: Profile[]): Promise<void> {
   await tx.query('DELETE FROM duplicate_pairs WHERE a = ANY($1::bigint[]) OR b = ANY($1::bigint[])', [ids]);
+  await tx.query('DELETE FROM duplicate_keys WHERE customer_id = ANY($1::bigint[])', [ids]);
   await tx.query('DELETE FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])', [ids]);
   if (profiles.length === 0) return;
   await tx.query(
@@ -39,6 +40,11 @@ export async function replaceProfiles(tx: Queryable, ids: string[], profiles: Pr
        ARRAY(SELECT jsonb_array_elements_text(x.postal)), ARRAY(SELECT jsonb_array_elements_text(x.cities))
      FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, name text, emails jsonb, phones jsonb, postal jsonb, cities jsonb)`,
     [JSON.stringify(profiles.map((p) => ({ id: p.customerId, name: p.name, emails: p.emails, phones: p.phones, postal: p.postalCodes, cities: p.cities })))],
+  );
+  const keys = profiles.flatMap((p) => keysOf(p).map((k) => [k, p.customerId] as const));
+  await tx.query(
+    'INSERT INTO duplicate_keys (key, customer_id) SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING',
+    [keys.map((k) => k[0]), keys.map((k) => k[1])],
   );
 }
 
@@ -52,21 +58,14 @@ export interface CandidateRow {
   cities: string[];
 }
 
-/**
- * Every customer sharing an email or a phone with one of these, or whose name is trigram-similar
- * (pg_trgm index, threshold nameMin), with the features the score needs.
- */
-export async function candidates(tx: Queryable, ids: string[], nameMin: number): Promise<CandidateRow[]> {
-  await tx.query(`SELECT set_config('pg_trgm.similarity_threshold', $1, true)`, [String(nameMin)]);
+/** Every customer sharing a blocking key with one of these, with the features the score needs. */
+export async function candidates(tx: Queryable, ids: string[]): Promise<CandidateRow[]> {
   const inter = (col: string) => `ARRAY(SELECT unnest(p.${col}) INTERSECT SELECT unnest(q.${col}) ORDER BY 1)`;
   const r = await tx.query<CandidateRow>(
-    `WITH me AS (SELECT * FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])),
-     c AS (
-       SELECT me.customer_id AS x, o.customer_id AS y FROM me JOIN duplicate_profiles o ON o.emails && me.emails WHERE o.customer_id <> me.customer_id
-       UNION
-       SELECT me.customer_id, o.customer_id FROM me JOIN duplicate_profiles o ON o.phones && me.phones WHERE o.customer_id <> me.customer_id
-       UNION
-       SELECT me.customer_id, o.customer_id FROM me JOIN duplicate_profiles o ON o.name % me.name WHERE o.customer_id <> me.customer_id
+    `WITH c AS (
+       SELECT DISTINCT me.customer_id AS x, o.customer_id AS y
+       FROM duplicate_keys me JOIN duplicate_keys o ON o.key = me.key AND o.customer_id <> me.customer_id
+       WHERE me.customer_id = ANY($1::bigint[])
      )
      SELECT c.x, c.y, ${inter('emails')} AS emails, ${inter('phones')} AS phones, similarity(p.name, q.name)::float8 AS sim,
        ${inter('postal_codes')} AS postal, ${inter('cities')} AS cities

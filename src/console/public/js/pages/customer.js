@@ -1,8 +1,11 @@
 // One customer: its fields, the data attached to it (counts and lists), its merge history, and the merge
-// form (preview with ?dryRun=true, then confirm). A disabled customer links to the customer it was merged into.
+// history with Undo (merge-history.js), its possible duplicates (duplicates.js) and the merge form (preview
+// with ?dryRun=true, then confirm). A disabled customer links to the customer it was merged into.
 import { ApiError, get, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
 import { displayName, statusBadge } from './customers.js';
+import { historySection } from './merge-history.js';
+import { duplicatesSection } from './duplicates.js';
 
 const text = (v) => (v === null || v === undefined || v === '' ? '—' : String(v));
 const short = (s, n = 80) => (s && s.length > n ? `${s.slice(0, n - 1)}…` : text(s));
@@ -33,20 +36,6 @@ function movedTable(moved, duplicates, caption) {
   const rows = KINDS.map((k) => h('tr', null, h('th', { scope: 'row' }, k.title), h('td', { class: 'num' }, String(moved?.[k.key] ?? 0))));
   rows.push(h('tr', null, h('th', { scope: 'row' }, 'Duplicate associate links removed'), h('td', { class: 'num' }, String(duplicates ?? 0))));
   return table({ caption, hideCaption: false, columns: ['Data', 'Rows'], rows, className: 'table-compact' });
-}
-
-/** Reads a merge record whatever its exact field names (uuid/mergeUuid, primary/primaryCustomer…). */
-function mergeView(m) {
-  const primary = m.primary ?? m.primaryCustomer ?? (m.primaryUuid ? { uuid: m.primaryUuid, externalId: m.primaryExternalId } : null);
-  const secondaries = m.secondaries ?? m.mergedCustomers ?? m.mergedCustomerIds ?? m.secondaryIds ?? [];
-  return {
-    uuid: m.mergeUuid ?? m.uuid,
-    at: m.createdAt ?? m.mergedAt,
-    primary,
-    secondaries,
-    moved: m.moved ?? {},
-    duplicates: m.duplicateAssociatesRemoved ?? 0,
-  };
 }
 
 export function customerPage({ main, params, signal, navigate }) {
@@ -111,26 +100,12 @@ export function customerPage({ main, params, signal, navigate }) {
       })
       .catch((err) => err.name !== 'AbortError' && clear(countsBox, errorBox(err, 'Could not load attached data')));
 
-    // ---- merge history ----
-    const historyBox = h('div');
-    body.append(h('section', { class: 'card', 'aria-labelledby': 'history-h' }, h('h2', { id: 'history-h' }, 'Merge history'), historyBox));
-    load(historyBox, 'merge history', () => get(`/crm/customers/${cid}/merges`, { limit: 100 }, { signal }), (page) => {
-      const merges = (page.data ?? page).map(mergeView);
-      if (merges.length === 0) return historyBox.append(empty('No merges involve this customer.'));
-      historyBox.append(table({
-        caption: 'Merges',
-        columns: ['When', 'Primary', 'Merged customers', 'Moved'],
-        rows: merges.map((m) => h('tr', null,
-          h('th', { scope: 'row' }, time(m.at)),
-          h('td', null, customerLink(m.primary)),
-          h('td', null, list(m.secondaries, customerLink)),
-          h('td', null, KINDS.filter((k) => m.moved[k.key] > 0).map((k) => `${k.title}: ${m.moved[k.key]}`).join(', ') || 'Nothing moved',
-            m.duplicates ? `; ${m.duplicates} duplicate associate link${m.duplicates === 1 ? '' : 's'} removed` : ''))),
-      }));
-    });
-
-    // ---- merge ----
-    if (c.status === 'active') body.append(mergeSection(c, navigate));
+    // ---- merge history (with undo), possible duplicates, merge ----
+    body.append(historySection({ c, kinds: KINDS, signal, navigate, customerLink, list }));
+    if (c.status === 'active') {
+      const merge = mergeSection(c, navigate);
+      body.append(duplicatesSection({ c, signal, customerLink, previewMerge: merge.preview }), merge.section);
+    }
   }
 }
 
@@ -150,8 +125,12 @@ function mergeSection(c, navigate) {
 
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
+    await runPreview(parseIds(ids.value));
+  });
+
+  /** Previews merging these externalIds into this customer (also the duplicates panel's one click). */
+  async function runPreview(list) {
     clear(out);
-    const list = parseIds(ids.value);
     if (list.length === 0) {
       out.append(errorBox({ errors: [{ message: 'Enter at least one external ID.', errorCode: '', moreInfo: '' }] }, 'Nothing to preview'));
       return ids.focus();
@@ -165,7 +144,7 @@ function mergeSection(c, navigate) {
         out.focus();
       }
     });
-  });
+  }
 
   function showPreview(list, dry) {
     const confirm = h('button', { type: 'button', class: 'btn btn-danger' }, 'Confirm merge');
@@ -185,7 +164,7 @@ function mergeSection(c, navigate) {
     confirm.addEventListener('click', async () => {
       const ok = await confirmDialog({
         title: `Merge ${list.length} customer${list.length === 1 ? '' : 's'} into ${c.externalId}?`,
-        message: `${list.join(', ')} will be disabled and their attached data moved to ${c.externalId}. A merge cannot be undone.`,
+        message: `${list.join(', ')} will be disabled and their attached data moved to ${c.externalId}. It can be undone from the merge history.`,
         confirmLabel: 'Merge',
         danger: true,
       });
@@ -204,8 +183,14 @@ function mergeSection(c, navigate) {
     });
   }
 
-  return h('section', { class: 'card', 'aria-labelledby': 'merge-h' },
+  const section = h('section', { class: 'card', 'aria-labelledby': 'merge-h' },
     h('h2', { id: 'merge-h' }, 'Merge customers into this one'),
     h('p', { class: 'muted' }, 'Use this when other records are the same person. Preview first: it shows what would move and changes nothing.'),
     form, out);
+  const previewFor = (list) => {
+    ids.value = list.join('\n');
+    section.scrollIntoView({ block: 'start' });
+    return runPreview(list);
+  };
+  return { section, preview: previewFor };
 }
