@@ -141,6 +141,9 @@ await describeEachDb('imports', (ctx) => {
     assert.equal((await api().get(`/crm/imports/${r.body.uuid}`)).body.status, 'cancelled');
     assert.equal((await api().get('/crm/customers/never')).status, 404);
     assert.deepEqual(errorCodes(await api().post(`/crm/imports/${r.body.uuid}/cancel`)), ['Conflict']);
+    const audit = await api().get('/integrations/auditLog?limit=250');
+    const acts = audit.body.data.filter((a: any) => a.target?.id === r.body.uuid).map((a: any) => a.action).sort();
+    assert.deepEqual(acts, ['import.cancelled', 'import.started'], JSON.stringify(audit.body.data[0]));
     assert.deepEqual(errorCodes(await api().get('/crm/imports/00000000-0000-4000-8000-000000000000')), ['NotFound']);
   });
 }, { BULB_IMPORT_MAX_BYTES: String(64 * 1024) });

@@ -6,10 +6,12 @@ import { customersPage } from './pages/customers.js';
 import { customerPage } from './pages/customer.js';
 import { webhooksPage } from './pages/webhooks.js';
 import { logsPage } from './pages/logs.js';
+import { importsPage } from './pages/imports.js';
 import { apiKeysPage, authClientsPage } from './pages/credentials.js';
 
 const NAV = [
   { href: '#/customers', text: 'Customers', key: 'customers' },
+  { href: '#/imports', text: 'Imports', key: 'imports' },
   {
     text: 'Integrations',
     children: [
@@ -24,6 +26,7 @@ const NAV = [
 const ROUTES = [
   { re: /^\/customers$/, nav: 'customers', page: customersPage },
   { re: /^\/customers\/([^/]+)$/, nav: 'customers', page: customerPage },
+  { re: /^\/imports$/, nav: 'imports', page: importsPage },
   { re: /^\/integrations\/webhooks$/, nav: 'webhooks', page: webhooksPage },
   { re: /^\/integrations\/webhooks\/logs$/, nav: 'logs', page: logsPage },
   { re: /^\/integrations\/api-keys$/, nav: 'apiKeys', page: apiKeysPage },
