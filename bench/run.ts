@@ -68,6 +68,7 @@ if (hasPg) {
 // merge bench's --quick sizes (10k, 100k); `--merge-full` (or `node --import tsx bench/merge.ts`) adds 1M.
 await optional('merge.ts', 'runMergeBench', 'merge', 'Customer merge', args.quick || !process.argv.includes('--merge-full'), process.argv.includes('--merge-full') ? 60 : 15);
 await optional('webhooks.ts', 'runWebhookBench', 'webhooks', 'Webhook delivery', args.quick, 15);
+if (hasPg) await optional('export.ts', 'runExportBench', 'export', 'Customer export (PostgreSQL)', args.quick, 20);
 if (hasPg) {
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));
 }

@@ -27,7 +27,7 @@ export class PgDb implements Db {
   private listeners = new Map<string, Set<Sub>>();
   private closed = false;
 
-  constructor(private url: string, poolSize = 10) {
+  constructor(readonly url: string, poolSize = 10) {
     this.pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: 'bulb', options: SESSION_OPTIONS });
     // An idle client dying (e.g. pg_terminate_backend) must not crash the process.
     this.pool.on('error', () => {});

@@ -1,14 +1,15 @@
 // GET /crm/customers/export (SPEC §12, read scope, from 2026-11): every matching customer as NDJSON
-// (the Customer shape, one per line) from one consistent snapshot: a REPEATABLE READ, READ ONLY
-// transaction with a server-side cursor (DECLARE … FETCH in batches, on PostgreSQL and PGlite alike).
-// PostgreSQL builds each line's JSON itself; Node only joins lines and honours back-pressure, so memory
-// stays constant whatever the size. Gzip when the client accepts it. A client that goes away (or stops
-// reading for EXPORT_STALL_MS) ends the transaction and gives its connection back.
-import { Readable, pipeline } from 'node:stream';
+// (the Customer shape, one per line) from one consistent snapshot (streams in export-stream.ts). The
+// database builds each line's JSON itself (this file's query); Node only passes bytes on, honouring
+// back-pressure, so memory stays constant whatever the size. Gzip when the client accepts it.
+import { pipeline, type Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { Type, type Static } from '@sinclair/typebox';
 import '../../http/formats.ts';
+import pg from 'pg';
 import type { Db } from '../../db/db.ts';
+import { PgDb } from '../../db/pg.ts';
+import { openCopyExport, openCursorExport } from './export-stream.ts';
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { StringEnum } from '../../http/schema.ts';
@@ -23,8 +24,6 @@ export const ExportQuery = Type.Object(
 );
 export type ExportQueryT = Static<typeof ExportQuery>;
 
-const BATCH = 2000;
-const EXPORT_STALL_MS = 60_000;
 const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /** The export's query: one JSON text per customer, keys in the order of GET /crm/customers/{id}. */
@@ -51,80 +50,15 @@ export function exportSql(q: ExportQueryT): { sql: string; params: unknown[] } {
   return { sql, params };
 }
 
-let inProgress = 0;
-/** Exports whose transaction is open in this process (tests watch it drop to 0 after a disconnect). */
-export const exportsInProgress = () => inProgress;
-
-class Aborted extends Error {}
-
 /**
- * Opens the snapshot and the cursor, then resolves with a stream of NDJSON text that fetches the next
- * batch only when the reader wants more. Errors before the first line reject (the caller answers an
- * error status); later ones destroy the stream (the client sees a truncated response).
+ * Opens the export and resolves once its snapshot is taken (at the first line, or at the end of an empty
+ * export): PostgreSQL streams it with COPY on a connection of its own, PGlite through a cursor. Errors
+ * before that reject (the caller answers an error status); later ones cut the response off.
  */
-export async function openExport(db: Db, q: ExportQueryT, opts: { stallMs?: number } = {}): Promise<Readable> {
-  const stallMs = opts.stallMs ?? EXPORT_STALL_MS;
-  let wake: (() => void) | undefined;
-  let abort: ((e: Error) => void) | undefined;
-  let ended: Error | undefined;
-  const out = new Readable({
-    highWaterMark: 256 * 1024,
-    read() {
-      const w = wake;
-      wake = undefined;
-      w?.();
-    },
-    destroy(err, cb) {
-      ended ??= err ?? new Aborted('the client went away');
-      abort?.(ended);
-      cb(err);
-    },
-  });
-  /** Resolves when the reader wants more; rejects if the stream is destroyed or the reader stalls. */
-  const wanted = () =>
-    new Promise<void>((resolve, reject) => {
-      if (ended) return reject(ended);
-      const timer = setTimeout(() => out.destroy(new Aborted(`the client read nothing for ${stallMs} ms`)), stallMs);
-      wake = () => {
-        clearTimeout(timer);
-        abort = undefined;
-        resolve();
-      };
-      abort = (e) => {
-        clearTimeout(timer);
-        wake = undefined;
-        reject(e);
-      };
-    });
-
+export async function openExport(db: Db, q: ExportQueryT): Promise<Readable> {
   const { sql, params } = exportSql(q);
-  let opened!: () => void;
-  const ready = new Promise<void>((r) => (opened = r));
-  inProgress++;
-  const run = db
-    .transaction(async (tx) => {
-      await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-      await tx.query(`DECLARE bulb_export NO SCROLL CURSOR FOR ${sql}`, params);
-      opened();
-      for (;;) {
-        const r = await tx.query<{ j: string }>(`FETCH ${BATCH} FROM bulb_export`);
-        if (ended) throw ended;
-        if (r.rows.length === 0) break;
-        let chunk = '';
-        for (const row of r.rows) chunk += row.j + '\n';
-        if (!out.push(chunk)) await wanted();
-      }
-      await tx.query('CLOSE bulb_export');
-    })
-    .finally(() => inProgress--);
-  run.then(
-    () => out.push(null),
-    (err) => {
-      if (!(err instanceof Aborted)) out.destroy(err);
-    },
-  );
-  await Promise.race([ready, run]);
-  return out;
+  if (db instanceof PgDb) return openCopyExport(db.url, sql.replace(/\$(\d+)/g, (_, i) => pg.escapeLiteral(String(params[Number(i) - 1]))));
+  return openCursorExport(db, sql, params);
 }
 
 /** True when Accept-Encoding allows gzip (q > 0), explicitly or through `*`. */
