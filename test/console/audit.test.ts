@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeConsole } from './browser.ts';
+import { appendAudit, SYSTEM } from '../../src/audit/store.ts';
 
 describeConsole('audit log, bad addresses', (ctx) => {
   it('a route with a bad percent-escape shows "Page not found", and the console keeps working', async () => {
@@ -16,5 +17,42 @@ describeConsole('audit log, bad addresses', (ctx) => {
     await ctx.go('Customers');
     const errors = ctx.pageErrors.splice(0);
     assert.deepEqual(errors, [], 'no URIError or other script error');
+  });
+
+  it('Integrations → Audit log lists acts done in the console and by the API, with filters', async () => {
+    const { page } = ctx;
+    // Acts: an API key created in the console, an auth client created and revoked by the API, a system act.
+    await ctx.go('API Keys');
+    await page.getByLabel('Name').fill('audited-key');
+    await page.getByRole('button', { name: 'Create API key' }).click();
+    await page.getByLabel('New API key').waitFor();
+    const client = (await ctx.srv.api.post('/integrations/authClients', { name: 'audited-client', scopes: ['read'] })).body;
+    assert.equal((await ctx.srv.api.delete(`/integrations/authClients/${client.uuid}`)).status, 204);
+    await appendAudit(ctx.tdb.db, { actor: SYSTEM, action: 'subscription.disabled', targetType: 'WebhookSubscription', targetId: null, ip: null, details: { reason: 'no success for 120 h' } });
+
+    await ctx.go('Audit log');
+    const rows = page.getByRole('table').getByRole('row');
+    await page.getByRole('row', { name: /apiKey\.created/ }).waitFor();
+    assert.equal(await rows.count(), 1 + 4, 'a header row and four entries');
+    const texts = await rows.allInnerTexts();
+    assert.match(texts[1], /subscription\.disabled[\s\S]*System[\s\S]*reason: no success for 120 h/, 'newest first: the system act');
+    assert.match(texts[2], /authClient\.revoked[\s\S]*API key[\s\S]*127\.0\.0\.1/);
+    assert.match(texts[4], /apiKey\.created[\s\S]*name: audited-key/);
+    await ctx.shot('audit-log');
+
+    // Filter by action, then by actor, then clear.
+    await page.getByLabel('Action').selectOption('authClient.created');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('table tbody tr').length === 1);
+    assert.match(await rows.nth(1).innerText(), /authClient\.created[\s\S]*AuthClient[\s\S]*name: audited-client/);
+    assert.match(page.url(), /action=authClient\.created/);
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await page.getByLabel('Actor').fill('system');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('table tbody tr').length === 1 && /System/.test(document.querySelector('table tbody tr')!.textContent!));
+    await page.getByLabel('Actor').fill('nobody-by-that-name');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('No entries match these filters.').waitFor();
+    assert.deepEqual(ctx.pageErrors.splice(0), []);
   });
 });

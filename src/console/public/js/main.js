@@ -8,6 +8,7 @@ import { webhooksPage } from './pages/webhooks.js';
 import { logsPage } from './pages/logs.js';
 import { importsPage } from './pages/imports.js';
 import { apiKeysPage, authClientsPage } from './pages/credentials.js';
+import { auditPage } from './pages/audit.js';
 
 const NAV = [
   { href: '#/customers', text: 'Customers', key: 'customers' },
@@ -19,6 +20,7 @@ const NAV = [
       { href: '#/integrations/webhooks/logs', text: 'Webhooks Logs', key: 'logs' },
       { href: '#/integrations/api-keys', text: 'API Keys', key: 'apiKeys' },
       { href: '#/integrations/auth-clients', text: 'Auth Clients', key: 'authClients' },
+      { href: '#/integrations/audit-log', text: 'Audit log', key: 'audit' },
     ],
   },
 ];
@@ -31,6 +33,7 @@ const ROUTES = [
   { re: /^\/integrations\/webhooks\/logs$/, nav: 'logs', page: logsPage },
   { re: /^\/integrations\/api-keys$/, nav: 'apiKeys', page: apiKeysPage },
   { re: /^\/integrations\/auth-clients$/, nav: 'authClients', page: authClientsPage },
+  { re: /^\/integrations\/audit-log$/, nav: 'audit', page: auditPage },
 ];
 const DEFAULT_ROUTE = '#/customers';
 
