@@ -62,3 +62,14 @@ export async function listAudit(db: Queryable, q: AuditQuery, before: string | n
   );
   return r.rows;
 }
+
+/** System act: subscriptions Bulb disabled automatically (SPEC §11), one row each, in the disabling transaction. */
+export async function auditSubscriptionsDisabled(db: Queryable, subscriptionIds: string[]): Promise<void> {
+  if (subscriptionIds.length === 0) return;
+  await db.query(
+    `INSERT INTO audit_log (actor_type, action, target_type, target_id, details)
+     SELECT 'system', 'subscription.disabled', 'WebhookSubscription', s.uuid::text, jsonb_build_object('reason', s.disabled_reason)
+     FROM webhook_subscriptions s WHERE s.id = ANY($1::bigint[]) ORDER BY s.id`,
+    [subscriptionIds],
+  );
+}

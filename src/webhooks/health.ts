@@ -7,6 +7,7 @@ import { wireNames } from '../config.ts';
 import { recordResults, type AttemptResult } from './queue-store.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { disableFailing, emitOperational, keepManualSchedule, updateHealth, type SubOutcome } from './health-store.ts';
+import { auditSubscriptionsDisabled } from '../audit/store.ts';
 
 /** Folds a batch of results into one outcome per subscription (results taken in the order they started). */
 export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
@@ -44,6 +45,7 @@ export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]
     const restored = new Map((await keepManualSchedule(tx, states.map((s) => s.id))).map((k) => [k.id, k.next_attempt_at]));
     const final = states.map((s) => (restored.has(String(s.id)) ? { ...s, status: 'pending', next_attempt_at: restored.get(String(s.id))! } : s));
     const disabled = await disableFailing(tx, outs, config.webhookDisableAfterHours);
+    await auditSubscriptionsDisabled(tx, disabled); // audit log (SPEC §15): actor system
     const failed = final.filter((s) => s.status === 'failed').map((s) => s.id);
     await emitOperational(tx, failed, disabled, wireNames(config.serviceName).sourceApi, NO_MORE_RETRIES);
     return final;

@@ -7,6 +7,8 @@ import { describeEachDb } from '../helpers/suite.ts';
 import { ADMIN_KEY, errorCodes } from '../helpers/server.ts';
 import { appendAudit, SYSTEM } from '../../src/audit/store.ts';
 import { makeCustomer } from '../crm/fixtures.ts';
+import { startWorker } from '../helpers/worker.ts';
+import { startReceiver, status, waitFor } from '../webhooks/receiver.ts';
 
 await describeEachDb('audit log', (ctx) => {
   const api = () => ctx.srv.api.withVersion('2026-11');
@@ -135,5 +137,44 @@ await describeEachDb('audit log', (ctx) => {
       await assert.rejects(ctx.tdb.db.query(sql), /append-only/, sql);
     }
     assert.equal((await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0].n, before);
+  });
+
+  it('records imports started and cancelled', async () => {
+    const r = await fetch(`${ctx.srv.url}/api/2026-11/crm/imports?format=ndjson&events=false`, {
+      method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/x-ndjson' },
+      body: '{"externalId":"imp-1","firstName":"A"}\n{"externalId":"imp-2"}\n',
+    });
+    const imp = await r.json();
+    assert.equal(r.status, 202, JSON.stringify(imp));
+    const cancel = await api().post(`/crm/imports/${imp.uuid}/cancel`);
+    const rows = (await log()).filter((x) => x.action.startsWith('import.'));
+    const started = rows.find((x) => x.action === 'import.started');
+    assert.deepEqual(started.target, { type: 'Import', id: imp.uuid });
+    assert.deepEqual(started.details, { format: 'ndjson', events: false, rowsReceived: 2 });
+    assert.equal(started.actor.uuid, (await adminUuid()).uuid);
+    // No import worker runs in this test server: the import waits, and cancelling it succeeds once.
+    assert.equal(cancel.status, 200, cancel.text);
+    assert.deepEqual(rows.filter((x) => x.action === 'import.cancelled').map((x) => x.target.id), [imp.uuid]);
+    assert.equal((await api().post(`/crm/imports/${imp.uuid}/cancel`)).status, 409);
+    assert.equal((await log('&action=import.cancelled')).length, 1, 'a refused cancel is not an act');
+  });
+
+  it('records the automatic disabling of a failing subscription with actor system, in its transaction', async () => {
+    const rx = await startReceiver(status(500));
+    const worker = await startWorker(ctx.tdb.db, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '600' });
+    try {
+      const sub = (await api().withVersion('2025-04').post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'customerCreate' })).body;
+      // It has been failing for longer than BULB_WEBHOOK_DISABLE_AFTER_HOURS (120): the next failure disables it.
+      await ctx.tdb.db.query(`UPDATE webhook_subscriptions SET failing_since = now() - interval '200 hours', consecutive_failures = 40 WHERE uuid = $1`, [sub.uuid]);
+      assert.equal((await api().post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`)).status, 202);
+      const row = await waitFor(async () => (await log('&actor=system&action=subscription.disabled')).find((x) => x.target.id === sub.uuid), 'the system audit row');
+      assert.deepEqual(row.actor, { type: 'system', uuid: null, name: null });
+      assert.equal(row.ipAddress, null);
+      assert.match(String(row.details.reason), /no successful delivery attempt for 120 hours/);
+      assert.equal((await api().get(`/integrations/webhooks/subscriptions/${sub.uuid}`)).body.isActive, false);
+    } finally {
+      await worker.stop();
+      await rx.close();
+    }
   });
 }, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
