@@ -57,7 +57,6 @@ export function importRoutes(s: Services): RouteDef[] {
   return [
     {
       ...base, id: 'imports.create', method: 'POST', path: '/crm/imports', rawBody: true,
-      audit: { action: 'import.started', target: (_req, b) => ({ type: 'Import', id: b.uuid, details: { format: b.format, events: b.events, rowsReceived: b.rowsReceived } }) },
       summary: 'Import customers from an NDJSON (application/x-ndjson) or CSV (text/csv) file sent as the body, up to 2 GiB; answers 202 once received',
       schema: { querystring: S.CreateQuery, response: { 202: S.Import } },
       audit: { action: 'import.started', target: (_req, b) => ({ type: 'Import', id: b.uuid, details: { format: b.format, events: b.events, rowsReceived: b.rowsReceived } }) },
@@ -122,7 +121,6 @@ export function importRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'imports.cancel', method: 'POST', path: '/crm/imports/:uuid/cancel',
-      audit: { action: 'import.cancelled', target: (_req, b) => ({ type: 'Import', id: b.uuid, details: { rowsDone: b.rowsDone } }) },
       summary: 'Cancel an import; chunks already applied stay',
       schema: { params: S.ImportParams, response: { 200: S.Import } },
       audit: { action: 'import.cancelled', target: (_req, b) => ({ type: 'Import', id: b.uuid, details: { rowsDone: b.rowsDone, rowsReceived: b.rowsReceived } }) },
