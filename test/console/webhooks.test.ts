@@ -31,7 +31,9 @@ describeConsole('webhooks and logs', (ctx) => {
     await dialog.getByRole('alert').filter({ hasText: 'http:// or https://' }).waitFor();
 
     await dialog.getByLabel('Webhook URL').fill(rx.url);
-    await dialog.getByLabel('Event type').selectOption('customerCreate');
+    // Several event types: customerCreate is ticked by default; add customerNoteCreate.
+    assert.equal(await dialog.getByRole('checkbox', { name: 'customerCreate' }).isChecked(), true);
+    await dialog.getByRole('checkbox', { name: 'customerNoteCreate' }).check();
     await dialog.getByLabel('Authentication').selectOption('BEARER');
     await dialog.getByLabel('Bearer token').fill(TOKEN);
     assert.equal(await dialog.getByLabel('Webhook version').inputValue(), '2022-08');
@@ -48,11 +50,13 @@ describeConsole('webhooks and logs', (ctx) => {
     await row.waitFor();
     assert.match(await row.innerText(), /Active/);
     assert.match(await row.innerText(), /Bearer token/);
-    assert.match(await row.innerText(), /No attempts yet/);
-    const subs = (await ctx.srv.api.get('/integrations/webhooks/subscriptions')).body.data;
+    assert.match(await row.innerText(), /no attempts/);
+    assert.match(await row.innerText(), /Healthy/);
+    const subs = (await ctx.srv.api.withVersion('2026-11').get('/integrations/webhooks/subscriptions')).body.data;
     assert.equal(subs.length, 1);
     subUuid = subs[0].uuid;
     assert.equal(subs[0].authMethod, 'BEARER');
+    assert.deepEqual(subs[0].eventTypes, ['customerCreate', 'customerNoteCreate']);
   });
 
   it('lists the failed attempts in Webhooks Logs with a detail view, credentials redacted', async () => {
@@ -136,7 +140,7 @@ describeConsole('webhooks and logs', (ctx) => {
     const { page, srv } = ctx;
     await ctx.go('Webhooks');
     const row = page.getByRole('row', { name: /customerCreate/ });
-    await row.getByText('33% (2 of 6)').waitFor();
+    await row.getByText('6 attempts, 33% successful', { exact: true }).waitFor();
 
     await row.getByRole('button', { name: 'Send test' }).click();
     await page.getByRole('status').filter({ hasText: 'Test event queued' }).waitFor();
@@ -182,6 +186,73 @@ describeConsole('webhooks and logs', (ctx) => {
     await confirm.getByRole('button', { name: 'Delete subscription' }).click();
     await page.getByText('No webhook subscriptions yet.').waitFor();
     assert.equal((await srv.api.get('/integrations/webhooks/subscriptions')).body.data.length, 0);
+  });
+
+  it('shows health and why a subscription was disabled, re-activates it, and charts the last 24 hours from one stats request', async () => {
+    const { page, srv } = ctx;
+    // Open the page afresh (following the link of the page already shown does not reload it).
+    const webhooks = async () => {
+      await ctx.go('Webhooks Logs');
+      await ctx.go('Webhooks');
+    };
+    const api = srv.api.withVersion('2026-11');
+    const down = await startReceiver(status(500, 'still down'));
+    try {
+      const sub = (await api.post('/integrations/webhooks/subscriptions', { url: down.url, eventTypes: ['customerUpdate', 'customerMerge'] })).body;
+      await api.post('/crm/customers', { externalId: 'wh-h1' });
+      await api.patch('/crm/customers/wh-h1', { firstName: 'Failing' });
+      await waitFor(async () => (await api.get(`/integrations/webhooks/deliveries?subscription=${sub.uuid}&status=failed`)).body.data.length === 1, 'a failed delivery', 60_000);
+
+      // Failing: the row says since when.
+      const requests: string[] = [];
+      await ctx.go('Webhooks Logs');
+      page.on('request', (r) => requests.push(r.url()));
+      await ctx.go('Webhooks');
+      const row = page.getByRole('row', { name: new RegExp(down.url.replace(/[.?*+^$()[\]{}|\\/]/g, '\\$&')) });
+      await row.getByText('Failing').waitFor();
+      assert.match(await row.innerText(), /4 failed attempts in a row since/);
+      assert.match(await row.innerText(), /customerUpdate\s*customerMerge/);
+      assert.equal(requests.filter((u) => u.includes('/integrations/webhooks/stats')).length, 1, 'one stats request feeds every chart');
+      assert.equal(requests.filter((u) => u.includes('/integrations/webhooks/logs')).length, 0, 'no logs request per subscription');
+
+      // The charts: the overall one and the row's, both from /stats, with bars for the failures.
+      const stats = (await api.get('/integrations/webhooks/stats?hours=24')).body;
+      const attempts = stats.overall.reduce((n: number, b: any) => n + b.attempts, 0);
+      assert.equal(attempts, 4);
+      const overall = page.getByRole('img', { name: /^All subscriptions: Last 24 hours: 4 attempts, 0% successful$/ });
+      await overall.waitFor();
+      assert.ok(await overall.locator('rect.chart-fail').count() >= 1, 'failure bars drawn');
+      assert.ok(await overall.locator('rect.chart-ok').count() >= 1, 'hours with attempts have a success bar (zero high here)');
+      const rowChart = row.getByRole('img', { name: /Last 24 hours: 4 attempts, 0% successful/ });
+      await rowChart.waitFor();
+      assert.equal(await rowChart.locator('g.chart-bar').count(), 24, 'one bar per hour');
+      assert.equal(await page.locator('svg script, svg foreignObject').count(), 0);
+
+      // Disabled after failing long enough (the first failure moved 121 h back), with the reason shown.
+      await ctx.tdb.db.query(`UPDATE webhook_subscriptions SET failing_since = now() - interval '121 hours' WHERE uuid = $1`, [sub.uuid]);
+      await api.patch('/crm/customers/wh-h1', { firstName: 'Still failing' });
+      await waitFor(async () => (await api.get(`/integrations/webhooks/subscriptions/${sub.uuid}`)).body.health.state === 'disabled', 'disabled', 60_000);
+      await webhooks();
+      await row.getByText('Disabled', { exact: true }).waitFor();
+      assert.match(await row.innerText(), /no successful delivery attempt for 120 hours while attempts kept failing/);
+      assert.match(await row.innerText(), /HTTP_STATUS 500/);
+      await ctx.shot('webhooks-health-disabled');
+
+      // Re-activate: it is active and healthy again, and its waiting delivery goes out.
+      down.behave(ok);
+      await row.getByRole('button', { name: 'Re-activate' }).click();
+      await page.getByRole('status').filter({ hasText: 're-activated' }).waitFor();
+      await row.getByText('Healthy').waitFor();
+      const after = (await api.get(`/integrations/webhooks/subscriptions/${sub.uuid}`)).body;
+      assert.equal(after.isActive, true);
+      assert.equal(after.health.disabledReason, null);
+      await waitFor(async () => (await api.get(`/integrations/webhooks/deliveries?subscription=${sub.uuid}&status=delivered`)).body.data.length === 1, 'the waiting delivery delivered', 60_000);
+      await webhooks();
+      await row.getByRole('img', { name: /Last 24 hours: 6 attempts, 17% successful/ }).waitFor();
+      await ctx.shot('webhooks-health-chart');
+    } finally {
+      await down.close();
+    }
   });
 }, ENV, {
   started: async (ctx) => {

@@ -1,7 +1,7 @@
 // The console's only way to the server: the public JSON API, with the signed-in admin key.
 // Every call sends X-Bulb-Client: console so that changes made here are tagged {SERVICE}_APP.
 
-export const API_VERSION = '2025-04';
+export const API_VERSION = '2026-11';
 const STORAGE_KEY = 'bulb.console.adminKey';
 
 /** The admin key lives in sessionStorage only (gone when the tab closes), never in a URL. */

@@ -76,7 +76,7 @@ export function logsPage({ main, query, signal, navigate }) {
   listSubscriptions(signal).then((subs) => {
     for (const s of subs) {
       subsByUuid.set(s.uuid, s);
-      subSelect.append(h('option', { value: s.uuid, selected: s.uuid === filters.subscription }, `${s.url} (${s.eventType})`));
+      subSelect.append(h('option', { value: s.uuid, selected: s.uuid === filters.subscription }, `${s.url} (${(s.eventTypes ?? [s.eventType]).join(', ')})`));
     }
   }, () => {});
   get('/integrations/webhooks/eventTypes', undefined, { signal }).then((types) => {

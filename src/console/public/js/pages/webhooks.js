@@ -1,10 +1,13 @@
-// Integrations → Webhooks: subscriptions with state and recent success rate; create, edit, activate or
-// deactivate, delete (confirmed), reveal and rotate the signing secret, send a test event.
+// Integrations → Webhooks (API 2026-11): subscriptions with their event types, endpoint health (and why one
+// was disabled) and a 24 h chart of attempts and success rate, per subscription and overall, from ONE stats
+// request; create, edit, activate / re-activate or deactivate, delete (confirmed), reveal and rotate the
+// signing secret, send a test event.
 import { del, get, getPages, patch, post } from '../api.js';
-import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time } from '../dom.js';
+import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid } from '../dom.js';
+import { hourlyChart, summary } from '../chart.js';
 
 const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)']];
-const RECENT = 50; // success rate over the last this-many attempts
+const HOURS = 24; // the charts' window
 
 let metaCache;
 /** Event types (from the API) and webhook versions (from /api/versions), fetched once per page view. */
@@ -18,19 +21,6 @@ function meta(signal) {
   }));
   metaCache.catch(() => (metaCache = undefined));
   return metaCache;
-}
-
-/** Runs at most 4 of these requests at a time (one per subscription row: stay far below the rate limit). */
-const queue = [];
-let running = 0;
-function limited(fn) {
-  return new Promise((resolve, reject) => {
-    queue.push(() => fn().then(resolve, reject).finally(() => {
-      running--;
-      queue.length && (running++, queue.shift()());
-    }));
-    if (running < 4) (running++, queue.shift()());
-  });
 }
 
 export async function listSubscriptions(signal) {
@@ -47,7 +37,19 @@ async function subscriptionDialog(existing, onSaved, signal) {
     return;
   }
   const url = h('input', { type: 'url', name: 'url', required: true, maxlength: '2048', value: existing?.url ?? '', placeholder: 'https://example.com/webhooks/bulb', spellcheck: 'false', autocomplete: 'off' });
-  const eventType = select('eventType', m.eventTypes, existing?.eventType ?? m.eventTypes[0]);
+  // Several event types (1–20): one checkbox each; the order kept is the existing one, then new ones as listed.
+  const chosen = new Set(existing?.eventTypes ?? [m.eventTypes[0]]);
+  const boxes = m.eventTypes.map((t) => {
+    const id = uid('type');
+    const input = h('input', { type: 'checkbox', name: 'eventTypes', value: t, id, checked: chosen.has(t) });
+    return { t, input, el: h('div', { class: 'check' }, input, h('label', { for: id }, h('code', null, t))) };
+  });
+  const typesBox = h('fieldset', { class: 'event-types' }, h('legend', null, 'Event types'), boxes.map((b) => b.el));
+  const pickedTypes = () => {
+    const on = boxes.filter((b) => b.input.checked).map((b) => b.t);
+    const kept = (existing?.eventTypes ?? []).filter((t) => on.includes(t));
+    return [...kept, ...on.filter((t) => !kept.includes(t))];
+  };
   const authMethod = select('authMethod', AUTH_METHODS, existing?.authMethod ?? 'NONE');
   const versions = m.versions.length ? m.versions : ['2022-08'];
   const version = select('webhookVersion', versions, existing?.webhookVersion ?? (versions.includes('2022-08') ? '2022-08' : versions[0]));
@@ -70,7 +72,7 @@ async function subscriptionDialog(existing, onSaved, signal) {
   const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
   const form = h('form', { class: 'form-stack', novalidate: true },
     field('Webhook URL', url, 'http(s) address of your endpoint. Events are POSTed there as JSON.'),
-    field('Event type', eventType),
+    typesBox,
     field('Authentication', authMethod),
     bearerBox, basicBox,
     field('Webhook version', version, 'Sent as the X-Webhook-Version header.'),
@@ -87,6 +89,8 @@ async function subscriptionDialog(existing, onSaved, signal) {
     clear(msg);
     const problems = [];
     if (!/^https?:\/\/.+/i.test(url.value.trim())) problems.push('Enter an http:// or https:// URL.');
+    const eventTypes = pickedTypes();
+    if (eventTypes.length === 0) problems.push('Choose at least one event type.');
     const method = authMethod.value;
     const methodChanged = !existing || existing.authMethod !== method;
     if (method === 'BEARER' && methodChanged && !token.value) problems.push('Enter the bearer token.');
@@ -95,12 +99,13 @@ async function subscriptionDialog(existing, onSaved, signal) {
       msg.append(errorBox({ errors: problems.map((message) => ({ message, errorCode: '', moreInfo: '' })) }, 'Check the form'));
       return;
     }
-    const body = { url: url.value.trim(), eventType: eventType.value, authMethod: method, webhookVersion: version.value, isActive: active.checked };
+    const body = { url: url.value.trim(), eventTypes, authMethod: method, webhookVersion: version.value, isActive: active.checked };
     if (method === 'BEARER' && token.value) body.bearerToken = token.value;
     if (method === 'BASIC' && (user.value || pass.value)) Object.assign(body, { basicUsername: user.value, basicPassword: pass.value });
     if (existing) {
       // PATCH only what changed (credentials are write-only: sent when typed).
-      for (const k of ['url', 'eventType', 'authMethod', 'webhookVersion', 'isActive']) if (body[k] === existing[k]) delete body[k];
+      for (const k of ['url', 'authMethod', 'webhookVersion', 'isActive']) if (body[k] === existing[k]) delete body[k];
+      if (eventTypes.join() === existing.eventTypes.join()) delete body.eventTypes;
       if (Object.keys(body).length === 0) return close();
     }
     await busy(save, async () => {
@@ -155,6 +160,7 @@ function secretDialog(sub, secret, { created = false, previousUntil } = {}) {
 
 export function webhooksPage({ main, signal }) {
   const listBox = h('div', { class: 'list' });
+  const overallBox = h('div', { class: 'overall' }, h('p', { class: 'muted' }, 'Loading…'));
   const create = h('button', { type: 'button', class: 'btn btn-primary' }, 'New subscription');
   create.addEventListener('click', () => subscriptionDialog(undefined, async (sub) => {
     announce(`Subscription to ${sub.url} created`, 'success');
@@ -165,7 +171,8 @@ export function webhooksPage({ main, signal }) {
 
   main.append(
     h('div', { class: 'page-head' }, h('h1', null, 'Webhooks'), create),
-    h('p', { class: 'lead' }, 'Each subscription receives one event type, signed, by POST to its URL. Failed attempts are retried on a schedule; see ', h('a', { href: '#/integrations/webhooks/logs' }, 'Webhooks Logs'), '.'),
+    h('p', { class: 'lead' }, 'Each subscription receives the event types it lists, signed, by POST to its URL. Failed attempts are retried on a schedule; an endpoint that keeps failing is disabled automatically. See ', h('a', { href: '#/integrations/webhooks/logs' }, 'Webhooks Logs'), '.'),
+    h('section', { 'aria-labelledby': 'overall-h', class: 'card' }, h('h2', { id: 'overall-h' }, `All subscriptions, last ${HOURS} hours`), overallBox),
     h('section', { 'aria-labelledby': 'subs-h' }, h('h2', { id: 'subs-h', class: 'visually-hidden' }, 'Subscriptions'), listBox));
 
   function actionButton(text, label, onclick, cls = 'btn btn-small') {
@@ -174,26 +181,48 @@ export function webhooksPage({ main, signal }) {
     return b;
   }
 
+  /** The health cell: state, and since when it fails or why Bulb disabled it. */
+  function healthCell(sub) {
+    const hl = sub.health;
+    if (hl.state === 'disabled') {
+      return h('td', null, badge('Disabled', 'bad'), h('span', { class: 'health-note' }, hl.disabledReason));
+    }
+    if (hl.state === 'failing') {
+      return h('td', null, badge('Failing', 'warn'),
+        h('span', { class: 'health-note' }, `${hl.consecutiveFailures} failed attempt${hl.consecutiveFailures === 1 ? '' : 's'} in a row since `, time(hl.failingSince)));
+    }
+    return h('td', null, badge('Healthy', 'ok'), hl.lastSuccessAt ? h('span', { class: 'health-note' }, 'Last success ', time(hl.lastSuccessAt)) : null);
+  }
+
+  function chartCell(sub) {
+    const buckets = stats?.bySub.get(sub.uuid) ?? stats?.empty;
+    if (!buckets) return h('td', { class: 'rate' }, h('span', { class: 'muted' }, 'unavailable'));
+    const label = `${sub.url}: ${summary(buckets, HOURS)}`;
+    return h('td', { class: 'rate' }, hourlyChart(buckets, { label }), h('span', { class: 'muted health-note' }, summary(buckets, HOURS).replace(`Last ${HOURS} hours: `, '')));
+  }
+
   function row(sub) {
-    const rate = h('td', { class: 'rate' }, h('span', { class: 'muted' }, '…'));
-    successRate(sub, rate);
     const target = sub.url;
+    const disabled = sub.health.state === 'disabled';
+    const toggle = sub.isActive ? 'Deactivate' : disabled ? 'Re-activate' : 'Activate';
     return h('tr', null,
       h('th', { scope: 'row', class: 'url' }, h('span', { class: 'mono break' }, sub.url)),
-      h('td', null, h('code', null, sub.eventType)),
+      h('td', null, h('span', { class: 'types-list' }, sub.eventTypes.map((t) => h('code', null, t)))),
       h('td', null, sub.isActive ? badge('Active', 'ok') : badge('Inactive', 'muted')),
+      healthCell(sub),
       h('td', null, AUTH_METHODS.find(([v]) => v === sub.authMethod)?.[1] ?? sub.authMethod),
       h('td', null, sub.webhookVersion),
-      rate,
+      chartCell(sub),
       h('td', { class: 'row-actions row-actions-wide' },
         actionButton('Edit', `Edit ${target}`, () => subscriptionDialog(sub, () => {
           announce('Subscription saved', 'success');
           refresh();
         }, signal)),
-        actionButton(sub.isActive ? 'Deactivate' : 'Activate', `${sub.isActive ? 'Deactivate' : 'Activate'} ${target}`, (b) => busy(b, async () => {
+        actionButton(toggle, `${toggle} ${target}`, (b) => busy(b, async () => {
           try {
             await patch(`/integrations/webhooks/subscriptions/${sub.uuid}`, { isActive: !sub.isActive });
-            announce(sub.isActive ? 'Subscription deactivated: its pending deliveries wait' : 'Subscription activated', 'success');
+            announce(sub.isActive ? 'Subscription deactivated: its pending deliveries wait'
+              : disabled ? 'Subscription re-activated: its waiting deliveries go out now' : 'Subscription activated', 'success');
             refresh();
           } catch (err) {
             announce(`Could not change the state: ${err.message}`, 'error');
@@ -203,7 +232,7 @@ export function webhooksPage({ main, signal }) {
           try {
             await post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`);
             announce('Test event queued: see Webhooks Logs for the attempt', 'success');
-            setTimeout(() => successRate(sub, rate), 1500);
+            setTimeout(() => refresh(), 1500);
           } catch (err) {
             announce(`Could not send a test event: ${err.message}`, 'error');
           }
@@ -238,28 +267,34 @@ export function webhooksPage({ main, signal }) {
         }, 'btn btn-small btn-danger-quiet')));
   }
 
-  async function successRate(sub, cell) {
+  /** One request for every chart: hourly attempts and successes per subscription and overall. */
+  let stats;
+  async function loadStats() {
     try {
-      const logs = await limited(() => get('/integrations/webhooks/logs', { subscription: sub.uuid, limit: RECENT }, { signal }));
-      const n = logs.data.length;
-      const ok = logs.data.filter((a) => a.outcome === 'success').length;
-      if (n === 0) return clear(cell, h('span', { class: 'muted' }, 'No attempts yet'));
-      const pct = Math.round((100 * ok) / n);
-      clear(cell, h('span', { class: `rate-${pct >= 95 ? 'ok' : pct >= 50 ? 'warn' : 'bad'}` }, `${pct}%`), h('span', { class: 'muted' }, ` (${ok} of ${n})`));
+      const r = await get('/integrations/webhooks/stats', { hours: HOURS }, { signal });
+      stats = { bySub: new Map(r.subscriptions.map((x) => [x.subscriptionUuid, x.buckets])), empty: r.overall.map((b) => ({ ...b, attempts: 0, successes: 0 })) };
+      clear(overallBox,
+        hourlyChart(r.overall, { width: 720, height: 150, axis: true, label: `All subscriptions: ${summary(r.overall, HOURS)}` }),
+        h('p', { class: 'chart-legend' },
+          h('span', null, h('span', { class: 'key key-ok', 'aria-hidden': 'true' }), 'successful attempts'),
+          h('span', null, h('span', { class: 'key key-fail', 'aria-hidden': 'true' }), 'failed attempts'),
+          h('span', null, h('span', { class: 'key key-rate', 'aria-hidden': 'true' }), 'success rate'),
+          h('span', null, summary(r.overall, HOURS))));
     } catch (err) {
-      if (err.name !== 'AbortError') clear(cell, h('span', { class: 'muted', title: err.message }, 'unavailable'));
+      stats = undefined;
+      if (err.name !== 'AbortError') clear(overallBox, errorBox(err, 'Could not load the delivery statistics'));
     }
   }
 
   function refresh() {
-    return load(listBox, 'subscriptions', () => listSubscriptions(signal), (subs) => {
+    return load(listBox, 'subscriptions', async () => (await Promise.all([listSubscriptions(signal), loadStats()]))[0], (subs) => {
       if (subs.length === 0) {
         listBox.append(empty('No webhook subscriptions yet.', h('p', null, 'Create one to have events POSTed to your endpoint.')));
         return;
       }
       listBox.append(table({
         caption: 'Webhook subscriptions',
-        columns: ['URL', 'Event type', 'State', 'Authentication', 'Version', `Success (last ${RECENT})`, h('span', { class: 'visually-hidden' }, 'Actions')],
+        columns: ['URL', 'Event types', 'State', 'Health', 'Authentication', 'Version', `Last ${HOURS} hours`, h('span', { class: 'visually-hidden' }, 'Actions')],
         rows: subs.map(row),
       }));
     });
