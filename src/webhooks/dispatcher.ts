@@ -35,7 +35,7 @@ export interface DispatcherOptions {
 
 interface InFlight {
   row: Claimed;
-  lane: Lane;
+  lane: Lane<InFlight>;
   token: string;
   ac: AbortController;
   released: boolean;
@@ -50,7 +50,9 @@ export class Dispatcher {
   private readonly pollMs: number;
   private readonly drainMs: number;
   private readonly log: (msg: string, err?: unknown) => void;
-  private lanes = new Map<string, Lane>();
+  private lanes = new Map<string, Lane<InFlight>>();
+  /** Waiting deliveries of lanes paused by Retry-After: their claims are given back on the next turn. */
+  private giveBack: InFlight[] = [];
   private inflight = new Map<string, InFlight>();
   private results: AttemptResult[] = [];
   private woken = false;
@@ -120,10 +122,10 @@ export class Dispatcher {
     this.wake();
   }
 
-  private laneOf(id: string, max = DEFAULT_MAX): Lane {
+  private laneOf(id: string, max = DEFAULT_MAX): Lane<InFlight> {
     let l = this.lanes.get(id);
     if (!l) {
-      l = new Lane(id, max, () => this.sender.pool(MAX_IN_FLIGHT_LIMIT));
+      l = new Lane<InFlight>(id, max, () => this.sender.pool(MAX_IN_FLIGHT_LIMIT));
       this.lanes.set(id, l);
     }
     return l;
@@ -172,9 +174,18 @@ export class Dispatcher {
       this.completed = 0;
       let more = false;
       try {
-        while (this.results.length > 0) await this.flushOnce();
-        if (Date.now() >= this.sweepAt && !this.stopping) await this.sweep();
-        if (!this.stopping) more = await this.claim();
+        // Results and the claim go out together (two connections; they touch different rows).
+        const flushing = (async () => {
+          while (this.results.length > 0) await this.flushOnce();
+        })();
+        const claiming = (async () => {
+          await this.giveBackWaiting();
+          if (Date.now() >= this.sweepAt && !this.stopping) await this.sweep();
+          if (!this.stopping) more = await this.claim();
+        })();
+        const [a, b] = await Promise.allSettled([flushing, claiming]);
+        if (a.status === 'rejected') throw a.reason;
+        if (b.status === 'rejected') throw b.reason;
       } catch (err) {
         if (this.stopping) break;
         this.log('queue statement failed; retrying', err);
@@ -210,7 +221,7 @@ export class Dispatcher {
   /** One claim for the ready lanes, least recently served first. Returns whether lanes still have work and room. */
   private async claim(): Promise<boolean> {
     const now = Date.now();
-    const ready: Lane[] = [];
+    const ready: Lane<InFlight>[] = [];
     for (const l of this.lanes.values()) {
       if (l.dueAt <= now) {
         l.due = true;
@@ -226,7 +237,7 @@ export class Dispatcher {
     for (const l of ready) {
       if (total >= this.batch) break;
       const n = Math.min(l.room(now), share, this.batch - total);
-      asks.push({ subscriptionId: l.id, room: n, inflight: l.inflight });
+      asks.push({ subscriptionId: l.id, room: n, held: l.held });
       l.lastClaim = now;
       total += n;
     }
@@ -238,13 +249,14 @@ export class Dispatcher {
       got.set(id, (got.get(id) ?? 0) + 1);
       const l = this.laneOf(id, row.max_in_flight);
       l.setMax(row.max_in_flight);
-      this.begin(row, l, token);
+      this.hold(row, l, token);
     }
+    for (const id of got.keys()) this.pump(this.lanes.get(id)!);
     // A lane that gave less than asked has nothing more claimable now: it waits for a notification or a due time.
     // (The claim also stops at the subscription's maxInFlight, which a lane first heard of by NOTIFY learns here.)
     for (const a of asks) {
       const l = this.lanes.get(a.subscriptionId)!;
-      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, l.max - a.inflight)) l.due = false;
+      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, 2 * l.max - a.held)) l.due = false;
     }
     return ready.length > asks.length || asks.some((a) => this.lanes.get(a.subscriptionId)!.due && this.lanes.get(a.subscriptionId)!.room(Date.now()) > 0);
   }
@@ -256,17 +268,42 @@ export class Dispatcher {
     return Math.max(1, Math.min(this.pollMs, next - Date.now() + 2));
   }
 
-  private begin(row: Claimed, lane: Lane, token: string): void {
-    const ac = new AbortController();
-    const f: InFlight = { row, lane, token, ac, released: false, done: Promise.resolve() };
+  /** A claimed delivery joins its lane's waiting list (pump starts it as soon as the lane has a slot). */
+  private hold(row: Claimed, lane: Lane<InFlight>, token: string): void {
+    const f: InFlight = { row, lane, token, ac: new AbortController(), released: false, done: Promise.resolve() };
     this.inflight.set(String(row.id), f);
-    lane.inflight++;
-    f.done = this.attempt(f)
-      .catch((err) => this.log('attempt crashed', err))
-      .finally(() => {
-        if (--lane.inflight === 0) this.drained = true; // that endpoint is idle: claim for it now
-        this.wake();
-      });
+    lane.waiting.push(f);
+  }
+
+  /** Starts waiting deliveries while the lane has slots (not while paused, not while stopping). */
+  private pump(lane: Lane<InFlight>): void {
+    while (!this.stopping && lane.waiting.length > 0 && lane.startRoom(Date.now()) > 0) {
+      const f = lane.waiting.shift()!;
+      lane.inflight++;
+      f.done = this.attempt(f)
+        .catch((err) => this.log('attempt crashed', err))
+        .finally(() => {
+          lane.inflight--;
+          if (lane.held === 0) this.drained = true; // that endpoint is idle: claim for it now
+          this.pump(lane);
+          this.wake();
+        });
+    }
+  }
+
+  /** Gives back the claims of deliveries waiting in paused lanes (due again for any worker once the pause ends). */
+  private async giveBackWaiting(): Promise<void> {
+    if (this.giveBack.length === 0) return;
+    const fs = this.giveBack.splice(0);
+    const byToken = new Map<string, string[]>();
+    for (const f of fs) byToken.set(f.token, [...(byToken.get(f.token) ?? []), f.row.id]);
+    try {
+      for (const [token, ids] of byToken) await releaseClaims(this.db, ids, token);
+      for (const f of fs) this.inflight.delete(String(f.row.id));
+    } catch (err) {
+      this.giveBack.unshift(...fs);
+      throw err;
+    }
   }
 
   private async attempt(f: InFlight): Promise<void> {
@@ -276,7 +313,10 @@ export class Dispatcher {
     const res = await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.ac.signal);
     if (f.released) return; // shutdown gave the claim back; another worker will attempt it
     lane.feedback(signalOf(res));
-    if (res.retryAfterMs !== null) lane.pause(Date.now() + res.retryAfterMs);
+    if (res.retryAfterMs !== null) {
+      lane.pause(Date.now() + res.retryAfterMs);
+      this.giveBack.push(...lane.waiting.splice(0));
+    }
     const retryDelayMs = res.ok ? null : nextDelayMs(this.config.webhookRetrySchedule, row.schedule_pos);
     attemptsTotal.inc({ outcome: res.ok ? 'success' : 'failure', error_code: res.errorCode ?? '' });
     attemptDuration.observe({ outcome: res.ok ? 'success' : 'failure' }, res.durationMs / 1000);

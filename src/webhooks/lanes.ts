@@ -28,12 +28,18 @@ export function signalOf(res: Pick<SendResult, 'ok' | 'statusCode' | 'errorCode'
   }
 }
 
-export class Lane {
+/** W: what the dispatcher keeps for a claimed delivery that has not started yet. */
+export class Lane<W = unknown> {
   /** The subscription's maxInFlight (as last read from the database). */
   max: number;
   /** Current ceiling of attempts in flight in this process. */
   cap: number;
   inflight = 0;
+  /**
+   * Claimed deliveries waiting for a slot (at most one ceiling's worth, so the next attempt starts the moment
+   * one ends instead of after a database round trip). Their deadline starts only when they are sent.
+   */
+  waiting: W[] = [];
   /** Claimable work may exist now (a notification, a full claim, a due time reached). */
   due = false;
   /** Date.now() when known work falls due (a retry this worker scheduled, the sweep); Infinity: none known. */
@@ -53,8 +59,18 @@ export class Lane {
   }
 
   /** How many more attempts may start now. */
-  room(now: number): number {
+  startRoom(now: number): number {
     return now < this.pausedUntil ? 0 : Math.max(0, this.cap - this.inflight);
+  }
+
+  /** How many more deliveries a claim may take: a ceiling in flight plus a ceiling waiting. */
+  room(now: number): number {
+    return now < this.pausedUntil ? 0 : Math.max(0, 2 * this.cap - this.inflight - this.waiting.length);
+  }
+
+  /** Attempts in flight plus deliveries waiting (what this worker holds leases for). */
+  get held(): number {
+    return this.inflight + this.waiting.length;
   }
 
   setMax(max: number): void {
@@ -81,7 +97,7 @@ export class Lane {
 
   /** Closes the pool if idle long enough; true when the lane holds nothing worth remembering either. */
   idle(now: number): boolean {
-    if (this.inflight > 0 || now - this.lastActive < LANE_IDLE_MS) return false;
+    if (this.held > 0 || now - this.lastActive < LANE_IDLE_MS) return false;
     void this.closePool();
     return !this.due && this.dueAt === Infinity && this.cap === this.max && now >= this.pausedUntil;
   }

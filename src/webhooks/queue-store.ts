@@ -31,13 +31,13 @@ export interface Claimed
 export interface LaneAsk {
   subscriptionId: string;
   room: number;
-  /** Attempts of this lane in flight in this process (the subscription's maxInFlight bounds room + inflight). */
-  inflight: number;
+  /** Deliveries this lane holds in this process, in flight or waiting (room + held ≤ 2 × maxInFlight). */
+  held: number;
 }
 
 /**
- * Claims due deliveries from the named subscriptions only, at most `room` from each (and never beyond its
- * maxInFlight), oldest first, under a
+ * Claims due deliveries from the named subscriptions only, at most `room` from each (a worker never holds more
+ * than twice a subscription's maxInFlight: a ceiling in flight, a ceiling waiting), oldest first, under a
  * lease. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
  * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
  * nothing. SKIP LOCKED lets several workers claim the same lane at once without waiting or double-claiming.
@@ -46,7 +46,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
   if (asks.length === 0) return [];
   const r = await db.query<Claimed>(
     `WITH w AS (
-       SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, inflight)
+       SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, held)
      ), picked AS (
        SELECT c.id FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
@@ -56,7 +56,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
          WHERE d.subscription_id = w.sub AND d.status = 'pending' AND d.next_attempt_at <= now()
            AND (d.locked_until IS NULL OR d.locked_until <= now())
          ORDER BY d.next_attempt_at, d.id
-         LIMIT greatest(0, least(w.room, s.max_in_flight - w.inflight))
+         LIMIT greatest(0, least(w.room, 2 * s.max_in_flight - w.held))
          FOR UPDATE OF d SKIP LOCKED
        ) c
      )
@@ -68,7 +68,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
        s.id AS subscription_id, s.uuid AS subscription_uuid, s.url, s.auth_method, s.bearer_token, s.basic_username,
        s.basic_password, s.webhook_version, s.signing_secret, s.max_in_flight,
        ${RETIRED_SECRETS_SQL} AS previous_secrets`,
-    [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.inflight)],
+    [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held)],
   );
   // Secrets are stored sealed (SPEC §15): open them for signing and sending.
   return r.rows.map((c) => ({ ...c, signing_secret: openSecret(c.signing_secret), previous_secrets: c.previous_secrets.map((x) => openSecret(x)), bearer_token: openSecret(c.bearer_token), basic_password: openSecret(c.basic_password) }));

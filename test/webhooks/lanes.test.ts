@@ -45,9 +45,11 @@ describe('lane rules', () => {
     for (let i = 0; i < 40; i++) l.feedback(signalOf({ ok: true, statusCode: 200, errorCode: null }));
     assert.equal(l.cap, 16, 'back up to max, not beyond');
     l.inflight = 10;
-    assert.equal(l.room(Date.now()), 6);
+    assert.equal(l.startRoom(Date.now()), 6, 'attempts that may start');
+    assert.equal(l.room(Date.now()), 22, 'a claim may also fill one ceiling of waiting deliveries');
     l.pause(Date.now() + 60_000);
-    assert.equal(l.room(Date.now()), 0, 'paused by Retry-After');
+    assert.equal(l.startRoom(Date.now()), 0, 'paused by Retry-After');
+    assert.equal(l.room(Date.now()), 0);
   });
 });
 
