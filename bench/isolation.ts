@@ -10,9 +10,20 @@ import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Db } from '../src/db/db.ts';
-import { emitEvents, type NewEvent } from '../src/events/emit.ts';
-import { insertSubscription } from '../src/webhooks/store.ts';
+import type { NewEvent } from '../src/events/emit.ts';
 import { newSigningSecret } from '../src/webhooks/signing.ts';
+
+/** The checkout's own migrate, fan-out and subscription insert (its schema may predate this one's). */
+export async function codeOf(root: string) {
+  const { migrate } = await import(path.join(root, 'src/db/migrate.ts'));
+  const { emitEvents } = await import(path.join(root, 'src/events/emit.ts'));
+  const { insertSubscription } = await import(path.join(root, 'src/webhooks/store.ts'));
+  return { migrate, emitEvents, insertSubscription } as {
+    migrate: (db: Db) => Promise<unknown>;
+    emitEvents: (tx: unknown, evs: NewEvent[]) => Promise<string[]>;
+    insertSubscription: (db: Db, w: Record<string, unknown>, secret: string) => Promise<unknown>;
+  };
+}
 
 export const ISOLATION_SHAPE = '50 hanging + 20 answering 500 after 5 s + 10 hanging on the healthy one\'s host:port, 2 worker processes, 20 s deadline';
 
@@ -81,11 +92,12 @@ function spawnWorker(root: string, env: Record<string, string>): { proc: ChildPr
 }
 
 /**
- * Runs the scenario on a migrated, empty PostgreSQL database (`db`, reachable by the workers at `url`).
+ * Runs the scenario on an empty PostgreSQL database migrated by `root`'s code (`db`, reachable by the workers at `url`).
  * `healthyEvents` are committed one per transaction every `gapMs`.
  */
 export async function runIsolation(db: Db, url: string, opts: { root?: string; healthyEvents?: number; gapMs?: number; env?: Record<string, string> } = {}): Promise<IsolationResult> {
   const root = opts.root ?? path.resolve(import.meta.dirname, '..');
+  const { emitEvents, insertSubscription } = await codeOf(root);
   const n = opts.healthyEvents ?? 150;
   const gapMs = opts.gapMs ?? 40;
   let crowdRequests = 0;
@@ -112,9 +124,10 @@ export async function runIsolation(db: Db, url: string, opts: { root?: string; h
   const healthyUrl = `${shared.url}/ok`;
   const workers: ReturnType<typeof spawnWorker>[] = [];
   try {
+    // eventType for a checkout before SPEC §10.2, eventTypes after.
     const sub = (u: string, eventType: string) => insertSubscription(db, {
-      url: u, eventType, isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null, basicPassword: null, webhookVersion: '2022-08',
-    } as any, newSigningSecret());
+      url: u, eventType, eventTypes: [eventType], isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null, basicPassword: null, webhookVersion: '2022-08',
+    }, newSigningSecret());
     for (let i = 0; i < 50; i++) await sub(`${hangers[i % 5].url}/hang/${i}`, 'customerUpdate');
     for (let i = 0; i < 20; i++) await sub(`${failer.url}/fail/${i}`, 'customerUpdate');
     for (let i = 0; i < 10; i++) await sub(`${shared.url}/hang/${i}`, 'customerUpdate');

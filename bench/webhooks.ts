@@ -28,8 +28,8 @@ import { newSigningSecret } from '../src/webhooks/signing.ts';
 import { Dispatcher } from '../src/webhooks/dispatcher.ts';
 import { AesGcmBox } from '../src/secrets/box.ts';
 import { installSecretBox, sealSecret } from '../src/secrets/active.ts';
-import { createPgDatabase, pgAvailable, replaceSection, rowsTable, spawnNode, type Row, type Child } from './lib.ts';
-import { runIsolation, ISOLATION_SHAPE } from './isolation.ts';
+import { ROOT, createPgDatabase, pgAvailable, replaceSection, rowsTable, spawnNode, type Row, type Child } from './lib.ts';
+import { runIsolation, codeOf, ISOLATION_SHAPE } from './isolation.ts';
 
 const SECRET_KEY = Buffer.alloc(32, 'bulb-bench-secret-key').toString('base64');
 installSecretBox(new AesGcmBox(Buffer.from(SECRET_KEY, 'base64')));
@@ -158,7 +158,7 @@ async function isolationDelays(root: string | undefined, healthy: number): Promi
   const pgdb = await createPgDatabase('isolation');
   const db = new PgDb(pgdb.url, 4);
   try {
-    await migrate(db);
+    await (await codeOf(root ?? ROOT)).migrate(db);
     const r = await runIsolation(db, pgdb.url, { root, healthyEvents: healthy, gapMs: 40, env: { BULB_SECRET_KEY: SECRET_KEY } });
     return r.delays;
   } finally {
@@ -211,7 +211,7 @@ async function scaleRate(rx: Rx, subs: number, perSub: number, measure: number):
     await migrate(db);
     const secret = sealSecret(newSigningSecret());
     await db.query(
-      `INSERT INTO webhook_subscriptions (url, event_type, signing_secret, max_in_flight) SELECT $1 || '/s/' || g, 'customerUpdate', $2, 16 FROM generate_series(1, $3) g`,
+      `INSERT INTO webhook_subscriptions (url, event_types, signing_secret, max_in_flight) SELECT $1 || '/s/' || g, ARRAY['customerUpdate'], $2, 16 FROM generate_series(1, $3) g`,
       [rx.url, secret, subs],
     );
     for (let done = 0; done < perSub; done += 100) {
