@@ -92,12 +92,12 @@ export async function runExportBench(opts: { quick?: boolean } = {}): Promise<Ro
         what: `Export of ${n.toLocaleString('en')} customers (NDJSON, one snapshot), rows/s vs COPY (SELECT same JSON) TO STDOUT`,
         value: Math.round(best(bulb)), unit: 'rows/s', baseline: Math.round(best(floor)), ratio: round(ratio),
         goal: ratioGoal(ratio, 0.5), command: cmd,
-        note: `best of 2 alternating rounds each; ${Math.round(bytes / 1048576)} MiB of NDJSON over HTTP on loopback; the floor reads the same rows with pg-copy-streams and no HTTP (bench/export-floor.ts)`,
+        note: `best of 2 alternating rounds each (the machine is shared: load average ~30 on 2 cores during the recorded run, so both figures are low; the ratio is what counts); ${Math.round(bytes / 1048576)} MiB of NDJSON over HTTP on loopback; the floor reads the same rows with pg-copy-streams and no HTTP (bench/export-floor.ts)`,
       },
       {
         what: `Server RSS during the export of ${n.toLocaleString('en')} customers (start → peak)`,
-        value: round(growth, 0), unit: 'MiB growth', baseline: `${Math.round(rss.start)} → ${Math.round(rss.max)} MiB`, ratio: null,
-        goal: `constant memory, ≤ 50 MiB growth whatever the size (${Math.round(bytes / 1048576)} MiB exported): ${growth <= 50 ? 'met' : 'missed'}`, command: cmd,
+        value: round(growth, 0), unit: 'MiB growth', baseline: null, ratio: null,
+        goal: `constant memory, ≤ 50 MiB growth whatever the size (${Math.round(rss.start)} → ${Math.round(rss.max)} MiB while ${Math.round(bytes / 1048576)} MiB were exported): ${growth <= 50 ? 'met' : 'missed'}`, command: cmd,
         note: 'VmRSS of the API process sampled every 100 ms while the export streams (second round)',
       },
       {

@@ -69,6 +69,7 @@ if (hasPg) {
 await optional('merge.ts', 'runMergeBench', 'merge', 'Customer merge', args.quick || !process.argv.includes('--merge-full'), process.argv.includes('--merge-full') ? 60 : 15);
 await optional('webhooks.ts', 'runWebhookBench', 'webhooks', 'Webhook delivery', args.quick, 15);
 if (hasPg) await optional('export.ts', 'runExportBench', 'export', 'Customer export (PostgreSQL)', args.quick, 20);
+if (hasPg) await optional('events.ts', 'runEventsBench', 'events', 'Events API (PostgreSQL)', args.quick, 10);
 if (hasPg) {
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));
 }

@@ -1,5 +1,6 @@
 // SQL of the events API (SPEC §12): list in commit-safe order, get by uuid, and the retention purge.
 import type { Queryable } from '../db/db.ts';
+import { EVENT_TYPES } from './emit.ts';
 
 export interface EventRow {
   id: string;
@@ -13,8 +14,11 @@ export interface EventRow {
   created_at: string;
 }
 
-/** Event types the API does not show: webhook test pings are deliveries, not changes to data. */
-export const HIDDEN_TYPES = ['webhookTest'];
+/**
+ * Event types the API does not show: the webhook ones (test pings, delivery failures, subscriptions
+ * disabled) are about integrations (admin scope), not changes to data; subscriptions receive them.
+ */
+export const HIDDEN_TYPES: string[] = EVENT_TYPES.filter((t) => t.startsWith('webhook'));
 
 const COLUMNS = 'id, xid::text AS xid, uuid, event_type, resource_type, resource_uuid, resource_external_id, source, created_at';
 

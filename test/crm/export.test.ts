@@ -6,7 +6,7 @@ import zlib from 'node:zlib';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { ADMIN_KEY, errorCodes } from '../helpers/server.ts';
-import { exportsInProgress } from '../../src/crm/customers/export-stream.ts';
+import { exportsInProgress, MAX_EXPORTS } from '../../src/crm/customers/export-stream.ts';
 
 /** A raw GET that gives the response as a stream (fetch would decode gzip itself). */
 function open(url: string, headers: Record<string, string> = {}): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
@@ -88,6 +88,10 @@ await describeEachDb('customers export', (ctx) => {
     const zipped = await readAll(r.res);
     assert.ok(zipped.length < plain.length / 4, 'compressed');
     assert.deepEqual(zlib.gunzipSync(zipped), plain);
+    const head = await fetch(url('?status=all'), { method: 'HEAD', headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+    assert.equal(head.status, 200);
+    assert.match(String(head.headers.get('content-type')), /^application\/x-ndjson/);
+    await waitUntil(() => exportsInProgress() === 0, 'HEAD to end its export at once');
     for (const ae of ['identity', 'gzip;q=0', 'br', '*;q=0']) {
       const n = await open(url('?status=all'), { 'accept-encoding': ae });
       assert.equal(n.res.headers['content-encoding'], undefined, ae);
@@ -140,6 +144,28 @@ await describeEachDb('customers export', (ctx) => {
       assert.equal(c.status, 201);
     }
   });
+
+  if (ctx.backend === 'pg') {
+    it(`runs at most ${MAX_EXPORTS} exports at once per process (429 RateLimited with Retry-After beyond), PostgreSQL`, async () => {
+      await ensureBig();
+      const held = [];
+      for (let i = 0; i < MAX_EXPORTS; i++) {
+        const r = await open(url('?status=all'));
+        assert.equal(r.res.statusCode, 200);
+        r.res.pause();
+        held.push(r);
+      }
+      const over = await api().get('/crm/customers/export?status=all');
+      assert.equal(over.status, 429);
+      assert.deepEqual(errorCodes(over), ['RateLimited']);
+      assert.equal(over.headers.get('retry-after'), '10');
+      for (const r of held) r.req.destroy();
+      await waitUntil(() => exportsInProgress() === 0, 'the exports to end');
+      const again = await open(url('?updatedSince=2999-01-01T00:00:00Z'));
+      assert.equal(again.res.statusCode, 200);
+      await readAll(again.res);
+    });
+  }
 
   it('answers 400 for bad filters, needs read scope, and is not in versions before 2026-11 (there "export" is a customer id)', async () => {
     for (const bad of ['status=gone', 'updatedSince=yesterday', 'other=1']) {

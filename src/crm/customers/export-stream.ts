@@ -11,9 +11,12 @@ import { Readable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Db } from '../../db/db.ts';
+import { ApiError } from '../../http/errors.ts';
 
 const BATCH = 2000;
 const STALL_MS = 60_000;
+/** Exports at once per process on PostgreSQL, each on a connection of its own (PGlite runs one at a time). */
+export const MAX_EXPORTS = 4;
 
 let inProgress = 0;
 /** Exports whose transaction is open in this process (tests watch it drop to 0 after a disconnect). */
@@ -59,10 +62,18 @@ function output(stallMs: number, onDestroy: () => void) {
 }
 
 export async function openCopyExport(url: string, sql: string, stallMs = STALL_MS): Promise<Readable> {
+  if (inProgress >= MAX_EXPORTS) {
+    throw new ApiError('RateLimited', `at most ${MAX_EXPORTS} exports run at once; try again when one has finished`, 'export').withHeader('Retry-After', '10');
+  }
+  inProgress++;
   const client = new pg.Client({ connectionString: url, application_name: 'bulb-export', options: '-c TimeZone=UTC' });
   client.on('error', () => {}); // a dead connection surfaces as the copy stream's error
-  await client.connect();
-  inProgress++;
+  try {
+    await client.connect();
+  } catch (err) {
+    inProgress--;
+    throw err;
+  }
   let closed = false;
   const close = () => {
     if (closed) return;

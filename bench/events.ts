@@ -1,0 +1,80 @@
+// Events API bench (issue 13): GET /events page of 50 (from a cursor in the middle, and with an
+// eventType filter) over 200,000 events on PostgreSQL, against bench/events-floor.ts (Fastify + pg, one
+// plain id-ordered SELECT, no auth), measured in alternating slices. `npm run bench -- --only events`.
+import pg from 'pg';
+import { createPgDatabase, load, log, pgAvailable, ratioGoal, round, spawnNode, startBulb, type Child, type Row } from './lib.ts';
+
+async function seed(url: string, n: number) {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(
+      `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
+       SELECT CASE WHEN g % 4 = 0 THEN 'customerUpdate' ELSE 'customerCreate' END, 'Customer', gen_random_uuid(), 'ev-' || g, 'TULIP_API'
+         FROM generate_series(1, $1::int) g`,
+      [n],
+    );
+    await c.query('VACUUM ANALYZE events');
+  } finally {
+    await c.end();
+  }
+}
+
+export async function runEventsBench(opts: { quick?: boolean } = {}): Promise<Row[]> {
+  if (!(await pgAvailable())) throw new Error('PostgreSQL is needed for the events bench');
+  const n = 200_000;
+  const seconds = opts.quick ? 3 : 8;
+  const cmd = `npm run bench -- --only events${opts.quick ? ' --quick' : ''}`;
+  const db = await createPgDatabase('events');
+  let bulb: Child | undefined;
+  let floor: Child | undefined;
+  try {
+    bulb = await startBulb({ databaseUrl: db.url, role: 'api' });
+    floor = await spawnNode('bench/events-floor.ts', [], { DATABASE_URL: db.url }, /events-floor listening on (\d+)/);
+    log(`events: seeding ${n} events`);
+    await seed(db.url, n);
+    // A cursor in the middle of the table (the cursor format is Bulb's, built here from the row).
+    const pc = new pg.Client({ connectionString: db.url });
+    await pc.connect();
+    const midRow = (await pc.query(`SELECT id, xid::text FROM events ORDER BY xid, id OFFSET $1 LIMIT 1`, [n / 2])).rows[0];
+    await pc.end();
+    const cursor = Buffer.from(`e1:${midRow.xid}:${midRow.id}`).toString('base64url');
+    const cases = [
+      { name: 'page of 50 from a cursor', bulbPath: `/api/2026-11/events?limit=50&cursor=${cursor}`, floorPath: `/events?after=${midRow.id}` },
+      { name: 'page of 50, eventType=customerUpdate, from a cursor', bulbPath: `/api/2026-11/events?limit=50&eventType=customerUpdate&cursor=${cursor}`, floorPath: `/events?after=${midRow.id}` },
+    ];
+    const rows: Row[] = [];
+    for (const c of cases) {
+      const b: number[] = [];
+      const f: number[] = [];
+      for (let i = 0; i < 2; i++) {
+        const rb = await load({ url: bulb.url, path: c.bulbPath, seconds, connections: 10 });
+        const rf = await load({ url: floor.url, path: c.floorPath, seconds, connections: 10 });
+        if (rb.non2xx || rf.non2xx) throw new Error(`non-2xx answers: bulb ${rb.non2xx}, floor ${rf.non2xx}`);
+        b.push(rb.p50, rb.rps);
+        f.push(rf.p50, rf.rps);
+      }
+      const bp50 = Math.min(b[0], b[2]);
+      const fp50 = Math.min(f[0], f[2]);
+      const brps = Math.max(b[1], b[3]);
+      const frps = Math.max(f[1], f[3]);
+      log(`events ${c.name}: bulb p50 ${bp50} ms ${Math.round(brps)}/s, floor p50 ${fp50} ms ${Math.round(frps)}/s`);
+      rows.push({
+        what: `GET /events ${c.name} (200k events), requests/s at 10 connections`, value: Math.round(brps), unit: 'req/s',
+        baseline: Math.round(frps), ratio: round(brps / frps), goal: `for scale (p50 ${bp50} ms vs ${fp50} ms); ${ratioGoal(brps / frps, 0.5)}`, command: cmd,
+        note: 'floor: bench/events-floor.ts (Fastify + pg, one SELECT … WHERE id > $1 ORDER BY id LIMIT 51, no auth, no horizon); best of 2 alternating slices',
+      });
+    }
+    return rows;
+  } finally {
+    await bulb?.stop();
+    await floor?.stop();
+    await db.drop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rows = await runEventsBench({ quick: process.argv.includes('--quick') });
+  for (const r of rows) console.log(`${r.what}: ${r.value} ${r.unit} (baseline ${r.baseline}, ratio ${r.ratio}) ${r.goal}`);
+  process.exit(0);
+}
