@@ -22,7 +22,7 @@ const text = fc.oneof(
 );
 const FIELDS = [
   'externalId', 'firstName', 'lastName', 'emails', 'phones', 'addresses', 'socialProfiles', 'loyaltyTier', 'status', 'uuid',
-  'ids', 'mergeWithCustomerIds', 'name', 'scopes', 'url', 'eventType', 'isActive', 'authMethod', 'bearerToken', 'since',
+  'ids', 'mergeWithCustomerIds', 'name', 'scopes', 'url', 'eventType', 'eventTypes', 'isActive', 'authMethod', 'bearerToken', 'basicUsername', 'basicPassword', 'maxInFlight', 'since',
   'associateUuid', 'role', 'type', 'body', 'channel', 'direction', 'sentAt', 'orderedAt', 'currency', 'total', 'lineItems',
   'dueAt', 'subject', 'category', 'value', 'sku', 'sharedAt', 'message', 'email', 'storeId', 'grant_type', 'client_id', 'client_secret',
 ];
@@ -47,7 +47,7 @@ const segment = fc.oneof(
   { weight: 1, arbitrary: fc.uuid().map(String) },
   { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%E0%A4%A', '%00', '%C0%AF', '%2F', '..', '.', '%FF%FE', 'x'.repeat(600)) },
 );
-const QUERY_KEYS = ['limit', 'cursor', 'status', 'email', 'externalId', 'updatedSince', 'dryRun', 'since', 'until', 'subscription', 'eventType', 'outcome', 'q'];
+const QUERY_KEYS = ['limit', 'cursor', 'status', 'email', 'externalId', 'updatedSince', 'dryRun', 'since', 'until', 'subscription', 'eventType', 'outcome', 'q', 'hours'];
 const query = fc.oneof(
   fc.constant(''),
   fc.array(fc.tuple(fc.oneof(fc.constantFrom(...QUERY_KEYS), fc.string({ maxLength: 10 })), text), { maxLength: 4 }).map((kv) =>
