@@ -88,8 +88,9 @@ function phoneFormats(r: Rng, area: string, ex: string, line: string): string {
 
 export function generate(n: number, seed = 42, dupRate = 0.05): Generated {
   const r = rng(seed);
-  const first = zipf(FIRSTS, 0.9);
-  const last = zipf(LASTS, 0.9);
+  // Name frequencies roughly like the US census: the commonest last name ~2%, first name ~3%.
+  const first = zipf(FIRSTS, 0.7);
+  const last = zipf(LASTS, 0.6);
   const nCities = 300;
   const cities = Array.from({ length: nCities }, (_, i) => ({ name: `${cap(SYL_A[i % SYL_A.length])}${SYL_C[Math.floor(i / SYL_A.length) % SYL_C.length]}`, zips: Array.from({ length: 5 + (i % 20) }, (_, j) => String(10000 + i * 40 + j).padStart(5, '0')) }));
   const city = zipf(cities.map((_, i) => String(i)), 0.7);
@@ -127,7 +128,8 @@ export function generate(n: number, seed = 42, dupRate = 0.05): Generated {
       const members = 1 + r.int(3);
       for (let m = 0; m < members && customers.length < nOrig; m++) {
         const j = customers.length;
-        const fm = first(r);
+        let fm = first(r);
+        while (fm === f) fm = first(r); // family members do not share a first name
         const shared = r.chance(0.5);
         const mph = shared ? ph : newPhone();
         customers.push({

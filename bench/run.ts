@@ -70,6 +70,7 @@ await optional('merge.ts', 'runMergeBench', 'merge', 'Customer merge', args.quic
 await optional('webhooks.ts', 'runWebhookBench', 'webhooks', 'Webhook delivery', args.quick, 15);
 if (hasPg) await optional('export.ts', 'runExportBench', 'export', 'Customer export (PostgreSQL)', args.quick, 20);
 if (hasPg) await optional('events.ts', 'runEventsBench', 'events', 'Events API (PostgreSQL)', args.quick, 10);
+if (hasPg) await optional('duplicates.ts', 'runDuplicatesBench', 'duplicates', 'Possible duplicates', args.quick, 40);
 if (hasPg) {
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));
 }

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { normalizeEmail, normalizePhone, profileOf } from '../../src/crm/duplicates/normalize.ts';
-import { scorePair } from '../../src/crm/duplicates/score.ts';
+import { oneTypoApart, scorePair } from '../../src/crm/duplicates/score.ts';
 
 describe('duplicate signals', () => {
   it('normalises emails, phones (E.164 in the default region) and names', () => {
@@ -29,6 +29,17 @@ describe('duplicate signals', () => {
     assert.ok(scorePair({ ...none, nameSimilarity: 1, postalCodes: ['07030'] }).score >= 0.8);
     assert.ok(scorePair({ ...none, nameSimilarity: 1 }).score < 0.8, 'a name alone, elsewhere, is not');
     assert.ok(scorePair({ ...none, nameSimilarity: 0.375, postalCodes: ['07030'], phones: ['+1'] }).score < 0.8, 'family member: same place and phone, other first name');
+    assert.ok(scorePair({ ...none, nameSimilarity: 1, cities: ['hoboken'] }).score < 0.8, 'the same name in the same city is weaker than in the same postal code');
+    assert.ok(scorePair({ ...none, nameSimilarity: 1, postalCodes: ['07030'], nameCount: 40 }).score < 0.8, 'a common name says less');
+    // One typo (same first letter, 4+ letters) counts as a near-identical name.
+    assert.ok(oneTypoApart('jamees smith', 'smith james'));
+    assert.ok(oneTypoApart('jennifer lee', 'jenifer lee'));
+    assert.ok(!oneTypoApart('alina lee', 'elina lee'), 'first letters differ: other names');
+    assert.ok(!oneTypoApart('ann lee', 'anna lee'), 'short words differ: other names');
+    assert.ok(!oneTypoApart('james smith', 'james smyth jr'));
+    const typo = scorePair({ ...none, names: ['jamees smith', 'james smith'], nameSimilarity: 0.57, postalCodes: ['07030'] });
+    assert.ok(typo.score >= 0.8, JSON.stringify(typo));
+    assert.match(typo.reasons[0].detail, /one typo apart/);
     const r = scorePair({ ...none, emails: ['a@b.c'], nameSimilarity: 0.9, cities: ['hoboken'] }).reasons.map((x) => x.field);
     assert.deepEqual(r, ['email', 'name', 'address']);
   });

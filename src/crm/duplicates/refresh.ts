@@ -23,7 +23,7 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
       const key = `${a}/${b}`;
       if (pairs.has(key)) continue;
-      const f: PairFeatures = { emails: row.emails, phones: row.phones, nameSimilarity: Number(row.sim), postalCodes: row.postal, cities: row.cities };
+      const f: PairFeatures = { names: [row.name_x, row.name_y], nameCount: row.name_count ?? undefined, emails: row.emails, phones: row.phones, nameSimilarity: Number(row.sim), postalCodes: row.postal, cities: row.cities };
       const { score, reasons } = scorePair(f);
       if (score >= STORED_MIN) pairs.set(key, { a, b, score, reasons });
     }
@@ -34,6 +34,8 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
 
 /** Drains the queue, up to maxBatches batches (the rest is left to the next call or the background loop). */
 export async function refreshDuplicates(db: Db, region: string, maxBatches = Infinity): Promise<number> {
+  // The common case (nothing changed) costs one indexed read, no transaction.
+  if (!(await store.anyDirty(db))) return 0;
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
     const n = await refreshBatch(db, region);

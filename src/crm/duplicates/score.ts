@@ -8,17 +8,27 @@ export const WEIGHTS = {
   phone: 0.6,
   /** Name similarity (pg_trgm) together with a shared postal code / a shared city only. */
   namePostal: 0.9,
-  nameCity: 0.8,
+  /** A city holds many people of the same name: alone it stays below the default minScore. */
+  nameCity: 0.6,
   /** Name similarity with no shared place: weak on its own, it tips email or phone matches. */
-  nameOnly: 0.4,
+  nameOnly: 0.55,
 };
-/** Name similarity below this adds nothing; at 1 (same words, any order) it adds its full weight. */
+/** An exact name borne by more customers than this counts less (weight × √(COMMON_NAME / count)). */
+export const COMMON_NAME = 3;
+/** Names equal but for one typo (one letter inserted, deleted, changed or two swapped) count as this similar. */
+export const TYPO_SIMILARITY = 0.9;
+/** Name similarity below NAME_FLOOR adds nothing; from NAME_FULL on (or one typo apart) it adds its full weight. */
 export const NAME_FLOOR = 0.35;
+export const NAME_FULL = 0.9;
 /** Pairs below this are not kept (so minScore below it lists nothing more). */
 export const STORED_MIN = 0.5;
 export const DEFAULT_MIN_SCORE = 0.8;
 
 export interface PairFeatures {
+  /** The two folded names (for the typo check). */
+  names?: [string, string];
+  /** How many active customers bear exactly this name (when both names are equal): common names say less. */
+  nameCount?: number;
   emails: string[];
   phones: string[];
   nameSimilarity: number;
@@ -42,14 +52,53 @@ export function scorePair(f: PairFeatures): { score: number; reasons: Reason[] }
     miss *= 1 - WEIGHTS.phone;
     reasons.push({ field: 'phone', detail: `same phone ${f.phones[0]}` });
   }
-  const sim = Math.max(0, Math.min(1, (f.nameSimilarity - NAME_FLOOR) / (1 - NAME_FLOOR)));
+  const typo = f.names !== undefined && f.nameSimilarity < TYPO_SIMILARITY && oneTypoApart(f.names[0], f.names[1]);
+  const effective = typo ? TYPO_SIMILARITY : f.nameSimilarity;
+  const sim = Math.max(0, Math.min(1, (effective - NAME_FLOOR) / (NAME_FULL - NAME_FLOOR)));
   if (sim > 0) {
     const place = f.postalCodes.length > 0 ? 'postal' : f.cities.length > 0 ? 'city' : null;
     const w = place === 'postal' ? WEIGHTS.namePostal : place === 'city' ? WEIGHTS.nameCity : WEIGHTS.nameOnly;
-    miss *= 1 - w * sim;
-    reasons.push({ field: 'name', detail: `name similarity ${f.nameSimilarity.toFixed(2)}` });
+    const rarity = (f.nameCount ?? 0) > COMMON_NAME ? Math.sqrt(COMMON_NAME / f.nameCount!) : 1;
+    miss *= 1 - w * sim * rarity;
+    const common = rarity < 1 ? `, a common name (${f.nameCount} customers)` : '';
+    reasons.push({ field: 'name', detail: typo ? `names one typo apart (similarity ${f.nameSimilarity.toFixed(2)})` : `name similarity ${f.nameSimilarity.toFixed(2)}${common}` });
     if (place === 'postal') reasons.push({ field: 'address', detail: `same postal code ${f.postalCodes[0]}` });
     else if (place === 'city') reasons.push({ field: 'address', detail: `same city ${f.cities[0]}` });
   }
   return { score: Math.round((1 - miss) * 1000) / 1000, reasons };
+}
+
+/** Damerau–Levenshtein distance ≤ 1 (one insertion, deletion, substitution or adjacent swap). */
+export function withinOneEdit(a: string, b: string): boolean {
+  if (a === b) return true;
+  if (Math.abs(a.length - b.length) > 1) return false;
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  if (a.length === b.length) {
+    if (a.slice(i + 1) === b.slice(i + 1)) return true; // substitution
+    return a[i] === b[i + 1] && a[i + 1] === b[i] && a.slice(i + 2) === b.slice(i + 2); // swap
+  }
+  const [long, short] = a.length > b.length ? [a, b] : [b, a];
+  return long.slice(i + 1) === short.slice(i);
+}
+
+/**
+ * The same words in any order, except exactly one word of 4+ letters one edit away from its counterpart
+ * with the same first letter ("jamees smith" / "smith james"). Short words are left out ("ann"/"anna"
+ * are different names), and so are first letters: typing slips rarely hit them, while different names
+ * often differ only there ("elina"/"alina").
+ */
+export function oneTypoApart(a: string, b: string): boolean {
+  const wa = a.split(' ').filter(Boolean);
+  const wb = b.split(' ').filter(Boolean);
+  if (wa.length !== wb.length || wa.length === 0) return false;
+  const rest = [...wb];
+  const left: string[] = [];
+  for (const w of wa) {
+    const k = rest.indexOf(w);
+    if (k >= 0) rest.splice(k, 1);
+    else left.push(w);
+  }
+  const [x, y] = [left[0], rest[0]];
+  return left.length === 1 && rest.length === 1 && Math.min(x.length, y.length) >= 4 && x[0] === y[0] && withinOneEdit(x, y);
 }

@@ -15,8 +15,8 @@ export async function claimDirty(tx: Queryable, limit: number): Promise<string[]
   return r.rows.map((x) => x.customer_id);
 }
 
-export async function pendingCount(db: Queryable): Promise<number> {
-  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM duplicate_dirty')).rows[0].n;
+export async function anyDirty(db: Queryable): Promise<boolean> {
+  return (await db.query('SELECT 1 FROM duplicate_dirty LIMIT 1')).rows.length > 0;
 }
 
 /** The fields scoring reads, for the active ones among these customers. */
@@ -54,6 +54,9 @@ export interface CandidateRow {
   emails: string[];
   phones: string[];
   sim: number;
+  name_x: string;
+  name_y: string;
+  name_count: number | null;
   postal: string[];
   cities: string[];
 }
@@ -67,7 +70,8 @@ export async function candidates(tx: Queryable, ids: string[]): Promise<Candidat
        FROM duplicate_keys me JOIN duplicate_keys o ON o.key = me.key AND o.customer_id <> me.customer_id
        WHERE me.customer_id = ANY($1::bigint[])
      )
-     SELECT c.x, c.y, ${inter('emails')} AS emails, ${inter('phones')} AS phones, similarity(p.name, q.name)::float8 AS sim,
+     SELECT c.x, c.y, ${inter('emails')} AS emails, ${inter('phones')} AS phones, similarity(p.name, q.name)::float8 AS sim, p.name AS name_x, q.name AS name_y,
+       CASE WHEN p.name = q.name THEN (SELECT count(*)::int FROM duplicate_profiles z WHERE z.name = p.name) END AS name_count,
        ${inter('postal_codes')} AS postal, ${inter('cities')} AS cities
      FROM c JOIN duplicate_profiles p ON p.customer_id = c.x JOIN duplicate_profiles q ON q.customer_id = c.y`,
     [ids],

@@ -56,6 +56,34 @@ export async function restoreAssociations(tx: Queryable, mergeId: string): Promi
   return r.rowCount;
 }
 
+/**
+ * After the rows moved back, the primary may have lost an associate that a later merge into it (still
+ * standing) had dropped as a duplicate of the row now gone: that dropped row is re-attached to the primary
+ * and re-journaled in its merge as moved (so undoing that merge later takes it back to its customer).
+ */
+export async function reattachLaterDuplicates(tx: Queryable, mergeId: string, primary: string): Promise<number> {
+  const r = await tx.query<{ n: number }>(
+    `WITH cand AS (
+       SELECT DISTINCT ON (r.associate_id) r.merge_id, r.id, r.uuid, r.customer_id, r.associate_id, r.role, r.created_at
+       FROM merge_removed_associations r JOIN merges g ON g.id = r.merge_id
+       WHERE g.primary_id = $2 AND g.id > $1 AND g.undone_at IS NULL
+         AND NOT EXISTS (SELECT 1 FROM customer_associates ca WHERE ca.customer_id = $2 AND ca.associate_id = r.associate_id)
+       ORDER BY r.associate_id, r.merge_id, r.id
+     ), ins AS (
+       INSERT INTO customer_associates (id, uuid, customer_id, associate_id, role, created_at) OVERRIDING SYSTEM VALUE
+       SELECT id, uuid, $2, associate_id, role, created_at FROM cand RETURNING id
+     ), unjournal AS (
+       DELETE FROM merge_removed_associations r USING cand WHERE r.merge_id = cand.merge_id AND r.id = cand.id
+     ), rejournal AS (
+       INSERT INTO merge_moves (merge_id, table_name, from_customer, row_ids)
+       SELECT merge_id, 'customer_associates', customer_id, ARRAY[id] FROM cand
+     )
+     SELECT count(*)::int AS n FROM ins`,
+    [mergeId, primary],
+  );
+  return r.rows[0].n;
+}
+
 /** Secondaries active again, merged into nobody. */
 export async function reactivate(tx: Queryable, ids: string[]): Promise<{ uuid: string; external_id: string }[]> {
   const r = await tx.query<{ uuid: string; external_id: string }>(

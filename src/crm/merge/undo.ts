@@ -63,6 +63,7 @@ export async function undoMerge(tx: Queryable, input: UndoInput): Promise<UndoOu
   for (const [key, table] of store.MOVED_TABLES) movedBack[key] = await undoStore.moveBack(tx, m.id, table, m.primary_id);
   movedBack.associates = await undoStore.moveBack(tx, m.id, 'customer_associates', m.primary_id);
   const associationsRestored = await undoStore.restoreAssociations(tx, m.id);
+  await undoStore.reattachLaterDuplicates(tx, m.id, m.primary_id);
   const restored = await undoStore.reactivate(tx, m.secondary_ids);
   const repointed = await undoStore.repointBack(tx, m.repointed_ids, m.repointed_from);
   await store.touch(tx, m.primary_id);

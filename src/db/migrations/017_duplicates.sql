@@ -16,6 +16,7 @@ CREATE TABLE duplicate_profiles (
   postal_codes text[] NOT NULL,    -- upper case, no spaces or dashes
   cities       text[] NOT NULL     -- folded like the name
 );
+CREATE INDEX duplicate_profiles_name ON duplicate_profiles (name); -- how common a name is
 
 -- Blocking keys: two customers are compared only when they share one (an email, a phone, or a word of
 -- the name together with a postal code or a city), found by one btree join; the score then uses
