@@ -134,6 +134,24 @@ async function bulkRow(server: Child, url: string, quick: boolean): Promise<Row>
 
 // ---------------------------------------------------------------- files
 
+const FIRST = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Frances', 'John', 'Margaret', 'Dennis', 'Radia', 'Ken', 'Sophie', 'Tim', 'Hedy', 'Linus', 'Anita', 'Niklaus', 'Karen', 'Guido'];
+const LAST = ['Lovelace', 'Hopper', 'Turing', 'Dijkstra', 'Liskov', 'Knuth', 'Allen', 'McCarthy', 'Hamilton', 'Ritchie', 'Perlman', 'Thompson', 'Wilson', 'Berners', 'Lamarr', 'Torvalds', 'Borg', 'Wirth', 'Jones', 'Rossum'];
+
+/**
+ * A customer like lib.ts's customerBody, with a name, phone, postal code and city that vary as in a real
+ * customer base (identical phones and addresses on 1M rows would make the possible-duplicates refresher,
+ * which runs in the worker process, compare every customer with every other).
+ */
+function importCustomer(externalId: string, j: number) {
+  const c = customerBody(externalId);
+  const h = (j * 2654435761) >>> 0;
+  c.firstName = FIRST[h % FIRST.length];
+  c.lastName = `${LAST[(h >>> 5) % LAST.length]}${(h >>> 10) % 50}`;
+  c.phones = [{ number: `+1555${String(j % 10_000_000).padStart(7, '0')}`, type: 'mobile', isPrimary: true }];
+  c.addresses = [{ ...c.addresses[0], line1: `${(h >>> 3) % 999 + 1} Main St`, city: `Springfield ${(h >>> 12) % 1000}`, postalCode: String(10000 + ((h >>> 8) % 80000)) }];
+  return c;
+}
+
 /** The same N customers as NDJSON (the upload) and as COPY text (the floor), in a temporary folder. */
 async function writeFiles(n: number): Promise<{ dir: string; ndjson: string; copy: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-ingest-'));
@@ -147,7 +165,7 @@ async function writeFiles(n: number): Promise<{ dir: string; ndjson: string; cop
     let ta = '';
     let tb = '';
     for (let j = i; j < Math.min(n, i + 1000); j++) {
-      const c = customerBody(`imp-${run}-${j}`);
+      const c = importCustomer(`imp-${run}-${j}`, j);
       ta += JSON.stringify(c) + '\n';
       const keys = `{${[...new Set(c.emails.map((e) => e.email.toLowerCase()))].map((k) => `"${k}"`).join(',')}}`;
       tb += [c.externalId, c.firstName, c.lastName, JSON.stringify(c.emails), JSON.stringify(c.phones), JSON.stringify(c.addresses), '[]', c.loyaltyTier, keys].map(esc).join('\t') + '\n';
@@ -201,7 +219,8 @@ async function resetData(url: string): Promise<void> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    await c.query('TRUNCATE webhook_deliveries, events, customers, import_rows, imports CASCADE');
+    // duplicate_dirty (filled by a trigger on customers) has no foreign key: it would not follow the cascade.
+    await c.query('TRUNCATE webhook_deliveries, events, customers, import_rows, imports, duplicate_dirty CASCADE');
     await c.query('CHECKPOINT');
   } finally {
     await c.end();
