@@ -83,7 +83,7 @@ export class ImportWorker {
     if (!imp || imp.status !== 'running' || imp.lock_token !== this.token) return 'lost';
     const rows = await store.nextRows(tx, id, imp.applied_line, this.config.importChunkRows);
     const valid = rows.filter((r) => r.item !== null);
-    const outcomes = await upsertItems(tx, valid.map((r) => r.item), { source: imp.source, events: imp.with_events });
+    const outcomes = await upsertItems(tx, valid.map((r) => r.item), { source: imp.source, events: imp.with_events, rows: false });
     const counts = { lastLine: rows.at(-1)?.line ?? imp.applied_line, done: rows.length, created: 0, updated: 0, unchanged: 0, failed: rows.length - valid.length };
     const errors: { line: string; errors: unknown[] }[] = [];
     outcomes.forEach((o, k) => {

@@ -75,6 +75,8 @@ export interface UpsertOptions {
   source: string;
   /** false: write no events (imports with events=false). */
   events: boolean;
+  /** false: outcomes carry no row (imports only count them), and the writes return only keys. */
+  rows?: boolean;
 }
 
 function cols(item: BulkItemT, cur?: CustomerRow): CustomerCols {
@@ -126,9 +128,10 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     } else if (cur) toUpdate.push(cols(g.patch, cur));
     else toInsert.push(cols(g.patch));
   }
-  const inserted = await insertMany(tx, toInsert);
+  const returning = opts.rows === false ? 'keys' : 'rows';
+  const inserted = await insertMany(tx, toInsert, returning);
   if (inserted.length !== toInsert.length) throw lostRace();
-  const updated = new Map((await updateMany(tx, toUpdate)).map((r) => [r.external_id, r]));
+  const updated = new Map((await updateMany(tx, toUpdate, returning)).map((r) => [r.external_id, r]));
 
   const events: NewEvent[] = [];
   const event = (eventType: 'customerCreate' | 'customerUpdate', r: CustomerRow) =>
@@ -145,5 +148,6 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     if (r) event('customerUpdate', r);
   }
   if (opts.events) await emitEvents(tx, events);
+  if (opts.rows === false) for (const o of outcomes) delete o.row;
   return outcomes;
 }
