@@ -68,7 +68,8 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
   if (f.since !== undefined) add('created_at >= ?::timestamptz', f.since);
   if (f.until !== undefined) add('created_at < ?::timestamptz', f.until);
   params.push(f.limit + 1);
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY xid, id LIMIT $${params.length}`, params);
+  // events.xid: the column (xid8, numeric order), not the xid::text output alias of the same name.
+  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY events.xid, events.id LIMIT $${params.length}`, params);
   return r.rows;
 }
 

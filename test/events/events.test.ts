@@ -93,6 +93,24 @@ await describeEachDb(
       assert.deepEqual(more.seen.map((e) => e.resource.externalId), ['ev-after'], 'resuming from the last cursor gives only the new event');
     });
 
+    it('orders by writing transaction numerically (xid 99 before xid 100), each event once', async () => {
+      // Two events as if written by old transactions 100 and then 99 (ids in the other order).
+      const made = [];
+      for (const xid of ['100', '99']) {
+        const r = await ctx.tdb.db.query<{ uuid: string }>(
+          `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, xid)
+           VALUES ('customerUpdate', 'Customer', gen_random_uuid(), $1, 'TEST', $2::xid8) RETURNING uuid`,
+          [`xid-${xid}`, xid],
+        );
+        made.push(r.rows[0].uuid);
+      }
+      const { seen } = await walk('', 1);
+      const uuids = seen.map((e) => e.uuid);
+      assert.deepEqual(uuids.slice(0, 2), [made[1], made[0]], 'xid 99 first');
+      const expected = (await ctx.tdb.db.query<{ uuid: string }>(`SELECT uuid FROM events WHERE event_type NOT LIKE 'webhook%' ORDER BY xid, id`)).rows.map((r) => r.uuid);
+      assert.deepEqual(uuids, expected);
+    });
+
     it('answers 400 for bad filters and cursors, and is not in versions before 2026-11', async () => {
       for (const bad of ['eventType=nope', 'eventType=customerCreate,nope', 'eventType=webhookTest', 'eventType=webhookDeliveryFailed', 'since=yesterday', 'until=2026-13-01T00:00:00Z',
         'resourceUuid=abc', 'limit=0', 'limit=251', 'cursor=%%%', `cursor=${Buffer.from('c1:5').toString('base64url')}`,
