@@ -9,6 +9,7 @@ import { PgDb } from '../src/db/pg.ts';
 import { PgliteDb } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { mergeCustomers } from '../src/crm/merge/service.ts';
+import { undoMerge } from '../src/crm/merge/undo.ts';
 import { createPgDatabase, pgAvailable, replaceSection, rowsTable, type Row } from './lib.ts';
 
 const SECONDARIES = 10;
@@ -67,6 +68,28 @@ async function floor(tx: Queryable, g: Group): Promise<void> {
   await tx.query('UPDATE customers SET updated_at = now() WHERE id = $1', [p]);
 }
 
+/** Untimed: what the twin's rows look like before its floor merge (the floor undo gets this journal for free). */
+async function snapshotTwin(db: Db, tag: string, g: Group): Promise<string> {
+  const snap = `bench_snap_${tag.replace(/[^a-z0-9]/gi, '_')}`;
+  await db.exec(`DROP TABLE IF EXISTS ${snap}`);
+  await db.query(
+    `CREATE TABLE ${snap} AS ${[...MOVED, 'customer_associates'].map((t) => `SELECT '${t}'::text AS t, id, customer_id FROM ${t} WHERE customer_id = ANY('{${g.secondaries.join(',')}}'::bigint[])`).join(' UNION ALL ')}`,
+  );
+  await db.exec(`CREATE INDEX ON ${snap} (t, id); CREATE TABLE ${snap}_a AS SELECT * FROM customer_associates WHERE customer_id = ANY('{${g.secondaries.join(',')}}'::bigint[])`);
+  return snap;
+}
+
+/** The undo floor: the same rows moved back by hand from that snapshot, removed associations re-inserted, secondaries re-enabled. */
+async function floorUndo(tx: Queryable, g: Group, snap: string): Promise<void> {
+  for (const t of [...MOVED, 'customer_associates']) {
+    await tx.query(`UPDATE ${t} x SET customer_id = s.customer_id FROM ${snap} s WHERE s.t = $1 AND x.id = s.id AND x.customer_id = $2`, [t, g.primary]);
+  }
+  await tx.query(`INSERT INTO customer_associates (id, uuid, customer_id, associate_id, role, created_at) OVERRIDING SYSTEM VALUE
+    SELECT id, uuid, customer_id, associate_id, role, created_at FROM ${snap}_a ON CONFLICT DO NOTHING`);
+  await tx.query(`UPDATE customers SET status = 'active', merged_into = NULL, updated_at = now() WHERE id = ANY($1::bigint[])`, [g.secondaries]);
+  await tx.query('UPDATE customers SET updated_at = now() WHERE id = $1', [g.primary]);
+}
+
 async function time(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
   await fn();
@@ -77,14 +100,18 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const label = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
 
 /** Merge vs floor for one database and one N (the median of `reps` pairs, each on fresh twin groups). */
-async function measure(db: Db, backend: string, n: number, reps: number): Promise<{ merge: number; floor: number; moved: number }> {
+async function measure(db: Db, backend: string, n: number, reps: number): Promise<{ merge: number; floor: number; moved: number; undo: number; undoFloor: number }> {
   const merges: number[] = [];
   const floors: number[] = [];
+  const undos: number[] = [];
+  const undoFloors: number[] = [];
   let moved = 0;
   for (let r = 0; r < reps; r++) {
     const tag = `b${n}-${r}`;
     const a = await seedGroup(db, `${tag}-m`, n);
     const b = await seedGroup(db, `${tag}-f`, n);
+    const snap = await snapshotTwin(db, tag, b);
+    let mergeUuid = '';
     await db.exec('ANALYZE');
     // Alternate which goes first so neither always gets the warmer cache.
     const runMerge = async () =>
@@ -94,6 +121,7 @@ async function measure(db: Db, backend: string, n: number, reps: number): Promis
             mergeCustomers(tx, { by: 'externalId', primary: `${tag}-m-0`, secondaries: a.secondaries.map((_, i) => `${tag}-m-${i + 1}`), dryRun: false, principalUuid: null, source: 'BENCH' }),
           );
           moved = Object.values(out.moved).reduce((x, y) => x + y, 0) + out.duplicatesRemoved;
+          mergeUuid = out.mergeUuid!;
         }),
       );
     const runFloor = async () => floors.push(await time(() => db.transaction((tx) => floor(tx, b))));
@@ -104,9 +132,19 @@ async function measure(db: Db, backend: string, n: number, reps: number): Promis
       await runMerge();
       await runFloor();
     }
-    console.error(`  ${backend} N=${label(n)} rep ${r + 1}/${reps}: merge ${merges[r].toFixed(0)} ms, floor ${floors[r].toFixed(0)} ms`);
+    const runUndo = async () => undos.push(await time(() => withRetry(db, (tx) => undoMerge(tx, { mergeUuid, dryRun: false, windowDays: 30, source: 'BENCH' }))));
+    const runUndoFloor = async () => undoFloors.push(await time(() => db.transaction((tx) => floorUndo(tx, b, snap))));
+    if (r % 2 === 0) {
+      await runUndoFloor();
+      await runUndo();
+    } else {
+      await runUndo();
+      await runUndoFloor();
+    }
+    await db.exec(`DROP TABLE ${snap}; DROP TABLE ${snap}_a`);
+    console.error(`  ${backend} N=${label(n)} rep ${r + 1}/${reps}: merge ${merges[r].toFixed(0)} ms, floor ${floors[r].toFixed(0)} ms; undo ${undos[r].toFixed(0)} ms, floor ${undoFloors[r].toFixed(0)} ms`);
   }
-  return { merge: median(merges), floor: median(floors), moved };
+  return { merge: median(merges), floor: median(floors), moved, undo: median(undos), undoFloor: median(undoFloors) };
 }
 
 export async function runMergeBench(opts: { quick?: boolean } = {}): Promise<Row[]> {
@@ -142,7 +180,18 @@ export async function runMergeBench(opts: { quick?: boolean } = {}): Promise<Row
           ratio: Math.round(ratio * 100) / 100,
           goal: `≤ 1.5 × floor: ${ratio <= 1.5 ? 'met' : 'missed'}`,
           command: COMMAND,
-          note: `${name}, N=${label(n)}: ${m.moved.toLocaleString('en-US')} rows moved or removed, ${((m.merge * 1000) / m.moved).toFixed(2)} µs per row (median of ${reps}).`,
+          note: `${name}, N=${label(n)}: ${m.moved.toLocaleString('en-US')} rows moved or removed (journaled in the same statements), ${((m.merge * 1000) / m.moved).toFixed(2)} µs per row (median of ${reps}); the floor writes no journal.`,
+        });
+        const undoRatio = m.undo / m.undoFloor;
+        rows.push({
+          what: `undo, N=${label(n)} rows (${name})`,
+          value: Math.round(m.undo),
+          unit: 'ms',
+          baseline: Math.round(m.undoFloor),
+          ratio: Math.round(undoRatio * 100) / 100,
+          goal: `≤ 1.5 × floor: ${undoRatio <= 1.5 ? 'met' : 'missed'}`,
+          command: COMMAND,
+          note: `${name}, N=${label(n)}: the undo of that merge (locks, journal read, rows moved back, removed associations restored, secondaries re-enabled, events) vs the floor: the same rows moved back by hand from a snapshot taken before the twin's merge (median of ${reps}).`,
         });
       }
     } finally {
@@ -159,7 +208,8 @@ function writeSection(rows: Row[]) {
     `Written by \`${COMMAND}\` on ${new Date().toISOString()}. A primary and ${SECONDARIES} secondaries holding N attached rows in all`,
     '(orders, follow-ups, notes, messages, preferences, product shares, associations half-overlapping). "value" is the merge core',
     '(validation, ordered locks, set-based moves, association dedupe, merge record, events) in one transaction; the baseline',
-    '"floor" is the same set-based statements typed by hand in one transaction over an identical twin data set, same run.',
+    '"floor" is the same set-based statements typed by hand in one transaction over an identical twin data set, same run',
+    '(without the journal). The undo rows time undoing that merge against moving the twin\'s rows back by hand.',
     '',
     ...rowsTable(rows, 'floor (same run)'),
   ]);
