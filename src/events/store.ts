@@ -1,5 +1,5 @@
 // SQL of the events API (SPEC §12): list in commit-safe order, get by uuid, and the retention purge.
-import type { Queryable } from '../db/db.ts';
+import { statementName, type Queryable } from '../db/db.ts';
 import { EVENT_TYPES } from './emit.ts';
 
 export interface EventRow {
@@ -69,12 +69,14 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
   if (f.until !== undefined) add('created_at < ?::timestamptz', f.until);
   params.push(f.limit + 1);
   // events.xid: the column (xid8, numeric order), not the xid::text output alias of the same name.
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY events.xid, events.id LIMIT $${params.length}`, params);
+  const sql = `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY events.xid, events.id LIMIT $${params.length}`;
+  // A few fixed shapes (which filters are present): prepared once per connection, not planned per call.
+  const r = await db.query<EventRow>(sql, params, statementName('events_list', sql));
   return r.rows;
 }
 
 export async function findEvent(db: Queryable, uuid: string): Promise<EventRow | undefined> {
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE uuid = $1 AND event_type <> ALL($2::text[])`, [uuid, HIDDEN_TYPES]);
+  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE uuid = $1 AND event_type <> ALL($2::text[])`, [uuid, HIDDEN_TYPES], 'events_get');
   return r.rows[0];
 }
 
