@@ -230,18 +230,26 @@ export async function seedCustomers(base: string, n: number, prefix: string): Pr
   return out;
 }
 
-/** A realistic customer body (two emails, a phone, an address). */
+const FIRST = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Frances', 'John', 'Margaret', 'Dennis', 'Radia', 'Ken', 'Hedy', 'Tim', 'Sophie', 'Niklaus'];
+const LAST = ['Lovelace', 'Hopper', 'Turing', 'Dijkstra', 'Liskov', 'Knuth', 'Allen', 'Backus', 'Hamilton', 'Ritchie', 'Perlman', 'Thompson', 'Lamarr', 'Berners', 'Wilson', 'Wirth'];
+
+/**
+ * A realistic customer body (two emails, a phone, an address). Names, phone and postal code vary with the
+ * externalId, as in a real base: identical ones would make every customer a possible duplicate of every other.
+ */
 export function customerBody(externalId: string) {
+  let h = 2166136261;
+  for (let i = 0; i < externalId.length; i++) h = Math.imul(h ^ externalId.charCodeAt(i), 16777619) >>> 0;
   return {
     externalId,
-    firstName: 'Ada',
-    lastName: 'Lovelace',
+    firstName: FIRST[h % 16],
+    lastName: LAST[(h >>> 4) % 16],
     emails: [
       { email: `${externalId}@example.com`, type: 'home', isPrimary: true },
       { email: `${externalId}@work.example.com`, type: 'work', isPrimary: false },
     ],
-    phones: [{ number: '+15550100', type: 'mobile', isPrimary: true }],
-    addresses: [{ line1: '1 Main St', line2: null, city: 'Springfield', region: 'IL', postalCode: '62701', country: 'US', type: 'home', isPrimary: true }],
+    phones: [{ number: `+1555${String(h % 10_000_000).padStart(7, '0')}`, type: 'mobile', isPrimary: true }],
+    addresses: [{ line1: `${h % 997} Main St`, line2: null, city: `Springfield ${(h >>> 8) % 97}`, region: 'IL', postalCode: String(10000 + (h % 89999)), country: 'US', type: 'home', isPrimary: true }],
     loyaltyTier: 'gold',
   };
 }
