@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, log, machine, parseArgs, pgAvailable, replaceSection, rowsTable, spawnNode, PG_ADMIN_URL, type Row } from './lib.ts';
 import { runApiBench } from './api.ts';
+import { API_NOTES, API_NOTES_TITLE } from './api-notes.ts';
 import { runScaleBench } from './scale.ts';
 import { runChaos, chaosRows } from './chaos.ts';
 import { runSoak } from './soak.ts';
@@ -103,41 +104,11 @@ for (const s of sections) {
   lines.push('');
 }
 
-if (!args.only || args.only.includes('api')) {
-  lines.push(
-    '## Notes: what stands in the way of the API goals',
-    '',
-    '- **Where the time goes** (`BENCH_CPU_PROF=/tmp/prof node --import tsx bench/api.ts --quick`, then',
-    '  `bench/profile-summary.ts`): during GET by id the Bulb process is about half idle, waiting for PostgreSQL; of its busy',
-    '  time the largest single item is the `writev` system call that sends each query to the database socket, then',
-    '  node-postgres row parsing, Fastify serialisation and timestamp formatting. Bulb\'s own code is a few percent. The',
-    '  limit is database round trips on a machine where PostgreSQL, the server, the load generator and (here) four other',
-    '  engineers\' test runs share 2 cores, while the hello-world baseline makes none.',
-    '- **The database-backed floor** (`bench/hello-pg.ts`: Fastify + pg, one indexed SELECT per request, no auth) is the',
-    '  fairer yardstick for GET by id: on this machine a single round trip to PostgreSQL already costs most of the',
-    '  hello-world rate, and Bulb makes two; its ratio to that floor is the row to watch for Bulb\'s own overhead.',
-    '- **Round trips per request**: GET by id = 2 queries (token lookup, customer); list = 2; POST create = 6 before the',
-    '  fix below (token, BEGIN, INSERT, SELECT of the new row, event + deliveries + NOTIFY in one statement, COMMIT with',
-    '  its WAL flush).',
-    '- **EXPLAIN ANALYZE** of every query on the path: index scans only (`customers_uuid_key`, `customers_pkey` for the',
-    '  page in id order, `api_keys_secret_hash_key`), each executing in under 0.1 ms; planning costs more than',
-    '  executing (0.6 ms planning vs 0.07 ms execution for the page of 50), because node-postgres sends unnamed statements',
-    '  that PostgreSQL plans on every call.',
-    '- **Fixes made**: POST create takes the new row from `INSERT … RETURNING` (one round trip less); an optional token',
-    '  cache, `BULB_AUTH_CACHE_MS` (off by default because a key revoked through another process would keep working there',
-    '  for that long; revocation through the same process clears it at once), removes the token query: its rows above show',
-    '  the effect.',
-    '- **Fixes proposed, not made** (outside the files this work may change): named prepared statements for the hot',
-    '  queries in `src/db/pg.ts` (skips planning); sending `BEGIN` together with the first statement of a transaction',
-    '  (one round trip less per write); a larger pool than 10 for many-core database servers. `synchronous_commit = off`',
-    '  would remove the WAL flush from each POST but gives up durability of the last commits on a crash, so it is not',
-    '  proposed as a default.',
-    '',
-  );
-}
+if (!args.only || args.only.includes('api')) lines.push(`## ${API_NOTES_TITLE}`, '', ...API_NOTES, '');
 
 // `--only X --write`: replace just those sections in BENCHMARKS.md (each row names the command that made it).
 if (args.only && !args.quick && process.argv.includes('--write')) {
+  if (args.only.includes('api')) replaceSection(API_NOTES_TITLE, API_NOTES);
   for (const sec of sections) replaceSection(sec.title, [`Measured by \`npm run bench -- --only ${args.only.join(',')} --write\` on ${new Date().toISOString()} (${(await machine(hasPg ? PG_ADMIN_URL : undefined)).slice(0, 1).join('')}).`, '', ...rowsTable(sec.rows), ...(sec.extra ? ['', ...sec.extra] : [])]);
   log('replaced those sections of BENCHMARKS.md');
   process.exit(sections.some((s) => s.rows.some((r) => r.value === 'error')) ? 1 : 0);
