@@ -3,8 +3,10 @@ export const API_NOTES_TITLE = 'Notes: what stands in the way of the API goals';
 
 export const API_NOTES: string[] = [
   '- **Machine.** 2 cores shared by PostgreSQL, the servers under test, the load generator and up to seven other',
-  '  engineers\' test runs (load average 25–30 during these runs): absolute figures move by 2–10× between minutes. Only the',
-  '  ratios of slices alternating within one pair mean something, and even those are noisy (± 30 % between runs).',
+  '  engineers\' test runs (load average 25–40 during these runs): absolute figures move by 2–10× between minutes. Only the',
+  '  ratios of slices alternating within one pair mean something, and even those are noisy. The rows above come from a',
+  '  run at load ~40 (hello world at 64 req/s); a run 20 minutes earlier at load ~26 gave, against the same floors: GET by',
+  '  id 1.74×, page of 50 0.66×, POST create 0.82×, bulk of 100 0.34×, revocation median 112 ms (max 233 ms).',
   '- **Round trips per request (PostgreSQL)**: GET by id = 1 (the token comes from the in-process cache; it is a named',
   '  prepared statement, so PostgreSQL neither parses nor plans it); page of 50 = 1; POST create = 1 (customer, event,',
   '  deliveries and NOTIFY in one statement, its own transaction). The floors (`bench/hello-pg.ts`) make 1 each too, with',
@@ -20,7 +22,8 @@ export const API_NOTES: string[] = [
   '  a fast path in `time.ts` for the common `YYYY-MM-DD hh:mm:ss.ffffff+00` text would remove most of the third.',
   '- **POST create**: 1 statement, so the remaining cost is the commit\'s WAL flush (as in the floor), JSON validation',
   '  (Ajv) and the customer triggers added for possible duplicates (they fire for the floor too). The deliveries made',
-  '  by both sides are sent by the Bulb worker (role all) during the run.',
+  '  by both sides are sent by the Bulb worker (role all) in the Bulb process, so under CPU starvation the Bulb side also',
+  '  pays for signing and sending 3 webhooks per create (0.39× at load 40, 0.82× at load 26).',
   '- **Bulk of 100** (the ingest work, set-based): its ratio to `bench/bulk-floor.ts` (one statement per 100, 4',
   '  connections) is in its row.',
   '- **Embedded default** (PGlite in a worker thread): PGlite is one PostgreSQL session in WebAssembly, so every',
