@@ -36,10 +36,11 @@ export async function laterMergeOf(tx: Queryable, mergeId: string, customerIds: 
 
 /** Moves the journaled rows of one table back to their former customers (only those still on the primary). */
 export async function moveBack(tx: Queryable, mergeId: string, table: string, primary: string): Promise<number> {
+  // Few journal rows (one per former customer), each an index scan of its id array: no join over unnested ids.
   const r = await tx.query(
     `UPDATE ${table} t SET customer_id = j.from_customer
-     FROM (SELECT from_customer, unnest(row_ids) AS id FROM merge_moves WHERE merge_id = $1 AND table_name = $2) j
-     WHERE t.id = j.id AND t.customer_id = $3`,
+     FROM merge_moves j
+     WHERE j.merge_id = $1 AND j.table_name = $2 AND t.id = ANY(j.row_ids) AND t.customer_id = $3`,
     [mergeId, table, primary],
   );
   return r.rowCount;
