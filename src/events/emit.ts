@@ -1,6 +1,7 @@
 // The outbox seam: every change writes its event here, inside the transaction of the change, together
-// with one webhook delivery per subscription active for the event's type (the fan-out), and wakes the
-// delivery workers (NOTIFY is delivered on commit, so workers never see an uncommitted event).
+// with one webhook delivery per subscription active for the event's type (the fan-out). The workers are woken
+// by migration 004's trigger on webhook_deliveries (a NOTIFY naming the subscriptions, delivered on commit,
+// so workers never see an uncommitted event).
 import type { Queryable } from '../db/db.ts';
 
 export const EVENT_TYPES = [
@@ -22,8 +23,7 @@ export interface NewEvent {
 /**
  * The outbox as SQL to embed in a statement: CTEs `ev` (the events, inserted from `eventsSelect`, a SELECT of
  * event_type, resource_type, resource_uuid, resource_external_id, source), `d` (one delivery per subscription
- * active for the type) and `n` (how many deliveries). Select OUTBOX_NOTIFY from `n` to wake the delivery
- * workers (only when there are deliveries). A write can thus carry its events in the same statement.
+ * active for the type). A write can thus carry its events in the same statement.
  */
 export function outboxCtes(eventsSelect: string): string {
   return `ev AS (
@@ -36,19 +36,16 @@ export function outboxCtes(eventsSelect: string): string {
          ON s.event_types @> ARRAY[ev.event_type] AND s.is_active AND s.deleted_at IS NULL
        ORDER BY ev.id, s.id
        RETURNING 1
-     ), n AS (SELECT count(*) AS c FROM d)`;
+     )`;
 }
 
-/** The select-list item that NOTIFYs the workers when the statement made deliveries (needs `n` in FROM). */
-export const OUTBOX_NOTIFY = `CASE WHEN n.c > 0 THEN pg_notify('${WEBHOOK_CHANNEL}', '') END AS fanned`;
-
 const EMIT_SQL = `WITH ${outboxCtes('SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[])')}
-     SELECT ev.uuid, ${OUTBOX_NOTIFY} FROM ev, n ORDER BY ev.id`;
+     SELECT ev.uuid FROM ev ORDER BY ev.id`;
 
 /** Writes events (one row per occurrence) and their deliveries in the caller's transaction. Returns the event uuids. */
 export async function emitEvents(tx: Queryable, events: NewEvent[]): Promise<string[]> {
   if (events.length === 0) return [];
-  const r = await tx.query<{ uuid: string; fanned: string }>(
+  const r = await tx.query<{ uuid: string }>(
     EMIT_SQL,
     [
       events.map((e) => e.eventType),

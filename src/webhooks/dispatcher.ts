@@ -112,11 +112,11 @@ export class Dispatcher {
 
   /**
    * A NOTIFY: '<id>,<id>…' names subscriptions with deliveries due now (migration 004's triggers); '*'
-   * means too many to name. The bare '' that accompanies every fan-out adds nothing to the named one.
+   * means too many to name; '' means look everywhere (notifyWorkers, operational events, and the database
+   * layer's word that LISTEN was re-established after a loss, when notifications may have been missed).
    */
   private onNotify(payload: string): void {
-    if (payload === '') return;
-    if (payload === '*') return this.poke();
+    if (payload === '' || payload === '*') return this.poke();
     for (const id of payload.split(',')) if (/^\d+$/.test(id)) this.laneOf(id).due = true;
     this.lookNow = true;
     this.wake();

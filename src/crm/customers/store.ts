@@ -1,6 +1,6 @@
 // SQL for customers.
 import { statementName, type Queryable } from '../../db/db.ts';
-import { OUTBOX_NOTIFY, outboxCtes } from '../../events/emit.ts';
+import { outboxCtes } from '../../events/emit.ts';
 import type { CustomerInput, ListQueryT } from './schema.ts';
 
 export interface CustomerRow {
@@ -82,10 +82,10 @@ export async function insertCustomer(db: Queryable, input: CustomerInput & { ext
   return r.rows[0];
 }
 
-// The customer, its customerCreate event, the deliveries and the NOTIFY: one statement, one round trip.
+// The customer, its customerCreate event and the deliveries (whose trigger NOTIFYs): one statement, one round trip.
 const CREATE_CUSTOMER = `WITH c AS (${INSERT_CUSTOMER}),
      ${outboxCtes(`SELECT 'customerCreate', 'Customer', c.uuid, c.external_id, $10::text FROM c`)}
-     SELECT c.*, ${OUTBOX_NOTIFY} FROM c, n`;
+     SELECT c.* FROM c`;
 
 /**
  * Inserts a customer and emits its customerCreate event (with deliveries) in one statement, so that on its
@@ -93,10 +93,8 @@ const CREATE_CUSTOMER = `WITH c AS (${INSERT_CUSTOMER}),
  * the externalId is taken.
  */
 export async function insertCustomerWithEvent(db: Queryable, input: CustomerInput & { externalId: string }, source: string): Promise<CustomerRow | undefined> {
-  const r = await db.query<CustomerRow & { fanned: unknown }>(CREATE_CUSTOMER, [...columnsOf(input), source], 'customer_create');
-  const row = r.rows[0];
-  if (row) delete row.fanned;
-  return row;
+  const r = await db.query<CustomerRow>(CREATE_CUSTOMER, [...columnsOf(input), source], 'customer_create');
+  return r.rows[0];
 }
 
 /**
