@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
-import { StringEnum } from '../http/schema.ts';
+import { NoContent, StringEnum } from '../http/schema.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
 import { notFound } from '../http/errors.ts';
 import { Page, PageQuery, decodeCursor, pageOf } from '../http/pagination.ts';
@@ -10,17 +10,22 @@ import { isoNN, iso } from '../http/time.ts';
 import { createApiKey, createAuthClient } from './service.ts';
 import * as store from './store.ts';
 
-const ScopeT = StringEnum(['read', 'write', 'admin']);
+const ScopeT = StringEnum(['read', 'write', 'admin'], { title: 'Scope', description: 'read (GET), write (read + CRM changes), admin (everything)' });
 const CreateBody = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: 200 }), scopes: Type.Array(ScopeT, { minItems: 1, maxItems: 3, uniqueItems: true }) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CredentialCreate', description: 'A name and the scopes (read ⊂ write ⊂ admin)' },
 );
 const UuidParams = Type.Object({ uuid: Type.String({ format: 'uuid' }) });
 const ApiKey = Type.Object({
   uuid: Type.String(), name: Type.String(), prefix: Type.String(), scopes: Type.Array(ScopeT),
-  createdAt: Type.String(), lastUsedAt: Type.Union([Type.String(), Type.Null()]),
-});
-const AuthClient = Type.Object({ uuid: Type.String(), name: Type.String(), clientId: Type.String(), scopes: Type.Array(ScopeT), createdAt: Type.String() });
+  createdAt: Type.String({ format: 'date-time' }), lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+}, { title: 'ApiKey', description: 'An API key, without its secret' });
+const AuthClient = Type.Object(
+  { uuid: Type.String(), name: Type.String(), clientId: Type.String(), scopes: Type.Array(ScopeT), createdAt: Type.String({ format: 'date-time' }) },
+  { title: 'AuthClient', description: 'An OAuth 2.0 client, without its secret' },
+);
+const ApiKeyCreated = Type.Composite([ApiKey, Type.Object({ key: Type.String({ description: 'the secret, shown only in this answer' }) })], { title: 'ApiKeyCreated' });
+const AuthClientCreated = Type.Composite([AuthClient, Type.Object({ clientSecret: Type.String({ description: 'the secret, shown only in this answer' }) })], { title: 'AuthClientCreated' });
 
 const shapeKey = (r: store.ApiKeyRow) => ({ uuid: r.uuid, name: r.name, prefix: r.prefix, scopes: r.scopes, createdAt: isoNN(r.created_at), lastUsedAt: iso(r.last_used_at) });
 const shapeClient = (r: store.AuthClientRow) => ({ uuid: r.uuid, name: r.name, clientId: r.client_id, scopes: r.scopes, createdAt: isoNN(r.created_at) });
@@ -33,7 +38,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'apiKeys.create', method: 'POST', path: '/integrations/apiKeys', summary: 'Create an API key (the key is shown only in this answer)',
       audit: { action: 'apiKey.created', target: (_req, b) => ({ type: 'ApiKey', id: b.uuid, details: { name: b.name, scopes: b.scopes } }) },
-      schema: { body: CreateBody, response: { 201: Type.Composite([ApiKey, Type.Object({ key: Type.String() })]) } },
+      schema: { body: CreateBody, response: { 201: ApiKeyCreated } },
       handler: async (req: FastifyRequest, reply) => {
         const b = req.body as { name: string; scopes: any[] };
         const { row, key } = await createApiKey(s.db, b.name, b.scopes);
@@ -52,7 +57,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'apiKeys.revoke', method: 'DELETE', path: '/integrations/apiKeys/:uuid', summary: 'Revoke an API key',
       audit: { action: 'apiKey.revoked', target: (req) => ({ type: 'ApiKey', id: (req.params as any).uuid }) },
-      schema: { params: UuidParams },
+      schema: { params: UuidParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         if (!(await store.revokeApiKey(s.db, (req.params as any).uuid))) throw notFound('API key not found');
         s.auth.forget();
@@ -63,7 +68,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'authClients.create', method: 'POST', path: '/integrations/authClients', summary: 'Create an OAuth client (the secret is shown only in this answer)',
       audit: { action: 'authClient.created', target: (_req, b) => ({ type: 'AuthClient', id: b.uuid, details: { name: b.name, scopes: b.scopes, clientId: b.clientId } }) },
-      schema: { body: CreateBody, response: { 201: Type.Composite([AuthClient, Type.Object({ clientSecret: Type.String() })]) } },
+      schema: { body: CreateBody, response: { 201: AuthClientCreated } },
       handler: async (req, reply) => {
         const b = req.body as { name: string; scopes: any[] };
         const { row, clientSecret } = await createAuthClient(s.db, b.name, b.scopes);
@@ -82,7 +87,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'authClients.revoke', method: 'DELETE', path: '/integrations/authClients/:uuid', summary: 'Revoke an OAuth client and its tokens',
       audit: { action: 'authClient.revoked', target: (req) => ({ type: 'AuthClient', id: (req.params as any).uuid }) },
-      schema: { params: UuidParams },
+      schema: { params: UuidParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         if (!(await store.revokeAuthClient(s.db, (req.params as any).uuid))) throw notFound('auth client not found');
         s.auth.forget();

@@ -7,8 +7,16 @@ export const PageQuery = {
   cursor: Type.Optional(Type.String({ maxLength: 200, description: 'opaque cursor from a previous nextCursor' })),
 };
 
+/** A list answer; a page of a named item (`title: 'Customer'`) is named too (`CustomerPage`). */
 export function Page<T extends import('@sinclair/typebox').TSchema>(item: T) {
-  return Type.Object({ data: Type.Array(item), nextCursor: Type.Union([Type.String(), Type.Null()]) });
+  const name = typeof item.title === 'string' ? { title: `${item.title}Page` } : {};
+  return Type.Object(
+    {
+      data: Type.Array(item),
+      nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as `cursor` for the next page; null on the last page' }),
+    },
+    { ...name, description: 'One page of a list' },
+  );
 }
 
 /** Cursors wrap the last internal id seen; they are opaque to clients. */

@@ -1,6 +1,6 @@
 // /integrations/webhooks routes (SPEC §7, admin scope, from 2022-08): thin handlers over service.ts.
 import '../http/formats.ts';
-import { Type } from '@sinclair/typebox';
+import { ErrorBody, NoContent } from '../http/schema.ts';
 import type { Services } from '../services.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
 import { decodeCursor, Page, pageOf } from '../http/pagination.ts';
@@ -76,7 +76,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       ...base, id: 'webhooks.subscriptions.delete', method: 'DELETE', path: `${SUBS}/:uuid`,
       audit: { action: 'subscription.deleted', target },
       summary: 'Delete a subscription; its pending deliveries are cancelled',
-      schema: { params: S.UuidParams, response: { 204: Type.Null() } },
+      schema: { params: S.UuidParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await svc.removeSubscription(s.db, uuidOf(req));
         reply.code(204);
@@ -100,7 +100,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'webhooks.subscriptions.test', method: 'POST', path: `${SUBS}/:uuid/test`,
       summary: 'Send a webhookTest event to this subscription now',
-      schema: { params: S.UuidParams, response: { 202: S.TestAnswer } },
+      schema: { params: S.UuidParams, response: { 202: S.TestAnswer, 409: ErrorBody } },
       handler: async (req, reply) => {
         const out = await svc.sendTest(s.db, uuidOf(req), sourceOf(req, s));
         reply.code(202);
@@ -130,7 +130,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'webhooks.deliveries.retry', method: 'POST', path: `${BASE}/deliveries/:uuid/retry`,
       summary: 'Attempt a delivery now',
-      schema: { params: S.UuidParams, response: { 202: S.Delivery } },
+      schema: { params: S.UuidParams, response: { 202: S.Delivery, 409: ErrorBody } },
       handler: async (req, reply) => {
         const out = await svc.retryNow(s.db, uuidOf(req));
         reply.code(202);

@@ -9,8 +9,8 @@ const closed = { additionalProperties: false } as const;
 // Credentials must be sendable in an HTTP header (visible ASCII); service.ts checks it with a clear message.
 const Secret = (desc: string) => Type.String({ minLength: 1, maxLength: 1024, description: `${desc}; visible ASCII only (no spaces, CR/LF or non-ASCII)` });
 
-export const AuthMethod = StringEnum(['NONE', 'BASIC', 'BEARER']);
-export const EventType = StringEnum([...EVENT_TYPES]);
+export const AuthMethod = StringEnum(['NONE', 'BASIC', 'BEARER'], { title: 'AuthMethod' });
+export const EventType = StringEnum([...EVENT_TYPES], { title: 'EventType' });
 /** 2026-11: the event types a subscription listens to, in the order given. */
 export const EventTypeList = Type.Array(EventType, {
   minItems: 1, maxItems: 20, uniqueItems: true, description: '1–20 distinct event types; the first is what versions before 2026-11 show',
@@ -44,11 +44,11 @@ export const SubscriptionCreate = Type.Object(
     webhookVersion: Type.Optional(writable.webhookVersion),
     maxInFlight: Type.Optional(writable.maxInFlight),
   },
-  closed,
+  { ...closed, title: 'SubscriptionCreate' },
 );
 export type SubscriptionCreateT = Static<typeof SubscriptionCreate>;
 
-export const SubscriptionPatch = Type.Partial(Type.Object(writable, closed), { ...closed, minProperties: 1 });
+export const SubscriptionPatch = Type.Partial(Type.Object(writable, closed), { ...closed, minProperties: 1, title: 'SubscriptionPatch' });
 export type SubscriptionPatchT = Static<typeof SubscriptionPatch>;
 
 const DateTimeOrNull = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
@@ -60,7 +60,7 @@ export const Health = Type.Object(
     failingSince: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'first failure after the last success' }),
     disabledReason: Type.Union([Type.String(), Type.Null()], { description: 'why Bulb disabled the subscription automatically' }),
   },
-  { description: 'endpoint health (SPEC §11)' },
+  { title: 'SubscriptionHealth', description: 'endpoint health (SPEC §11)' },
 );
 
 const subscriptionFields = {
@@ -75,8 +75,8 @@ const subscriptionFields = {
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
 };
-export const Subscription = Type.Object(subscriptionFields);
-export const SubscriptionWithSecret = Type.Object({ ...subscriptionFields, signingSecret: Type.String() });
+export const Subscription = Type.Object(subscriptionFields, { title: 'Subscription', description: 'A webhook subscription (credentials are write-only, never returned)' });
+export const SubscriptionWithSecret = Type.Object({ ...subscriptionFields, signingSecret: Type.String() }, { title: 'SubscriptionCreated' });
 
 /** Versions before 2026-11: one eventType (the first of the list), written as one. */
 const { eventTypes: _t, ...oldFields } = subscriptionFields;
@@ -91,7 +91,7 @@ export const SecretAnswer = Type.Object({
   previousSecretExpiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
     description: 'while set, the previous secret still signs too',
   }),
-});
+}, { title: 'SigningSecret' });
 
 export const UuidParams = Type.Object({ uuid: Type.String({ format: 'uuid' }) }, closed);
 
@@ -100,10 +100,10 @@ export const SubscriptionListQuery = Type.Object(
   closed,
 );
 
-export const TestAnswer = Type.Object({ eventUuid: Type.String(), deliveryUuid: Type.String() });
-export const EventTypes = Type.Object({ data: Type.Array(Type.Object({ eventType: Type.String(), resourceType: Type.String(), description: Type.String() })) });
+export const TestAnswer = Type.Object({ eventUuid: Type.String(), deliveryUuid: Type.String() }, { title: 'TestResult' });
+export const EventTypes = Type.Object({ data: Type.Array(Type.Object({ eventType: Type.String(), resourceType: Type.String(), description: Type.String() }, { title: 'EventTypeInfo' })) }, { title: 'EventTypeList' });
 
-export const DeliveryStatus = StringEnum(['pending', 'delivered', 'failed', 'cancelled']);
+export const DeliveryStatus = StringEnum(['pending', 'delivered', 'failed', 'cancelled'], { title: 'DeliveryStatus' });
 export const Delivery = Type.Object({
   uuid: Type.String(),
   eventUuid: Type.String(),
@@ -114,7 +114,7 @@ export const Delivery = Type.Object({
   nextAttemptAt: DateTimeOrNull,
   createdAt: Type.String({ format: 'date-time' }),
   deliveredAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-});
+}, { title: 'Delivery', description: 'One event to one subscription' });
 export const DeliveryListQuery = Type.Object(
   {
     ...PageQuery,
@@ -125,7 +125,7 @@ export const DeliveryListQuery = Type.Object(
   closed,
 );
 
-export const ErrorCode = StringEnum(['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS']);
+export const ErrorCode = StringEnum(['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS'], { title: 'AttemptErrorCode' });
 export const Attempt = Type.Object({
   uuid: Type.String(),
   deliveryUuid: Type.String(),
@@ -143,7 +143,7 @@ export const Attempt = Type.Object({
   requestHeaders: Type.Record(Type.String(), Type.String()),
   requestBody: Type.String(),
   responseBody: Type.Union([Type.String(), Type.Null()]),
-});
+}, { title: 'Attempt', description: 'One delivery attempt of the log' });
 export const LogQuery = Type.Object(
   {
     ...PageQuery,
@@ -156,8 +156,8 @@ export const LogQuery = Type.Object(
   },
   closed,
 );
-export const RecoverBody = Type.Object({ since: Type.String({ format: 'date-time' }) }, closed);
-export const RecoverAnswer = Type.Object({ requeued: Type.Integer() });
+export const RecoverBody = Type.Object({ since: Type.String({ format: 'date-time' }) }, { ...closed, title: 'RecoverRequest' });
+export const RecoverAnswer = Type.Object({ requeued: Type.Integer() }, { title: 'RecoverResult' });
 
 export const StatsQuery = Type.Object(
   { hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 168, default: 24, description: 'hours to look back (1–168)' })) },

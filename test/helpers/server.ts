@@ -1,4 +1,5 @@
-// A real Bulb HTTP server on loopback over a test database, and a small JSON client for it.
+// A real Bulb HTTP server on loopback over a test database, and a small JSON client for it. Every answer
+// the client receives is checked against the served OpenAPI document (./contract.ts): a mismatch throws.
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { makeServices, type Services } from '../../src/services.ts';
@@ -7,6 +8,7 @@ import { bootstrapAdminKey } from '../../src/auth/service.ts';
 import type { Db } from '../../src/db/db.ts';
 import { prepareSecrets } from '../../src/secrets/startup.ts';
 import { TEST_SECRET_KEY } from './db.ts';
+import { checkContract } from './contract.ts';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
@@ -61,6 +63,7 @@ export class Client {
     }
     const r = await fetch(url, { method, headers: h, body: payload });
     const text = await r.text();
+    await checkContract(this.base, { method, url, status: r.status, contentType: r.headers.get('content-type'), text });
     let parsed: any = text;
     try {
       parsed = text ? JSON.parse(text) : undefined;

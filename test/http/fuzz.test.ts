@@ -1,11 +1,12 @@
 // Property: whatever arrives — arbitrary JSON or text bodies, query strings, path segments, Content-Type
 // and Accept-Language headers, methods, tokens — at every route of every version, the answer is never a
-// 5xx, and every 4xx is in the SPEC §3 error shape.
+// 5xx, every 4xx is in the SPEC §3 error shape, and every answer matches the served OpenAPI document.
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import fc from 'fast-check';
 import { describeEachDb } from '../helpers/suite.ts';
 import { ADMIN_KEY, errorCodes, type Res } from '../helpers/server.ts';
+import { checkContract } from '../helpers/contract.ts';
 import { Registry } from '../../src/http/versioning/registry.ts';
 import { allChanges, allRoutes } from '../../src/wiring.ts';
 
@@ -111,6 +112,7 @@ await describeEachDb('fuzz', (ctx) => {
         const textBody = await res.text();
         const where = `${method} ${path.slice(0, 200)}?${r.query.slice(0, 200)} → ${res.status} ${textBody.slice(0, 300)}`;
         assert.ok(res.status < 500, where);
+        await checkContract(ctx.srv.url, { method, url, status: res.status, contentType: res.headers.get('content-type'), text: textBody });
         if (res.status >= 400 && method !== 'HEAD') {
           let parsed: unknown;
           try {

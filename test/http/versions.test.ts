@@ -103,6 +103,7 @@ await describeEachDb('versions', (ctx) => {
         .sort();
       const expected = registry.byVersion.get(v)!
         .map((vr) => `${vr.def.method} /api/${v}${vr.def.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`)
+        .concat('POST /auth/oauth2/token')
         .sort();
       assert.deepEqual(documented, expected, v);
     }

@@ -2,6 +2,7 @@
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { conflict, notFound } from '../../http/errors.ts';
+import { ErrorBody } from '../../http/schema.ts';
 import { decodeCursor, Page, pageOf } from '../../http/pagination.ts';
 import { isoNN } from '../../http/time.ts';
 import * as S from './schema.ts';
@@ -35,7 +36,7 @@ export function associateRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'associates.create', method: 'POST', path: '/crm/associates', scope: 'write',
       summary: 'Create an associate (409 when the externalId exists)',
-      schema: { body: S.AssociateCreate, response: { 201: S.Associate } },
+      schema: { body: S.AssociateCreate, response: { 201: S.Associate, 409: ErrorBody } },
       handler: async (req, reply) => {
         const body = req.body as S.AssociateCreateT;
         const row = await store.insertAssociate(s.db, body);

@@ -14,7 +14,7 @@ export const AssociateCreate = Type.Object(
     email: Type.Optional(NullableStr(320, { format: 'email' })),
     storeId: Type.Optional(NullableStr(255)),
   },
-  closed,
+  { ...closed, title: 'AssociateCreate' },
 );
 export type AssociateCreateT = Static<typeof AssociateCreate>;
 
@@ -26,7 +26,7 @@ export const Associate = Type.Object({
   email: Type.Union([Type.String(), Type.Null()]),
   storeId: Type.Union([Type.String(), Type.Null()]),
   createdAt: Type.String({ format: 'date-time' }),
-});
+}, { title: 'Associate', description: 'A store employee' });
 export type AssociateT = Static<typeof Associate>;
 
 export const AssociateIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255, description: 'associate uuid or externalId' }) });

@@ -38,61 +38,61 @@ export interface Kind {
 
 const base = (r: any) => ({ uuid: r.uuid, customerUuid: r.customer_uuid });
 
-const LineItem = Type.Object({ sku: Str(1, 255), name: Type.Optional(NullableStr(500)), quantity: Type.Integer({ minimum: 0, maximum: 1_000_000 }), price: Decimal }, closed);
+const LineItem = Type.Object({ sku: Str(1, 255), name: Type.Optional(NullableStr(500)), quantity: Type.Integer({ minimum: 0, maximum: 1_000_000 }), price: Decimal }, { ...closed, title: 'LineItem' });
 
 export const KINDS: Kind[] = [
   {
     name: 'orders', table: 'orders', label: 'order', hasAssociate: false,
-    create: Type.Object({ externalId: Str(1, 255), orderedAt: DateTime, currency: Type.String({ pattern: '^[A-Z]{3}$' }), total: Decimal, lineItems: Type.Optional(Type.Array(LineItem, { maxItems: 1000 })) }, closed),
-    out: Type.Object({ ...common, externalId: Type.String(), orderedAt: DateTime, currency: Type.String(), total: Type.String(), lineItems: Type.Array(LineItem) }),
+    create: Type.Object({ externalId: Str(1, 255), orderedAt: DateTime, currency: Type.String({ pattern: '^[A-Z]{3}$' }), total: Decimal, lineItems: Type.Optional(Type.Array(LineItem, { maxItems: 1000 })) }, { ...closed, title: 'OrderCreate' }),
+    out: Type.Object({ ...common, externalId: Type.String(), orderedAt: DateTime, currency: Type.String(), total: Type.String(), lineItems: Type.Array(LineItem) }, { title: 'Order' }),
     columns: [['external_id', 'text'], ['ordered_at', 'timestamptz'], ['currency', 'text'], ['total', 'numeric'], ['line_items', 'jsonb']],
     values: (b) => [b.externalId, b.orderedAt, b.currency, b.total, JSON.stringify(b.lineItems ?? [])],
     shape: (r) => ({ ...base(r), externalId: r.external_id, orderedAt: isoNN(r.ordered_at), currency: r.currency, total: r.total, lineItems: r.line_items, createdAt: isoNN(r.created_at) }),
   },
   {
     name: 'followUps', table: 'follow_ups', label: 'follow-up', hasAssociate: true,
-    create: Type.Object({ associateUuid: AssociateRef, dueAt: DateTime, subject: Str(1, 1000), status: Type.Optional(StringEnum(['open', 'done'], { default: 'open' })) }, closed),
-    out: Type.Object({ ...common, associateUuid: Nullable(Type.String()), dueAt: DateTime, subject: Type.String(), status: StringEnum(['open', 'done']) }),
+    create: Type.Object({ associateUuid: AssociateRef, dueAt: DateTime, subject: Str(1, 1000), status: Type.Optional(StringEnum(['open', 'done'], { default: 'open' })) }, { ...closed, title: 'FollowUpCreate' }),
+    out: Type.Object({ ...common, associateUuid: Nullable(Type.String()), dueAt: DateTime, subject: Type.String(), status: StringEnum(['open', 'done']) }, { title: 'FollowUp' }),
     columns: [['due_at', 'timestamptz'], ['subject', 'text'], ['status', 'text']],
     values: (b) => [b.dueAt, b.subject, b.status ?? 'open'],
     shape: (r) => ({ ...base(r), associateUuid: r.associate_uuid, dueAt: isoNN(r.due_at), subject: r.subject, status: r.status, createdAt: isoNN(r.created_at) }),
   },
   {
     name: 'notes', table: 'notes', label: 'note', hasAssociate: true,
-    create: Type.Object({ type: StringEnum(NOTE_TYPES), body: Str(1, 20000), associateUuid: AssociateRef }, closed),
-    out: Type.Object({ ...common, type: StringEnum(NOTE_TYPES), body: Type.String(), associateUuid: Nullable(Type.String()), updatedAt: DateTime }),
+    create: Type.Object({ type: StringEnum(NOTE_TYPES), body: Str(1, 20000), associateUuid: AssociateRef }, { ...closed, title: 'NoteCreate' }),
+    out: Type.Object({ ...common, type: StringEnum(NOTE_TYPES), body: Type.String(), associateUuid: Nullable(Type.String()), updatedAt: DateTime }, { title: 'Note' }),
     columns: [['type', 'text'], ['body', 'text']],
     values: (b) => [b.type, b.body],
     shape: (r) => ({ ...base(r), type: r.type, body: r.body, associateUuid: r.associate_uuid, createdAt: isoNN(r.created_at), updatedAt: isoNN(r.updated_at) }),
   },
   {
     name: 'messages', table: 'messages', label: 'message', hasAssociate: false,
-    create: Type.Object({ channel: StringEnum(['sms', 'email', 'whatsapp', 'other']), direction: StringEnum(['inbound', 'outbound']), body: Str(0, 20000), sentAt: Type.Optional(DateTime) }, closed),
-    out: Type.Object({ ...common, channel: Type.String(), direction: Type.String(), body: Type.String(), sentAt: DateTime }),
+    create: Type.Object({ channel: StringEnum(['sms', 'email', 'whatsapp', 'other']), direction: StringEnum(['inbound', 'outbound']), body: Str(0, 20000), sentAt: Type.Optional(DateTime) }, { ...closed, title: 'MessageCreate' }),
+    out: Type.Object({ ...common, channel: Type.String(), direction: Type.String(), body: Type.String(), sentAt: DateTime }, { title: 'Message' }),
     columns: [['channel', 'text'], ['direction', 'text'], ['body', 'text'], ['sent_at', 'timestamptz']],
     values: (b) => [b.channel, b.direction, b.body, b.sentAt ?? new Date().toISOString()],
     shape: (r) => ({ ...base(r), channel: r.channel, direction: r.direction, body: r.body, sentAt: isoNN(r.sent_at), createdAt: isoNN(r.created_at) }),
   },
   {
     name: 'preferences', table: 'preferences', label: 'preference', hasAssociate: false,
-    create: Type.Object({ category: Str(1, 255), value: Str(1, 2000) }, closed),
-    out: Type.Object({ ...common, category: Type.String(), value: Type.String() }),
+    create: Type.Object({ category: Str(1, 255), value: Str(1, 2000) }, { ...closed, title: 'PreferenceCreate' }),
+    out: Type.Object({ ...common, category: Type.String(), value: Type.String() }, { title: 'Preference' }),
     columns: [['category', 'text'], ['value', 'text']],
     values: (b) => [b.category, b.value],
     shape: (r) => ({ ...base(r), category: r.category, value: r.value, createdAt: isoNN(r.created_at) }),
   },
   {
     name: 'productShares', table: 'product_shares', label: 'product share', hasAssociate: true,
-    create: Type.Object({ sku: Str(1, 255), associateUuid: AssociateRef, sharedAt: Type.Optional(DateTime), message: Type.Optional(NullableStr(2000)) }, closed),
-    out: Type.Object({ ...common, sku: Type.String(), associateUuid: Nullable(Type.String()), sharedAt: DateTime, message: Nullable(Type.String()) }),
+    create: Type.Object({ sku: Str(1, 255), associateUuid: AssociateRef, sharedAt: Type.Optional(DateTime), message: Type.Optional(NullableStr(2000)) }, { ...closed, title: 'ProductShareCreate' }),
+    out: Type.Object({ ...common, sku: Type.String(), associateUuid: Nullable(Type.String()), sharedAt: DateTime, message: Nullable(Type.String()) }, { title: 'ProductShare' }),
     columns: [['sku', 'text'], ['shared_at', 'timestamptz'], ['message', 'text']],
     values: (b) => [b.sku, b.sharedAt ?? new Date().toISOString(), b.message ?? null],
     shape: (r) => ({ ...base(r), sku: r.sku, associateUuid: r.associate_uuid, sharedAt: isoNN(r.shared_at), message: r.message, createdAt: isoNN(r.created_at) }),
   },
   {
     name: 'associates', table: 'customer_associates', label: 'customer–associate association', hasAssociate: true,
-    create: Type.Object({ associateUuid: Type.String({ format: 'uuid' }), role: Type.Optional(NullableStr(100)) }, closed),
-    out: Type.Object({ ...common, associateUuid: Type.String(), role: Nullable(Type.String()) }),
+    create: Type.Object({ associateUuid: Type.String({ format: 'uuid' }), role: Type.Optional(NullableStr(100)) }, { ...closed, title: 'AssociationCreate' }),
+    out: Type.Object({ ...common, associateUuid: Type.String(), role: Nullable(Type.String()) }, { title: 'Association' }),
     columns: [['role', 'text']],
     values: (b) => [b.role ?? null],
     shape: (r) => ({ ...base(r), associateUuid: r.associate_uuid, role: r.role, createdAt: isoNN(r.created_at) }),
@@ -101,5 +101,5 @@ export const KINDS: Kind[] = [
 
 export const kindByName = (name: KindName): Kind => KINDS.find((k) => k.name === name)!;
 
-export const NoteUpdate = Type.Object({ type: StringEnum(NOTE_TYPES), body: Str(1, 20000), associateUuid: AssociateRef }, { ...closed, description: 'full replace of a note' });
+export const NoteUpdate = Type.Object({ type: StringEnum(NOTE_TYPES), body: Str(1, 20000), associateUuid: AssociateRef }, { ...closed, title: 'NoteReplace', description: 'full replace of a note' });
 export const NoteUuidParams = Type.Object({ uuid: Type.String({ format: 'uuid' }) });

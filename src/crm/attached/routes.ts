@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { notFound } from '../../http/errors.ts';
+import { ErrorBody } from '../../http/schema.ts';
 import { decodeCursor, Page, pageOf, PageQuery } from '../../http/pagination.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
@@ -33,7 +34,7 @@ export function dataRoutes(s: Services): RouteDef[] {
       {
         ...base, id: `customers.${k.name}.create`, method: 'POST', scope: 'write',
         summary: `Add a ${k.label} to a customer${k.name === 'associates' ? ' (409 when the pair exists)' : ''}`,
-        schema: { params: CustomerIdParams, body: k.create, response: { 201: k.out } },
+        schema: { params: CustomerIdParams, body: k.create, response: { 201: k.out, 409: ErrorBody } },
         handler: async (req, reply) => {
           const row = await withRetry(s.db, (tx) => service.createRow(tx, k, (req.params as { id: string }).id, req.body, sourceOf(req, s)));
           reply.code(201);

@@ -3,6 +3,7 @@
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { notFound } from '../../http/errors.ts';
+import { ErrorBody } from '../../http/schema.ts';
 import { decodeCursor, pageOf, Page } from '../../http/pagination.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
@@ -26,7 +27,7 @@ export function customerRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'customers.create', method: 'POST', path: '/crm/customers', scope: 'write', since: '2022-04',
       summary: 'Create a customer (409 when the externalId exists)',
-      schema: { body: S.CustomerCreate, response: { 201: S.Customer } },
+      schema: { body: S.CustomerCreate, response: { 201: S.Customer, 409: ErrorBody } },
       handler: async (req, reply) => {
         // One statement (customer, event, deliveries, NOTIFY): its own transaction, one round trip.
         const row = await createCustomer(s.db, req.body as any, sourceOf(req, s));
@@ -47,7 +48,7 @@ export function customerRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'customers.put', method: 'PUT', path: '/crm/customers/:id', scope: 'write', since: '2022-04',
       summary: 'Replace a customer, or create it (201) when the externalId is unknown',
-      schema: { params: S.CustomerIdParams, body: S.CustomerPut, response: { 200: S.Customer, 201: S.Customer } },
+      schema: { params: S.CustomerIdParams, body: S.CustomerPut, response: { 200: S.Customer, 201: S.Customer, 409: ErrorBody } },
       handler: async (req, reply) => {
         const { row, created } = await withRetry(s.db, (tx) => putCustomer(tx, (req.params as any).id, req.body as any, sourceOf(req, s)));
         reply.code(created ? 201 : 200);
@@ -57,7 +58,7 @@ export function customerRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'customers.patch', method: 'PATCH', path: '/crm/customers/:id', scope: 'write', since: '2022-08',
       summary: 'Update some fields of a customer',
-      schema: { params: S.CustomerIdParams, body: S.CustomerPatch, response: { 200: S.Customer } },
+      schema: { params: S.CustomerIdParams, body: S.CustomerPatch, response: { 200: S.Customer, 409: ErrorBody } },
       handler: async (req) => {
         const id = (req.params as any).id;
         const row = await withRetry(s.db, async (tx) => {

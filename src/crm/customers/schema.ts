@@ -1,6 +1,6 @@
 // Customer shapes on the wire (SPEC §4), as TypeBox schemas: validation, types and OpenAPI from one place.
 import { Type, type Static } from '@sinclair/typebox';
-import { StringEnum } from '../../http/schema.ts';
+import { ErrorEntry, StringEnum } from '../../http/schema.ts';
 
 const Str = (max: number, extra = {}) => Type.String({ maxLength: max, ...extra });
 const NullableStr = (max: number) => Type.Union([Str(max), Type.Null()]);
@@ -8,11 +8,11 @@ const closed = { additionalProperties: false } as const;
 
 export const Email = Type.Object(
   { email: Str(320, { format: 'email' }), type: Type.Optional(NullableStr(50)), isPrimary: Type.Optional(Type.Boolean()) },
-  closed,
+  { ...closed, title: 'Email' },
 );
 export const Phone = Type.Object(
   { number: Str(50, { minLength: 1 }), type: Type.Optional(NullableStr(50)), isPrimary: Type.Optional(Type.Boolean()) },
-  closed,
+  { ...closed, title: 'Phone' },
 );
 export const Address = Type.Object(
   {
@@ -20,9 +20,9 @@ export const Address = Type.Object(
     region: Type.Optional(NullableStr(255)), postalCode: Type.Optional(NullableStr(50)), country: Type.Optional(NullableStr(100)),
     type: Type.Optional(NullableStr(50)), isPrimary: Type.Optional(Type.Boolean()),
   },
-  closed,
+  { ...closed, title: 'Address' },
 );
-export const SocialProfile = Type.Object({ network: Str(100, { minLength: 1 }), handle: Str(255, { minLength: 1 }) }, closed);
+export const SocialProfile = Type.Object({ network: Str(100, { minLength: 1 }), handle: Str(255, { minLength: 1 }) }, { ...closed, title: 'SocialProfile' });
 
 export const ExternalId = Type.String({ minLength: 1, maxLength: 255, description: "the integrator's identifier, unique" });
 
@@ -37,12 +37,18 @@ const writable = {
   loyaltyTier: Type.Optional(NullableStr(100)),
 };
 
-export const CustomerCreate = Type.Object({ externalId: ExternalId, ...writable }, closed);
-export const CustomerPut = Type.Object({ externalId: Type.Optional(ExternalId), ...writable }, closed);
-export const CustomerPatch = Type.Object({ externalId: Type.Optional(ExternalId), ...writable }, { ...closed, minProperties: 1 });
+export const CustomerCreate = Type.Object({ externalId: ExternalId, ...writable }, { ...closed, title: 'CustomerCreate', description: 'A new customer' });
+export const CustomerPut = Type.Object(
+  { externalId: Type.Optional(ExternalId), ...writable },
+  { ...closed, title: 'CustomerReplace', description: 'Full replace: omitted fields are emptied' },
+);
+export const CustomerPatch = Type.Object(
+  { externalId: Type.Optional(ExternalId), ...writable },
+  { ...closed, minProperties: 1, title: 'CustomerPatch', description: 'Only the fields sent change; null clears a field' },
+);
 export type CustomerInput = Static<typeof CustomerPut>;
 
-export const CustomerRef = Type.Object({ uuid: Type.String(), externalId: Type.String() });
+export const CustomerRef = Type.Object({ uuid: Type.String(), externalId: Type.String() }, { title: 'CustomerRef', description: 'A customer named by uuid and externalId' });
 
 export const Customer = Type.Object({
   uuid: Type.String({ format: 'uuid' }),
@@ -58,6 +64,14 @@ export const Customer = Type.Object({
   mergedInto: Type.Union([CustomerRef, Type.Null()]),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
+}, {
+  title: 'Customer',
+  description: 'A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer.',
+  examples: [{
+    uuid: '0b0f6a8e-5d0c-4a43-9e3a-2f5d7c1e9a10', externalId: 'ext-2155', status: 'active', firstName: 'Ada', lastName: 'Lovelace',
+    emails: [{ email: 'ada@example.org', type: 'home', isPrimary: true }], phones: [], addresses: [], socialProfiles: [],
+    loyaltyTier: 'gold', mergedInto: null, createdAt: '2026-11-02T10:00:00.000Z', updatedAt: '2026-11-02T10:00:00.000Z',
+  }],
 });
 export type CustomerT = Static<typeof Customer>;
 
@@ -78,13 +92,15 @@ export const ListQuery = Type.Object(
 export type ListQueryT = Static<typeof ListQuery>;
 
 export const BulkBody = Type.Array(Type.Unknown(), { minItems: 1, maxItems: 100, description: '1–100 customers, upserted by externalId' });
+/** What the document shows for the bulk body (items are validated one by one by the handler). */
+export const BulkBodyDoc = Type.Array(CustomerCreate, { minItems: 1, maxItems: 100, description: '1–100 customers, upserted by externalId' });
 export const BulkResult = Type.Object({
   results: Type.Array(
     Type.Object({
-      index: Type.Integer(),
+      index: Type.Integer({ description: 'position of the item in the request' }),
       status: Type.Union([Type.Literal(200), Type.Literal(201), Type.Literal(400), Type.Literal(409)]),
       customer: Type.Optional(Customer),
-      errors: Type.Optional(Type.Array(Type.Object({ message: Type.String(), errorCode: Type.String(), moreInfo: Type.String() }))),
-    }),
+      errors: Type.Optional(Type.Array(ErrorEntry)),
+    }, { title: 'BulkItemResult' }),
   ),
-});
+}, { title: 'BulkResult', description: 'One result per item, in order' });

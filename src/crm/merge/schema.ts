@@ -9,17 +9,17 @@ const ids = (item: any, description: string) => Type.Array(item, { minItems: 1, 
 
 export const MergeBody = Type.Object(
   { mergeWithCustomerIds: ids(ExternalId, 'externalIds of the secondary customers (1–100, no duplicates, not the primary)') },
-  closed,
+  { ...closed, title: 'MergeRequest' },
 );
 export const MergeQuery = Type.Object({ dryRun: Type.Optional(Type.Boolean({ default: false, description: 'compute the counts, change nothing' })) }, closed);
 export const ExternalIdParams = Type.Object({ id: ExternalId });
 export const UuidParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'uuid of the primary customer' }) });
-export const LegacyUuidBody = Type.Object({ ids: ids(Type.String({ format: 'uuid' }), 'uuids of the secondary customers') }, closed);
-export const LegacyExternalIdBody = Type.Object({ ids: ids(ExternalId, 'externalIds of the secondary customers') }, closed);
+export const LegacyUuidBody = Type.Object({ ids: ids(Type.String({ format: 'uuid' }), 'uuids of the secondary customers') }, { ...closed, title: 'LegacyMergeByUuid' });
+export const LegacyExternalIdBody = Type.Object({ ids: ids(ExternalId, 'externalIds of the secondary customers') }, { ...closed, title: 'LegacyMergeByExternalId' });
 
 export const MOVED_KEYS = ['orders', 'followUps', 'notes', 'messages', 'preferences', 'productShares', 'associates'] as const;
 export type Moved = Record<(typeof MOVED_KEYS)[number], number>;
-const MovedSchema = Type.Object(Object.fromEntries(MOVED_KEYS.map((k) => [k, Type.Integer()])) as Record<(typeof MOVED_KEYS)[number], ReturnType<typeof Type.Integer>>);
+const MovedSchema = Type.Object(Object.fromEntries(MOVED_KEYS.map((k) => [k, Type.Integer()])) as Record<(typeof MOVED_KEYS)[number], ReturnType<typeof Type.Integer>>, { title: 'MovedCounts', description: 'rows moved to the primary, per kind' });
 
 export const MergeResult = Type.Object({
   mergeUuid: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'the merge record; null for a dry run or when nothing was left to merge' }),
@@ -28,7 +28,7 @@ export const MergeResult = Type.Object({
   moved: MovedSchema,
   duplicateAssociatesRemoved: Type.Integer(),
   dryRun: Type.Boolean(),
-});
+}, { title: 'MergeResult', description: 'The outcome of a merge (or of a dry run)' });
 export type MergeResultT = Static<typeof MergeResult>;
 
 export const MergeRecord = Type.Object({
@@ -41,7 +41,7 @@ export const MergeRecord = Type.Object({
   source: Type.String(),
   createdAt: Type.String({ format: 'date-time' }),
   undoneAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'when the merge was undone (2026-11); null if it stands' }),
-});
+}, { title: 'MergeRecord', description: 'One merge of the history' });
 export const MergesQuery = Type.Object({ ...PageQuery }, closed);
 
 /** The SPEC §3 error body, for the error statuses a route declares. */

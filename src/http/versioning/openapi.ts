@@ -1,73 +1,155 @@
-// The OpenAPI 3.1 document of exactly one version, generated from the declared routes.
-import type { Registry } from './registry.ts';
+// The OpenAPI 3.1 document of exactly one version, generated from the declared routes. Schemas carrying a
+// `title` are lifted into components.schemas and referred to by $ref (see src/http/schema.ts); error
+// responses are declared per status with examples; the OAuth token endpoint and its security scheme too.
+import type { Registry, VersionedRoute } from './registry.ts';
 import { versionInfo } from './versions.ts';
+import { ErrorBody } from '../schema.ts';
+import { DESCRIPTIONS, TAGS, TOKEN_PATH, tokenOperation } from './openapi-extras.ts';
 
-const ERROR_SCHEMA = {
-  type: 'object',
-  required: ['errors'],
-  properties: {
-    errors: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['message', 'errorCode', 'moreInfo'],
-        properties: { message: { type: 'string' }, errorCode: { type: 'string' }, moreInfo: { type: 'string' } },
-      },
-    },
-  },
-};
+type Json = any;
+type Components = Record<string, Json>;
 
-/** Strips TypeBox's symbol keys and turns Fastify ":param" paths into OpenAPI "{param}". */
-function clean<T>(schema: T): T {
-  return schema === undefined ? schema : JSON.parse(JSON.stringify(schema));
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
+const SCHEMA_ONE = new Set(['items', 'additionalProperties', 'not', 'contains', 'propertyNames', 'if', 'then', 'else', 'unevaluatedProperties', 'unevaluatedItems']);
+const SCHEMA_LIST = new Set(['anyOf', 'oneOf', 'allOf', 'prefixItems']);
+
+/**
+ * Copies a schema without TypeBox's symbol keys, replacing every subschema that has a `title` by a $ref to
+ * components.schemas[title] (registered there once; two different schemas under one name is an error).
+ */
+export function lift(schema: Json, components: Components): Json {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (SCHEMA_MAPS.has(k) && v && typeof v === 'object') out[k] = Object.fromEntries(Object.entries(v).map(([n, s]) => [n, lift(s, components)]));
+    else if (SCHEMA_ONE.has(k) && v && typeof v === 'object') out[k] = lift(v, components);
+    else if (SCHEMA_LIST.has(k) && Array.isArray(v)) out[k] = v.map((s) => lift(s, components));
+    else out[k] = JSON.parse(JSON.stringify(v));
+  }
+  const name = (schema as { title?: unknown }).title;
+  if (typeof name !== 'string') return out;
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`schema title "${name}" is not a valid component name (a schema's title names its component: letters, digits, . _ -)`);
+  const known = components[name];
+  if (known && JSON.stringify(known) !== JSON.stringify(out)) throw new Error(`two different schemas are named "${name}" in one OpenAPI document`);
+  components[name] = out;
+  return { $ref: `#/components/schemas/${name}` };
 }
 
-function parameters(where: 'path' | 'query', schema: any): any[] {
+/** "customers.orders.list" → "customersOrdersList". */
+export function operationId(routeId: string): string {
+  return routeId
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((p, i) => (i === 0 ? p[0].toLowerCase() + p.slice(1) : p[0].toUpperCase() + p.slice(1)))
+    .join('');
+}
+
+const ERROR_EXAMPLES: Record<number, [string, string, string, string]> = {
+  400: ['Invalid input', '"externalId" must NOT have fewer than 1 characters', 'InvalidParameterError', 'body.externalId'],
+  401: ['Missing, unknown, revoked or expired token', 'an Authorization: Bearer token is required', 'Unauthorized', ''],
+  403: ['The token lacks the scope', 'this route needs the "write" scope', 'Forbidden', 'token scopes: read'],
+  404: ['Not found', 'customer "ext-404" not found', 'NotFound', 'id'],
+  409: ['Conflict with the current state', 'a record with this identifier already exists', 'Conflict', 'externalId'],
+  413: ['Body over 1 MiB', 'request body exceeds 1 MiB', 'PayloadTooLarge', ''],
+  415: ['Body is not JSON', 'request body must be application/json', 'UnsupportedMediaType', ''],
+  429: ['Rate limit reached', 'too many requests for this token', 'RateLimited', 'retry after 1 s'],
+  500: ['Internal error (no internals are disclosed)', 'internal error', 'InternalError', ''],
+};
+
+function errorResponse(status: number, components: Components, description?: string): Json {
+  const [title, message, errorCode, moreInfo] = ERROR_EXAMPLES[status] ?? ['Error', 'request failed', 'InvalidParameterError', ''];
+  const res: Json = {
+    description: description ?? title,
+    content: { 'application/json': { schema: lift(ErrorBody, components), example: { errors: [{ message, errorCode, moreInfo }] } } },
+  };
+  if (status === 401) res.headers = { 'WWW-Authenticate': { description: 'Bearer realm="bulb"', schema: { type: 'string' } } };
+  if (status === 429) res.headers = { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer' } } };
+  return res;
+}
+
+const isErrorSchema = (schema: Json) => schema && (schema.title === 'Error' || schema === ErrorBody);
+
+function parameters(where: 'path' | 'query', schema: Json, components: Components): Json[] {
   if (!schema?.properties) return [];
   const required: string[] = schema.required ?? [];
-  return Object.entries(schema.properties).map(([name, s]: [string, any]) => ({
+  return Object.entries(schema.properties).map(([name, s]: [string, Json]) => ({
     name,
     in: where,
     required: where === 'path' || required.includes(name),
-    description: s.description,
-    schema: clean(s),
+    description: s.description ?? (where === 'path' ? `the ${name} of the resource` : name),
+    schema: lift(s, components),
   }));
+}
+
+function operation(vr: VersionedRoute, components: Components): Json {
+  const { def, schema } = vr;
+  const responses: Record<string, Json> = {};
+  for (const [status, s] of Object.entries(schema.response ?? {})) {
+    const code = Number(status);
+    if (code === 204) responses[status] = { description: 'Done; no body' };
+    else if (code >= 400 || isErrorSchema(s)) responses[status] = errorResponse(code, components);
+    else responses[status] = { description: (s as Json).description ?? 'Success', content: { 'application/json': { schema: lift(s, components) } } };
+  }
+  if (!Object.keys(responses).some((s) => s.startsWith('2'))) throw new Error(`route ${def.id} declares no 2xx response`);
+  const hasBody = def.method !== 'GET';
+  const generic = [400, 401, ...(def.scope === 'read' ? [] : [403]), ...(def.path.includes(':') ? [404] : []), ...(hasBody ? [413, 415] : []), 429, 500];
+  for (const code of generic) responses[String(code)] ??= errorResponse(code, components);
+  const body = schema.documentedBody ?? schema.body;
+  const scopes = def.scope === 'read' ? ['read'] : def.scope === 'write' ? ['write'] : ['admin'];
+  return {
+    operationId: operationId(def.id),
+    summary: def.summary,
+    description: def.description ?? DESCRIPTIONS[def.id] ?? def.summary,
+    tags: [def.tag],
+    security: [{ bearer: [] }, { oauth2: scopes }],
+    'x-scope': def.scope,
+    parameters: [...parameters('path', schema.params, components), ...parameters('query', schema.querystring, components)],
+    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: lift(body, components) } } } } : {}),
+    responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
+  };
 }
 
 export function openApiDocument(registry: Registry, version: string, serviceName: string) {
   const info = versionInfo(version)!;
-  const paths: Record<string, any> = {};
+  const components: Components = {};
+  const paths: Record<string, Json> = {};
+  const tags = new Set<string>();
   for (const vr of registry.byVersion.get(version) ?? []) {
     const p = `/api/${version}${vr.def.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
-    const responses: Record<string, any> = {};
-    for (const [status, schema] of Object.entries(vr.schema.response ?? {})) {
-      responses[status] = { description: Number(status) < 300 ? 'success' : 'error', content: { 'application/json': { schema: clean(schema) } } };
-    }
-    if (Object.keys(responses).length === 0) responses['200'] = { description: 'success' };
-    responses['default'] = { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
-    (paths[p] ??= {})[vr.def.method.toLowerCase()] = {
-      operationId: vr.def.id,
-      summary: vr.def.summary,
-      tags: [vr.def.tag],
-      security: [{ bearer: [] }],
-      'x-scope': vr.def.scope,
-      parameters: [...parameters('path', vr.schema.params), ...parameters('query', vr.schema.querystring)],
-      ...(vr.schema.body ? { requestBody: { required: true, content: { 'application/json': { schema: clean(vr.schema.body) } } } } : {}),
-      responses,
-    };
+    (paths[p] ??= {})[vr.def.method.toLowerCase()] = operation(vr, components);
+    tags.add(vr.def.tag);
   }
+  paths[TOKEN_PATH] = { post: tokenOperation(components, (s) => lift(s, components), (code) => errorResponse(code, components)) };
+  tags.add('OAuth');
   return {
     openapi: '3.1.0',
     info: {
       title: `Bulb Core API ${version}`,
       version,
-      description: `Core API version ${version}${info.deprecatedOn ? ` (deprecated since ${info.deprecatedOn})` : ''}. ` +
-        `The legacy prefix /${serviceName}_api/v2/ serves version 2022-04.`,
+      summary: 'Customers, merge, signed webhooks, date-versioned endpoints',
+      description:
+        `Core API version ${version}${info.deprecatedOn ? ` (deprecated since ${info.deprecatedOn})` : ''}. ` +
+        `Every path names its version (/api/${version}/…); the legacy prefix /${serviceName}_api/v2/ serves version 2022-04. ` +
+        'Authenticate with an API key or an OAuth 2.0 client-credentials access token (POST /auth/oauth2/token) as ' +
+        '`Authorization: Bearer <token>`. Errors always answer `{"errors":[{"message","errorCode","moreInfo"}]}`, one entry per problem. ' +
+        'Lists answer `{"data":[…],"nextCursor":string|null}`; pass nextCursor as `cursor` for the next page.',
+      license: { name: 'MIT', identifier: 'MIT' },
     },
+    servers: [{ url: '/', description: 'this Bulb server (every path carries its version)' }],
+    'x-legacy-prefix': `/${serviceName}_api/v2`,
+    tags: [...tags].sort().map((name) => ({ name, description: TAGS[name] ?? `${name} routes` })),
     paths,
     components: {
-      schemas: { Error: ERROR_SCHEMA },
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key or OAuth 2.0 client-credentials access token' } },
+      schemas: Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'An API key (bulb_key_…) or an OAuth 2.0 access token (bulb_at_…)' },
+        clientBasic: { type: 'http', scheme: 'basic', description: 'OAuth client id and secret (token endpoint only)' },
+        oauth2: {
+          type: 'oauth2',
+          description: 'OAuth 2.0 client credentials (RFC 6749 §4.4): client id and secret by HTTP Basic or form fields',
+          flows: { clientCredentials: { tokenUrl: TOKEN_PATH, scopes: { read: 'read CRM data', write: 'read and change CRM data', admin: 'everything, including /integrations' } } },
+        },
+      },
     },
   };
 }

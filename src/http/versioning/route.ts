@@ -11,7 +11,18 @@ export interface RouteSchema {
   params?: TSchema;
   querystring?: TSchema;
   body?: TSchema;
-  /** status → schema, used for the OpenAPI document (responses are not re-serialised through it). */
+  /**
+   * The body as the OpenAPI document shows it, when the handler checks it itself and `body` is
+   * deliberately looser (bulk: items are validated one by one, so one bad item does not fail the call).
+   */
+  documentedBody?: TSchema;
+  /**
+   * status → schema of every status the route answers (2xx and route-specific errors such as
+   * `404: ErrorBody`, `409: ErrorBody`), used for the OpenAPI document and checked by the contract test
+   * (responses are not re-serialised through it). 400, 401, 403 (write/admin), 404 (paths with
+   * parameters), 413/415 (methods with a body) and 429 are added by the document itself.
+   * A 204 is declared as `204: NoContent`.
+   */
   response?: Record<number, TSchema>;
 }
 
@@ -27,6 +38,8 @@ export interface RouteDef {
   /** Last version serving the route (inclusive); absent: still served. */
   until?: string;
   summary: string;
+  /** Longer text for the document (from SPEC); optional. */
+  description?: string;
   tag: string;
   schema: RouteSchema;
   /** An administrative or destructive act: recorded in the audit log after success (src/audit/, SPEC §15). */

@@ -1,0 +1,1 @@
+export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type VerifyOptions } from './webhooks/verify.ts';

@@ -1,0 +1,113 @@
+// Texts of the OpenAPI documents taken from SPEC (tag and operation descriptions), and the OAuth 2.0
+// token endpoint (POST /auth/oauth2/token), which is not a versioned route but belongs in every document.
+// A route may carry its own `description`; this table is the fallback for the routes of the first edition.
+import { Type } from '@sinclair/typebox';
+
+export const TOKEN_PATH = '/auth/oauth2/token';
+
+export const TAGS: Record<string, string> = {
+  Customers: 'Customer records (SPEC §4). A `{id}` path segment accepts the uuid or the externalId (a uuid match wins).',
+  'Customer data': 'Orders, follow-ups, notes, messages, preferences, product shares and associations attached to a customer.',
+  'Customer merge': 'Merging secondary customers into a primary (SPEC §6), one transaction, with a merge record.',
+  Associates: 'Store employees.',
+  Integrations: 'API keys and OAuth clients (admin scope). Secrets are shown once, on creation.',
+  Webhooks: 'Signed webhook subscriptions, deliveries and the attempt log (SPEC §7, admin scope).',
+  OAuth: 'OAuth 2.0 client credentials: exchange a client id and secret for a one-hour access token.',
+};
+
+export const DESCRIPTIONS: Record<string, string> = {
+  'customers.list': 'Cursor pagination (`limit` 1–250, default 50; `cursor`). Filters `externalId`, `email`, `q`, `status` (default `active`; `disabled`, `all`), `updatedSince`. A cursor walk visits each record exactly once even while records are added.',
+  'customers.create': 'Creates a customer and emits `customerCreate`. A duplicate `externalId` answers 409 `Conflict`. Read-only fields (`uuid`, `status`, `mergedInto`, timestamps) are refused as unknown fields.',
+  'customers.get': 'A disabled (merged-away) customer is returned with `status: disabled` and `mergedInto` naming the final surviving primary.',
+  'customers.put': 'Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 409 `CustomerDisabled`.',
+  'customers.patch': 'Changes only the fields the body carries (`null` clears a field). A disabled customer answers 409 `CustomerDisabled`. A no-op writes nothing and emits no event.',
+  'customers.bulk': 'A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept).',
+  'customers.merge': 'Merges the secondaries (by externalId) into the primary in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 409 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.',
+  'customers.mergeByUuid': 'Legacy merge door (until 2022-08) naming secondaries by Bulb uuid; answers the primary customer.',
+  'customers.mergeByExternalId': 'Legacy merge door (until 2022-08) naming secondaries by externalId; answers the primary customer.',
+  'customers.merges': 'Merge records where the customer is primary or secondary, oldest first, paginated.',
+  'customerNotes.get': 'A note by its uuid.',
+  'customerNotes.put': 'Full replace of a note (`type`, `body`, optional `associateUuid`); emits `customerNoteUpdate` when something changed.',
+  'apiKeys.create': 'Answers 201 with `key`, shown in this answer only (stored as a hash).',
+  'apiKeys.list': 'Active API keys, without their secret.',
+  'apiKeys.revoke': 'Revokes the key at once; 204.',
+  'authClients.create': 'Answers 201 with `clientSecret`, shown in this answer only. Exchange it at POST /auth/oauth2/token.',
+  'authClients.list': 'Active OAuth clients, without their secret.',
+  'authClients.revoke': 'Revokes the client and every access token it obtained; 204.',
+  'webhooks.eventTypes': 'The event types a subscription can listen for.',
+  'webhooks.subscriptions.create': 'Answers 201 including `signingSecret` (`whsec_` + base64 of 32 random bytes). The URL must be http(s), at most 2048 characters, and (unless BULB_WEBHOOK_ALLOW_PRIVATE) must not resolve to a loopback, private, link-local, CGNAT, multicast or unspecified address.',
+  'webhooks.subscriptions.rotateSecret': 'Makes a new signing secret; every rotated-out secret keeps signing for 24 h after its rotation (`webhook-signature` carries one signature per valid secret).',
+  'webhooks.subscriptions.test': 'Sends a `webhookTest` event to this subscription now (409 when the subscription is inactive).',
+  'webhooks.subscriptions.delete': 'Soft delete: pending deliveries are cancelled, logs stay; 204.',
+  'webhooks.subscriptions.recover': 'Re-queues every failed delivery of the subscription created since `since`.',
+  'webhooks.deliveries.retry': 'Attempts the delivery now, once; a cancelled delivery (deleted subscription) answers 409.',
+  'webhooks.logs': 'One row per attempt, newest first, with request headers (credentials redacted), request body and the first 4 KiB of the response.',
+};
+
+const Scope = Type.Unsafe<string>({ type: 'string', description: 'space-separated subset of the client\'s scopes (read, write, admin); default: all of them' });
+
+export const tokenSchemas = {
+  TokenRequest: Type.Object(
+    {
+      grant_type: Type.Literal('client_credentials'),
+      client_id: Type.Optional(Type.String({ description: 'unless sent by HTTP Basic' })),
+      client_secret: Type.Optional(Type.String({ description: 'unless sent by HTTP Basic' })),
+      scope: Type.Optional(Scope),
+    },
+    { title: 'TokenRequest' },
+  ),
+  TokenResponse: Type.Object(
+    {
+      access_token: Type.String({ description: 'bulb_at_…; send as Authorization: Bearer' }),
+      token_type: Type.Literal('Bearer'),
+      expires_in: Type.Integer({ description: 'seconds (one hour)' }),
+      scope: Type.String(),
+    },
+    { title: 'TokenResponse', examples: [{ access_token: 'bulb_at_3q2-7wEXAMPLE', token_type: 'Bearer', expires_in: 3600, scope: 'read write' }] },
+  ),
+  OAuthError: Type.Object(
+    {
+      error: Type.String({ description: 'RFC 6749 §5.2 code: invalid_request, invalid_client, invalid_scope, unsupported_grant_type…' }),
+      error_description: Type.String(),
+      errors: Type.Array(Type.Object({ message: Type.String(), errorCode: Type.String(), moreInfo: Type.String() }), { description: 'the SPEC §3 error list, beside the RFC fields' }),
+    },
+    { title: 'OAuthError' },
+  ),
+};
+
+type Lift = (schema: unknown) => unknown;
+
+/** The operation of POST /auth/oauth2/token. */
+export function tokenOperation(_components: unknown, lift: Lift, errorResponse: (code: number) => unknown) {
+  const oauthError = (description: string, error: string, text: string) => ({
+    description,
+    content: {
+      'application/json': {
+        schema: lift(tokenSchemas.OAuthError),
+        example: { error, error_description: text, errors: [{ message: text, errorCode: error === 'invalid_client' ? 'Unauthorized' : 'InvalidParameterError', moreInfo: error }] },
+      },
+    },
+  });
+  const form = { schema: lift(tokenSchemas.TokenRequest), example: { grant_type: 'client_credentials', client_id: 'bulb_ci_EXAMPLE', client_secret: 'bulb_cs_EXAMPLE' } };
+  return {
+    operationId: 'oauth2Token',
+    summary: 'Obtain an access token (OAuth 2.0 client credentials)',
+    description:
+      'RFC 6749 §4.4. The client id and secret come by HTTP Basic (`Authorization: Basic base64(id:secret)`) or as the form fields ' +
+      '`client_id`/`client_secret`, not both. Answers a Bearer token valid for one hour. Errors per RFC 6749 §5.2, with the SPEC error list beside them.',
+    tags: ['OAuth'],
+    security: [{}, { clientBasic: [] }],
+    requestBody: { required: true, content: { 'application/x-www-form-urlencoded': form, 'application/json': form } },
+    responses: {
+      '200': {
+        description: 'An access token',
+        headers: { 'Cache-Control': { description: 'no-store', schema: { type: 'string' } } },
+        content: { 'application/json': { schema: lift(tokenSchemas.TokenResponse) } },
+      },
+      '400': oauthError('Bad request (invalid_request, unsupported_grant_type, invalid_scope)', 'unsupported_grant_type', 'only client_credentials is supported'),
+      '401': oauthError('Client authentication failed (invalid_client)', 'invalid_client', 'client authentication failed'),
+      '413': errorResponse(413),
+      '415': errorResponse(415),
+    },
+  };
+}
