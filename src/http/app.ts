@@ -1,4 +1,5 @@
 // Builds the Fastify application: error shape, versioned routes, auth, rate limit, docs, operations.
+import { readFile } from 'node:fs/promises';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
 import { Ajv } from 'ajv';
@@ -7,7 +8,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
 import { allows } from '../auth/principal.ts';
-import { ApiError, clientErrorHandler, errorHandler, rejectNul, sendError } from './errors.ts';
+import { ApiError, clientErrorHandler, errorHandler, rejectNul, sendError, toApiError } from './errors.ts';
 import { RateLimiter } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
 import { Registry } from './versioning/registry.ts';
@@ -54,12 +55,13 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
   // Bodies are JSON (the token endpoint adds form bodies in its own scope); anything else is a 415.
   app.removeContentTypeParser('text/plain');
-  // A DELETE that says Content-Type: application/json but sends no body (many HTTP clients do) is served;
-  // other methods keep Fastify's parser (an empty JSON body on POST/PUT/PATCH is InvalidJson).
+  // A request that says Content-Type: application/json but sends no body (many HTTP clients set the header
+  // on every call) is served when its route takes no body (DELETE, POST …/test, …/rotateSecret, …/retry);
+  // on a route that takes a body, an empty JSON body is InvalidJson.
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (body === '' && req.method === 'DELETE') return done(null, undefined);
+    if (body === '' && !req.routeOptions.schema?.body) return done(null, undefined);
     return json(req, body as string, done);
   });
   // Import files (NDJSON, CSV) are streamed by their route (rawBody), never buffered; other routes refuse them.
@@ -133,6 +135,13 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
 
   await app.register(async (scope) => {
     await scope.register(formbody, { bodyLimit: 64 * 1024 });
+    // Body errors at the token endpoint (bad JSON, too large, wrong type) answer RFC 6749's shape too.
+    scope.setErrorHandler((err, req, reply) => {
+      const { status, entries, headers } = toApiError(err);
+      if (status >= 500) return errorHandler(err, req, reply);
+      for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+      return reply.code(status).header('cache-control', 'no-store').send({ error: 'invalid_request', error_description: entries[0].message, errors: entries });
+    });
     tokenRoutes(scope, s);
   });
 
@@ -151,9 +160,23 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   });
 
   await app.register(swagger, { mode: 'static', specification: { document: openapi.get(LATEST) as any } });
+  // /docs: Bulb's logo instead of Fastify's, and the console's security headers (no framing, no inline
+  // script; Swagger UI sets styles through the CSSOM, which style-src 'self' allows).
+  const logo = { type: 'image/svg+xml', content: await readFile(new URL('../console/public/favicon.svg', import.meta.url)) };
   await app.register(swaggerUi, {
     routePrefix: '/docs',
+    logo: { ...logo, href: '/docs', target: '_self' },
+    theme: { title: 'Bulb API reference', favicon: [{ filename: 'favicon.svg', rel: 'icon', sizes: 'any', type: logo.type, content: logo.content }] },
     uiConfig: { urls: [...VERSION_IDS].reverse().map((v) => ({ url: `/api/${v}/openapi.json`, name: v })) } as any,
+  });
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.url === '/docs' || req.url.startsWith('/docs/') || req.url.startsWith('/docs?')) {
+      reply.header('content-security-policy', DOCS_CSP);
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('referrer-policy', 'no-referrer');
+      reply.header('x-frame-options', 'DENY');
+    }
+    return payload;
   });
   await app.register(consolePlugin);
 
@@ -183,6 +206,23 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
 
   return app;
 }
+
+/**
+ * As the console's, plus data: images (the logo is inlined by Swagger UI) and the one inline <style> that
+ * Swagger UI injects, allowed by its hash (test/console/docs.test.ts fails on any CSP violation, so a new
+ * Swagger UI whose style differs shows up there).
+ */
+const DOCS_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "object-src 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 function unsupportedVersion(v: string) {
   return new ApiError('UnsupportedApiVersion', `API version "${v.slice(0, 40)}" is not supported; supported versions: ${VERSION_IDS.join(', ')}`, `see /api/versions`);

@@ -6,14 +6,15 @@ import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import * as S from './schema.ts';
 import { shapeCustomer } from './service.ts';
-import { itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
+import { BulkItem, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
+import { Type } from '@sinclair/typebox';
 
 export function bulkRoutes(s: Services): RouteDef[] {
   return [
     {
       tag: 'Customers', id: 'customers.bulk', method: 'POST', path: '/crm/customers/bulk', scope: 'write', since: '2022-08',
       summary: 'Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item',
-      schema: { body: S.BulkBody, response: { 200: S.BulkResult } },
+      schema: { body: S.BulkBody, documentedBody: Type.Array(BulkItem, { minItems: 1, maxItems: 100 }), response: { 200: S.BulkResult } },
       handler: async (req) => {
         const items = req.body as unknown[];
         const results: unknown[] = new Array(items.length);

@@ -28,7 +28,7 @@ export const BulkItem = Type.Object(
     socialProfiles: Type.Optional(List(SocialProfile)),
     loyaltyTier: Type.Optional(NullableStr(100)),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CustomerBulkItem', description: 'externalId is the key; from 2026-11 an item for an existing customer is a patch (null clears a field), until 2025-04 it replaces the record' },
 );
 export type BulkItemT = Static<typeof BulkItem>;
 

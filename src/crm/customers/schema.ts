@@ -92,8 +92,6 @@ export const ListQuery = Type.Object(
 export type ListQueryT = Static<typeof ListQuery>;
 
 export const BulkBody = Type.Array(Type.Unknown(), { minItems: 1, maxItems: 100, description: '1–100 customers, upserted by externalId' });
-/** What the document shows for the bulk body (items are validated one by one by the handler). */
-export const BulkBodyDoc = Type.Array(CustomerCreate, { minItems: 1, maxItems: 100, description: '1–100 customers, upserted by externalId' });
 export const BulkResult = Type.Object({
   results: Type.Array(
     Type.Object({

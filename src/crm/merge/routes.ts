@@ -8,7 +8,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { notFound } from '../../http/errors.ts';
-import { ErrorBody } from '../../http/schema.ts';
 import { decodeCursor, Page, pageOf } from '../../http/pagination.ts';
 import { sourceOf } from '../../http/context.ts';
 import { isoNN } from '../../http/time.ts';

@@ -78,7 +78,7 @@ export const tokenSchemas = {
 type Lift = (schema: unknown) => unknown;
 
 /** The operation of POST /auth/oauth2/token. */
-export function tokenOperation(_components: unknown, lift: Lift, errorResponse: (code: number) => unknown) {
+export function tokenOperation(lift: Lift) {
   const oauthError = (description: string, error: string, text: string) => ({
     description,
     content: {
@@ -106,8 +106,8 @@ export function tokenOperation(_components: unknown, lift: Lift, errorResponse: 
       },
       '400': oauthError('Bad request (invalid_request, unsupported_grant_type, invalid_scope)', 'unsupported_grant_type', 'only client_credentials is supported'),
       '401': oauthError('Client authentication failed (invalid_client)', 'invalid_client', 'client authentication failed'),
-      '413': errorResponse(413),
-      '415': errorResponse(415),
+      '413': oauthError('Body over 64 KiB (invalid_request)', 'invalid_request', 'request body exceeds 1 MiB'),
+      '415': oauthError('Body is neither a form nor JSON (invalid_request)', 'invalid_request', 'unsupported Content-Type'),
     },
   };
 }

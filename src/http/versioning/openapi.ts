@@ -119,7 +119,7 @@ export function openApiDocument(registry: Registry, version: string, serviceName
     (paths[p] ??= {})[vr.def.method.toLowerCase()] = operation(vr, components);
     tags.add(vr.def.tag);
   }
-  paths[TOKEN_PATH] = { post: tokenOperation(components, (s) => lift(s, components), (code) => errorResponse(code, components)) };
+  paths[TOKEN_PATH] = { post: tokenOperation((s) => lift(s, components)) };
   tags.add('OAuth');
   return {
     openapi: '3.1.0',

@@ -1,6 +1,7 @@
 // Turns declared routes and version changes into Fastify routes for every version, and answers
 // which versions serve a path (for EndpointNotInVersion / MethodNotAllowed).
 import FindMyWay from 'find-my-way';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Method, RouteDef, RouteMigration, RouteSchema, VersionChange } from './route.ts';
 import { VERSION_IDS, cmpVersion } from './versions.ts';
@@ -12,6 +13,8 @@ export interface VersionedRoute {
   /** Changes newer than the version, oldest first. */
   migrations: RouteMigration[];
 }
+
+const NO_QUERY = Type.Object({}, { additionalProperties: false });
 
 export function servesVersion(def: RouteDef, v: string): boolean {
   return cmpVersion(def.since, v) <= 0 && (def.until === undefined || cmpVersion(v, def.until) <= 0);
@@ -65,9 +68,11 @@ export class Registry {
         app.route({
           method: def.method,
           url: `/api/${v}${def.path}`,
-          schema: Object.fromEntries(
-            (['params', 'querystring', 'body'] as const).filter((k) => vr.schema[k]).map((k) => [k, vr.schema[k]]),
-          ),
+          schema: {
+            ...Object.fromEntries((['params', 'body'] as const).filter((k) => vr.schema[k]).map((k) => [k, vr.schema[k]])),
+            // Unknown query parameters are a 400, also on routes without a query schema or with an open one.
+            querystring: vr.schema.querystring ? { ...vr.schema.querystring, additionalProperties: vr.schema.querystring.additionalProperties ?? false } : NO_QUERY,
+          },
           config: { routeId: def.id, scope: def.scope, apiVersion: v, rawBody: def.rawBody === true },
           onRequest: preHandlers.auth,
           handler: async (req, reply) => {
