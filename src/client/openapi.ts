@@ -1,0 +1,11510 @@
+// Generated from the 2026-11 OpenAPI document by scripts/client-types.ts (npm run build); do not edit.
+export interface paths {
+    "/api/2026-11/crm/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List customers (cursor pagination; filters externalId, email, status, updatedSince)
+         * @description Cursor pagination (`limit` 1–250, default 50; `cursor`). Filters `externalId`, `email`, `q`, `status` (default `active`; `disabled`, `all`), `updatedSince`. A cursor walk visits each record exactly once even while records are added.
+         */
+        get: operations["customersList"];
+        put?: never;
+        /**
+         * Create a customer (409 when the externalId exists)
+         * @description Creates a customer and emits `customerCreate`. A duplicate `externalId` answers 409 `Conflict`. Read-only fields (`uuid`, `status`, `mergedInto`, timestamps) are refused as unknown fields.
+         */
+        post: operations["customersCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a customer by uuid or externalId (merged-away customers show status and mergedInto)
+         * @description A disabled (merged-away) customer is returned with `status: disabled` and `mergedInto` naming the final surviving primary.
+         */
+        get: operations["customersGet"];
+        /**
+         * Replace a customer, or create it (201) when the externalId is unknown
+         * @description Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 409 `CustomerDisabled`.
+         */
+        put: operations["customersPut"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update some fields of a customer
+         * @description Changes only the fields the body carries (`null` clears a field). A disabled customer answers 409 `CustomerDisabled`. A no-op writes nothing and emits no event.
+         */
+        patch: operations["customersPatch"];
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item
+         * @description A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept).
+         */
+        post: operations["customersBulk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export every matching customer as NDJSON (application/x-ndjson, one Customer per line) from one consistent snapshot; gzip when accepted
+         * @description Export every matching customer as NDJSON (application/x-ndjson, one Customer per line) from one consistent snapshot; gzip when accepted
+         */
+        get: operations["customersExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/associates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List associates (cursor pagination)
+         * @description List associates (cursor pagination)
+         */
+        get: operations["associatesList"];
+        put?: never;
+        /**
+         * Create an associate (409 when the externalId exists)
+         * @description Create an associate (409 when the externalId exists)
+         */
+        post: operations["associatesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/associates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an associate by uuid or externalId
+         * @description Get an associate by uuid or externalId
+         */
+        get: operations["associatesGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's order records (cursor pagination)
+         * @description List a customer's order records (cursor pagination)
+         */
+        get: operations["customersOrdersList"];
+        put?: never;
+        /**
+         * Add a order to a customer
+         * @description Add a order to a customer
+         */
+        post: operations["customersOrdersCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/followUps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's follow-up records (cursor pagination)
+         * @description List a customer's follow-up records (cursor pagination)
+         */
+        get: operations["customersFollowUpsList"];
+        put?: never;
+        /**
+         * Add a follow-up to a customer
+         * @description Add a follow-up to a customer
+         */
+        post: operations["customersFollowUpsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's note records (cursor pagination)
+         * @description List a customer's note records (cursor pagination)
+         */
+        get: operations["customersNotesList"];
+        put?: never;
+        /**
+         * Add a note to a customer
+         * @description Add a note to a customer
+         */
+        post: operations["customersNotesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's message records (cursor pagination)
+         * @description List a customer's message records (cursor pagination)
+         */
+        get: operations["customersMessagesList"];
+        put?: never;
+        /**
+         * Add a message to a customer
+         * @description Add a message to a customer
+         */
+        post: operations["customersMessagesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's preference records (cursor pagination)
+         * @description List a customer's preference records (cursor pagination)
+         */
+        get: operations["customersPreferencesList"];
+        put?: never;
+        /**
+         * Add a preference to a customer
+         * @description Add a preference to a customer
+         */
+        post: operations["customersPreferencesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/productShares": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's product share records (cursor pagination)
+         * @description List a customer's product share records (cursor pagination)
+         */
+        get: operations["customersProductSharesList"];
+        put?: never;
+        /**
+         * Add a product share to a customer
+         * @description Add a product share to a customer
+         */
+        post: operations["customersProductSharesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/associates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's customer–associate association records (cursor pagination)
+         * @description List a customer's customer–associate association records (cursor pagination)
+         */
+        get: operations["customersAssociatesList"];
+        put?: never;
+        /**
+         * Add a customer–associate association to a customer (409 when the pair exists)
+         * @description Add a customer–associate association to a customer (409 when the pair exists)
+         */
+        post: operations["customersAssociatesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customerNotes/{uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a customer note
+         * @description A note by its uuid.
+         */
+        get: operations["customerNotesGet"];
+        /**
+         * Replace a customer note (emits customerNoteUpdate when it changes)
+         * @description Full replace of a note (`type`, `body`, optional `associateUuid`); emits `customerNoteUpdate` when something changed.
+         */
+        put: operations["customerNotesPut"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Merge secondary customers (by externalId) into the primary; ?dryRun=true previews the counts
+         * @description Merges the secondaries (by externalId) into the primary in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 409 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
+         */
+        post: operations["customersMerge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/merges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Merge history of a customer (as primary or as secondary), oldest first
+         * @description Merge records where the customer is primary or secondary, oldest first, paginated.
+         */
+        get: operations["customersMerges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/merges/{mergeUuid}/undo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Undo a merge within BULB_UNMERGE_WINDOW_DAYS: secondaries active again, journaled rows moved back; ?dryRun=true previews
+         * @description Undo a merge within BULB_UNMERGE_WINDOW_DAYS: secondaries active again, journaled rows moved back; ?dryRun=true previews
+         */
+        post: operations["mergesUndo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customers/{id}/duplicates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Active customers likely to be the same person as this one, best first, with a score and its reasons
+         * @description Active customers likely to be the same person as this one, best first, with a score and its reasons
+         */
+        get: operations["customersDuplicates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/duplicates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Candidate duplicate pairs across all active customers, best first (minScore, default 0.8)
+         * @description Candidate duplicate pairs across all active customers, best first (minScore, default 0.8)
+         */
+        get: operations["duplicatesList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/apiKeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List active API keys
+         * @description Active API keys, without their secret.
+         */
+        get: operations["apiKeysList"];
+        put?: never;
+        /**
+         * Create an API key (the key is shown only in this answer)
+         * @description Answers 201 with `key`, shown in this answer only (stored as a hash).
+         */
+        post: operations["apiKeysCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/apiKeys/{uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Revokes the key at once; 204.
+         */
+        delete: operations["apiKeysRevoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/authClients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List active OAuth clients
+         * @description Active OAuth clients, without their secret.
+         */
+        get: operations["authClientsList"];
+        put?: never;
+        /**
+         * Create an OAuth client (the secret is shown only in this answer)
+         * @description Answers 201 with `clientSecret`, shown in this answer only. Exchange it at POST /auth/oauth2/token.
+         */
+        post: operations["authClientsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/authClients/{uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an OAuth client and its tokens
+         * @description Revokes the client and every access token it obtained; 204.
+         */
+        delete: operations["authClientsRevoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/eventTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the event types a subscription can listen for
+         * @description The event types a subscription can listen for.
+         */
+        get: operations["webhooksEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook subscriptions
+         * @description List webhook subscriptions
+         */
+        get: operations["webhooksSubscriptionsList"];
+        put?: never;
+        /**
+         * Create a subscription; the answer shows its signingSecret
+         * @description Answers 201 including `signingSecret` (`whsec_` + base64 of 32 random bytes). The URL must be http(s), at most 2048 characters, and (unless BULB_WEBHOOK_ALLOW_PRIVATE) must not resolve to a loopback, private, link-local, CGNAT, multicast or unspecified address.
+         */
+        post: operations["webhooksSubscriptionsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/subscriptions/{uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a subscription (credentials are never returned)
+         * @description Get a subscription (credentials are never returned)
+         */
+        get: operations["webhooksSubscriptionsGet"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a subscription; its pending deliveries are cancelled
+         * @description Soft delete: pending deliveries are cancelled, logs stay; 204.
+         */
+        delete: operations["webhooksSubscriptionsDelete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a subscription (activate/deactivate with isActive)
+         * @description Change a subscription (activate/deactivate with isActive)
+         */
+        patch: operations["webhooksSubscriptionsPatch"];
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/subscriptions/{uuid}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reveal the signing secret
+         * @description Reveal the signing secret
+         */
+        get: operations["webhooksSubscriptionsSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/subscriptions/{uuid}/rotateSecret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a new signing secret; the previous one keeps signing for 24 h
+         * @description Makes a new signing secret; every rotated-out secret keeps signing for 24 h after its rotation (`webhook-signature` carries one signature per valid secret).
+         */
+        post: operations["webhooksSubscriptionsRotateSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/subscriptions/{uuid}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhookTest event to this subscription now
+         * @description Sends a `webhookTest` event to this subscription now (409 when the subscription is inactive).
+         */
+        post: operations["webhooksSubscriptionsTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/subscriptions/{uuid}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-queue every failed delivery of this subscription created since a time
+         * @description Re-queues every failed delivery of the subscription created since `since`.
+         */
+        post: operations["webhooksSubscriptionsRecover"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deliveries, newest first (filter by status, subscription, eventType)
+         * @description List deliveries, newest first (filter by status, subscription, eventType)
+         */
+        get: operations["webhooksDeliveriesList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/deliveries/{uuid}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Attempt a delivery now
+         * @description Attempts the delivery now, once; a cancelled delivery (deleted subscription) answers 409.
+         */
+        post: operations["webhooksDeliveriesRetry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Delivery attempts, newest first (filters subscription, eventType, outcome, since, until)
+         * @description One row per attempt, newest first, with request headers (credentials redacted), request body and the first 4 KiB of the response.
+         */
+        get: operations["webhooksLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events, oldest first (filters eventType, since, until, resourceUuid; cursor pagination)
+         * @description List events, oldest first (filters eventType, since, until, resourceUuid; cursor pagination)
+         */
+        get: operations["eventsList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/events/{uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one event by uuid
+         * @description Get one event by uuid
+         */
+        get: operations["eventsGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List imports, newest first
+         * @description List imports, newest first
+         */
+        get: operations["importsList"];
+        put?: never;
+        /**
+         * Import customers from an NDJSON (application/x-ndjson) or CSV (text/csv) file sent as the body, up to 2 GiB; answers 202 once received
+         * @description Import customers from an NDJSON (application/x-ndjson) or CSV (text/csv) file sent as the body, up to 2 GiB; answers 202 once received
+         */
+        post: operations["importsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/imports/{uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An import with its progress (rowsDone, rowsPerSecond, estimatedSecondsLeft)
+         * @description An import with its progress (rowsDone, rowsPerSecond, estimatedSecondsLeft)
+         */
+        get: operations["importsGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/imports/{uuid}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The lines that failed, as NDJSON: {"line","errors":[…]} per line, in line order
+         * @description The lines that failed, as NDJSON: {"line","errors":[…]} per line, in line order
+         */
+        get: operations["importsErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/imports/{uuid}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an import; chunks already applied stay
+         * @description Cancel an import; chunks already applied stay
+         */
+        post: operations["importsCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/auditLog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log: administrative and destructive acts, newest first (append-only)
+         * @description The audit log: administrative and destructive acts, newest first (append-only)
+         */
+        get: operations["auditLogList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/oauth2/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Obtain an access token (OAuth 2.0 client credentials)
+         * @description RFC 6749 §4.4. The client id and secret come by HTTP Basic (`Authorization: Basic base64(id:secret)`) or as the form fields `client_id`/`client_secret`, not both. Answers a Bearer token valid for one hour. Errors per RFC 6749 §5.2, with the SPEC error list beside them.
+         */
+        post: operations["oauth2Token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        /** Address */
+        Address: {
+            line1?: string | null;
+            line2?: string | null;
+            city?: string | null;
+            region?: string | null;
+            postalCode?: string | null;
+            country?: string | null;
+            type?: string | null;
+            isPrimary?: boolean;
+        };
+        /**
+         * ApiKey
+         * @description An API key, without its secret
+         */
+        ApiKey: {
+            uuid: string;
+            name: string;
+            prefix: string;
+            scopes: components["schemas"]["Scope"][];
+            /** Format: date-time */
+            createdAt: string;
+            lastUsedAt: string | null;
+        };
+        /** ApiKeyCreated */
+        ApiKeyCreated: {
+            uuid: string;
+            name: string;
+            prefix: string;
+            scopes: components["schemas"]["Scope"][];
+            /** Format: date-time */
+            createdAt: string;
+            lastUsedAt: string | null;
+            /** @description the secret, shown only in this answer */
+            key: string;
+        };
+        /**
+         * ApiKeyPage
+         * @description One page of a list
+         */
+        ApiKeyPage: {
+            data: components["schemas"]["ApiKey"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * Associate
+         * @description A store employee
+         */
+        Associate: {
+            /** Format: uuid */
+            uuid: string;
+            externalId: string;
+            firstName: string | null;
+            lastName: string | null;
+            email: string | null;
+            storeId: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** AssociateCreate */
+        AssociateCreate: {
+            /** @description the integrator's identifier, unique */
+            externalId: string;
+            firstName?: string | null;
+            lastName?: string | null;
+            email?: string | null;
+            storeId?: string | null;
+        };
+        /**
+         * AssociatePage
+         * @description One page of a list
+         */
+        AssociatePage: {
+            data: components["schemas"]["Associate"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /** Association */
+        Association: {
+            /** Format: uuid */
+            uuid: string;
+            /** Format: uuid */
+            customerUuid: string;
+            /** Format: date-time */
+            createdAt: string;
+            associateUuid: string;
+            role: string | null;
+        };
+        /** AssociationCreate */
+        AssociationCreate: {
+            /** Format: uuid */
+            associateUuid: string;
+            role?: string | null;
+        };
+        /**
+         * AssociationPage
+         * @description One page of a list
+         */
+        AssociationPage: {
+            data: components["schemas"]["Association"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * Attempt
+         * @description One delivery attempt of the log
+         */
+        Attempt: {
+            uuid: string;
+            deliveryUuid: string;
+            eventUuid: string;
+            subscriptionUuid: string;
+            eventType: string;
+            url: string;
+            attemptNumber: number;
+            /** Format: date-time */
+            startedAt: string;
+            durationMs: number;
+            statusCode: number | null;
+            errorCode: components["schemas"]["AttemptErrorCode"] | null;
+            /** @enum {string} */
+            outcome: "success" | "failure";
+            nextAttemptAt: string | null;
+            requestHeaders: {
+                [key: string]: string;
+            };
+            requestBody: string;
+            responseBody: string | null;
+        };
+        /**
+         * AttemptErrorCode
+         * @enum {string}
+         */
+        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS";
+        /**
+         * AttemptPage
+         * @description One page of a list
+         */
+        AttemptPage: {
+            data: components["schemas"]["Attempt"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /** AuditEntry */
+        AuditEntry: {
+            /** Format: uuid */
+            uuid: string;
+            /**
+             * Format: date-time
+             * @description when the act happened
+             */
+            createdAt: string;
+            /** @enum {string} */
+            action: "apiKey.created" | "apiKey.revoked" | "authClient.created" | "authClient.revoked" | "subscription.created" | "subscription.changed" | "subscription.deleted" | "subscription.disabled" | "subscription.secretRevealed" | "subscription.secretRotated" | "merge.created" | "merge.undone" | "import.started" | "import.cancelled";
+            actor: {
+                /** @enum {string} */
+                type: "apiKey" | "authClient" | "system";
+                /** @description the API key or auth client; null for system */
+                uuid: string | null;
+                /** @description its name when the act happened */
+                name: string | null;
+            };
+            target: {
+                /** @description ApiKey, AuthClient, WebhookSubscription, Customer, Merge, Import */
+                type: string;
+                /** @description the target uuid */
+                id: string | null;
+            };
+            /** @description of the request (null for system acts) */
+            ipAddress: string | null;
+            /** @description what else identifies the act (never a secret) */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * AuditEntryPage
+         * @description One page of a list
+         */
+        AuditEntryPage: {
+            data: components["schemas"]["AuditEntry"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * AuthClient
+         * @description An OAuth 2.0 client, without its secret
+         */
+        AuthClient: {
+            uuid: string;
+            name: string;
+            clientId: string;
+            scopes: components["schemas"]["Scope"][];
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** AuthClientCreated */
+        AuthClientCreated: {
+            uuid: string;
+            name: string;
+            clientId: string;
+            scopes: components["schemas"]["Scope"][];
+            /** Format: date-time */
+            createdAt: string;
+            /** @description the secret, shown only in this answer */
+            clientSecret: string;
+        };
+        /**
+         * AuthClientPage
+         * @description One page of a list
+         */
+        AuthClientPage: {
+            data: components["schemas"]["AuthClient"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * AuthMethod
+         * @enum {string}
+         */
+        AuthMethod: "NONE" | "BASIC" | "BEARER";
+        /** BulkItemResult */
+        BulkItemResult: {
+            /** @description position of the item in the request */
+            index: number;
+            status: 200 | 201 | 400 | 409;
+            customer?: components["schemas"]["Customer"];
+            errors?: components["schemas"]["ErrorEntry"][];
+        };
+        /**
+         * BulkResult
+         * @description One result per item, in order
+         */
+        BulkResult: {
+            results: components["schemas"]["BulkItemResult"][];
+        };
+        /**
+         * CredentialCreate
+         * @description A name and the scopes (read ⊂ write ⊂ admin)
+         */
+        CredentialCreate: {
+            name: string;
+            scopes: components["schemas"]["Scope"][];
+        };
+        /**
+         * Customer
+         * @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer.
+         * @example {
+         *       "uuid": "0b0f6a8e-5d0c-4a43-9e3a-2f5d7c1e9a10",
+         *       "externalId": "ext-2155",
+         *       "status": "active",
+         *       "firstName": "Ada",
+         *       "lastName": "Lovelace",
+         *       "emails": [
+         *         {
+         *           "email": "ada@example.org",
+         *           "type": "home",
+         *           "isPrimary": true
+         *         }
+         *       ],
+         *       "phones": [],
+         *       "addresses": [],
+         *       "socialProfiles": [],
+         *       "loyaltyTier": "gold",
+         *       "mergedInto": null,
+         *       "createdAt": "2026-11-02T10:00:00.000Z",
+         *       "updatedAt": "2026-11-02T10:00:00.000Z"
+         *     }
+         */
+        Customer: {
+            /** Format: uuid */
+            uuid: string;
+            externalId: string;
+            /** @enum {string} */
+            status: "active" | "disabled";
+            firstName: string | null;
+            lastName: string | null;
+            emails: components["schemas"]["Email"][];
+            phones: components["schemas"]["Phone"][];
+            addresses: components["schemas"]["Address"][];
+            socialProfiles: components["schemas"]["SocialProfile"][];
+            loyaltyTier: string | null;
+            mergedInto: components["schemas"]["CustomerRef"] | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * CustomerBulkItem
+         * @description externalId is the key; from 2026-11 an item for an existing customer is a patch (null clears a field), until 2025-04 it replaces the record
+         */
+        CustomerBulkItem: {
+            /** @description the integrator's identifier, unique */
+            externalId: string;
+            firstName?: string | null;
+            lastName?: string | null;
+            emails?: components["schemas"]["Email"][] | null;
+            phones?: components["schemas"]["Phone"][] | null;
+            addresses?: components["schemas"]["Address"][] | null;
+            socialProfiles?: components["schemas"]["SocialProfile"][] | null;
+            loyaltyTier?: string | null;
+        };
+        /**
+         * CustomerCreate
+         * @description A new customer
+         */
+        CustomerCreate: {
+            /** @description the integrator's identifier, unique */
+            externalId: string;
+            firstName?: string | null;
+            lastName?: string | null;
+            emails?: components["schemas"]["Email"][];
+            phones?: components["schemas"]["Phone"][];
+            addresses?: components["schemas"]["Address"][];
+            socialProfiles?: components["schemas"]["SocialProfile"][];
+            loyaltyTier?: string | null;
+        };
+        /**
+         * CustomerPage
+         * @description One page of a list
+         */
+        CustomerPage: {
+            data: components["schemas"]["Customer"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * CustomerPatch
+         * @description Only the fields sent change; null clears a field
+         */
+        CustomerPatch: {
+            /** @description the integrator's identifier, unique */
+            externalId?: string;
+            firstName?: string | null;
+            lastName?: string | null;
+            emails?: components["schemas"]["Email"][];
+            phones?: components["schemas"]["Phone"][];
+            addresses?: components["schemas"]["Address"][];
+            socialProfiles?: components["schemas"]["SocialProfile"][];
+            loyaltyTier?: string | null;
+        };
+        /**
+         * CustomerRef
+         * @description A customer named by uuid and externalId
+         */
+        CustomerRef: {
+            uuid: string;
+            externalId: string;
+        };
+        /**
+         * CustomerReplace
+         * @description Full replace: omitted fields are emptied
+         */
+        CustomerReplace: {
+            /** @description the integrator's identifier, unique */
+            externalId?: string;
+            firstName?: string | null;
+            lastName?: string | null;
+            emails?: components["schemas"]["Email"][];
+            phones?: components["schemas"]["Phone"][];
+            addresses?: components["schemas"]["Address"][];
+            socialProfiles?: components["schemas"]["SocialProfile"][];
+            loyaltyTier?: string | null;
+        };
+        /**
+         * Delivery
+         * @description One event to one subscription
+         */
+        Delivery: {
+            uuid: string;
+            eventUuid: string;
+            subscriptionUuid: string;
+            eventType: string;
+            status: components["schemas"]["DeliveryStatus"];
+            attemptCount: number;
+            nextAttemptAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            deliveredAt: string | null;
+        };
+        /**
+         * DeliveryPage
+         * @description One page of a list
+         */
+        DeliveryPage: {
+            data: components["schemas"]["Delivery"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * DeliveryStatus
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "delivered" | "failed" | "cancelled";
+        /** Email */
+        Email: {
+            /** Format: email */
+            email: string;
+            type?: string | null;
+            isPrimary?: boolean;
+        };
+        /**
+         * Error
+         * @description The error body of every 4xx/5xx answer (SPEC §3)
+         */
+        Error: {
+            /** @description one entry per problem (e.g. one per invalid field) */
+            errors: components["schemas"]["ErrorEntry"][];
+        };
+        /**
+         * ErrorEntry
+         * @description one problem
+         */
+        ErrorEntry: {
+            /** @description what went wrong, in English */
+            message: string;
+            /** @description InvalidParameterError, InvalidJson, Unauthorized, Forbidden, NotFound, UnsupportedApiVersion, EndpointNotInVersion, MethodNotAllowed, Conflict, CustomerDisabled, PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError */
+            errorCode: string;
+            /** @description the field or detail concerned (may be empty) */
+            moreInfo: string;
+        };
+        /**
+         * EventType
+         * @enum {string}
+         */
+        EventType: "customerCreate" | "customerUpdate" | "customerMerge" | "customerUnmerge" | "customerNoteCreate" | "customerNoteUpdate" | "webhookTest";
+        /** EventTypeInfo */
+        EventTypeInfo: {
+            eventType: string;
+            resourceType: string;
+            description: string;
+        };
+        /** EventTypeList */
+        EventTypeList: {
+            data: components["schemas"]["EventTypeInfo"][];
+        };
+        /** FollowUp */
+        FollowUp: {
+            /** Format: uuid */
+            uuid: string;
+            /** Format: uuid */
+            customerUuid: string;
+            /** Format: date-time */
+            createdAt: string;
+            associateUuid: string | null;
+            /** Format: date-time */
+            dueAt: string;
+            subject: string;
+            /** @enum {string} */
+            status: "open" | "done";
+        };
+        /** FollowUpCreate */
+        FollowUpCreate: {
+            associateUuid?: string | null;
+            /** Format: date-time */
+            dueAt: string;
+            subject: string;
+            /**
+             * @default open
+             * @enum {string}
+             */
+            status: "open" | "done";
+        };
+        /**
+         * FollowUpPage
+         * @description One page of a list
+         */
+        FollowUpPage: {
+            data: components["schemas"]["FollowUp"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /** LineItem */
+        LineItem: {
+            sku: string;
+            name?: string | null;
+            quantity: number;
+            /** @description decimal number as a string, e.g. "129.90" */
+            price: string;
+        };
+        /**
+         * MergeRecord
+         * @description One merge of the history
+         */
+        MergeRecord: {
+            /** Format: uuid */
+            uuid: string;
+            primary: components["schemas"]["CustomerRef"];
+            secondaries: components["schemas"]["CustomerRef"][];
+            moved: components["schemas"]["MovedCounts"];
+            duplicateAssociatesRemoved: number;
+            /** @description the API key or auth client that asked */
+            tokenUuid: string | null;
+            source: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description when the merge was undone (2026-11); null if it stands */
+            undoneAt: string | null;
+        };
+        /**
+         * MergeRecordPage
+         * @description One page of a list
+         */
+        MergeRecordPage: {
+            data: components["schemas"]["MergeRecord"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /** MergeRequest */
+        MergeRequest: {
+            /** @description externalIds of the secondary customers (1–100, no duplicates, not the primary) */
+            mergeWithCustomerIds: string[];
+        };
+        /**
+         * MergeResult
+         * @description The outcome of a merge (or of a dry run)
+         */
+        MergeResult: {
+            /** @description the merge record; null for a dry run or when nothing was left to merge */
+            mergeUuid: string | null;
+            primary: components["schemas"]["Customer"];
+            /** @description externalIds of the secondaries, all merged into the primary after this call */
+            mergedCustomerIds: string[];
+            moved: components["schemas"]["MovedCounts"];
+            duplicateAssociatesRemoved: number;
+            dryRun: boolean;
+        };
+        /** Message */
+        Message: {
+            /** Format: uuid */
+            uuid: string;
+            /** Format: uuid */
+            customerUuid: string;
+            /** Format: date-time */
+            createdAt: string;
+            channel: string;
+            direction: string;
+            body: string;
+            /** Format: date-time */
+            sentAt: string;
+        };
+        /** MessageCreate */
+        MessageCreate: {
+            /** @enum {string} */
+            channel: "sms" | "email" | "whatsapp" | "other";
+            /** @enum {string} */
+            direction: "inbound" | "outbound";
+            body: string;
+            /** Format: date-time */
+            sentAt?: string;
+        };
+        /**
+         * MessagePage
+         * @description One page of a list
+         */
+        MessagePage: {
+            data: components["schemas"]["Message"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * MovedCounts
+         * @description rows moved to the primary, per kind
+         */
+        MovedCounts: {
+            orders: number;
+            followUps: number;
+            notes: number;
+            messages: number;
+            preferences: number;
+            productShares: number;
+            associates: number;
+        };
+        /** Note */
+        Note: {
+            /** Format: uuid */
+            uuid: string;
+            /** Format: uuid */
+            customerUuid: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @enum {string} */
+            type: "note" | "phone" | "optIn" | "video" | "social";
+            body: string;
+            associateUuid: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** NoteCreate */
+        NoteCreate: {
+            /** @enum {string} */
+            type: "note" | "phone" | "optIn" | "video" | "social";
+            body: string;
+            associateUuid?: string | null;
+        };
+        /**
+         * NotePage
+         * @description One page of a list
+         */
+        NotePage: {
+            data: components["schemas"]["Note"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * NoteReplace
+         * @description full replace of a note
+         */
+        NoteReplace: {
+            /** @enum {string} */
+            type: "note" | "phone" | "optIn" | "video" | "social";
+            body: string;
+            associateUuid?: string | null;
+        };
+        /** OAuthError */
+        OAuthError: {
+            /** @description RFC 6749 §5.2 code: invalid_request, invalid_client, invalid_scope, unsupported_grant_type… */
+            error: string;
+            error_description: string;
+            /** @description the SPEC §3 error list, beside the RFC fields */
+            errors: {
+                message: string;
+                errorCode: string;
+                moreInfo: string;
+            }[];
+        };
+        /** Order */
+        Order: {
+            /** Format: uuid */
+            uuid: string;
+            /** Format: uuid */
+            customerUuid: string;
+            /** Format: date-time */
+            createdAt: string;
+            externalId: string;
+            /** Format: date-time */
+            orderedAt: string;
+            currency: string;
+            total: string;
+            lineItems: components["schemas"]["LineItem"][];
+        };
+        /** OrderCreate */
+        OrderCreate: {
+            externalId: string;
+            /** Format: date-time */
+            orderedAt: string;
+            currency: string;
+            /** @description decimal number as a string, e.g. "129.90" */
+            total: string;
+            lineItems?: components["schemas"]["LineItem"][];
+        };
+        /**
+         * OrderPage
+         * @description One page of a list
+         */
+        OrderPage: {
+            data: components["schemas"]["Order"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /** Phone */
+        Phone: {
+            number: string;
+            type?: string | null;
+            isPrimary?: boolean;
+        };
+        /** Preference */
+        Preference: {
+            /** Format: uuid */
+            uuid: string;
+            /** Format: uuid */
+            customerUuid: string;
+            /** Format: date-time */
+            createdAt: string;
+            category: string;
+            value: string;
+        };
+        /** PreferenceCreate */
+        PreferenceCreate: {
+            category: string;
+            value: string;
+        };
+        /**
+         * PreferencePage
+         * @description One page of a list
+         */
+        PreferencePage: {
+            data: components["schemas"]["Preference"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /** ProductShare */
+        ProductShare: {
+            /** Format: uuid */
+            uuid: string;
+            /** Format: uuid */
+            customerUuid: string;
+            /** Format: date-time */
+            createdAt: string;
+            sku: string;
+            associateUuid: string | null;
+            /** Format: date-time */
+            sharedAt: string;
+            message: string | null;
+        };
+        /** ProductShareCreate */
+        ProductShareCreate: {
+            sku: string;
+            associateUuid?: string | null;
+            /** Format: date-time */
+            sharedAt?: string;
+            message?: string | null;
+        };
+        /**
+         * ProductSharePage
+         * @description One page of a list
+         */
+        ProductSharePage: {
+            data: components["schemas"]["ProductShare"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /** RecoverRequest */
+        RecoverRequest: {
+            /** Format: date-time */
+            since: string;
+        };
+        /** RecoverResult */
+        RecoverResult: {
+            requeued: number;
+        };
+        /**
+         * Scope
+         * @description read (GET), write (read + CRM changes), admin (everything)
+         * @enum {string}
+         */
+        Scope: "read" | "write" | "admin";
+        /** SigningSecret */
+        SigningSecret: {
+            signingSecret: string;
+            /** @description while set, the previous secret still signs too */
+            previousSecretExpiresAt: string | null;
+        };
+        /** SocialProfile */
+        SocialProfile: {
+            network: string;
+            handle: string;
+        };
+        /**
+         * Subscription
+         * @description A webhook subscription (credentials are write-only, never returned)
+         */
+        Subscription: {
+            /** Format: uuid */
+            uuid: string;
+            url: string;
+            eventType: string;
+            isActive: boolean;
+            authMethod: components["schemas"]["AuthMethod"];
+            webhookVersion: string;
+            maxInFlight: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** SubscriptionCreate */
+        SubscriptionCreate: {
+            /** @description http(s) URL, at most 2048 characters */
+            url: string;
+            eventType: components["schemas"]["EventType"];
+            isActive?: boolean;
+            authMethod?: components["schemas"]["AuthMethod"];
+            bearerToken?: string | null;
+            basicUsername?: string | null;
+            basicPassword?: string | null;
+            /**
+             * @description sent as X-Webhook-Version
+             * @enum {string}
+             */
+            webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2026-11";
+            /** @description most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it */
+            maxInFlight?: number;
+        };
+        /** SubscriptionCreated */
+        SubscriptionCreated: {
+            /** Format: uuid */
+            uuid: string;
+            url: string;
+            eventType: string;
+            isActive: boolean;
+            authMethod: components["schemas"]["AuthMethod"];
+            webhookVersion: string;
+            maxInFlight: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            signingSecret: string;
+        };
+        /**
+         * SubscriptionPage
+         * @description One page of a list
+         */
+        SubscriptionPage: {
+            data: components["schemas"]["Subscription"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /** SubscriptionPatch */
+        SubscriptionPatch: {
+            /** @description http(s) URL, at most 2048 characters */
+            url?: string;
+            eventType?: components["schemas"]["EventType"];
+            isActive?: boolean;
+            authMethod?: components["schemas"]["AuthMethod"];
+            bearerToken?: string | null;
+            basicUsername?: string | null;
+            basicPassword?: string | null;
+            /**
+             * @description sent as X-Webhook-Version
+             * @enum {string}
+             */
+            webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2026-11";
+            /** @description most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it */
+            maxInFlight?: number;
+        };
+        /** TestResult */
+        TestResult: {
+            eventUuid: string;
+            deliveryUuid: string;
+        };
+        /** TokenRequest */
+        TokenRequest: {
+            /** @constant */
+            grant_type: "client_credentials";
+            /** @description unless sent by HTTP Basic */
+            client_id?: string;
+            /** @description unless sent by HTTP Basic */
+            client_secret?: string;
+            /** @description space-separated subset of the client's scopes (read, write, admin); default: all of them */
+            scope?: string;
+        };
+        /**
+         * TokenResponse
+         * @example {
+         *       "access_token": "bulb_at_3q2-7wEXAMPLE",
+         *       "token_type": "Bearer",
+         *       "expires_in": 3600,
+         *       "scope": "read write"
+         *     }
+         */
+        TokenResponse: {
+            /** @description bulb_at_…; send as Authorization: Bearer */
+            access_token: string;
+            /** @constant */
+            token_type: "Bearer";
+            /** @description seconds (one hour) */
+            expires_in: number;
+            scope: string;
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    customersList: {
+        parameters: {
+            query?: {
+                /** @description limit */
+                limit?: number;
+                /** @description cursor */
+                cursor?: string;
+                /** @description the integrator's identifier, unique */
+                externalId?: string;
+                /** @description email */
+                email?: string;
+                /** @description search: part of the name, an email or the externalId (case-insensitive) */
+                q?: string;
+                /** @description status */
+                status?: "active" | "disabled" | "all";
+                /** @description updatedSince */
+                updatedSince?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerCreate"];
+            };
+        };
+        responses: {
+            /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerReplace"];
+            };
+        };
+        responses: {
+            /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersPatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerPatch"];
+            };
+        };
+        responses: {
+            /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersBulk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerBulkItem"][];
+            };
+        };
+        responses: {
+            /** @description One result per item, in order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersExport: {
+        parameters: {
+            query?: {
+                /** @description which customers (default active) */
+                status?: "active" | "disabled" | "all";
+                /** @description customers updated at or after this time */
+                updatedSince?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NDJSON: one Customer per line */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"][];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    associatesList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AssociatePage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    associatesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AssociateCreate"];
+            };
+        };
+        responses: {
+            /** @description A store employee */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Associate"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    associatesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description associate uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A store employee */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Associate"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersOrdersList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrderPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersOrdersCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersFollowUpsList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FollowUpPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersFollowUpsCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FollowUpCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FollowUp"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersNotesList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotePage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersNotesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NoteCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Note"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersMessagesList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessagePage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersMessagesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersPreferencesList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreferencePage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersPreferencesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreferenceCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preference"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersProductSharesList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProductSharePage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersProductSharesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProductShareCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProductShare"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersAssociatesList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AssociationPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersAssociatesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AssociationCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Association"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customerNotesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Note"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customerNotesPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NoteReplace"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Note"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersMerge: {
+        parameters: {
+            query?: {
+                /** @description compute the counts, change nothing */
+                dryRun?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description the integrator's identifier, unique */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MergeRequest"];
+            };
+        };
+        responses: {
+            /** @description The outcome of a merge (or of a dry run) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MergeResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersMerges: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MergeRecordPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    mergesUndo: {
+        parameters: {
+            query?: {
+                /** @description compute what would move back, change nothing */
+                dryRun?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description uuid of the merge (mergeUuid of its MergeResult) */
+                mergeUuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        mergeUuid: string;
+                        /** @description true once undone; false for a dry run */
+                        undone: boolean;
+                        primary: components["schemas"]["Customer"];
+                        /** @description externalIds of the secondaries, active again */
+                        restoredCustomerIds: string[];
+                        movedBack: components["schemas"]["MovedCounts"];
+                        /** @description associations the merge removed as duplicates, re-created */
+                        associationsRestored: number;
+                        dryRun: boolean;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersDuplicates: {
+        parameters: {
+            query?: {
+                /** @description how many, best first */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description customer uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            customer: components["schemas"]["Customer"];
+                            /** @description 0..1, higher is likelier the same person */
+                            score: number;
+                            reasons: {
+                                /** @enum {string} */
+                                field: "email" | "phone" | "name" | "address";
+                                /** @description what matched, e.g. "same phone +12015550123" */
+                                detail: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    duplicatesList: {
+        parameters: {
+            query?: {
+                /** @description lowest score listed (default 0.8; pairs below 0.5 are not kept) */
+                minScore?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+                /** @description page size, 1–250 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            customers: components["schemas"]["Customer"][];
+                            /** @description 0..1, higher is likelier the same person */
+                            score: number;
+                            reasons: {
+                                /** @enum {string} */
+                                field: "email" | "phone" | "name" | "address";
+                                /** @description what matched, e.g. "same phone +12015550123" */
+                                detail: string;
+                            }[];
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    apiKeysList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    apiKeysCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CredentialCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    apiKeysRevoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    authClientsList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthClientPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    authClientsCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CredentialCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthClientCreated"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    authClientsRevoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksSubscriptionsList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+                /** @description eventType */
+                eventType?: components["schemas"]["EventType"];
+                /** @description isActive */
+                isActive?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksSubscriptionsCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionCreated"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksSubscriptionsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A webhook subscription (credentials are write-only, never returned) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksSubscriptionsDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksSubscriptionsPatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionPatch"];
+            };
+        };
+        responses: {
+            /** @description A webhook subscription (credentials are write-only, never returned) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksSubscriptionsSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningSecret"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksSubscriptionsRotateSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningSecret"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksSubscriptionsTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksSubscriptionsRecover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecoverRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoverResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksDeliveriesList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+                /** @description status */
+                status?: components["schemas"]["DeliveryStatus"];
+                /** @description subscription */
+                subscription?: string;
+                /** @description eventType */
+                eventType?: components["schemas"]["EventType"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksDeliveriesRetry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One event to one subscription */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksLogs: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+                /** @description subscription */
+                subscription?: string;
+                /** @description eventType */
+                eventType?: components["schemas"]["EventType"];
+                /** @description outcome */
+                outcome?: "success" | "failure";
+                /** @description since */
+                since?: string;
+                /** @description until */
+                until?: string;
+                /** @description only the attempts of this delivery */
+                delivery?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    eventsList: {
+        parameters: {
+            query?: {
+                /** @description one event type or several, comma-separated: customerCreate, customerUpdate, customerMerge, customerUnmerge, customerNoteCreate, customerNoteUpdate */
+                eventType?: string;
+                /** @description events created at or after this time */
+                since?: string;
+                /** @description events created before this time */
+                until?: string;
+                /** @description events of this resource only */
+                resourceUuid?: string;
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            uuid: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            eventType: string;
+                            resourceType: string;
+                            resource: {
+                                /** Format: uuid */
+                                uuid: string;
+                                externalId: string | null;
+                            };
+                            source: string;
+                        }[];
+                        /** @description pass as `cursor` for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    eventsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description event uuid */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        uuid: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        eventType: string;
+                        resourceType: string;
+                        resource: {
+                            /** Format: uuid */
+                            uuid: string;
+                            externalId: string | null;
+                        };
+                        source: string;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    importsList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            uuid: string;
+                            /** @enum {string} */
+                            status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
+                            /** @enum {string} */
+                            format: "ndjson" | "csv";
+                            /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
+                            events: boolean;
+                            /** @description data lines received (blank lines not counted) */
+                            rowsReceived: number;
+                            /** @description lines processed so far, failed ones included */
+                            rowsDone: number;
+                            created: number;
+                            updated: number;
+                            unchanged: number;
+                            /** @description lines refused (see …/errors) */
+                            failed: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            startedAt: string | null;
+                            finishedAt: string | null;
+                            /** @description rows processed per second since the work started */
+                            rowsPerSecond: number;
+                            /** @description at the current rate; null while unknown */
+                            estimatedSecondsLeft: number | null;
+                            /** @description why a failed import failed */
+                            error: string | null;
+                        }[];
+                        /** @description pass as `cursor` for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    importsCreate: {
+        parameters: {
+            query?: {
+                /** @description default: from the Content-Type */
+                format?: "ndjson" | "csv";
+                /** @description false: write no events (first loads) */
+                events?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        uuid: string;
+                        /** @enum {string} */
+                        status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
+                        /** @enum {string} */
+                        format: "ndjson" | "csv";
+                        /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
+                        events: boolean;
+                        /** @description data lines received (blank lines not counted) */
+                        rowsReceived: number;
+                        /** @description lines processed so far, failed ones included */
+                        rowsDone: number;
+                        created: number;
+                        updated: number;
+                        unchanged: number;
+                        /** @description lines refused (see …/errors) */
+                        failed: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        finishedAt: string | null;
+                        /** @description rows processed per second since the work started */
+                        rowsPerSecond: number;
+                        /** @description at the current rate; null while unknown */
+                        estimatedSecondsLeft: number | null;
+                        /** @description why a failed import failed */
+                        error: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    importsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        uuid: string;
+                        /** @enum {string} */
+                        status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
+                        /** @enum {string} */
+                        format: "ndjson" | "csv";
+                        /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
+                        events: boolean;
+                        /** @description data lines received (blank lines not counted) */
+                        rowsReceived: number;
+                        /** @description lines processed so far, failed ones included */
+                        rowsDone: number;
+                        created: number;
+                        updated: number;
+                        unchanged: number;
+                        /** @description lines refused (see …/errors) */
+                        failed: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        finishedAt: string | null;
+                        /** @description rows processed per second since the work started */
+                        rowsPerSecond: number;
+                        /** @description at the current rate; null while unknown */
+                        estimatedSecondsLeft: number | null;
+                        /** @description why a failed import failed */
+                        error: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    importsErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description application/x-ndjson */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    importsCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        uuid: string;
+                        /** @enum {string} */
+                        status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
+                        /** @enum {string} */
+                        format: "ndjson" | "csv";
+                        /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
+                        events: boolean;
+                        /** @description data lines received (blank lines not counted) */
+                        rowsReceived: number;
+                        /** @description lines processed so far, failed ones included */
+                        rowsDone: number;
+                        created: number;
+                        updated: number;
+                        unchanged: number;
+                        /** @description lines refused (see …/errors) */
+                        failed: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        finishedAt: string | null;
+                        /** @description rows processed per second since the work started */
+                        rowsPerSecond: number;
+                        /** @description at the current rate; null while unknown */
+                        estimatedSecondsLeft: number | null;
+                        /** @description why a failed import failed */
+                        error: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    auditLogList: {
+        parameters: {
+            query?: {
+                /** @description one action */
+                action?: "apiKey.created" | "apiKey.revoked" | "authClient.created" | "authClient.revoked" | "subscription.created" | "subscription.changed" | "subscription.deleted" | "subscription.disabled" | "subscription.secretRevealed" | "subscription.secretRotated" | "merge.created" | "merge.undone" | "import.started" | "import.cancelled";
+                /** @description an API key or auth client uuid, its name, or "system" */
+                actor?: string;
+                /** @description acts at or after this time */
+                since?: string;
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntryPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    oauth2Token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "grant_type": "client_credentials",
+                 *       "client_id": "bulb_ci_EXAMPLE",
+                 *       "client_secret": "bulb_cs_EXAMPLE"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["TokenRequest"];
+                /**
+                 * @example {
+                 *       "grant_type": "client_credentials",
+                 *       "client_id": "bulb_ci_EXAMPLE",
+                 *       "client_secret": "bulb_cs_EXAMPLE"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description An access token */
+            200: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenResponse"];
+                };
+            };
+            /** @description Bad request (invalid_request, unsupported_grant_type, invalid_scope) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "unsupported_grant_type",
+                     *       "error_description": "only client_credentials is supported",
+                     *       "errors": [
+                     *         {
+                     *           "message": "only client_credentials is supported",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "unsupported_grant_type"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Client authentication failed (invalid_client) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_client",
+                     *       "error_description": "client authentication failed",
+                     *       "errors": [
+                     *         {
+                     *           "message": "client authentication failed",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": "invalid_client"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Body over 64 KiB (invalid_request) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "request body exceeds 1 MiB",
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "invalid_request"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Body is neither a form nor JSON (invalid_request) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "unsupported Content-Type",
+                     *       "errors": [
+                     *         {
+                     *           "message": "unsupported Content-Type",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "invalid_request"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+        };
+    };
+}
