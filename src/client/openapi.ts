@@ -708,6 +708,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/2026-11/integrations/webhooks/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Attempts and successes per hour over the last hours, per subscription and overall (the console chart)
+         * @description Attempts and successes per hour over the last hours, per subscription and overall (the console chart)
+         */
+        get: operations["webhooksStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/2026-11/integrations/webhooks/logs": {
         parameters: {
             query?: never;
@@ -1323,7 +1343,7 @@ export interface components {
          * EventType
          * @enum {string}
          */
-        EventType: "customerCreate" | "customerUpdate" | "customerMerge" | "customerUnmerge" | "customerNoteCreate" | "customerNoteUpdate" | "webhookTest";
+        EventType: "customerCreate" | "customerUpdate" | "customerMerge" | "customerUnmerge" | "customerNoteCreate" | "customerNoteUpdate" | "webhookTest" | "webhookDeliveryFailed" | "webhookSubscriptionDisabled";
         /** EventTypeInfo */
         EventTypeInfo: {
             eventType: string;
@@ -1654,11 +1674,12 @@ export interface components {
             /** Format: uuid */
             uuid: string;
             url: string;
-            eventType: string;
+            eventTypes: string[];
             isActive: boolean;
             authMethod: components["schemas"]["AuthMethod"];
             webhookVersion: string;
             maxInFlight: number;
+            health: components["schemas"]["SubscriptionHealth"];
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1668,7 +1689,8 @@ export interface components {
         SubscriptionCreate: {
             /** @description http(s) URL, at most 2048 characters */
             url: string;
-            eventType: components["schemas"]["EventType"];
+            /** @description 1–20 distinct event types; the first is what versions before 2026-11 show */
+            eventTypes: components["schemas"]["EventType"][];
             isActive?: boolean;
             authMethod?: components["schemas"]["AuthMethod"];
             bearerToken?: string | null;
@@ -1687,16 +1709,32 @@ export interface components {
             /** Format: uuid */
             uuid: string;
             url: string;
-            eventType: string;
+            eventTypes: string[];
             isActive: boolean;
             authMethod: components["schemas"]["AuthMethod"];
             webhookVersion: string;
             maxInFlight: number;
+            health: components["schemas"]["SubscriptionHealth"];
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
             signingSecret: string;
+        };
+        /**
+         * SubscriptionHealth
+         * @description endpoint health (SPEC §11)
+         */
+        SubscriptionHealth: {
+            /** @enum {string} */
+            state: "healthy" | "failing" | "disabled";
+            /** @description failed attempts since the last success */
+            consecutiveFailures: number;
+            lastSuccessAt: string | null;
+            /** @description first failure after the last success */
+            failingSince: string | null;
+            /** @description why Bulb disabled the subscription automatically */
+            disabledReason: string | null;
         };
         /**
          * SubscriptionPage
@@ -1711,7 +1749,8 @@ export interface components {
         SubscriptionPatch: {
             /** @description http(s) URL, at most 2048 characters */
             url?: string;
-            eventType?: components["schemas"]["EventType"];
+            /** @description 1–20 distinct event types; the first is what versions before 2026-11 show */
+            eventTypes?: components["schemas"]["EventType"][];
             isActive?: boolean;
             authMethod?: components["schemas"]["AuthMethod"];
             bearerToken?: string | null;
@@ -9882,6 +9921,159 @@ export interface operations {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
                      *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksStats: {
+        parameters: {
+            query?: {
+                /** @description hours to look back (1–168) */
+                hours?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        hours: number;
+                        /** Format: date-time */
+                        since: string;
+                        overall: {
+                            /**
+                             * Format: date-time
+                             * @description start of the hour (UTC)
+                             */
+                            hour: string;
+                            attempts: number;
+                            successes: number;
+                        }[];
+                        subscriptions: {
+                            /** Format: uuid */
+                            subscriptionUuid: string;
+                            buckets: {
+                                /**
+                                 * Format: date-time
+                                 * @description start of the hour (UTC)
+                                 */
+                                hour: string;
+                                attempts: number;
+                                successes: number;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
                      *         }
                      *       ]
                      *     }
