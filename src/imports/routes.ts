@@ -10,6 +10,7 @@ import { sourceOf } from '../http/context.ts';
 import { decodeCursor, encodeCursor, Page } from '../http/pagination.ts';
 import { iso, isoNN } from '../http/time.ts';
 import * as S from './schema.ts';
+import { ErrorBody } from '../http/schema.ts';
 import * as store from './store.ts';
 import { receiveImport } from './receive.ts';
 
@@ -104,7 +105,7 @@ export function importRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'imports.errors', method: 'GET', path: '/crm/imports/:uuid/errors',
       summary: 'The lines that failed, as NDJSON: {"line","errors":[…]} per line, in line order',
-      schema: { params: S.ImportParams, response: { 200: Type.String({ description: 'application/x-ndjson' }) } },
+      schema: { params: S.ImportParams, response: { 200: Type.String({ description: 'one error per line', contentMediaType: 'application/x-ndjson' }) } },
       handler: async (req, reply) => {
         const imp = await found(s, req);
         reply.type('application/x-ndjson; charset=utf-8');
@@ -122,7 +123,7 @@ export function importRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'imports.cancel', method: 'POST', path: '/crm/imports/:uuid/cancel',
       summary: 'Cancel an import; chunks already applied stay',
-      schema: { params: S.ImportParams, response: { 200: S.Import } },
+      schema: { params: S.ImportParams, response: { 200: S.Import, 409: ErrorBody } },
       audit: { action: 'import.cancelled', target: (_req, b) => ({ type: 'Import', id: b.uuid, details: { rowsDone: b.rowsDone, rowsReceived: b.rowsReceived } }) },
       handler: async (req) => {
         const imp = await found(s, req);

@@ -26,7 +26,8 @@ interface Checker {
   error: ValidateFunction;
 }
 
-const checkers = new Map<string, Promise<Checker>>();
+const checkers = new Map<string, Promise<Checker>>(); // base + version → checker
+const byText = new Map<string, Checker>(); // document text → checker: servers with the same document share one
 
 function ajvFor(doc: Json) {
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false, logger: false });
@@ -37,6 +38,9 @@ function ajvFor(doc: Json) {
 
 async function loadChecker(fetchDoc: () => Promise<Json>): Promise<Checker> {
   const doc = await fetchDoc();
+  const text = JSON.stringify(doc);
+  const known = byText.get(text);
+  if (known) return known;
   const compile = ajvFor(doc);
   const operations: Operation[] = [];
   for (const [template, item] of Object.entries<Json>(doc.paths ?? {})) {
@@ -48,7 +52,7 @@ async function loadChecker(fetchDoc: () => Promise<Json>): Promise<Checker> {
   }
   operations.sort((a, b) => a.params - b.params); // static segments win, as in the router
   const cache = new Map<string, ValidateFunction | null>();
-  return {
+  const checker: Checker = {
     legacyPrefix: doc['x-legacy-prefix'],
     operations,
     error: compile({ $ref: '#/components/schemas/Error' }),
@@ -61,6 +65,11 @@ async function loadChecker(fetchDoc: () => Promise<Json>): Promise<Checker> {
       return cache.get(key)!;
     },
   };
+  // Compiled now rather than on first use, so the check adds no compile time between a test's requests
+  // (rate-limit tests count on requests following each other closely).
+  for (const op of operations) for (const status of Object.keys(op.responses)) checker.validator(op, status);
+  byText.set(text, checker);
+  return checker;
 }
 
 /** The document's version and path for a request path, or undefined when no document covers it. */
@@ -138,6 +147,12 @@ export async function checkContract(base: string, a: Answer, fetchDoc?: (version
     throw new Error(`contract: ${route} answered ${a.status} (${path}), which its document (${version}) does not declare; declared: ${Object.keys(op.responses).join(', ')}. Body: ${a.text.slice(0, 200)}`);
   }
   if (a.method === 'HEAD') return;
+  const media = Object.keys(declared.content ?? {});
+  if (media.length > 0 && !media.includes('application/json')) {
+    // A non-JSON answer (NDJSON download…): the Content-Type must be the declared one.
+    if (!media.some((m) => (a.contentType ?? '').startsWith(m))) throw new Error(`contract: ${route} → ${a.status}: Content-Type ${a.contentType}, the document says ${media.join(' or ')}`);
+    return;
+  }
   const validate = checker.validator(op, String(a.status));
   if (!validate) {
     if (a.text !== '') throw new Error(`contract: ${route} → ${a.status} declares no body but sent: ${a.text.slice(0, 200)}`);

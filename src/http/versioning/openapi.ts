@@ -88,6 +88,7 @@ function operation(vr: VersionedRoute, components: Components): Json {
     const code = Number(status);
     if (code === 204) responses[status] = { description: 'Done; no body' };
     else if (code >= 400 || isErrorSchema(s)) responses[status] = errorResponse(code, components);
+    else if ((s as Json).contentMediaType) responses[status] = { description: (s as Json).description ?? 'Success', content: { [(s as Json).contentMediaType]: { schema: { type: 'string' } } } };
     else responses[status] = { description: (s as Json).description ?? 'Success', content: { 'application/json': { schema: lift(s, components) } } };
   }
   // A route that declares no 2xx is documented as answering 200 without a body: the contract test then
