@@ -1,1 +1,0 @@
-export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type VerifyOptions } from './webhooks/verify.ts';

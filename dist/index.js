@@ -1,2 +1,0 @@
-// Public entry points of the package: the webhook receiver helper (also at 'bulb/verify').
-export { verifyWebhook, WebhookVerificationError } from "./webhooks/verify.js";
