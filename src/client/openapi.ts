@@ -11085,13 +11085,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description application/x-ndjson */
+            /** @description one error per line */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Invalid input */
@@ -11344,6 +11344,26 @@ export interface operations {
                      *           "message": "customer \"ext-404\" not found",
                      *           "errorCode": "NotFound",
                      *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
                      *         }
                      *       ]
                      *     }
