@@ -32,12 +32,15 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
   });
 }
 
-/** Drains the queue, up to maxBatches batches (the rest is left to the next call or the background loop). */
-export async function refreshDuplicates(db: Db, region: string, maxBatches = Infinity): Promise<number> {
+/**
+ * Drains the queue, up to maxBatches batches or until `stop()` says so between batches (the rest is left to
+ * the next call or the background loop).
+ */
+export async function refreshDuplicates(db: Db, region: string, maxBatches = Infinity, stop: () => boolean = () => false): Promise<number> {
   // The common case (nothing changed) costs one indexed read, no transaction.
   if (!(await store.anyDirty(db))) return 0;
   let total = 0;
-  for (let i = 0; i < maxBatches; i++) {
+  for (let i = 0; i < maxBatches && !stop(); i++) {
     const n = await refreshBatch(db, region);
     total += n;
     if (n < BATCH) break;
@@ -45,13 +48,16 @@ export async function refreshDuplicates(db: Db, region: string, maxBatches = Inf
   return total;
 }
 
-/** Background loop for worker processes: drains the queue every `everyMs`. Returns a stop function. */
+/**
+ * Background loop for worker processes: drains the queue every `everyMs`. Returns a stop function, which
+ * waits for the batch in progress only (a backlog is left for the next start), so SIGTERM drains in time.
+ */
 export function startDuplicateRefresher(db: Db, region: string, everyMs = 1000, onError: (err: unknown) => void = () => {}): () => Promise<void> {
   let stopped = false;
   let running: Promise<unknown> = Promise.resolve();
   const tick = () => {
     if (stopped) return;
-    running = refreshDuplicates(db, region).catch(onError).finally(() => {
+    running = refreshDuplicates(db, region, Infinity, () => stopped).catch(onError).finally(() => {
       if (!stopped) timer = setTimeout(tick, everyMs).unref();
     });
   };
