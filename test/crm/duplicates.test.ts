@@ -7,6 +7,7 @@ import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { normalizeEmail, normalizePhone, profileOf } from '../../src/crm/duplicates/normalize.ts';
 import { oneTypoApart, scorePair } from '../../src/crm/duplicates/score.ts';
+import { refreshDuplicates } from '../../src/crm/duplicates/refresh.ts';
 
 describe('duplicate signals', () => {
   it('normalises emails, phones (E.164 in the default region) and names', () => {
@@ -129,6 +130,22 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.deepEqual(scores, [...scores].sort((a, b) => b - a), 'best first');
     const high = await api().get('/crm/duplicates?minScore=0.99');
     assert.ok(high.body.data.every((p: any) => p.score >= 0.99));
+  });
+
+  it('settles after a large backlog: vacuums the drained queue and analyzes the pairs (lookups stay on the quick plan)', async () => {
+    const db = ctx.tdb.db;
+    const counts = async () => (await db.query<{ relname: string; v: number; a: number }>(
+      `SELECT relname, vacuum_count::int AS v, analyze_count::int AS a FROM pg_stat_user_tables WHERE relname IN ('duplicate_dirty', 'duplicate_pairs') ORDER BY relname`,
+    )).rows.map((r) => `${r.relname}:${r.v}:${r.a}`);
+    const mark = (xid: string) => db.query(`INSERT INTO customers (external_id, first_name, last_name) VALUES ($1, 'Settle', 'Test')`, [xid]);
+    await mark('settle-1');
+    const before = await counts();
+    assert.equal(await refreshDuplicates(db, 'US'), 1);
+    assert.deepEqual(await counts(), before, 'a small drain leaves vacuum and analyze to autovacuum');
+    await mark('settle-2');
+    assert.equal(await refreshDuplicates(db, 'US', Infinity, () => false, 1), 1);
+    const [dirty, pairs] = before.map((x) => x.split(':').map((y, k) => (k === 0 ? y : Number(y))));
+    assert.deepEqual(await counts(), [`duplicate_dirty:${Number(dirty[1]) + 1}:${dirty[2]}`, `duplicate_pairs:${pairs[1]}:${Number(pairs[2]) + 1}`]);
   });
 
   it('answers 404, 400 and EndpointNotInVersion in the error shape', async () => {

@@ -9,6 +9,8 @@ import * as store from './store.ts';
 
 const LOCK_KEY = 740_213_517; // pg_advisory_xact_lock key of the refresher
 export const BATCH = 500;
+/** A drained backlog this large (more than requests drain: they stop at a few batches) is settled at once. */
+const SETTLE_AFTER = 10 * BATCH;
 
 /** Processes one batch; returns how many customers it took off the queue. */
 export async function refreshBatch(db: Db, region: string, batch = BATCH): Promise<number> {
@@ -34,18 +36,35 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
 
 /**
  * Drains the queue, up to maxBatches batches or until `stop()` says so between batches (the rest is left to
- * the next call or the background loop).
+ * the next call or the background loop); a drained backlog of at least settleAfter customers is settled (see settle).
  */
-export async function refreshDuplicates(db: Db, region: string, maxBatches = Infinity, stop: () => boolean = () => false): Promise<number> {
+export async function refreshDuplicates(db: Db, region: string, maxBatches = Infinity, stop: () => boolean = () => false, settleAfter = SETTLE_AFTER): Promise<number> {
   // The common case (nothing changed) costs one indexed read, no transaction.
   if (!(await store.anyDirty(db))) return 0;
   let total = 0;
+  let drained = false;
   for (let i = 0; i < maxBatches && !stop(); i++) {
     const n = await refreshBatch(db, region);
     total += n;
-    if (n < BATCH) break;
+    if (n < BATCH) {
+      drained = true;
+      break;
+    }
   }
+  if (drained && total >= settleAfter) await settle(db);
   return total;
+}
+
+/**
+ * After a large backlog: until autovacuum comes by (a minute or more later), the empty queue still holds
+ * every dead row, so the "anything dirty?" probe every lookup makes reads them all (8–20 ms at 100k), and
+ * the pairs table keeps the statistics of before (empty at first), so the planner picks a parallel plan
+ * for a one-customer lookup (12–20 ms of worker start-up). Vacuuming the queue and analyzing the pairs
+ * now costs the refresher tens of milliseconds once. (Separate statements: VACUUM runs outside any transaction.)
+ */
+async function settle(db: Db): Promise<void> {
+  await db.exec('VACUUM duplicate_dirty');
+  await db.exec('ANALYZE duplicate_pairs');
 }
 
 /**
