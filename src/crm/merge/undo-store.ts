@@ -37,10 +37,13 @@ export async function laterMergeOf(tx: Queryable, mergeId: string, customerIds: 
 /** Moves the journaled rows of one table back to their former customers (only those still on the primary). */
 export async function moveBack(tx: Queryable, mergeId: string, table: string, primary: string): Promise<number> {
   // Few journal rows (one per former customer), each an index scan of its id array: no join over unnested ids.
+  // `customer_id + 0` keeps the planner off the (table, customer_id) index: statistics taken before the merge
+  // say the primary has no rows there, and with that index as the outer side, every moved row was compared
+  // with every id array (EXPLAINed at 100k: 3.7 s per table instead of 0.3 s).
   const r = await tx.query(
     `UPDATE ${table} t SET customer_id = j.from_customer
      FROM merge_moves j
-     WHERE j.merge_id = $1 AND j.table_name = $2 AND t.id = ANY(j.row_ids) AND t.customer_id = $3`,
+     WHERE j.merge_id = $1 AND j.table_name = $2 AND t.id = ANY(j.row_ids) AND t.customer_id + 0 = $3`,
     [mergeId, table, primary],
   );
   return r.rowCount;
