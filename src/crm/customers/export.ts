@@ -13,7 +13,6 @@ import { openCopyExport, openCursorExport } from './export-stream.ts';
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { StringEnum } from '../../http/schema.ts';
-import { Customer } from './schema.ts';
 
 export const ExportQuery = Type.Object(
   {
@@ -82,7 +81,7 @@ export function exportRoutes(s: Services): RouteDef[] {
     {
       id: 'customers.export', method: 'GET', path: '/crm/customers/export', scope: 'read', since: '2026-11', tag: 'Customers',
       summary: 'Export every matching customer as NDJSON (application/x-ndjson, one Customer per line) from one consistent snapshot; gzip when accepted',
-      schema: { querystring: ExportQuery, response: { 200: Type.Array(Customer, { description: 'NDJSON: one Customer per line' }) } },
+      schema: { querystring: ExportQuery, response: { 200: Type.String({ description: 'NDJSON: one Customer (the Customer schema) per line', contentMediaType: 'application/x-ndjson' }) } },
       handler: async (req, reply) => {
         const stream = await openExport(s.db, req.query as ExportQueryT);
         reply.header('content-type', 'application/x-ndjson; charset=utf-8').header('vary', 'Accept-Encoding').header('cache-control', 'no-store');

@@ -2,6 +2,7 @@
 // token endpoint (POST /auth/oauth2/token), which is not a versioned route but belongs in every document.
 // A route may carry its own `description`; this table is the fallback for the routes of the first edition.
 import { Type } from '@sinclair/typebox';
+import { ErrorBody } from '../schema.ts';
 
 export const TOKEN_PATH = '/auth/oauth2/token';
 
@@ -79,11 +80,13 @@ type Lift = (schema: unknown) => unknown;
 
 /** The operation of POST /auth/oauth2/token. */
 export function tokenOperation(lift: Lift) {
-  const oauthError = (description: string, error: string, text: string) => ({
+  const oauthError = (description: string, error: string, text: string, orUnparsed = false) => ({
     description,
     content: {
       'application/json': {
-        schema: lift(tokenSchemas.OAuthError),
+        // A request Node's HTTP parser refuses (request line and headers over 16 KiB…) never reaches the
+        // endpoint: it is answered 400 in the SPEC error shape alone.
+        schema: orUnparsed ? { anyOf: [lift(tokenSchemas.OAuthError), lift(ErrorBody)] } : lift(tokenSchemas.OAuthError),
         example: { error, error_description: text, errors: [{ message: text, errorCode: error === 'invalid_client' ? 'Unauthorized' : 'InvalidParameterError', moreInfo: error }] },
       },
     },
@@ -104,7 +107,7 @@ export function tokenOperation(lift: Lift) {
         headers: { 'Cache-Control': { description: 'no-store', schema: { type: 'string' } } },
         content: { 'application/json': { schema: lift(tokenSchemas.TokenResponse) } },
       },
-      '400': oauthError('Bad request (invalid_request, unsupported_grant_type, invalid_scope)', 'unsupported_grant_type', 'only client_credentials is supported'),
+      '400': oauthError('Bad request (invalid_request, unsupported_grant_type, invalid_scope); a request that is not parseable HTTP gets the SPEC error list alone', 'unsupported_grant_type', 'only client_credentials is supported', true),
       '401': oauthError('Client authentication failed (invalid_client)', 'invalid_client', 'client authentication failed'),
       '413': oauthError('Body over 64 KiB (invalid_request)', 'invalid_request', 'request body exceeds 1 MiB'),
       '415': oauthError('Body is neither a form nor JSON (invalid_request)', 'invalid_request', 'unsupported Content-Type'),
