@@ -4,6 +4,8 @@ import type { Db } from '../../src/db/db.ts';
 import { Dispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.ts';
 import { prepareSecrets } from '../../src/secrets/startup.ts';
 import { TEST_SECRET_KEY } from './db.ts';
+import { after, before } from 'node:test';
+import { startReceiver, type Receiver } from '../webhooks/receiver.ts';
 
 export interface TestWorker {
   dispatcher: Dispatcher;
@@ -18,4 +20,22 @@ export async function startWorker(db: Db, env: Record<string, string> = {}, opts
   const dispatcher = new Dispatcher(db, config, { log, ...opts });
   await dispatcher.start();
   return { dispatcher, config, stop: () => dispatcher.stop() };
+}
+
+/**
+ * Inside a describeEachDb body: a dispatcher over the suite's database and a loopback receiver, started
+ * before its tests and closed after them; `use` hands both to the test file's variables.
+ */
+export function useWorkerAndReceiver(ctx: { tdb: { db: Db } }, env: Record<string, string>, use: (worker: TestWorker, rx: Receiver) => void): void {
+  let worker: TestWorker | undefined;
+  let rx: Receiver | undefined;
+  before(async () => {
+    worker = await startWorker(ctx.tdb.db, env);
+    rx = await startReceiver();
+    use(worker, rx);
+  });
+  after(async () => {
+    await worker?.stop();
+    await rx?.close();
+  });
 }

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
-import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import type { Db } from '../../src/db/db.ts';
 import { PgliteDb } from '../../src/db/pglite.ts';
-import { startReceiver, waitFor, type Receiver } from '../webhooks/receiver.ts';
+import { waitFor, type Receiver } from '../webhooks/receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' };
 const rand = (p: string) => `${p}-${crypto.randomBytes(12).toString('hex')}`;
@@ -31,16 +31,8 @@ async function readEveryTable(db: Db): Promise<string> {
 }
 
 await describeEachDb('secrets at rest: a database dump reveals none', (ctx) => {
-  let worker: TestWorker;
   let rx: Receiver;
-  before(async () => {
-    worker = await startWorker(ctx.tdb.db, ENV);
-    rx = await startReceiver();
-  });
-  after(async () => {
-    await worker?.stop();
-    await rx?.close();
-  });
+  useWorkerAndReceiver(ctx, ENV, (_w, r) => (rx = r));
 
   it('BEARER token, BASIC password, current and rotated-out signing secrets appear nowhere in a dump', async () => {
     const api = ctx.srv.api;

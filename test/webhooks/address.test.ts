@@ -1,14 +1,14 @@
 // The address guard: the classifier matrix, the connect-time lookup, 400 at subscription time, and
 // BLOCKED_ADDRESS at delivery time for a subscription whose host (later) points at a private address.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { blockedReason, guardedLookup, parseLegacyIPv4 } from '../../src/webhooks/address.ts';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
-import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { insertSubscription } from '../../src/webhooks/store.ts';
 import { newSigningSecret } from '../../src/webhooks/signing.ts';
-import { startReceiver, waitFor, type Receiver } from './receiver.ts';
+import { waitFor, type Receiver } from './receiver.ts';
 
 describe('address classifier', () => {
   const refused: [string, RegExp][] = [
@@ -49,16 +49,8 @@ describe('address classifier', () => {
 const ENV = { BULB_WEBHOOK_RETRY_SCHEDULE: '0.05', BULB_WEBHOOK_TIMEOUT_MS: '2000' };
 
 await describeEachDb('webhook address guard', (ctx) => {
-  let worker: TestWorker;
   let rx: Receiver;
-  before(async () => {
-    worker = await startWorker(ctx.tdb.db, ENV);
-    rx = await startReceiver();
-  });
-  after(async () => {
-    await worker?.stop();
-    await rx?.close();
-  });
+  useWorkerAndReceiver(ctx, ENV, (_w, r) => (rx = r));
 
   it('refuses private targets at create and patch with 400 naming the reason', async () => {
     const cases: [string, RegExp][] = [

@@ -3,11 +3,11 @@
 // schedule, manual retry and recover, inactive subscriptions wait, deleted ones cancel, logs.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
-import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { startWorker, useWorkerAndReceiver } from '../helpers/worker.ts';
 import { emitEvents } from '../../src/events/emit.ts';
 import { startReceiver, status, ok, waitFor, sleep, type Receiver } from './receiver.ts';
 
@@ -19,16 +19,8 @@ const hexHmac = (secret: string, body: Buffer) =>
 
 await describeEachDb('webhook delivery', (ctx) => {
   const api = () => ctx.srv.api;
-  let worker: TestWorker;
   let rx: Receiver;
-  before(async () => {
-    worker = await startWorker(ctx.tdb.db, ENV);
-    rx = await startReceiver();
-  });
-  after(async () => {
-    await worker?.stop();
-    await rx?.close();
-  });
+  useWorkerAndReceiver(ctx, ENV, (_w, r) => (rx = r));
 
   const subscribe = async (body: Record<string, unknown>) => {
     const r = await api().post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'customerCreate', ...body });

@@ -6,12 +6,12 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { describeEachDb } from '../helpers/suite.ts';
-import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../src/webhooks/verify.ts';
-import { startReceiver, waitFor, type Receiver, type Received } from './receiver.ts';
+import { waitFor, type Receiver, type Received } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
 const hexOf = (secret: string, body: Buffer) => crypto.createHmac('sha256', Buffer.from(secret.slice(6), 'base64')).update(body).digest('hex');
@@ -30,16 +30,8 @@ function pythonVerifies(r: Received, secret: string): boolean | null {
 
 await describeEachDb('secret rotation', (ctx) => {
   const api = () => ctx.srv.api.withVersion('2026-11');
-  let worker: TestWorker;
   let rx: Receiver;
-  before(async () => {
-    worker = await startWorker(ctx.tdb.db, ENV);
-    rx = await startReceiver();
-  });
-  after(async () => {
-    await worker?.stop();
-    await rx?.close();
-  });
+  useWorkerAndReceiver(ctx, ENV, (_w, r) => (rx = r));
 
   const deliverOne = async (sub: string, externalId: string) => {
     const seen = rx.received.filter((r) => r.body?.subscription === sub).length;
