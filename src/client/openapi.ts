@@ -2854,13 +2854,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one Customer per line */
+            /** @description NDJSON: one Customer (the Customer schema) per line */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Customer"][];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Invalid input */
@@ -11629,7 +11629,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenResponse"];
                 };
             };
-            /** @description Bad request (invalid_request, unsupported_grant_type, invalid_scope) */
+            /** @description Bad request (invalid_request, unsupported_grant_type, invalid_scope); a request that is not parseable HTTP gets the SPEC error list alone */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11648,7 +11648,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["OAuthError"];
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["Error"];
                 };
             };
             /** @description Client authentication failed (invalid_client) */

@@ -11,7 +11,7 @@ import { notFound } from '../../http/errors.ts';
 import { decodeCursor, Page, pageOf } from '../../http/pagination.ts';
 import { sourceOf } from '../../http/context.ts';
 import { isoNN } from '../../http/time.ts';
-import { withRetry } from '../../db/db.ts';
+import { withRetry, type Queryable } from '../../db/db.ts';
 import { Customer, CustomerIdParams } from '../customers/schema.ts';
 import { shapeCustomer } from '../customers/service.ts';
 import * as customers from '../customers/store.ts';
@@ -46,20 +46,28 @@ const shapeRecord = (m: store.MergeRow) => ({
 
 const shapeUndo = (o: UndoOutcome): S.UndoResultT => ({ ...o, primary: shapeCustomer(o.primary) });
 
-/** Every door: body checks, then (under the Idempotency-Key, if any) the merge in a retried transaction. */
-async function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, field: string, shape: (o: MergeOutcome) => unknown) {
-  const full: MergeInput = { ...input, principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
-  checkRequest(full, field);
+/**
+ * Runs a merge or an undo under the request's Idempotency-Key (if any) in a retried transaction and answers
+ * it (a replay says so); a dry run rolls back by throwing `DryRun`, whose outcome is the answer.
+ */
+async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: FastifyReply, run: (tx: Queryable) => Promise<O>, shape: (o: O) => unknown, DryRun: new (outcome: O) => { outcome: O }) {
   const key = keyOf(req);
   try {
-    const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => ({ status: 200, body: shape(await mergeCustomers(tx, full)) })), 10);
+    const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => ({ status: 200, body: shape(await run(tx)) })), 10);
     if (answer.replayed) reply.header('idempotent-replayed', 'true');
     reply.code(answer.status);
     return answer.body;
   } catch (err) {
-    if (err instanceof DryRunRollback) return shape(err.outcome);
+    if (err instanceof DryRun) return shape(err.outcome);
     throw err;
   }
+}
+
+/** Every door: body checks, then the merge (idempotent, retried). */
+function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, field: string, shape: (o: MergeOutcome) => unknown) {
+  const full: MergeInput = { ...input, principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
+  checkRequest(full, field);
+  return answerIdempotently(s, req, reply, (tx) => mergeCustomers(tx, full), shape, DryRunRollback);
 }
 
 export function mergeRoutes(s: Services): RouteDef[] {
@@ -123,16 +131,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
         const { mergeUuid } = req.params as { mergeUuid: string };
         const dryRun = (req.query as { dryRun?: boolean }).dryRun === true;
         const input = { mergeUuid: mergeUuid.toLowerCase(), dryRun, windowDays: s.config.unmergeWindowDays, source: sourceOf(req, s) };
-        const key = keyOf(req);
-        try {
-          const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => ({ status: 200, body: shapeUndo(await undoMerge(tx, input)) })), 10);
-          if (answer.replayed) reply.header('idempotent-replayed', 'true');
-          reply.code(answer.status);
-          return answer.body;
-        } catch (err) {
-          if (err instanceof UndoDryRun) return shapeUndo(err.outcome);
-          throw err;
-        }
+        return answerIdempotently(s, req, reply, (tx) => undoMerge(tx, input), shapeUndo, UndoDryRun);
       },
     },
   ];
