@@ -14,7 +14,7 @@ export function actorOf(req: FastifyRequest): Actor {
 
 /** Records the act a request performed (a replayed Idempotency-Key answer is not a new act). */
 export async function recordRequestAct(db: Db, decl: AuditDecl, req: FastifyRequest, reply: FastifyReply, body: unknown): Promise<void> {
-  if (reply.getHeader('idempotent-replayed') === 'true') return;
+  if (reply.statusCode >= 400 || reply.getHeader('idempotent-replayed') === 'true') return; // refused, or not a new act
   const target = decl.target(req, body);
   if (!target) return;
   await appendAudit(db, { actor: actorOf(req), action: target.action ?? decl.action, targetType: target.type, targetId: target.id, ip: req.ip ?? null, details: target.details });

@@ -35,7 +35,9 @@ export function resolveSecretBox(config: Config): ResolvedBox {
   }
   const file = path.join(config.dataDir, KEY_FILE);
   const key = readOrCreateKeyFile(file);
-  return { box: new AesGcmBox(key), notice: `secrets sealed under the key in ${file} (set BULB_SECRET_KEY to keep the key elsewhere)` };
+  const mode = fs.statSync(file).mode & 0o777;
+  const loose = mode & 0o077 ? `; WARNING: ${file} is readable by other users (mode 0${mode.toString(8)}): chmod 600 it` : '';
+  return { box: new AesGcmBox(key), notice: `secrets sealed under the key in ${file} (set BULB_SECRET_KEY to keep the key elsewhere)${loose}` };
 }
 
 /** Reads the key file, or creates it (0600) atomically: two processes starting at once agree on one key. */

@@ -81,6 +81,9 @@ describe('secret key configuration', () => {
     assert.equal(second.box.currentKeyId, first.box.currentKeyId, 'the same key on the next start');
     assert.equal(second.box.open(first.box.seal('s')), 's');
     assert.deepEqual(fs.readdirSync(dataDir), [KEY_FILE], 'no temporary files left');
+    assert.doesNotMatch(second.notice, /WARNING/);
+    fs.chmodSync(file, 0o644);
+    assert.match(resolveSecretBox(loadConfig({ BULB_DATA_DIR: dataDir })).notice, /WARNING: .* is readable by other users \(mode 0644\)/);
     fs.writeFileSync(file, 'garbage\n');
     assert.throws(() => resolveSecretBox(loadConfig({ BULB_DATA_DIR: dataDir })), ConfigError);
   });
