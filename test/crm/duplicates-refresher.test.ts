@@ -1,10 +1,11 @@
 // The background refresher of possible duplicates stops between batches: SIGTERM must not wait for a
 // large backlog of changed customers to be folded in (SPEC §9: drain and exit within 25 s); what is left
-// stays queued for the next start.
+// stays queued for the next start. It defers to a running import (both would compete for the same
+// tables and cores) and catches up once the import is done.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { backends, freshDb, type TestDb } from '../helpers/db.ts';
-import { BATCH, startDuplicateRefresher } from '../../src/crm/duplicates/refresh.ts';
+import { BATCH, refreshDuplicates, startDuplicateRefresher } from '../../src/crm/duplicates/refresh.ts';
 
 const BACKLOG = 40 * BATCH;
 
@@ -38,6 +39,39 @@ for (const backend of await backends()) {
       assert.ok(remaining > 0, `stop() waited for the whole backlog to drain (${BACKLOG} queued, ${remaining} left)`);
       assert.ok(remaining <= left, 'nothing was queued again');
       assert.equal(remaining % BATCH, 0, 'whole batches were taken, none half');
+    });
+
+    it('defers while an import is being applied; a customer changed meanwhile is refreshed after the import ends', async () => {
+      const db = tdb.db;
+      await db.query('DELETE FROM duplicate_dirty');
+      await db.query(
+        `INSERT INTO customers (external_id, first_name, last_name, emails) VALUES
+           ('imp-a', 'Ines', 'Moreau', '[{"email":"ines@moreau.example"}]'), ('imp-b', 'Paul', 'Girard', '[{"email":"paul@girard.example"}]')`,
+      );
+      await refreshDuplicates(db, 'US');
+      const pairOf = async () => (await db.query(
+        `SELECT p.score FROM duplicate_pairs p JOIN customers a ON a.id = p.a JOIN customers b ON b.id = p.b
+         WHERE ARRAY[a.external_id, b.external_id] <@ ARRAY['imp-a', 'imp-b']`,
+      )).rows.length;
+      assert.equal(await pairOf(), 0);
+      const imp = await db.query<{ id: string }>(
+        `INSERT INTO imports (status, format, with_events, source, lock_token, locked_until)
+         VALUES ('running', 'ndjson', false, 'TEST_API', gen_random_uuid(), clock_timestamp() + interval '1 hour') RETURNING id`,
+      );
+      await db.query(`UPDATE customers SET emails = '[{"email":"INES@moreau.example"}]' WHERE external_id = 'imp-b'`);
+      assert.equal(await dirty(), 1, 'the trigger queued the changed customer');
+      assert.equal(await refreshDuplicates(db, 'US'), 0, 'nothing refreshed while the import runs');
+      assert.equal(await dirty(), 1, 'the change stays queued');
+      assert.equal(await pairOf(), 0);
+      const stop = startDuplicateRefresher(db, 'US', 5);
+      try {
+        await db.query(`UPDATE imports SET status = 'completed', locked_until = NULL, finished_at = clock_timestamp() WHERE id = $1`, [imp.rows[0].id]);
+        for (let i = 0; i < 2000 && (await pairOf()) === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      } finally {
+        await stop();
+      }
+      assert.equal(await pairOf(), 1, 'the background refresher caught up after the import');
+      assert.equal(await dirty(), 0);
     });
   });
 }

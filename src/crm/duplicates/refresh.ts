@@ -1,7 +1,9 @@
 // Keeps the possible-duplicate pairs current: takes changed customers off the dirty queue (filled by
 // triggers on customers, whoever wrote them), recomputes their normalised profiles and their pairs.
 // Work is proportional to what changed, never to the size of the base. One refresher at a time (an
-// advisory lock), so two changed customers never score each other against stale profiles.
+// advisory lock), so two changed customers never score each other against stale profiles. While an import
+// is being applied the refresher defers (it would compete with the import for the same tables and the
+// same cores): what the import changes stays queued and is folded in once the import is done.
 import type { Db } from '../../db/db.ts';
 import { profileOf } from './normalize.ts';
 import { STORED_MIN, scorePair, type PairFeatures } from './score.ts';
@@ -36,14 +38,16 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
 
 /**
  * Drains the queue, up to maxBatches batches or until `stop()` says so between batches (the rest is left to
- * the next call or the background loop); a drained backlog of at least settleAfter customers is settled (see settle).
+ * the next call or the background loop) or an import is being applied (see above); a drained backlog of at least settleAfter customers is settled (see settle).
  */
 export async function refreshDuplicates(db: Db, region: string, maxBatches = Infinity, stop: () => boolean = () => false, settleAfter = SETTLE_AFTER): Promise<number> {
   // The common case (nothing changed) costs one indexed read, no transaction.
-  if (!(await store.anyDirty(db))) return 0;
+  const state = await store.queueState(db);
+  if (!state.dirty || state.importing) return 0;
   let total = 0;
   let drained = false;
   for (let i = 0; i < maxBatches && !stop(); i++) {
+    if (i > 0 && (await store.queueState(db)).importing) break; // an import started: the rest waits for it
     const n = await refreshBatch(db, region);
     total += n;
     if (n < BATCH) {

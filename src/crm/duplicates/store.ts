@@ -15,8 +15,16 @@ export async function claimDirty(tx: Queryable, limit: number): Promise<string[]
   return r.rows.map((x) => x.customer_id);
 }
 
-export async function anyDirty(db: Queryable): Promise<boolean> {
-  return (await db.query('SELECT 1 FROM duplicate_dirty LIMIT 1')).rows.length > 0;
+/**
+ * Whether customers wait on the queue, and whether an import is being applied (a worker holds its lease):
+ * the refresher defers to imports, which it would otherwise compete with for the same tables.
+ */
+export async function queueState(db: Queryable): Promise<{ dirty: boolean; importing: boolean }> {
+  const r = await db.query<{ dirty: boolean; importing: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM duplicate_dirty) AS dirty,
+       EXISTS (SELECT 1 FROM imports WHERE status = 'running' AND locked_until > clock_timestamp()) AS importing`,
+  );
+  return r.rows[0];
 }
 
 /** The fields scoring reads, for the active ones among these customers. */
