@@ -3,26 +3,14 @@
 // no 5xx, no attached row lost or duplicated, every row on an active customer, every disabled
 // customer pointing straight at an active one (no chains, no cycles), associations kept per associate.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
 import fc from 'fast-check';
-import { freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { describePg } from '../helpers/suite.ts';
 import { ATTACHED_TABLES, attach, makeAssociate, makeCustomer, type Made } from './fixtures.ts';
 
 const N = 8; // customers per run
 
-const pgUp = await postgresAvailable();
-describe('customer merge under concurrency [pg]', { skip: pgUp ? false : 'no PostgreSQL server' }, () => {
-  let tdb: TestDb;
-  let srv: TestServer;
-  before(async () => {
-    tdb = await freshDb('pg', 20);
-    srv = await startServer(tdb.db);
-  });
-  after(async () => {
-    await srv?.close();
-    await tdb?.close();
-  });
+await describePg('customer merge under concurrency', (ctx) => {
 
   const mergeStep = fc.record({
     primary: fc.nat({ max: N - 1 }),
@@ -37,7 +25,7 @@ describe('customer merge under concurrency [pg]', { skip: pgUp ? false : 'no Pos
   it('random overlapping merge plans, fired at once, keep every invariant', async () => {
     await fc.assert(
       fc.asyncProperty(plan, async (steps) => {
-        const db = tdb.db;
+        const db = ctx.tdb.db;
         const prefix = `cc${run++}`;
         const assoc = [await makeAssociate(db, `${prefix}-a0`), await makeAssociate(db, `${prefix}-a1`), await makeAssociate(db, `${prefix}-a2`)];
         const cs: Made[] = [];
@@ -61,9 +49,9 @@ describe('customer merge under concurrency [pg]', { skip: pgUp ? false : 'no Pos
           steps.map((s) => {
             const p = cs[s.primary];
             const sec = s.secondaries.map((i) => cs[i]);
-            if (s.door === '2025-04') return srv.api.post(`/crm/customers/${p.externalId}/merge`, { mergeWithCustomerIds: sec.map((c) => c.externalId) });
-            if (s.door === 'uuid') return srv.api.withVersion('2022-08').put(`/crm/customers/${p.uuid}/merge`, { ids: sec.map((c) => c.uuid) });
-            return srv.api.withVersion('2022-04').put(`/crm/customers/${p.externalId}/merge_by_external_id`, { ids: sec.map((c) => c.externalId) });
+            if (s.door === '2025-04') return ctx.srv.api.post(`/crm/customers/${p.externalId}/merge`, { mergeWithCustomerIds: sec.map((c) => c.externalId) });
+            if (s.door === 'uuid') return ctx.srv.api.withVersion('2022-08').put(`/crm/customers/${p.uuid}/merge`, { ids: sec.map((c) => c.uuid) });
+            return ctx.srv.api.withVersion('2022-04').put(`/crm/customers/${p.externalId}/merge_by_external_id`, { ids: sec.map((c) => c.externalId) });
           }),
         );
         for (const a of answers) {
@@ -101,4 +89,4 @@ describe('customer merge under concurrency [pg]', { skip: pgUp ? false : 'no Pos
       { numRuns: 12 },
     );
   });
-});
+}, { poolSize: 20 });

@@ -7,10 +7,9 @@
 // every disabled customer points straight at an active one.
 // UNDO_PROPERTY_RUNS (default 4) sets the number of random plans.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { it } from 'node:test';
 import fc from 'fast-check';
-import { freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { describePg } from '../helpers/suite.ts';
 import { ATTACHED_TABLES, attach, makeAssociate, makeCustomer, type Made } from './fixtures.ts';
 
 const N = 6; // customers per run
@@ -24,25 +23,14 @@ const op = fc.oneof(
 );
 const plan = fc.array(fc.array(op, { minLength: 2, maxLength: 7 }), { minLength: 2, maxLength: 5 });
 
-const pgUp = await postgresAvailable();
-describe('merge undo under concurrency [pg]', { skip: pgUp ? false : 'no PostgreSQL server' }, () => {
-  let tdb: TestDb;
-  let srv: TestServer;
-  before(async () => {
-    tdb = await freshDb('pg', 20);
-    srv = await startServer(tdb.db);
-  });
-  after(async () => {
-    await srv?.close();
-    await tdb?.close();
-  });
+await describePg('merge undo under concurrency', (ctx) => {
 
   let run = 0;
   it('random merges, undos and writes keep every row with its original customer or that customer\'s survivor', async () => {
     await fc.assert(
       fc.asyncProperty(plan, async (rounds) => {
-        const db = tdb.db;
-        const api = srv.api.withVersion('2026-11');
+        const db = ctx.tdb.db;
+        const api = ctx.srv.api.withVersion('2026-11');
         const prefix = `up${run++}`;
         const assocs: { id: string; uuid: string }[] = [];
         for (let a = 0; a < 3; a++) {
@@ -139,4 +127,4 @@ describe('merge undo under concurrency [pg]', { skip: pgUp ? false : 'no Postgre
       { numRuns: RUNS },
     );
   });
-});
+}, { poolSize: 20 });
