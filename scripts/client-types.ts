@@ -11,13 +11,20 @@ import { openApiDocument } from '../src/http/versioning/openapi.ts';
 import { LATEST } from '../src/http/versioning/versions.ts';
 import { allChanges, allRoutes } from '../src/wiring.ts';
 
-const refuse = () => {
-  throw new Error('client-types: no database here');
-};
-const db = new Proxy({}, { get: () => refuse }) as unknown as Db;
-const doc = openApiDocument(new Registry(allRoutes(makeServices(db, loadConfig({ BULB_LOG_LEVEL: 'silent' }))), allChanges), LATEST, 'tulip');
-const types = astToString(await openapiTS(doc as any));
-const out = new URL('../src/client/openapi.ts', import.meta.url);
-await writeFile(out, `// Generated from the ${LATEST} OpenAPI document by scripts/client-types.ts (npm run build); do not edit.\n${types}`);
-console.log(`client-types: wrote ${out.pathname}`);
-process.exit(0);
+/** The text of src/client/openapi.ts as the declared routes make it now. */
+export async function clientTypes(): Promise<string> {
+  const refuse = () => {
+    throw new Error('client-types: no database here');
+  };
+  const db = new Proxy({}, { get: () => refuse }) as unknown as Db;
+  const doc = openApiDocument(new Registry(allRoutes(makeServices(db, loadConfig({ BULB_LOG_LEVEL: 'silent' }))), allChanges), LATEST, 'tulip');
+  return `// Generated from the ${LATEST} OpenAPI document by scripts/client-types.ts (npm run build); do not edit.\n${astToString(await openapiTS(doc as any))}`;
+}
+
+export const CLIENT_TYPES_FILE = new URL('../src/client/openapi.ts', import.meta.url);
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await writeFile(CLIENT_TYPES_FILE, await clientTypes());
+  console.log(`client-types: wrote ${CLIENT_TYPES_FILE.pathname}`);
+  process.exit(0);
+}
