@@ -5,7 +5,7 @@
 // is being applied the refresher defers (it would compete with the import for the same tables and the
 // same cores): what the import changes stays queued and is folded in once the import is done.
 import type { Db } from '../../db/db.ts';
-import { profileOf } from './normalize.ts';
+import { keysOf, profileOf } from './normalize.ts';
 import { STORED_MIN, scorePair, type PairFeatures } from './score.ts';
 import * as store from './store.ts';
 
@@ -17,13 +17,14 @@ const SETTLE_AFTER = 10 * BATCH;
 /** Processes one batch; returns how many customers it took off the queue. */
 export async function refreshBatch(db: Db, region: string, batch = BATCH): Promise<number> {
   return db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
+    await store.lockRefresher(tx, LOCK_KEY);
     const ids = await store.claimDirty(tx, batch);
     if (ids.length === 0) return 0;
     const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
-    await store.replaceProfiles(tx, ids, profiles);
+    const keys = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId })));
+    await store.replaceProfiles(tx, ids, profiles, keys);
     const pairs = new Map<string, store.NewPair>();
-    for (const row of await store.candidates(tx, profiles.map((p) => p.customerId))) {
+    for (const row of await store.candidates(tx, keys)) {
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
       const key = `${a}/${b}`;
       if (pairs.has(key)) continue;

@@ -23,6 +23,12 @@ export const NAME_FULL = 0.9;
 /** Pairs below this are not kept (so minScore below it lists nothing more). */
 export const STORED_MIN = 0.5;
 export const DEFAULT_MIN_SCORE = 0.8;
+/**
+ * The lowest name similarity with which a pair sharing no email or phone can still reach STORED_MIN (the
+ * name weighed at its heaviest, rounding to thousandths included, a little margin), unless the names are
+ * one typo apart: the candidate search leaves the rest out before computing their other features.
+ */
+export const NAME_PREFILTER = NAME_FLOOR + ((NAME_FULL - NAME_FLOOR) * (STORED_MIN - 0.0005)) / Math.max(WEIGHTS.namePostal, WEIGHTS.nameCity, WEIGHTS.nameOnly) - 0.001;
 
 export interface PairFeatures {
   /** The two folded names (for the typo check). */
