@@ -61,7 +61,7 @@ await describeEachDb('possible duplicates', (ctx) => {
   const home = { line1: '1 Main St', city: 'Hoboken', postalCode: '07030', country: 'US' };
 
   it('finds the same person across formats, best first, with reasons; not the family', async () => {
-    await create('d-ann', { firstName: 'Ann', lastName: 'Lee', emails: [{ email: 'Ann.Lee@Example.com' }], phones: [{ number: '(201) 555-0123' }], addresses: [home] });
+    const ann = await create('d-ann', { firstName: 'Ann', lastName: 'Lee', emails: [{ email: 'Ann.Lee@Example.com' }], phones: [{ number: '(201) 555-0123' }], addresses: [home] });
     await create('d-ann2', { firstName: 'ann', lastName: 'lee', emails: [{ email: 'ann.lee@example.COM' }], phones: [{ number: '+1 201-555-0123' }] });
     await create('d-ann3', { firstName: 'Lee', lastName: 'Ann', addresses: [{ ...home, postalCode: '07030 ' }] });
     await create('d-bob', { firstName: 'Robert', lastName: 'Lee', phones: [{ number: '201.555.0123' }], addresses: [home] });
@@ -78,6 +78,7 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.ok(!bob || bob.score < 0.8, 'a family member (same address and phone, other first name) is not a likely duplicate');
     assert.ok(!ids.includes('d-zed'));
     assert.deepEqual((await dupsOf('d-ann', '?limit=1')).map((x) => x.customer.externalId), ['d-ann2']);
+    assert.deepEqual(await dupsOf(ann.uuid), d, 'the same by uuid');
     // Symmetric.
     assert.ok((await dupsOf('d-ann2')).some((x) => x.customer.externalId === 'd-ann'));
   });

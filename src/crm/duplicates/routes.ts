@@ -1,12 +1,12 @@
 // Possible duplicates (SPEC §14, from 2026-11): GET /crm/customers/{id}/duplicates (one customer's likely
 // twins, best first) and GET /crm/duplicates (candidate pairs across all active customers, best first).
-// Both first fold in what changed since the last refresh (bounded), then read the pairs table by index.
+// Both fold in what changed since the last refresh (bounded; not while an import is being applied), then
+// read the pairs table by index; the per-customer route checks the queue in the statement that reads its pairs.
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { invalid, notFound } from '../../http/errors.ts';
 import { CustomerIdParams } from '../customers/schema.ts';
 import { shapeCustomer } from '../customers/service.ts';
-import * as customers from '../customers/store.ts';
 import { errorsFor } from '../merge/schema.ts';
 import { refreshDuplicates } from './refresh.ts';
 import { DEFAULT_MIN_SCORE } from './score.ts';
@@ -35,11 +35,14 @@ export function duplicateRoutes(s: Services): RouteDef[] {
       handler: async (req) => {
         const { id } = req.params as { id: string };
         const limit = (req.query as { limit?: number }).limit ?? 50;
-        const c = await customers.findCustomer(s.db, id);
-        if (!c) throw notFound(`customer "${id}" not found`, 'id');
-        await refresh();
-        const rows = c.status === 'active' ? await store.duplicatesOf(s.db, c.id, limit) : [];
-        return { data: rows.map((r) => ({ customer: shapeCustomer(r), score: r.pair_score / 1000, reasons: r.reasons })) };
+        // One round trip when nothing changed since the last refresh: the customer, the queue's state, the pairs.
+        let found = await store.duplicatesOf(s.db, id, limit);
+        if (found && found.dirty && !found.importing) {
+          await refresh();
+          found = await store.duplicatesOf(s.db, id, limit);
+        }
+        if (!found) throw notFound(`customer "${id}" not found`, 'id');
+        return { data: found.rows.map((r) => ({ customer: shapeCustomer(r), score: r.pair_score / 1000, reasons: r.reasons })) };
       },
     },
     {

@@ -1,7 +1,7 @@
 // SQL of possible duplicates: the dirty queue, normalised profiles, blocking keys (candidates meet on a
 // shared key by one btree join) and the pairs table the routes read. Every statement is set-based.
 import type { Queryable } from '../../db/db.ts';
-import type { CustomerRow } from '../customers/store.ts';
+import { looksLikeUuid, type CustomerRow } from '../customers/store.ts';
 import type { CustomerSignals, Profile } from './normalize.ts';
 import { NAME_PREFILTER, type Reason } from './score.ts';
 
@@ -29,16 +29,17 @@ export async function claimDirty(tx: Queryable, limit: number): Promise<string[]
   return r.rows.map((x) => x.customer_id);
 }
 
-/**
- * Whether customers wait on the queue, and whether an import is being applied (a worker holds its lease):
- * the refresher defers to imports, which it would otherwise compete with for the same tables.
- */
-export async function queueState(db: Queryable): Promise<{ dirty: boolean; importing: boolean }> {
-  const r = await db.query<{ dirty: boolean; importing: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM duplicate_dirty) AS dirty,
-       EXISTS (SELECT 1 FROM imports WHERE status = 'running' AND locked_until > clock_timestamp()) AS importing`,
-  );
-  return r.rows[0];
+/** Whether customers wait on the queue, and whether an import is being applied (a worker holds its lease). */
+const QUEUE_STATE = `SELECT EXISTS (SELECT 1 FROM duplicate_dirty) AS dirty,
+  EXISTS (SELECT 1 FROM imports WHERE status = 'running' AND locked_until > clock_timestamp()) AS importing`;
+
+export interface QueueState {
+  dirty: boolean;
+  importing: boolean;
+}
+
+export async function queueState(db: Queryable): Promise<QueueState> {
+  return (await db.query<QueueState>(QUEUE_STATE, [], 'duplicates_queue_state')).rows[0];
 }
 
 /** The fields scoring reads, for the active ones among these customers. */
@@ -135,18 +136,35 @@ export interface DuplicateRow extends CustomerRow {
   reasons: Reason[];
 }
 
-/** The active customers paired with this one, best first. */
-export async function duplicatesOf(db: Queryable, customerId: string, limit: number): Promise<DuplicateRow[]> {
-  const r = await db.query<DuplicateRow>(
-    `SELECT ${CUSTOMER_COLS}, d.score AS pair_score, d.reasons FROM (
-       SELECT b AS other, score, reasons FROM duplicate_pairs WHERE a = $1
-       UNION ALL
-       SELECT a, score, reasons FROM duplicate_pairs WHERE b = $1
-     ) d JOIN customers c ON c.id = d.other AND c.status = 'active'
-     ORDER BY d.score DESC, d.other LIMIT $2`,
-    [customerId, limit],
+/**
+ * One customer's possible duplicates (the active customers paired with it, best first; none when it is not
+ * active) and the queue's state, in one statement: the customer by uuid (when the id looks like one), else by
+ * externalId. Undefined when there is no such customer.
+ */
+export async function duplicatesOf(db: Queryable, id: string, limit: number): Promise<(QueueState & { rows: DuplicateRow[] }) | undefined> {
+  const r = await db.query<DuplicateRow & QueueState & { pair_score: number | null }>(
+    `WITH me AS (
+       SELECT id, status FROM (
+         SELECT id, status, 0 AS rank FROM customers WHERE uuid = $1::uuid
+         UNION ALL
+         SELECT id, status, 1 FROM customers WHERE external_id = $2
+       ) m ORDER BY rank LIMIT 1
+     ), state AS (${QUEUE_STATE})
+     SELECT state.dirty, state.importing, d.* FROM me CROSS JOIN state LEFT JOIN LATERAL (
+       SELECT ${CUSTOMER_COLS}, d.score AS pair_score, d.reasons FROM (
+         SELECT b AS other, score, reasons FROM duplicate_pairs WHERE a = me.id
+         UNION ALL
+         SELECT a, score, reasons FROM duplicate_pairs WHERE b = me.id
+       ) d JOIN customers c ON c.id = d.other AND c.status = 'active'
+       WHERE me.status = 'active'
+       ORDER BY d.score DESC, d.other LIMIT $3
+     ) d ON true`,
+    [looksLikeUuid(id) ? id : null, id, limit],
+    'duplicates_of',
   );
-  return r.rows;
+  if (r.rows.length === 0) return undefined;
+  const { dirty, importing } = r.rows[0];
+  return { dirty, importing, rows: r.rows.filter((x) => x.pair_score !== null) };
 }
 
 export interface PairRow {
