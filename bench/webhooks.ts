@@ -14,6 +14,7 @@
 //     same signed POSTs (Redis 127.0.0.1:6379; skipped without it) vs raw undici POSTs, 16 at a time.
 // Run: node --import tsx bench/webhooks.ts [--quick]   (writes the "Webhook delivery" section of BENCHMARKS.md)
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import type { AddressInfo } from 'node:net';
@@ -279,6 +280,25 @@ async function scaleRate(rx: Rx, subs: number, perSub: number, measure: number):
   }
 }
 
+/** CPU time (ms) a process has used so far (Linux /proc; 0 elsewhere). */
+function cpuMs(pid: number): number {
+  try {
+    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU (ms) of the PostgreSQL backends connected to one database, by pid. */
+async function backendCpu(db: Db, name: string): Promise<Map<number, number>> {
+  const r = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
+  return new Map(r.rows.map((x) => [x.pid, cpuMs(x.pid)]));
+}
+
+/** Where the CPU of the last drain went (ms per delivery): the draining process, PostgreSQL backends, this process (receiver). */
+export const drainCpu: { raw?: Record<string, number>; bulb?: Record<string, number> } = {};
+
 /** The same backlog (n events for one subscription, maxInFlight 16) drained by one Bulb worker process: deliveries/s. */
 async function bulbDrain(rx: Rx, n: number): Promise<number> {
   const pgdb = await createPgDatabase('drain');
@@ -289,9 +309,24 @@ async function bulbDrain(rx: Rx, n: number): Promise<number> {
     for (let i = 0; i < n; i += 500) await db.transaction((tx) => emitEvents(tx, Array.from({ length: Math.min(500, n - i) }, event)));
     const from = rx.count;
     // BENCH_CPU_PROF=dir: a .cpuprofile of the draining worker (bench/profile-summary.ts summarises it).
+    const me0 = process.cpuUsage();
     const w = await bulbWorker(pgdb.url, {}, process.env.BENCH_CPU_PROF);
+    const w0 = cpuMs(w.pid);
+    const pg0 = await backendCpu(db, pgdb.name);
     try {
-      return await drainRate(rx, from, n);
+      const rate = await drainRate(rx, from, n);
+      const pg1 = await backendCpu(db, pgdb.name);
+      let pg = 0;
+      for (const [pid, t] of pg1) pg += t - (pg0.get(pid) ?? 0);
+      const me = process.cpuUsage(me0);
+      if (process.env.BENCH_WEBHOOKS_DRAIN) {
+        const st = (await db.query<any>(`SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS xacts,
+          (SELECT n_tup_hot_upd || '/' || n_tup_upd FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries') AS hot,
+          (SELECT count(*) FROM webhook_attempts) AS attempts`)).rows[0];
+        log(`bulb drain: ${st.xacts} transactions, hot updates ${st.hot}, ${st.attempts} attempts`);
+      }
+      drainCpu.bulb = { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, receiver: (me.user + me.system) / 1000 / n };
+      return rate;
     } finally {
       await w.stop();
     }
@@ -339,10 +374,17 @@ async function bullmqDrain(rx: Rx, n: number): Promise<number> {
 /** n raw undici POSTs of one pre-signed body from their own process, 16 at a time: requests/s. */
 async function rawDrain(rx: Rx, n: number): Promise<number> {
   const from = rx.count;
-  const w = await spawnNode('bench/webhook-peers.ts', ['raw', rx.url, String(n), String(CONCURRENCY)], {}, /peer ready/);
+  const me0 = process.cpuUsage();
+  const prof = process.env.BENCH_CPU_PROF;
+  const w = await spawnNode('bench/webhook-peers.ts', ['raw', rx.url, String(n), String(CONCURRENCY)], {}, /peer ready/, prof ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${prof}/raw`] } : {});
+  const w0 = cpuMs(w.pid);
   try {
-    return await drainRate(rx, from, n);
+    const rate = await drainRate(rx, from, n);
+    const me = process.cpuUsage(me0);
+    drainCpu.raw = { peer: (cpuMs(w.pid) - w0) / n, receiver: (me.user + me.system) / 1000 / n };
+    return rate;
   } finally {
+    await Promise.race([w.exited, new Promise((r) => setTimeout(r, 3000))]); // it exits by itself when done
     await w.stop();
   }
 }
@@ -487,6 +529,30 @@ function writeSection(rows: Row[], extra: string[]) {
   ]);
 }
 
+/**
+ * The drain comparison alone, `reps` times alternating raw and Bulb (for iterating on the worker):
+ * BENCH_WEBHOOKS_DRAIN=reps[,n] node --import tsx bench/webhooks.ts   (prints, writes nothing).
+ */
+async function drainOnly(spec: string): Promise<void> {
+  const [reps, n] = spec.split(',').map(Number);
+  const rx = await receiver();
+  try {
+    for (let i = 0; i < (reps || 1); i++) {
+      const raw = await rawDrain(rx, n || 5000);
+      const bulb = await bulbDrain(rx, n || 5000);
+      const f = (o?: Record<string, number>) => Object.entries(o ?? {}).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ');
+      log(`cpu ms/delivery: raw {${f(drainCpu.raw)}} bulb {${f(drainCpu.bulb)}}`);
+      log(`drain ${i + 1}: raw ${Math.round(raw)}/s, bulb ${Math.round(bulb)}/s, ratio ${r2(bulb / raw)} (load ${os.loadavg()[0].toFixed(1)})`);
+    }
+  } finally {
+    await rx.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}` && process.env.BENCH_WEBHOOKS_DRAIN) {
+  await drainOnly(process.env.BENCH_WEBHOOKS_DRAIN);
+  process.exit(0);
+}
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { rows, extra } = await runWebhookBenchWithNotes({ quick: process.argv.includes('--quick') });
   console.table(rows.map((r) => ({ what: r.what, value: `${r.value} ${r.unit}`, baseline: r.baseline === null ? '—' : `${r.baseline} ${r.unit}`, ratio: r.ratio, goal: r.goal })));

@@ -1,6 +1,5 @@
 // SQL of endpoint health (SPEC §11): per-subscription counters from attempt results, automatic disabling,
-// a manual retry's kept schedule, and the operational events with their fan-out (never to the subscription
-// they are about).
+// and the operational events with their fan-out (never to the subscription they are about).
 import type { Queryable } from '../db/db.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
 
@@ -25,7 +24,7 @@ export interface SubOutcome {
 export async function updateHealth(db: Queryable, outs: SubOutcome[]): Promise<void> {
   if (outs.length === 0) return;
   const ids = outs.map((o) => o.subscriptionId);
-  await db.query(`SELECT id FROM webhook_subscriptions WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`, [ids]);
+  await db.query(`SELECT id FROM webhook_subscriptions WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`, [ids], 'webhook_health_lock');
   await db.query(
     `UPDATE webhook_subscriptions s SET
        last_success_at = CASE WHEN x.last_ok IS NULL THEN s.last_success_at ELSE greatest(s.last_success_at, x.last_ok) END,
@@ -34,6 +33,7 @@ export async function updateHealth(db: Queryable, outs: SubOutcome[]): Promise<v
      FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::timestamptz[]) AS x(sub, last_ok, fails, first_fail)
      WHERE s.id = x.sub`,
     [ids, outs.map((o) => o.lastOkAt), outs.map((o) => o.failures), outs.map((o) => o.firstFailureAt)],
+    'webhook_health',
   );
 }
 
@@ -55,33 +55,6 @@ export async function disableFailing(db: Queryable, outs: SubOutcome[], hours: n
     [failing.map((o) => o.subscriptionId), failing.map((o) => o.lastError), hours],
   );
   return r.rows.map((x) => x.id);
-}
-
-/**
- * A manual retry of a pending delivery did not deliver: its schedule goes back to where it stood (the manual
- * attempt consumed nothing), and the log row of that attempt shows the restored next attempt. A delivered one
- * just forgets the saved schedule. Returns the deliveries restored to pending.
- */
-export async function keepManualSchedule(db: Queryable, deliveryIds: string[]): Promise<{ id: string; next_attempt_at: string | null }[]> {
-  if (deliveryIds.length === 0) return [];
-  const r = await db.query<{ id: string; next_attempt_at: string | null }>(
-    `WITH k AS (
-       UPDATE webhook_deliveries d SET
-         status = CASE WHEN d.status = 'delivered' THEN d.status ELSE 'pending' END,
-         next_attempt_at = CASE WHEN d.status = 'delivered' THEN d.next_attempt_at ELSE d.resume_at END,
-         schedule_pos = CASE WHEN d.status = 'delivered' THEN d.schedule_pos ELSE d.resume_pos END,
-         resume_at = NULL, resume_pos = NULL
-       WHERE d.id = ANY($1::bigint[]) AND d.resume_at IS NOT NULL AND d.lock_token IS NULL
-         AND d.status IN ('pending', 'failed', 'delivered')
-       RETURNING d.id, d.status, d.next_attempt_at
-     ), fix AS (
-       UPDATE webhook_attempts a SET next_attempt_at = k.next_attempt_at FROM k
-       WHERE k.status = 'pending' AND a.id = (SELECT max(id) FROM webhook_attempts WHERE delivery_id = k.id)
-     )
-     SELECT id, next_attempt_at FROM k WHERE status = 'pending'`,
-    [deliveryIds],
-  );
-  return r.rows.map((x) => ({ id: String(x.id), next_attempt_at: x.next_attempt_at }));
 }
 
 /**

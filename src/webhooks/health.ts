@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
 import { recordResults, type AttemptResult } from './queue-store.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
-import { disableFailing, emitOperational, keepManualSchedule, updateHealth, type SubOutcome } from './health-store.ts';
+import { disableFailing, emitOperational, updateHealth, type SubOutcome } from './health-store.ts';
 import { auditSubscriptionsDisabled } from '../audit/store.ts';
 
 /** Folds a batch of results into one outcome per subscription (results taken in the order they started). */
@@ -33,7 +33,7 @@ export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
 
 /**
  * Records a batch of attempt results and everything that follows from them, in one transaction: health first
- * (it locks the subscriptions, before any delivery row), then the results, a manual retry's kept schedule,
+ * (it locks the subscriptions, before any delivery row), then the results (with a manual retry's kept schedule),
  * automatic disabling, and the operational events. Returns the deliveries' new states.
  */
 export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
@@ -41,9 +41,7 @@ export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]
   const outs = outcomesBySubscription(rs);
   return db.transaction(async (tx) => {
     await updateHealth(tx, outs);
-    const states = await recordResults(tx, rs);
-    const restored = new Map((await keepManualSchedule(tx, states.map((s) => s.id))).map((k) => [k.id, k.next_attempt_at]));
-    const final = states.map((s) => (restored.has(String(s.id)) ? { ...s, status: 'pending', next_attempt_at: restored.get(String(s.id))! } : s));
+    const final = await recordResults(tx, rs);
     const disabled = await disableFailing(tx, outs, config.webhookDisableAfterHours);
     await auditSubscriptionsDisabled(tx, disabled); // audit log (SPEC §15): actor system
     const failed = final.filter((s) => s.status === 'failed').map((s) => s.id);

@@ -61,14 +61,15 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
        ) c
      )
      UPDATE webhook_deliveries d SET locked_until = now() + $3 * interval '1 millisecond', lock_token = $4
-     FROM picked, events e, webhook_subscriptions s
-     WHERE d.id = picked.id AND e.id = d.event_id AND s.id = d.subscription_id
+     FROM events e, webhook_subscriptions s
+     WHERE d.id = ANY(ARRAY(SELECT id FROM picked)) AND e.id = d.event_id AND s.id = d.subscription_id
      RETURNING d.id, d.uuid, d.lock_token, d.attempt_count, d.schedule_pos, e.id AS event_id, e.uuid AS event_uuid, e.event_type,
        e.resource_type, e.resource_uuid, e.resource_external_id, e.source, e.created_at AS event_created_at,
        s.id AS subscription_id, s.uuid AS subscription_uuid, s.url, s.auth_method, s.bearer_token, s.basic_username,
        s.basic_password, s.webhook_version, s.signing_secret, s.max_in_flight,
        ${RETIRED_SECRETS_SQL} AS previous_secrets`,
     [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held)],
+    'webhook_claim',
   );
   // Secrets are stored sealed (SPEC §15): open them for signing and sending.
   return r.rows.map((c) => ({ ...c, signing_secret: openSecret(c.signing_secret), previous_secrets: c.previous_secrets.map((x) => openSecret(x)), bearer_token: openSecret(c.bearer_token), basic_password: openSecret(c.basic_password) }));
@@ -137,7 +138,10 @@ export interface AttemptResult {
 /**
  * Writes a batch of attempt outcomes in one statement: the attempt rows, each delivery's new state (only if
  * this claim still holds it and it was not cancelled meanwhile), and the Retry-After pauses of their
- * subscriptions. Returns the new states. The one place attempt results reach the database.
+ * subscriptions. A manual retry of a pending delivery (resume_at set) that does not deliver goes back to the
+ * schedule it interrupted (the manual attempt consumed nothing), and its log row shows that next attempt; a
+ * delivered one forgets the saved schedule. Returns the new states. The one place attempt results reach the
+ * database.
  */
 export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
   if (rs.length === 0) return [];
@@ -149,15 +153,18 @@ export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise
               delay_ms, request_headers, request_body, response_body, retry_after_ms)
      ), upd AS (
        UPDATE webhook_deliveries d SET
-         status = CASE WHEN r.ok THEN 'delivered' WHEN r.retry_after_ms IS NOT NULL OR r.delay_ms IS NOT NULL THEN 'pending' ELSE 'failed' END,
+         status = CASE WHEN r.ok THEN 'delivered' WHEN d.resume_at IS NOT NULL OR r.retry_after_ms IS NOT NULL OR r.delay_ms IS NOT NULL THEN 'pending' ELSE 'failed' END,
          attempt_count = d.attempt_count + 1,
-         schedule_pos = CASE WHEN NOT r.ok AND r.retry_after_ms IS NULL AND r.delay_ms IS NOT NULL THEN d.schedule_pos + 1 ELSE d.schedule_pos END,
+         schedule_pos = CASE WHEN r.ok THEN d.schedule_pos WHEN d.resume_at IS NOT NULL THEN d.resume_pos
+           WHEN r.retry_after_ms IS NULL AND r.delay_ms IS NOT NULL THEN d.schedule_pos + 1 ELSE d.schedule_pos END,
          next_attempt_at = CASE WHEN r.ok THEN NULL
+           WHEN d.resume_at IS NOT NULL THEN d.resume_at
            WHEN r.retry_after_ms IS NOT NULL THEN clock_timestamp() + r.retry_after_ms * interval '1 millisecond'
            WHEN r.delay_ms IS NOT NULL THEN clock_timestamp() + r.delay_ms * interval '1 millisecond' END,
          delivered_at = CASE WHEN r.ok THEN clock_timestamp() ELSE d.delivered_at END,
+         resume_at = NULL, resume_pos = NULL,
          locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
-       FROM r WHERE d.id = r.delivery_id AND d.lock_token = r.token AND d.status = 'pending'
+       FROM r WHERE d.id = ANY($1::bigint[]) AND d.id = r.delivery_id AND d.lock_token = r.token AND d.status = 'pending'
        RETURNING d.id, d.status, d.next_attempt_at
      ), pause AS (
        UPDATE webhook_subscriptions s SET paused_until = greatest(s.paused_until, clock_timestamp() + p.ms * interval '1 millisecond')
@@ -189,6 +196,7 @@ export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise
       rs.map((x) => (x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''))),
       rs.map((x) => x.retryAfterMs),
     ],
+    'webhook_record',
   );
   return r.rows;
 }
