@@ -27,18 +27,6 @@ const COMMAND = 'npm run bench -- --only ingest';
 const V = '2026-11';
 const RSS_GOAL_MIB = 150;
 
-/** The one 1M attempt on the shared machine (2026-11-22, load average above 30; before the keys-only RETURNING fix). */
-const ONE_MILLION = 'the one run at 1,000,000 (2026-11-22, load average above 30, before chunk writes returned only keys) took 983 s for events=false ' +
-  '(upload 180 s) against 253 s for the COPY floor (0.26×), with RSS growth 102 MiB (API) and 167 MiB (worker); its events=true half did not run ' +
-  '(the bench\'s reset between runs deadlocked with the duplicates refresher; it now retries).';
-
-/** Measured by hand (see README "Ingest"): why the import is below its floor. */
-const IMPORT_NOTE = 'Where the import time goes (20,000-row imports, pg_stat_activity sampled every 50 ms, CPU profile of the worker): ' +
-  'the worker process is about 80% idle, waiting on PostgreSQL; in the database the chunk INSERT into customers (jsonb_to_recordset, 7 indexes including the GIN on email_keys, ' +
-  'the duplicates trigger) and the possible-duplicates refresher (which also runs in the worker process and recomputes every new customer\'s keys and pairs) are active about equally often ' +
-  '(195 and 191 samples), then the staging COPY (37) and the read of the staged rows (30). Bulb writes every row twice (staging as jsonb, then customers) where the floor writes it once, ' +
-  'and the refresher\'s work on the floor\'s rows starts after the floor\'s clock stops.';
-
 export async function runIngestBench(o: { quick: boolean; rows?: number }): Promise<Row[]> {
   // BENCH_INGEST_ROWS sets the import size (for `npm run bench -- --only ingest --write` on a machine too slow for 1M).
   const n = o.rows ?? (Number(process.env.BENCH_INGEST_ROWS) || (o.quick ? 100_000 : 1_000_000));
@@ -73,9 +61,10 @@ export async function runIngestBench(o: { quick: boolean; rows?: number }): Prom
           what: `Import of ${n.toLocaleString('en-US')} customers, events=${events}${events ? ', 1 subscription' : ''} (NDJSON upload → completed) vs ${events ? 'COPY + set-based events and deliveries' : 'COPY into customers'}`,
           value: round(bulbRate, 0), unit: 'customers/s', baseline: round(floorRate, 0), ratio: round(ratio),
           goal: ratioGoal(ratio, 0.5), command: COMMAND,
-          note: `Import events=${events}: ${round(imp.seconds, 1)} s (upload and staging ${round(imp.uploadSeconds, 1)} s, applying by one worker in chunks of 5,000 the rest) vs floor ${round(floor.seconds, 1)} s; ` +
+          note: `Import events=${events}: ${round(imp.seconds, 1)} s (upload, parsing and COPY into the typed staging table ${round(imp.uploadSeconds, 1)} s; applying by one worker, ` +
+            `one statement per chunk of 5,000 lines, the rest) vs floor ${round(floor.seconds, 1)} s; ` +
             `afterwards ${counts.customers} customers, ${counts.events} events, ${counts.deliveries} deliveries (floor: ${floor.events} events, ${floor.deliveries} deliveries); ` +
-            `RSS growth api ${round(imp.apiGrowth, 0)} MiB, worker ${round(imp.workerGrowth, 0)} MiB.${n < 1_000_000 ? ` Measured at ${n.toLocaleString('en-US')} rows, not 1,000,000: ${ONE_MILLION}` : ''}${ratio < 0.5 && events ? ` ${IMPORT_NOTE}` : ''}`,
+            `RSS growth api ${round(imp.apiGrowth, 0)} MiB, worker ${round(imp.workerGrowth, 0)} MiB.${n < 1_000_000 ? ` Measured at ${n.toLocaleString('en-US')} rows, not the goal's 1,000,000.` : ''}`,
         });
         if (!events) {
           for (const [who, growth, start] of [['API', imp.apiGrowth, imp.apiStart], ['worker', imp.workerGrowth, imp.workerStart]] as const) {

@@ -78,7 +78,7 @@ if (hasPg) await optional('events.ts', 'runEventsBench', 'events', 'Events API (
 // Possible duplicates: 100,000 customers built by the refresher (about 30 s) and 4,000 lookups, about a minute.
 if (hasPg) await optional('duplicates.ts', 'runDuplicatesBench', 'duplicates', 'Possible duplicates', args.quick, 10);
 if (hasPg) {
-  // The import of 1M customers takes about half an hour on the shared 2-core machine (--quick: 100,000).
+  // Two floors and two imports of 1M customers: about 7 minutes on the shared 2-core machine at a load of 3 (--quick: 100,000 rows).
   await optional('ingest.ts', 'runIngestBench', 'ingest', 'Bulk and imports (PostgreSQL)', args.quick, args.quick ? 30 : 120);
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));
 }

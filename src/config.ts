@@ -32,7 +32,7 @@ export interface Config {
   unmergeWindowDays: number;
   /** Region for phone numbers written without a country code (ISO 3166 alpha-2, SPEC §14). */
   defaultPhoneRegion: string;
-  /** Imports (SPEC §12): largest file accepted, staging rows applied per committed chunk, worker lease. */
+  /** Imports (SPEC §12): largest file accepted, line numbers applied per committed chunk, worker lease. */
   importMaxBytes: number;
   importChunkRows: number;
   importLeaseMs: number;

@@ -3,12 +3,12 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { parse as csvParse } from 'csv-parse';
 import { ApiError, type ErrorEntry } from '../http/errors.ts';
-import { itemErrors } from '../crm/customers/bulk.ts';
+import { itemErrors, type BulkItemT } from '../crm/customers/bulk.ts';
 
 export interface StagedLine {
   line: number;
-  /** The item as JSON text, when valid. */
-  item: string | null;
+  /** The item, when valid. */
+  item: BulkItemT | null;
   errors: ErrorEntry[] | null;
 }
 
@@ -44,7 +44,7 @@ export function textGuard(maxBytes: number): Transform {
 
 function lineOf(line: number, value: unknown): StagedLine {
   const errors = itemErrors(value);
-  return errors.length ? { line, item: null, errors } : { line, item: JSON.stringify(value), errors: null };
+  return errors.length ? { line, item: null, errors } : { line, item: value as BulkItemT, errors: null };
 }
 
 /**

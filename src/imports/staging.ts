@@ -1,4 +1,5 @@
-// Where an upload's rows go while it streams in: the import_rows staging table. On PostgreSQL one
+// Where an upload's rows go while it streams in: the import_rows staging table, one typed row per line
+// (the customer's columns and which fields the line carries, see migration 018). On PostgreSQL one
 // COPY … FROM STDIN (pg-copy-streams) on a connection of its own, in one transaction that also queues the
 // import; on PGlite batched multi-row INSERTs (one statement per batch). Never more than a batch in memory.
 import { once } from 'node:events';
@@ -6,6 +7,7 @@ import { finished } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Db, Queryable } from '../db/db.ts';
+import { emailKeys } from '../crm/customers/bulk.ts';
 import type { StagedLine } from './parse.ts';
 import { markQueued } from './store.ts';
 
@@ -17,14 +19,52 @@ export interface StagingSink {
   abort(): Promise<void>;
 }
 
-const copyText = (s: string) => s.replace(/\\/g, '\\\\');
+/** The item fields staged as columns, in column order; a line's `fields` has bit 1 << index for each it carries. */
+const FIELDS = [
+  ['firstName', 'first_name', 'text'], ['lastName', 'last_name', 'text'], ['emails', 'emails', 'json'], ['phones', 'phones', 'json'],
+  ['addresses', 'addresses', 'json'], ['socialProfiles', 'social_profiles', 'json'], ['loyaltyTier', 'loyalty_tier', 'text'],
+] as const;
+const COLUMNS = `import_id, line, external_id, fields, ${FIELDS.map((f) => f[1]).join(', ')}, email_keys, errors`;
+
+/** A staged line's column values (null: SQL NULL; jsonb and text[] values as JS values). */
+function columns(r: StagedLine): { external_id: string | null; fields: number | null; values: unknown[]; email_keys: string[] | null; errors: unknown } {
+  const item = r.item;
+  if (item === null) return { external_id: null, fields: null, values: FIELDS.map(() => null), email_keys: null, errors: r.errors };
+  let fields = 0;
+  FIELDS.forEach(([k], i) => {
+    if (k in item) fields |= 1 << i;
+  });
+  return {
+    external_id: item.externalId,
+    fields,
+    values: FIELDS.map(([k]) => item[k] ?? null),
+    email_keys: 'emails' in item ? emailKeys(item.emails ?? []) : null,
+    errors: null,
+  };
+}
+
+// COPY text format: \N is NULL; backslash, tab, newline and carriage return are escaped.
+const COPY_SPECIAL = /[\\\t\n\r]/g;
+const COPY_ESCAPE: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+const copyText = (s: string) => s.replace(COPY_SPECIAL, (c) => COPY_ESCAPE[c]);
+const copyStr = (v: string | null) => (v === null ? '\\N' : copyText(v));
+const copyJson = (v: unknown) => (v === null ? '\\N' : copyText(JSON.stringify(v)));
+/** A text[] literal: every element double-quoted, with " and \ escaped. */
+const pgTextArray = (a: string[]) => `{${a.map((x) => `"${x.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
+
+function copyLine(importId: string, r: StagedLine): string {
+  const c = columns(r);
+  let text = `${importId}\t${r.line}\t${copyStr(c.external_id)}\t${c.fields ?? '\\N'}`;
+  FIELDS.forEach(([, , kind], i) => (text += '\t' + (kind === 'text' ? copyStr(c.values[i] as string | null) : copyJson(c.values[i]))));
+  return `${text}\t${c.email_keys === null ? '\\N' : copyText(pgTextArray(c.email_keys))}\t${copyJson(c.errors)}\n`;
+}
 
 export async function pgCopySink(url: string, importId: string): Promise<StagingSink> {
   const client = new pg.Client({ connectionString: url, application_name: 'bulb-import', options: '-c TimeZone=UTC' });
   client.on('error', () => {});
   await client.connect();
   await client.query('BEGIN');
-  const copy = client.query(copyFrom('COPY import_rows (import_id, line, item, errors) FROM STDIN'));
+  const copy = client.query(copyFrom(`COPY import_rows (${COLUMNS}) FROM STDIN`));
   copy.on('error', () => {});
   const tx: Queryable = {
     query: async (sql, params) => {
@@ -36,10 +76,9 @@ export async function pgCopySink(url: string, importId: string): Promise<Staging
   return {
     async write(rows) {
       let text = '';
-      for (const r of rows) {
-        text += `${importId}\t${r.line}\t${r.item === null ? '\\N' : copyText(r.item)}\t${r.errors === null ? '\\N' : copyText(JSON.stringify(r.errors))}\n`;
-      }
-      if (!copy.write(text)) await Promise.race([once(copy, 'drain'), once(copy, 'error').then(([e]) => Promise.reject(e))]);
+      for (const r of rows) text += copyLine(importId, r);
+      // events.once also rejects on 'error', and removes both listeners either way.
+      if (!copy.write(text)) await once(copy, 'drain');
     },
     async finish(rowsReceived) {
       copy.end();
@@ -56,15 +95,21 @@ export async function pgCopySink(url: string, importId: string): Promise<Staging
   };
 }
 
+/** PGlite: a batch travels as one jsonb array of arrays, in COLUMNS order after import_id. */
+const BATCH_INSERT = `INSERT INTO import_rows (${COLUMNS})
+  SELECT $1, (x->>0)::bigint, x->>1, (x->>2)::smallint, ${FIELDS.map(([, , kind], i) => (kind === 'text' ? `x->>${i + 3}` : `nullif(x->${i + 3}, 'null')`)).join(', ')},
+    CASE WHEN jsonb_typeof(x->${FIELDS.length + 3}) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(x->${FIELDS.length + 3})) END,
+    nullif(x->${FIELDS.length + 4}, 'null')
+  FROM jsonb_array_elements($2::jsonb) AS x`;
+
 export function batchSink(db: Db, importId: string): StagingSink {
   return {
     async write(rows) {
-      const json = '[' + rows.map((r) => `{"line":${r.line},"item":${r.item ?? 'null'},"errors":${r.errors === null ? 'null' : JSON.stringify(r.errors)}}`).join(',') + ']';
-      await db.query(
-        `INSERT INTO import_rows (import_id, line, item, errors)
-         SELECT $1, x.line, x.item, x.errors FROM jsonb_to_recordset($2::jsonb) AS x(line bigint, item jsonb, errors jsonb)`,
-        [importId, json],
-      );
+      const json = JSON.stringify(rows.map((r) => {
+        const c = columns(r);
+        return [r.line, c.external_id, c.fields, ...c.values, c.email_keys, c.errors];
+      }));
+      await db.query(BATCH_INSERT, [importId, json]);
     },
     // Rows already inserted are invisible to workers until the import is queued.
     finish: (rowsReceived) => markQueued(db, importId, rowsReceived),

@@ -1,5 +1,6 @@
-// SQL of imports: the import rows, claiming by workers (lease), chunk progress, errors, cancel.
+// SQL of imports: the import rows, claiming by workers (lease), applying a chunk, chunk progress, errors, cancel.
 import type { Queryable } from '../db/db.ts';
+import { outboxCtes } from '../events/emit.ts';
 
 /** NOTIFY channel import workers listen on (an import became queued). */
 export const IMPORT_CHANNEL = 'bulb_imports';
@@ -119,18 +120,96 @@ export async function lockForChunk(tx: Queryable, id: string): Promise<ImportRow
   return (await tx.query<ImportRow>(`SELECT ${COLS} FROM imports WHERE id = $1 FOR UPDATE`, [id])).rows[0];
 }
 
-export interface StagedRow {
-  line: string;
-  item: any;
-  errors: unknown[] | null;
+/** What one chunk did; `disabled` lists the lines naming a disabled customer (refused with 409). */
+export interface ChunkResult {
+  /** Lines in the chunk (refused ones included). */
+  lines: number;
+  /** Whether lines after the chunk remain. */
+  more: boolean;
+  refused: number;
+  toInsert: number;
+  created: number;
+  updated: number;
+  disabled: { line: string; external_id: string; merged_into_uuid: string | null; merged_into_external_id: string | null }[];
 }
 
-export async function nextRows(tx: Queryable, id: string, afterLine: string, limit: number): Promise<StagedRow[]> {
-  const r = await tx.query<StagedRow>(
-    `SELECT line, item, errors FROM import_rows WHERE import_id = $1 AND line > $2 ORDER BY line LIMIT $3`,
-    [id, afterLine, limit],
+// The chunk's new values of a customer: a field its line (or folded lines) carries replaces the current one
+// (a carried null clears it), one it does not carry is kept. `fields` bits as in migration 018.
+const FIELD_BITS = [
+  ['first_name', 1, 'NULL'], ['last_name', 2, 'NULL'], ['emails', 4, `'[]'`], ['phones', 8, `'[]'`], ['addresses', 16, `'[]'`],
+  ['social_profiles', 32, `'[]'`], ['loyalty_tier', 64, 'NULL'],
+] as const;
+const COMPARED = FIELD_BITS.map(([c]) => c);
+const carried = (c: string, empty: string) => (empty === 'NULL' ? `g.${c}` : `coalesce(g.${c}, ${empty})`);
+const newValue = (c: string, bit: number, empty: string) => `CASE WHEN g.fields & ${bit} <> 0 THEN ${carried(c, empty)} ELSE cur.${c} END`;
+const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE fields & ${bit} <> 0))[1]`;
+
+/**
+ * Applies the next chunk of an import with 2026-11 bulk semantics, set-based, in the caller's transaction, without
+ * the rows leaving the database. The chunk is the lines numbered applied_line + 1 … applied_line + `span`: a range of
+ * the primary key, so its read costs the same whatever the planner believes of import_rows' size (a LIMIT after
+ * `line > applied_line` was planned as a scan and sort of every remaining line while the statistics were stale).
+ * A range holds at most `span` lines, fewer where the file has blank lines or multi-line CSV records.
+ * - `chunk`: the lines of the range, refused ones included;
+ * - `grp`: one patch per externalId; several lines with one externalId fold in line order (a later line's field wins);
+ * - `cur`: the existing customers, locked in id order (as bulk does, so concurrent writers queue, never deadlock);
+ * - `ins`: new customers (a field not carried takes its empty value); an externalId inserted meanwhile by someone
+ *   else is skipped, which the caller sees as created < toInsert (and retries the chunk);
+ * - `upd`: existing enabled customers whose values change; disabled ones are left alone and listed;
+ * - with events: customerCreate per created customer (in line order), then customerUpdate per changed one,
+ *   with their deliveries (outboxCtes).
+ */
+export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'applied_line' | 'with_events' | 'source'>, span: number): Promise<ChunkResult> {
+  const events = imp.with_events
+    ? `, ${outboxCtes(`SELECT t, 'Customer', uuid, external_id, $4::text FROM (
+          SELECT 0 AS k, id AS o, 'customerCreate' AS t, uuid, external_id FROM ins
+          UNION ALL SELECT 1, line, 'customerUpdate', uuid, external_id FROM upd) x ORDER BY k, o`)}`
+    : '';
+  const r = await tx.query<ChunkResult>(
+    `WITH chunk AS MATERIALIZED (
+       SELECT line, external_id, fields, ${COMPARED.join(', ')}, email_keys, errors IS NOT NULL AS refused
+       FROM import_rows WHERE import_id = $1 AND line > $2 AND line <= $2 + $3
+     ), dup AS MATERIALIZED (
+       SELECT external_id FROM chunk WHERE NOT refused GROUP BY external_id HAVING count(*) > 1
+     ), grp AS MATERIALIZED (
+       SELECT line, 1::bigint AS n, external_id, fields, ${COMPARED.join(', ')}, email_keys
+       FROM chunk WHERE NOT refused AND external_id NOT IN (SELECT external_id FROM dup)
+       UNION ALL
+       SELECT min(line), count(*), external_id, bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
+         ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', 4)}))
+       FROM chunk WHERE external_id IN (SELECT external_id FROM dup) GROUP BY external_id
+     ), cur AS MATERIALIZED (
+       SELECT id, external_id, status, merged_into, ${COMPARED.join(', ')}, email_keys
+       FROM customers WHERE external_id = ANY (ARRAY(SELECT external_id FROM grp)) ORDER BY id FOR UPDATE
+     ), ins AS (
+       INSERT INTO customers (external_id, ${COMPARED.join(', ')}, email_keys)
+       SELECT g.external_id, ${FIELD_BITS.map(([c, , empty]) => carried(c, empty)).join(', ')}, coalesce(g.email_keys, '{}')
+       FROM grp g WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.line
+       ON CONFLICT (external_id) DO NOTHING
+       RETURNING id, uuid, external_id
+     ), nv AS (
+       SELECT cur.id, g.line, g.n, ${FIELD_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
+         CASE WHEN g.fields & 4 <> 0 THEN coalesce(g.email_keys, '{}') ELSE cur.email_keys END AS email_keys,
+         (${COMPARED.map((c) => `cur.${c}`).join(', ')}) IS DISTINCT FROM (${FIELD_BITS.map(([c, bit, empty]) => newValue(c, bit, empty)).join(', ')}) AS changed
+       FROM grp g JOIN cur USING (external_id) WHERE cur.status <> 'disabled'
+     ), upd AS (
+       UPDATE customers c SET ${COMPARED.map((col) => `${col} = nv.${col}`).join(', ')}, email_keys = nv.email_keys, updated_at = clock_timestamp()
+       FROM nv WHERE c.id = nv.id AND nv.changed
+       RETURNING c.id, c.uuid, c.external_id, nv.line, nv.n
+     )${events}
+     SELECT (SELECT count(*) FROM chunk)::int AS lines,
+       EXISTS (SELECT 1 FROM import_rows WHERE import_id = $1 AND line > $2 + $3) AS more,
+       (SELECT count(*) FROM chunk WHERE refused)::int AS refused,
+       ((SELECT count(*) FROM grp) - (SELECT count(*) FROM cur))::int AS "toInsert",
+       (SELECT count(*) FROM ins)::int AS created,
+       (SELECT coalesce(sum(n), 0) FROM upd)::int AS updated,
+       coalesce((SELECT jsonb_agg(jsonb_build_object('line', s.line::text, 'external_id', cur.external_id,
+           'merged_into_uuid', m.uuid, 'merged_into_external_id', m.external_id) ORDER BY s.line)
+         FROM chunk s JOIN cur ON cur.external_id = s.external_id AND cur.status = 'disabled'
+         LEFT JOIN customers m ON m.id = cur.merged_into), '[]') AS disabled`,
+    imp.with_events ? [imp.id, imp.applied_line, span, imp.source] : [imp.id, imp.applied_line, span],
   );
-  return r.rows;
+  return r.rows[0];
 }
 
 /** Errors found when applying (e.g. a disabled customer), kept beside the upload's own. */

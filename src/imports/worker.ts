@@ -2,11 +2,12 @@
 // ran out), then applies its staging rows in chunks. Each chunk is one transaction holding the import's
 // row lock: the customers it upserts, their events (events=true), its errors and the import's progress
 // (applied_line, counters, lease) commit together, so after a crash the next worker resumes after the
-// last committed chunk: no row applied twice, no event emitted twice.
+// last committed chunk: no row applied twice, no event emitted twice. The rows themselves never come
+// through the worker: one statement applies a chunk inside the database (store.applyChunk).
 import crypto from 'node:crypto';
 import type { Config } from '../config.ts';
 import { sqlState, withRetry, type Db, type Queryable } from '../db/db.ts';
-import { upsertItems } from '../crm/customers/bulk.ts';
+import { customerDisabled } from '../crm/customers/service.ts';
 import * as store from './store.ts';
 
 type Log = (msg: string, err?: unknown) => void;
@@ -81,21 +82,17 @@ export class ImportWorker {
   private async chunk(tx: Queryable, id: string): Promise<'more' | 'done' | 'lost'> {
     const imp = await store.lockForChunk(tx, id);
     if (!imp || imp.status !== 'running' || imp.lock_token !== this.token) return 'lost';
-    const rows = await store.nextRows(tx, id, imp.applied_line, this.config.importChunkRows);
-    const valid = rows.filter((r) => r.item !== null);
-    const outcomes = await upsertItems(tx, valid.map((r) => r.item), { source: imp.source, events: imp.with_events, rows: false });
-    const counts = { lastLine: rows.at(-1)?.line ?? imp.applied_line, done: rows.length, created: 0, updated: 0, unchanged: 0, failed: rows.length - valid.length };
-    const errors: { line: string; errors: unknown[] }[] = [];
-    outcomes.forEach((o, k) => {
-      if (o.status === 201) counts.created++;
-      else if (o.status === 200) o.changed ? counts.updated++ : counts.unchanged++;
-      else {
-        counts.failed++;
-        errors.push({ line: valid[k].line, errors: o.errors ?? [] });
-      }
-    });
+    const r = await store.applyChunk(tx, imp, this.config.importChunkRows);
+    // A concurrent writer inserted one of the chunk's externalIds first: withRetry runs the chunk again.
+    if (r.created < r.toInsert) throw Object.assign(new Error('concurrent insert of the same externalId'), { code: '40001' });
+    const failed = r.refused + r.disabled.length;
+    const counts = {
+      lastLine: String(Number(imp.applied_line) + this.config.importChunkRows), done: r.lines, created: r.created, updated: r.updated,
+      unchanged: r.lines - failed - r.created - r.updated, failed,
+    };
+    const errors = r.disabled.map((d) => ({ line: d.line, errors: customerDisabled(d).entries }));
     await store.recordErrors(tx, id, errors);
-    const finished = rows.length < this.config.importChunkRows;
+    const finished = !r.more;
     await store.advance(tx, id, counts, this.config.importLeaseMs, finished);
     return finished ? 'done' : 'more';
   }

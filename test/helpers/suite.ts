@@ -11,15 +11,15 @@ export interface Ctx {
 
 /**
  * describeEachDb('customers', (ctx) => { it(...) }) — ctx is filled in before the tests of each backend run.
- * Pass env to configure the server (e.g. retry schedule).
+ * Pass env to configure the server (e.g. retry schedule), or a function of the fresh database giving it.
  */
-export async function describeEachDb(name: string, body: (ctx: Ctx) => void, env: Record<string, string> = {}) {
+export async function describeEachDb(name: string, body: (ctx: Ctx) => void, env: Record<string, string> | ((tdb: TestDb) => Record<string, string>) = {}) {
   for (const backend of await backends()) {
     describe(`${name} [${backend}]`, () => {
       const ctx = { backend } as Ctx;
       before(async () => {
         ctx.tdb = await freshDb(backend);
-        ctx.srv = await startServer(ctx.tdb.db, env);
+        ctx.srv = await startServer(ctx.tdb.db, typeof env === 'function' ? env(ctx.tdb) : env);
       });
       after(async () => {
         await ctx.srv?.close();

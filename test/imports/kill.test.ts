@@ -22,7 +22,7 @@ describe('import worker killed mid-import [pg]', { skip: !hasPg }, () => {
   };
   before(async () => {
     tdb = await freshDb('pg');
-    srv = await startServer(tdb.db, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    srv = await startServer(tdb.db, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', DATABASE_URL: tdb.url! });
   });
   after(async () => {
     for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGKILL');

@@ -30,7 +30,7 @@ export function bulkRoutes(s: Services): RouteDef[] {
         });
         if (valid.length > 0) {
           const source = sourceOf(req, s);
-          const outcomes = await withRetry(s.db, (tx) => upsertItems(tx, valid, { source, events: true }));
+          const outcomes = await withRetry(s.db, (tx) => upsertItems(tx, valid, { source }));
           outcomes.forEach((o, k) => {
             const index = at[k];
             results[index] = o.row ? { index, status: o.status, customer: shapeCustomer(o.row) } : { index, status: o.status, errors: o.errors };

@@ -1,4 +1,4 @@
-// SQL of the set-based upsert (bulk and imports): one statement each to lock the existing rows, insert the
+// SQL of the set-based upsert of bulk: one statement each to lock the existing rows, insert the
 // new ones and update the changed ones, whatever the number of items. Rows travel as one jsonb parameter.
 import type { Queryable } from '../../db/db.ts';
 import type { CustomerRow } from './store.ts';
@@ -20,9 +20,6 @@ export interface CustomerCols {
 const RECORD = `external_id text, first_name text, last_name text, emails jsonb, phones jsonb, addresses jsonb,
   social_profiles jsonb, loyalty_tier text, email_keys jsonb`;
 const KEYS = `ARRAY(SELECT jsonb_array_elements_text(x.email_keys))`;
-/** What the writes return: whole rows (bulk answers them) or only the keys (imports need uuid and externalId for events). */
-export type Returning = 'rows' | 'keys';
-const KEYS_ONLY = (t: string) => `${t}.id, ${t}.uuid, ${t}.external_id`;
 const RETURNING_ROWS = (t: string) => `${t}.id, ${t}.uuid, ${t}.external_id, ${t}.status, ${t}.first_name, ${t}.last_name, ${t}.emails,
   ${t}.phones, ${t}.addresses, ${t}.social_profiles, ${t}.loyalty_tier, NULL::uuid AS merged_into_uuid,
   NULL::text AS merged_into_external_id, ${t}.created_at, ${t}.updated_at`;
@@ -40,26 +37,22 @@ export async function lockByExternalIds(tx: Queryable, externalIds: string[]): P
   return r.rows;
 }
 
-/**
- * Inserts new customers; an externalId taken meanwhile (a concurrent insert) is skipped and missing from the answer.
- * With returning 'keys' the answered rows carry only id, uuid and external_id (half the time of a 5,000-row chunk
- * goes into sending whole rows back otherwise).
- */
-export async function insertMany(tx: Queryable, rows: CustomerCols[], returning: Returning = 'rows'): Promise<CustomerRow[]> {
+/** Inserts new customers; an externalId taken meanwhile (a concurrent insert) is skipped and missing from the answer. */
+export async function insertMany(tx: Queryable, rows: CustomerCols[]): Promise<CustomerRow[]> {
   if (rows.length === 0) return [];
   const r = await tx.query<CustomerRow>(
     `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
      SELECT x.external_id, x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier, ${KEYS}
      FROM jsonb_to_recordset($1::jsonb) AS x(ord int, ${RECORD}) ORDER BY x.ord
      ON CONFLICT (external_id) DO NOTHING
-     RETURNING ${returning === 'rows' ? RETURNING_ROWS('customers') : KEYS_ONLY('customers')}`,
+     RETURNING ${RETURNING_ROWS('customers')}`,
     [JSON.stringify(rows.map((row, ord) => ({ ord, ...row })))],
   );
   return r.rows;
 }
 
 /** Writes the new values of existing (locked) customers; rows whose values did not change are not written nor returned. */
-export async function updateMany(tx: Queryable, rows: CustomerCols[], returning: Returning = 'rows'): Promise<CustomerRow[]> {
+export async function updateMany(tx: Queryable, rows: CustomerCols[]): Promise<CustomerRow[]> {
   if (rows.length === 0) return [];
   const r = await tx.query<CustomerRow>(
     `UPDATE customers c SET first_name = x.first_name, last_name = x.last_name, emails = x.emails, phones = x.phones,
@@ -68,7 +61,7 @@ export async function updateMany(tx: Queryable, rows: CustomerCols[], returning:
      FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, ${RECORD})
      WHERE c.id = x.id AND (c.first_name, c.last_name, c.emails, c.phones, c.addresses, c.social_profiles, c.loyalty_tier)
        IS DISTINCT FROM (x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier)
-     RETURNING ${returning === 'rows' ? RETURNING_ROWS('c') : KEYS_ONLY('c')}`,
+     RETURNING ${RETURNING_ROWS('c')}`,
     [JSON.stringify(rows)],
   );
   return r.rows;

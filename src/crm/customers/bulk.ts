@@ -1,4 +1,5 @@
-// The set-based upsert core shared by POST /crm/customers/bulk and the import worker (one core, two doors).
+// The set-based upsert of POST /crm/customers/bulk, and the item checks imports share with it (imports apply
+// the same 2026-11 semantics in SQL, straight from their staging table: src/imports/store.ts applyChunk).
 // Items speak 2026-11: an item for an existing externalId is a patch (omitted fields kept, null clears);
 // older versions reach here already upgraded to a patch that sets every field (see changes/2026-11-bulk-patch.ts).
 // Per call, whatever the number of items: one SELECT … FOR UPDATE, one INSERT, one UPDATE, one event write.
@@ -73,10 +74,6 @@ export interface Outcome {
 
 export interface UpsertOptions {
   source: string;
-  /** false: write no events (imports with events=false). */
-  events: boolean;
-  /** false: outcomes carry no row (imports only count them), and the writes return only keys. */
-  rows?: boolean;
 }
 
 function cols(item: BulkItemT, cur?: CustomerRow): CustomerCols {
@@ -93,8 +90,13 @@ function cols(item: BulkItemT, cur?: CustomerRow): CustomerCols {
     addresses: pick('addresses', cur?.addresses),
     social_profiles: pick('socialProfiles', cur?.social_profiles),
     loyalty_tier: pick('loyaltyTier', cur?.loyalty_tier),
-    email_keys: [...new Set(emails.map((e) => e.email.toLowerCase()))],
+    email_keys: emailKeys(emails),
   };
+}
+
+/** customers.email_keys of a list of emails: lower-cased, each once, in order. */
+export function emailKeys(emails: { email: string }[]): string[] {
+  return [...new Set(emails.map((e) => e.email.toLowerCase()))];
 }
 
 /** A concurrent transaction inserted one of our externalIds first: the caller's withRetry runs us again. */
@@ -128,10 +130,9 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     } else if (cur) toUpdate.push(cols(g.patch, cur));
     else toInsert.push(cols(g.patch));
   }
-  const returning = opts.rows === false ? 'keys' : 'rows';
-  const inserted = await insertMany(tx, toInsert, returning);
+  const inserted = await insertMany(tx, toInsert);
   if (inserted.length !== toInsert.length) throw lostRace();
-  const updated = new Map((await updateMany(tx, toUpdate, returning)).map((r) => [r.external_id, r]));
+  const updated = new Map((await updateMany(tx, toUpdate)).map((r) => [r.external_id, r]));
 
   const events: NewEvent[] = [];
   const event = (eventType: 'customerCreate' | 'customerUpdate', r: CustomerRow) =>
@@ -147,7 +148,6 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     for (const i of groups.get(c.external_id)!.indexes) outcomes[i] = { status: 200, changed: r !== undefined, row: r ?? current.get(c.external_id) };
     if (r) event('customerUpdate', r);
   }
-  if (opts.events) await emitEvents(tx, events);
-  if (opts.rows === false) for (const o of outcomes) delete o.row;
+  await emitEvents(tx, events);
   return outcomes;
 }

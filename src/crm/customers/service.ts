@@ -32,7 +32,7 @@ const customerEvent = (eventType: 'customerCreate' | 'customerUpdate', row: stor
   source,
 });
 
-export function customerDisabled(row: store.CustomerRow): ApiError {
+export function customerDisabled(row: Pick<store.CustomerRow, 'external_id' | 'merged_into_uuid' | 'merged_into_external_id'>): ApiError {
   return new ApiError('CustomerDisabled', `customer ${row.external_id} is disabled`, row.merged_into_uuid ? `merged into ${row.merged_into_external_id} (${row.merged_into_uuid})` : 'disabled');
 }
 
