@@ -83,6 +83,16 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.ok((await dupsOf('d-ann2')).some((x) => x.customer.externalId === 'd-ann'));
   });
 
+  it('finds names one typo apart that trigrams alone rate low (the candidate search keeps them)', async () => {
+    const place = { line1: '9 Elm St', city: 'Trenton', postalCode: '08608', country: 'US' };
+    await create('t-1', { firstName: 'Anna', lastName: 'Lopez', addresses: [place] });
+    await create('t-2', { firstName: 'Lpoez', lastName: 'Anna', addresses: [place] });
+    const d = await dupsOf('t-1');
+    assert.deepEqual(d.map((x) => x.customer.externalId), ['t-2'], JSON.stringify(d));
+    assert.ok(d[0].score >= 0.8);
+    assert.match(d[0].reasons[0].detail, /one typo apart \(similarity 0\.4/);
+  });
+
   it('stays current as customers change: patch, merge (only active customers), undo, bulk', async () => {
     await create('k-1', { firstName: 'Kim', lastName: 'Park', emails: [{ email: 'kim@park.example' }] });
     await create('k-2', { firstName: 'Jo', lastName: 'Yoon', emails: [{ email: 'other@park.example' }] });
