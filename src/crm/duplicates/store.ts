@@ -10,11 +10,13 @@ import { NAME_PREFILTER, type Reason } from './score.ts';
  * for one batch. During a large build the tables' statistics lag far behind (empty when last analyzed), and
  * the planner then estimated the candidate search at millions of rows: hash joins over whole tables and
  * about a second of JIT compilation per batch for 1,500 rows found by 3,000 index probes (EXPLAINed at 20k).
+ * Its commit does not wait for the WAL flush (synchronous_commit off): a crash can lose only whole refresher
+ * transactions, whose customers then are still on the queue and are refreshed again.
  */
 export async function lockRefresher(tx: Queryable, key: number): Promise<void> {
   await tx.query(
-    `SELECT set_config('jit', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true),
-       pg_advisory_xact_lock($1)`,
+    `SELECT set_config('jit', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+       set_config('enable_seqscan', 'off', true), set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock($1)`,
     [key],
   );
 }
@@ -88,7 +90,9 @@ export interface CandidateRow {
  * score needs, for the pairs that can reach STORED_MIN only (see NAME_PREFILTER).
  */
 export async function candidates(tx: Queryable, keys: { key: string; customerId: string }[]): Promise<CandidateRow[]> {
-  const inter = (col: string) => `ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) ORDER BY 1)`;
+  // The intersection (sorted) where the arrays overlap at all: most candidates share no email, no phone.
+  const inter = (col: string) =>
+    `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) ORDER BY 1) ELSE '{}' END`;
   const words = (name: string) => `array_length(string_to_array(${name}, ' '), 1)`;
   const r = await tx.query<CandidateRow>(
     `WITH c AS MATERIALIZED (
