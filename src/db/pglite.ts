@@ -75,8 +75,8 @@ export class PgliteDb implements Db {
     });
   }
 
-  query<T>(sql: string, params?: unknown[]): Promise<QueryResult<T>> {
-    return this.call({ op: 'query', sql, params });
+  query<T>(sql: string, params?: unknown[], name?: string): Promise<QueryResult<T>> {
+    return this.call({ op: 'query', sql, params, name });
   }
 
   exec(sql: string): Promise<void> {
@@ -86,7 +86,7 @@ export class PgliteDb implements Db {
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const tx = await this.call<number>({ op: 'begin' });
     const q: Queryable = {
-      query: <R>(sql: string, params?: unknown[]) => this.call<QueryResult<R>>({ op: 'query', sql, params, tx }),
+      query: <R>(sql: string, params?: unknown[], name?: string) => this.call<QueryResult<R>>({ op: 'query', sql, params, name, tx }),
       exec: (sql: string) => this.call<void>({ op: 'exec', sql, tx }),
     };
     let out: T;

@@ -1,5 +1,5 @@
-// Database layer: concurrent migrations on one PostgreSQL, and timestamps formatted identically on
-// both backends whatever the session time zone.
+// Database layer: concurrent migrations on one PostgreSQL, timestamps formatted identically on both
+// backends whatever the session time zone, and named (prepared) statements answering as unnamed ones do.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describe, it } from 'node:test';
@@ -59,6 +59,52 @@ for (const backend of await backends()) {
             }
           });
         }
+      } finally {
+        await tdb.close();
+      }
+    });
+  });
+}
+
+for (const backend of await backends()) {
+  describe(`named statements [${backend}]`, () => {
+    it('answer the rows, counts, types and errors of the same unnamed query, in and out of transactions', async () => {
+      const tdb = await freshDb(backend, 2);
+      const db = tdb.db;
+      const name = `test_named_${crypto.randomBytes(4).toString('hex')}`;
+      const sql = `SELECT $1::uuid AS u, $2::text[] AS a, $3::jsonb AS j, $4::timestamptz AS t, $5::bigint AS n, $6::boolean AS b, $7::int AS i`;
+      try {
+        await db.exec('CREATE TABLE named_t (id int PRIMARY KEY, v text)');
+        const cases: unknown[][] = [
+          [crypto.randomUUID(), ['x', 'y,z', 'q"r'], JSON.stringify({ k: [1, 'two', null] }), '2026-03-04T05:06:07.891234Z', '9007199254740993', true, 7],
+          [crypto.randomUUID(), [], 'null', '0099-01-01T00:00:00Z', '-1', false, null],
+        ];
+        for (const params of cases) {
+          const unnamed = await db.query(sql, params);
+          for (let i = 0; i < 7; i++) assert.deepEqual(await db.query(sql, params, name), unnamed, `call ${i} (past the custom plans)`);
+          assert.deepEqual(await db.transaction((tx) => tx.query(sql, params, name)), unnamed, 'in a transaction');
+        }
+        const insert = 'INSERT INTO named_t (id, v) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING';
+        assert.equal((await db.query(insert, [1, 'a'], `${name}_ins`)).rowCount, 1);
+        assert.equal((await db.query(insert, [1, 'b'], `${name}_ins`)).rowCount, 0, 'no row: rowCount 0');
+        await assert.rejects(db.transaction(async (tx) => {
+          await tx.query(insert, [2, 'c'], `${name}_ins`);
+          throw new Error('undo');
+        }), /undo/);
+        assert.deepEqual((await db.query('SELECT id, v FROM named_t ORDER BY id')).rows, [{ id: 1, v: 'a' }], 'rolled back with its transaction');
+        const update = 'UPDATE named_t SET v = $2 WHERE id = $1';
+        assert.equal((await db.query(update, [1, 'u'], `${name}_upd`)).rowCount, 1);
+        // Errors carry the SQLSTATE, whether the first call (parse) or a later one (bind, execute) fails.
+        const bad = 'SELECT $1::uuid AS u, 1 / $2::int AS q';
+        await assert.rejects(db.query(bad, ['not-a-uuid', 1], `${name}_bad`), (e: any) => e.code === '22P02');
+        assert.deepEqual((await db.query(bad, [cases[0][0], 1], `${name}_bad`)).rows, [{ u: cases[0][0], q: 1 }], 'usable after a failed call');
+        await assert.rejects(db.query(bad, [cases[0][0], 0], `${name}_bad`), (e: any) => e.code === '22012');
+        await assert.rejects(db.query('SELEC 1', [], `${name}_syntax`), (e: any) => e.code === '42601');
+        await assert.rejects(db.transaction(async (tx) => {
+          await assert.rejects(tx.query(bad, [cases[0][0], 0], `${name}_bad`), (e: any) => e.code === '22012');
+          await tx.query(bad, [cases[0][0], 1], `${name}_bad`);
+        }), (e: any) => e.code === '25P02', 'a failed statement aborts its transaction, as unnamed');
+        assert.deepEqual((await db.query(bad, [cases[0][0], 2], `${name}_bad`)).rows, [{ u: cases[0][0], q: 0 }]);
       } finally {
         await tdb.close();
       }
