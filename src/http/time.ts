@@ -19,12 +19,25 @@ function toDate(v: string | Date): Date {
   return new Date(d0.getTime() - offset * 1000);
 }
 
+// What a UTC session sends for years 1–9999: "2026-01-02 03:04:05.678901+00" (or without the fraction). Its
+// RFC 3339 form is a rearrangement of the text (milliseconds truncated, as toDate does), no Date needed: this
+// runs twice per customer on every answer.
+const PG_UTC = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?\+00$/;
+
+function format(v: string | Date): string {
+  if (typeof v === 'string' && PG_UTC.test(v)) {
+    const ms = v.length === 22 ? '000' : (v.slice(20, v.length - 3) + '00').slice(0, 3);
+    return `${v.slice(0, 10)}T${v.slice(11, 19)}.${ms}Z`;
+  }
+  return toDate(v).toISOString();
+}
+
 export function iso(v: string | Date | null | undefined): string | null {
   if (v === null || v === undefined) return null;
-  return toDate(v).toISOString();
+  return format(v);
 }
 
 /** Like iso() for columns that are never null. */
 export function isoNN(v: string | Date): string {
-  return toDate(v).toISOString();
+  return format(v);
 }

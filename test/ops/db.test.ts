@@ -36,6 +36,25 @@ describe('migrations', () => {
   });
 });
 
+describe('timestamps', () => {
+  it('PostgreSQL UTC text of any year 1–9999 and fraction length becomes the instant in RFC 3339, milliseconds truncated', () => {
+    let seed = 42;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const pad = (x: number, w = 2) => String(x).padStart(w, '0');
+    for (let i = 0; i < 5000; i++) {
+      const [y, mo, d, h, mi, s] = [1 + rnd(9999), 1 + rnd(12), 1 + rnd(28), rnd(24), rnd(60), rnd(60)];
+      const digits = rnd(7);
+      const frac = digits ? pad(rnd(10 ** digits), digits) : '';
+      const text = `${pad(y, 4)}-${pad(mo)}-${pad(d)} ${pad(h)}:${pad(mi)}:${pad(s)}${digits ? '.' + frac : ''}+00`;
+      const at = new Date(0);
+      at.setUTCFullYear(y, mo - 1, d);
+      at.setUTCHours(h, mi, s, Number((frac + '000').slice(0, 3)));
+      assert.equal(iso(text), at.toISOString(), text);
+    }
+    assert.equal(iso(null), null);
+  });
+});
+
 for (const backend of await backends()) {
   describe(`timestamps [${backend}]`, () => {
     it('timestamptz text becomes the same RFC 3339 …Z string on both backends, in any session time zone', async () => {

@@ -75,7 +75,8 @@ export class Registry {
           },
           config: { routeId: def.id, scope: def.scope, apiVersion: v, rawBody: def.rawBody === true },
           onRequest: preHandlers.auth,
-          handler: async (req, reply) => {
+          // A route no change touches in this version runs its handler as it is (one promise less per request).
+          handler: ups.length === 0 && downs.length === 0 ? def.handler : async (req, reply) => {
             for (const m of ups) m.upgradeRequest!(req);
             let body = await def.handler(req, reply);
             for (const m of downs) body = m.downgradeResponse!(body, req, reply);

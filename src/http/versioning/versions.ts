@@ -30,6 +30,10 @@ export function versionInfo(v: string): VersionInfo | undefined {
   return VERSIONS.find((x) => x.version === v);
 }
 
+export function isDeprecated(v: string): boolean {
+  return versionInfo(v)?.deprecatedOn !== undefined;
+}
+
 export function deprecationHeaders(v: string, baseUrl: string): Record<string, string> {
   const info = versionInfo(v);
   if (!info?.deprecatedOn) return {};
