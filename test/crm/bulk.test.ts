@@ -104,6 +104,54 @@ await describeEachDb('bulk', (ctx) => {
     assert.deepEqual(old.body.results.map((x: any) => [x.status, x.customer.firstName, x.customer.lastName]), [[200, 'D', null], [200, 'D', null]], 'replace: the last one wins');
   });
 
+  it('new customers only: one statement and no transaction, the same answers and events; with one existing, the transaction', async () => {
+    // The bulk statements run, by name, and whether each ran in a transaction (background work is not a bulk statement).
+    const real = ctx.srv.services.db;
+    let ran: string[] = [];
+    const note = (name: string | undefined, inTx: boolean) => name?.startsWith('customer_bulk_') && ran.push(`${name}${inTx ? ' (in tx)' : ''}`);
+    ctx.srv.services.db = Object.assign(Object.create(real), {
+      query: (sql: string, p?: unknown[], name?: string) => (note(name, false), real.query(sql, p, name)),
+      transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
+        real.transaction((tx) => fn({ ...tx, query: (sql: string, p?: unknown[], name?: string) => (note(name, true), tx.query(sql, p, name)) })),
+    }) as Db;
+    try {
+      const items = [{ externalId: 'only-1', ...full }, { externalId: 'only-2', firstName: 'Bo' }, { externalId: 'only-1', lastName: 'Folded' }, { bad: 1 }];
+      const r = await v('2026-11').post('/crm/customers/bulk', items);
+      assert.equal(r.status, 200);
+      assert.deepEqual(ran, ['customer_bulk_insert_all_new']);
+      assert.deepEqual(r.body.results.map((x: any) => [x.index, x.status]), [[0, 201], [1, 201], [2, 200], [3, 400]]);
+      assert.equal(r.body.results[0].customer.lastName, 'Folded');
+      assert.deepEqual(r.body.results[2].customer, r.body.results[0].customer);
+      assert.deepEqual((await ctx.srv.api.get('/crm/customers/only-1')).body, r.body.results[0].customer);
+      assert.deepEqual((await ctx.srv.api.get('/crm/customers/only-2')).body, r.body.results[1].customer);
+      assert.deepEqual(await events('only-1'), ['customerCreate']);
+      assert.deepEqual(await events('only-2'), ['customerCreate']);
+      const order = (await ctx.tdb.db.query(`SELECT resource_external_id AS x FROM events WHERE resource_external_id IN ('only-1', 'only-2') ORDER BY id`)).rows.map((x) => x.x);
+      assert.deepEqual(order, ['only-1', 'only-2'], 'events in item order');
+      ran = [];
+      const again = await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'only-3' }, { externalId: 'only-2', firstName: 'Bea' }]);
+      assert.deepEqual(again.body.results.map((x: any) => [x.status, x.customer.firstName]), [[201, null], [200, 'Bea']]);
+      assert.deepEqual(ran, ['customer_bulk_insert_all_new', 'customer_bulk_lock (in tx)', 'customer_bulk_insert (in tx)', 'customer_bulk_update (in tx)'],
+        'an existing externalId: the transaction, after the statement that wrote nothing');
+      assert.deepEqual(await events('only-3'), ['customerCreate']);
+      assert.deepEqual(await events('only-2'), ['customerCreate', 'customerUpdate']);
+    } finally {
+      ctx.srv.services.db = real;
+    }
+  });
+
+  it('concurrent bulks of the same new externalIds: each customer created once, with one customerCreate event', async () => {
+    const ids = Array.from({ length: 20 }, (_, i) => `race-${i}`);
+    const answers = await Promise.all(Array.from({ length: 4 }, (_, k) =>
+      v('2026-11').post('/crm/customers/bulk', (k % 2 ? [...ids].reverse() : ids).map((externalId) => ({ externalId, firstName: 'Same' })))));
+    for (const a of answers) assert.equal(a.status, 200);
+    for (const id of ids) {
+      const statuses = answers.map((a) => a.body.results.find((x: any) => x.customer.externalId === id).status).sort();
+      assert.deepEqual(statuses, [200, 200, 200, 201], id);
+      assert.deepEqual(await events(id), ['customerCreate'], id);
+    }
+  });
+
   it('does one transaction and the same number of statements for 1 item as for 100', async () => {
     const real = ctx.srv.services.db;
     let statements = 0;

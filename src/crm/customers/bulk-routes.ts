@@ -1,12 +1,13 @@
 // POST /crm/customers/bulk: validates each item, then upserts the valid ones set-based in one transaction
-// (src/crm/customers/bulk.ts). One result per item, in order; a bad or conflicting item does not stop the others.
+// (src/crm/customers/bulk.ts), or in one statement when they are all new customers. One result per item, in order;
+// a bad or conflicting item does not stop the others.
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import * as S from './schema.ts';
 import { shapeCustomer } from './service.ts';
-import { BulkItem, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
+import { BulkItem, insertIfAllNew, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
 import { Type } from '@sinclair/typebox';
 
 export function bulkRoutes(s: Services): RouteDef[] {
@@ -30,7 +31,7 @@ export function bulkRoutes(s: Services): RouteDef[] {
         });
         if (valid.length > 0) {
           const source = sourceOf(req, s);
-          const outcomes = await withRetry(s.db, (tx) => upsertItems(tx, valid, { source }));
+          const outcomes = (await insertIfAllNew(s.db, valid, { source })) ?? (await withRetry(s.db, (tx) => upsertItems(tx, valid, { source })));
           outcomes.forEach((o, k) => {
             const index = at[k];
             results[index] = o.row ? { index, status: o.status, customer: shapeCustomer(o.row) } : { index, status: o.status, errors: o.errors };

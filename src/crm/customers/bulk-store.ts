@@ -1,6 +1,8 @@
-// SQL of the set-based upsert of bulk: one statement each to lock the existing rows, insert the
-// new ones and update the changed ones, whatever the number of items. Rows travel as one jsonb parameter.
+// SQL of the set-based upsert of bulk: one statement each to lock the existing rows, insert the new ones (with
+// their customerCreate events) and update the changed ones, whatever the number of items; or, when every row is
+// new, one statement in all. Rows travel as one jsonb parameter; each statement is named (prepared once per connection).
 import type { Queryable } from '../../db/db.ts';
+import { outboxCtes } from '../../events/emit.ts';
 import type { CustomerRow } from './store.ts';
 
 /** Column values of one customer as the statements below read them (jsonb_to_recordset). */
@@ -33,21 +35,51 @@ export async function lockByExternalIds(tx: Queryable, externalIds: string[]): P
      FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
      WHERE c.external_id = ANY($1::text[]) ORDER BY c.id FOR UPDATE OF c`,
     [externalIds],
+    'customer_bulk_lock',
   );
   return r.rows;
 }
 
-/** Inserts new customers; an externalId taken meanwhile (a concurrent insert) is skipped and missing from the answer. */
-export async function insertMany(tx: Queryable, rows: CustomerCols[]): Promise<CustomerRow[]> {
+const INSERT = `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
+       SELECT x.external_id, x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier, ${KEYS}
+       FROM jsonb_to_recordset($1::jsonb) AS x(ord int, ${RECORD}) ORDER BY x.ord
+       ON CONFLICT (external_id) DO NOTHING
+       RETURNING ${RETURNING_ROWS('customers')}`;
+// The creates' customerCreate events (with deliveries) in insertion order, written by the insert's own statement.
+const createEvents = `${outboxCtes(`SELECT 'customerCreate', 'Customer', c.uuid, c.external_id, $2::text FROM c ORDER BY c.id`)}
+     SELECT c.* FROM c ORDER BY c.id`;
+const INSERT_WITH_EVENTS = `WITH c AS (${INSERT}),
+     ${createEvents}`;
+
+/**
+ * Inserts new customers, in order, with their customerCreate events (tagged with eventSource) and deliveries, in one
+ * statement; an externalId taken meanwhile (a concurrent insert) is skipped and missing from the answer.
+ */
+export async function insertMany(tx: Queryable, rows: CustomerCols[], eventSource: string): Promise<CustomerRow[]> {
   if (rows.length === 0) return [];
-  const r = await tx.query<CustomerRow>(
-    `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
-     SELECT x.external_id, x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier, ${KEYS}
-     FROM jsonb_to_recordset($1::jsonb) AS x(ord int, ${RECORD}) ORDER BY x.ord
-     ON CONFLICT (external_id) DO NOTHING
-     RETURNING ${RETURNING_ROWS('customers')}`,
-    [JSON.stringify(rows.map((row, ord) => ({ ord, ...row })))],
-  );
+  const r = await tx.query<CustomerRow>(INSERT_WITH_EVENTS, [JSON.stringify(rows.map((row, ord) => ({ ord, ...row }))), eventSource], 'customer_bulk_insert');
+  return r.rows;
+}
+
+// Every row new, or none written. No ON CONFLICT: an externalId inserted concurrently fails the statement (unique
+// violation), writing nothing.
+const INSERT_ALL_NEW = `WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, ${RECORD})),
+     c AS (
+       INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
+       SELECT x.external_id, x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier, ${KEYS}
+       FROM x WHERE NOT EXISTS (SELECT 1 FROM customers e WHERE e.external_id IN (SELECT external_id FROM x)) ORDER BY x.ord
+       RETURNING ${RETURNING_ROWS('customers')}
+     ),
+     ${createEvents}`;
+
+/**
+ * Inserts every row, in order, with its customerCreate event (tagged with eventSource) and deliveries, when none
+ * of the externalIds exists; else writes nothing and returns []. Throws (having written nothing) when one of them
+ * is inserted concurrently. One statement: on its own (autocommit) one round trip and one transaction.
+ */
+export async function insertAllNew(db: Queryable, rows: CustomerCols[], eventSource: string): Promise<CustomerRow[]> {
+  if (rows.length === 0) return [];
+  const r = await db.query<CustomerRow>(INSERT_ALL_NEW, [JSON.stringify(rows.map((row, ord) => ({ ord, ...row }))), eventSource], 'customer_bulk_insert_all_new');
   return r.rows;
 }
 
@@ -63,6 +95,7 @@ export async function updateMany(tx: Queryable, rows: CustomerCols[]): Promise<C
        IS DISTINCT FROM (x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier)
      RETURNING ${RETURNING_ROWS('c')}`,
     [JSON.stringify(rows)],
+    'customer_bulk_update',
   );
   return r.rows;
 }

@@ -2,7 +2,8 @@
 // the same 2026-11 semantics in SQL, straight from their staging table: src/imports/store.ts applyChunk).
 // Items speak 2026-11: an item for an existing externalId is a patch (omitted fields kept, null clears);
 // older versions reach here already upgraded to a patch that sets every field (see changes/2026-11-bulk-patch.ts).
-// Per call, whatever the number of items: one SELECT … FOR UPDATE, one INSERT, one UPDATE, one event write.
+// Per call, whatever the number of items: one SELECT … FOR UPDATE, one INSERT (with the creates' events), one
+// UPDATE, one event write (the updates'); or, when every item is a new customer, one statement in all (insertIfAllNew).
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import '../../http/formats.ts';
@@ -12,7 +13,7 @@ import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { Address, Email, ExternalId, Phone, SocialProfile } from './schema.ts';
 import { customerDisabled } from './service.ts';
 import type { CustomerRow } from './store.ts';
-import { insertMany, lockByExternalIds, updateMany, type CustomerCols } from './bulk-store.ts';
+import { insertAllNew, insertMany, lockByExternalIds, updateMany, type CustomerCols } from './bulk-store.ts';
 
 const NullableStr = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
 const List = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([Type.Array(t, { maxItems: 50 }), Type.Null()]);
@@ -110,14 +111,7 @@ function lostRace(): Error {
  * applied once: each of them answers the final customer; the first answers 201 if it was created.
  */
 export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: UpsertOptions): Promise<Outcome[]> {
-  const groups = new Map<string, { indexes: number[]; patch: BulkItemT }>();
-  items.forEach((item, i) => {
-    const g = groups.get(item.externalId);
-    if (g) {
-      g.indexes.push(i);
-      Object.assign(g.patch, item);
-    } else groups.set(item.externalId, { indexes: [i], patch: { ...item } });
-  });
+  const groups = groupItems(items);
   const current = new Map((await lockByExternalIds(tx, [...groups.keys()])).map((r) => [r.external_id, r]));
 
   const outcomes: Outcome[] = new Array(items.length);
@@ -130,24 +124,64 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     } else if (cur) toUpdate.push(cols(g.patch, cur));
     else toInsert.push(cols(g.patch));
   }
-  const inserted = await insertMany(tx, toInsert);
+  // The creates' events are written by the insert itself (in insertion order, before the updates' events).
+  const inserted = await insertMany(tx, toInsert, opts.source);
   if (inserted.length !== toInsert.length) throw lostRace();
   const updated = new Map((await updateMany(tx, toUpdate)).map((r) => [r.external_id, r]));
 
   const events: NewEvent[] = [];
-  const event = (eventType: 'customerCreate' | 'customerUpdate', r: CustomerRow) =>
+  const event = (eventType: 'customerUpdate', r: CustomerRow) =>
     events.push({ eventType, resourceType: 'Customer', resource: { uuid: r.uuid, externalId: r.external_id }, source: opts.source });
-  for (const r of inserted) {
-    const [first, ...rest] = groups.get(r.external_id)!.indexes;
-    outcomes[first] = { status: 201, row: r };
-    for (const i of rest) outcomes[i] = { status: 200, changed: false, row: r };
-    event('customerCreate', r);
-  }
+  insertedOutcomes(outcomes, groups, inserted);
   for (const c of toUpdate) {
     const r = updated.get(c.external_id);
     for (const i of groups.get(c.external_id)!.indexes) outcomes[i] = { status: 200, changed: r !== undefined, row: r ?? current.get(c.external_id) };
     if (r) event('customerUpdate', r);
   }
   await emitEvents(tx, events);
+  return outcomes;
+}
+
+type Groups = Map<string, { indexes: number[]; patch: BulkItemT }>;
+
+/** Items by externalId, in order of first appearance; several items for one externalId are folded into one patch. */
+function groupItems(items: BulkItemT[]): Groups {
+  const groups: Groups = new Map();
+  items.forEach((item, i) => {
+    const g = groups.get(item.externalId);
+    if (g) {
+      g.indexes.push(i);
+      Object.assign(g.patch, item);
+    } else groups.set(item.externalId, { indexes: [i], patch: { ...item } });
+  });
+  return groups;
+}
+
+/** A created customer answers 201 to the first of its items, 200 (unchanged) to the others. */
+function insertedOutcomes(outcomes: Outcome[], groups: Groups, inserted: CustomerRow[]) {
+  for (const r of inserted) {
+    const [first, ...rest] = groups.get(r.external_id)!.indexes;
+    outcomes[first] = { status: 201, row: r };
+    for (const i of rest) outcomes[i] = { status: 200, changed: false, row: r };
+  }
+}
+
+/**
+ * Bulk's common case, every item a new customer, as ONE statement in autocommit (customers, customerCreate events,
+ * deliveries: the shape of bench/bulk-floor.ts), so one round trip instead of BEGIN, lock, insert, COMMIT. Returns
+ * the outcomes upsertItems would give, or undefined when the statement wrote nothing: an externalId exists, one was
+ * inserted concurrently, or any error. The caller then runs upsertItems in a transaction, as it always did.
+ */
+export async function insertIfAllNew(db: Queryable, items: BulkItemT[], opts: UpsertOptions): Promise<Outcome[] | undefined> {
+  const groups = groupItems(items);
+  let inserted: CustomerRow[];
+  try {
+    inserted = await insertAllNew(db, [...groups.values()].map((g) => cols(g.patch)), opts.source);
+  } catch {
+    return undefined;
+  }
+  if (inserted.length === 0) return undefined;
+  const outcomes: Outcome[] = new Array(items.length);
+  insertedOutcomes(outcomes, groups, inserted);
   return outcomes;
 }
