@@ -119,6 +119,20 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual(imported.find((c: any) => c.k === '-n3').email_keys, ['a@x.io']);
   });
 
+  it('a line with a NUL or an unpaired surrogate (PostgreSQL cannot store them) is refused with the path of the field', async () => {
+    const file = [
+      '{"externalId":"u-1","emails":[{"email":"u1@x.io","type":"a\\u0000b"}]}',
+      '{"externalId":"u-2","lastName":"\\ud800"}',
+      '{"externalId":"u-3","firstName":"\\ud83d\\ude00"}',
+    ].join('\n');
+    const r = await api().post('/crm/imports', file, ndjson);
+    assert.equal(r.status, 202, r.text);
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.created, done.failed], [1, 2]);
+    assert.deepEqual((await errorsOf(r.body.uuid)).map((e) => [e.line, e.errors[0].moreInfo]), [[1, 'emails.0.type'], [2, 'lastName']]);
+    assert.equal((await api().get('/crm/customers/u-3')).body.firstName, '😀');
+  });
+
   it('events=false writes no events; CSV with ;-separated emails, empty cells clear, a bad record reported by line', async () => {
     await api().post('/crm/customers/bulk', [{ externalId: 'c-old', firstName: 'Was', loyaltyTier: 'gold' }]);
     const file = [

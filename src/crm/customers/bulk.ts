@@ -43,12 +43,13 @@ const check = TypeCompiler.Compile(BulkItem);
 
 // PostgreSQL cannot store NUL nor a lone UTF-16 surrogate in text or jsonb.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-function unstorable(v: unknown, path: string): string | undefined {
-  if (typeof v === 'string') return UNSTORABLE.test(v) ? path : undefined;
+/** The dotted path of the first unstorable string in v ('' for v itself), built only when there is one (imports check every line). */
+function unstorable(v: unknown): string | undefined {
+  if (typeof v === 'string') return UNSTORABLE.test(v) ? '' : undefined;
   if (typeof v !== 'object' || v === null) return undefined;
-  for (const [k, x] of Object.entries(v)) {
-    const bad = unstorable(x, path ? `${path}.${k}` : k);
-    if (bad !== undefined) return bad;
+  for (const k of Object.keys(v)) {
+    const bad = unstorable((v as Record<string, unknown>)[k]);
+    if (bad !== undefined) return bad === '' ? k : `${k}.${bad}`;
   }
   return undefined;
 }
@@ -56,7 +57,7 @@ function unstorable(v: unknown, path: string): string | undefined {
 /** Validation errors of one item, one entry per problem (at most 20); empty when the item is valid. */
 export function itemErrors(item: unknown): ErrorEntry[] {
   if (check.Check(item)) {
-    const bad = unstorable(item, '');
+    const bad = unstorable(item);
     return bad === undefined ? [] : [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
   }
   return [...check.Errors(item)].slice(0, 20).map((e) => {
