@@ -296,7 +296,11 @@ async function backendCpu(db: Db, name: string): Promise<Map<number, number>> {
   return new Map(r.rows.map((x) => [x.pid, cpuMs(x.pid)]));
 }
 
-/** Where the CPU of the last drain went (ms per delivery): the draining process, PostgreSQL backends, this process (receiver). */
+/**
+ * Where the CPU of the last drain went (ms per delivery, from the draining process being ready to the last arrival):
+ * the draining process, the PostgreSQL backends of its database, this process (the receiver); and for Bulb, the
+ * committed transactions per delivery (pg_stat_database, which may lag by a few; the worker's start included).
+ */
 export const drainCpu: { raw?: Record<string, number>; bulb?: Record<string, number> } = {};
 
 /** The same backlog (n events for one subscription, maxInFlight 16) drained by one Bulb worker process: deliveries/s. */
@@ -309,6 +313,8 @@ async function bulbDrain(rx: Rx, n: number): Promise<number> {
     for (let i = 0; i < n; i += 500) await db.transaction((tx) => emitEvents(tx, Array.from({ length: Math.min(500, n - i) }, event)));
     const from = rx.count;
     // BENCH_CPU_PROF=dir: a .cpuprofile of the draining worker (bench/profile-summary.ts summarises it).
+    const xacts = async () => Number((await db.query<{ n: string }>(`SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()`)).rows[0].n);
+    const x0 = await xacts();
     const me0 = process.cpuUsage();
     const w = await bulbWorker(pgdb.url, {}, process.env.BENCH_CPU_PROF);
     const w0 = cpuMs(w.pid);
@@ -319,13 +325,7 @@ async function bulbDrain(rx: Rx, n: number): Promise<number> {
       let pg = 0;
       for (const [pid, t] of pg1) pg += t - (pg0.get(pid) ?? 0);
       const me = process.cpuUsage(me0);
-      if (process.env.BENCH_WEBHOOKS_DRAIN) {
-        const st = (await db.query<any>(`SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()) AS xacts,
-          (SELECT n_tup_hot_upd || '/' || n_tup_upd FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries') AS hot,
-          (SELECT count(*) FROM webhook_attempts) AS attempts`)).rows[0];
-        log(`bulb drain: ${st.xacts} transactions, hot updates ${st.hot}, ${st.attempts} attempts`);
-      }
-      drainCpu.bulb = { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, receiver: (me.user + me.system) / 1000 / n };
+      drainCpu.bulb = { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, receiver: (me.user + me.system) / 1000 / n, transactions: ((await xacts()) - x0) / n };
       return rate;
     } finally {
       await w.stop();
@@ -445,7 +445,7 @@ async function pgRows(quick: boolean): Promise<{ rows: Row[]; extra: string[] }>
       rows.push({
         what: `drain of ${n} deliveries by one worker process, 16 in flight: Bulb vs BullMQ (PostgreSQL / Redis)`, value: Math.round(bulb), unit: 'deliveries/s',
         baseline: Math.round(bull), ratio: br, goal: `≥ 1.0 × BullMQ: ${br >= 1 ? 'met' : 'missed'}`, command: cmd,
-        note: `backlog written first (Bulb: events + deliveries by emitEvents in transactions of 500, as the API writes them; BullMQ: addBulk of 500), then drained by one worker process (Bulb: BULB_ROLE=worker, subscription maxInFlight 16; BullMQ: Worker concurrency 16) doing the same signed POST (hex HMAC + Standard Webhooks signature, undici keep-alive) to the same receiver; rate from the first to the last arrival; load average ${load} (1/5/15 min) at the end of the drains. ${DRAIN_GAP}`,
+        note: `backlog written first (Bulb: events + deliveries by emitEvents in transactions of 500, as the API writes them; BullMQ: addBulk of 500), then drained by one worker process (Bulb: BULB_ROLE=worker, subscription maxInFlight 16; BullMQ: Worker concurrency 16) doing the same signed POST (hex HMAC + Standard Webhooks signature, undici keep-alive) to the same receiver; rate from the first to the last arrival; load average ${load} (1/5/15 min) at the end of the drains.`,
       });
     } else {
       log('Redis is not reachable at 127.0.0.1:6379: skipping the BullMQ row');
@@ -454,12 +454,21 @@ async function pgRows(quick: boolean): Promise<{ rows: Row[]; extra: string[] }>
     rows.push({
       what: `drain of ${n} deliveries by one worker process, 16 in flight: Bulb vs raw undici POSTs (PostgreSQL)`, value: Math.round(bulb), unit: 'deliveries/s',
       baseline: Math.round(raw), ratio: rr, goal: `≥ 0.85 × raw undici: ${rr >= 0.85 ? 'met' : 'missed'}`, command: cmd,
-      note: `raw = one process POSTing one pre-signed body n times, 16 at a time, keep-alive, to the same receiver (no queue, no database). The gap is the queue's durable work per delivery: claim under lease, and the attempt row (request headers and body) plus the delivery update written to PostgreSQL, on the same 2 cores (see the BullMQ row).`,
+      note: `raw = one process POSTing one pre-signed body n times, 16 at a time, keep-alive, to the same receiver (no queue, no database). CPU per delivery in this run: ${cpuNote()}. ${DRAIN_GAP}`,
     });
   } finally {
     await rx.close();
   }
   return { rows, extra };
+}
+
+/** The drains' CPU per delivery (drainCpu), for the notes. */
+function cpuNote(): string {
+  const r = drainCpu.raw;
+  const b = drainCpu.bulb;
+  if (!r || !b) return 'not measured';
+  const ms = (x: number) => x.toFixed(3);
+  return `raw peer ${ms(r.peer)} ms + receiver ${ms(r.receiver)} ms = ${ms(r.peer + r.receiver)} ms; Bulb worker ${ms(b.worker)} ms + PostgreSQL backends ${ms(b.postgres)} ms + receiver ${ms(b.receiver)} ms = ${ms(b.worker + b.postgres + b.receiver)} ms (${b.transactions.toFixed(3)} transactions per delivery)`;
 }
 
 /** What stands between Bulb's drain and its peers, as measured (an instrumented copy of the dispatcher, 3,000-delivery drains, this machine). */

@@ -11,9 +11,9 @@ import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Clai
 import { recordOutcomes } from './health.ts';
 import { buildRequest } from './request.ts';
 import { housekeep } from '../housekeeping.ts';
-import { Sender } from './sender.ts';
+import { Abort, Sender } from './sender.ts';
 import { Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
-import { attemptDuration, attemptsTotal, deliveriesTotal, watchQueue } from './metrics.ts';
+import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { nextDelayMs } from './schedule.ts';
 
 /** A claim triggered only by finished attempts waits for this many of them… */
@@ -37,7 +37,7 @@ interface InFlight {
   row: Claimed;
   lane: Lane<InFlight>;
   token: string;
-  ac: AbortController;
+  abort: Abort;
   released: boolean;
   done: Promise<void>;
 }
@@ -267,7 +267,7 @@ export class Dispatcher {
 
   /** A claimed delivery joins its lane's waiting list (pump starts it as soon as the lane has a slot). */
   private hold(row: Claimed, lane: Lane<InFlight>, token: string): void {
-    const f: InFlight = { row, lane, token, ac: new AbortController(), released: false, done: Promise.resolve() };
+    const f: InFlight = { row, lane, token, abort: new Abort(), released: false, done: Promise.resolve() };
     this.inflight.set(String(row.id), f);
     lane.waiting.push(f);
   }
@@ -307,7 +307,7 @@ export class Dispatcher {
     const { row, lane } = f;
     const startedAt = new Date();
     const req = buildRequest(row, this.hmacHeader, startedAt.getTime());
-    const res = await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.ac.signal);
+    const res = await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.abort);
     if (f.released) return; // shutdown gave the claim back; another worker will attempt it
     lane.feedback(signalOf(res));
     if (res.retryAfterMs !== null) {
@@ -315,8 +315,7 @@ export class Dispatcher {
       this.giveBack.push(...lane.waiting.splice(0));
     }
     const retryDelayMs = res.ok ? null : nextDelayMs(this.config.webhookRetrySchedule, row.schedule_pos);
-    attemptsTotal.inc({ outcome: res.ok ? 'success' : 'failure', error_code: res.errorCode ?? '' });
-    attemptDuration.observe({ outcome: res.ok ? 'success' : 'failure' }, res.durationMs / 1000);
+    observeAttempt(res.ok, res.errorCode, res.durationMs / 1000);
     this.results.push({
       deliveryId: row.id,
       lockToken: f.token,
@@ -396,7 +395,7 @@ export class Dispatcher {
     const left = [...this.inflight.values()].filter((f) => !this.results.some((r) => String(r.deliveryId) === String(f.row.id)));
     for (const f of left) {
       f.released = true;
-      f.ac.abort(new Error('shutting down'));
+      f.abort.abort(new Error('shutting down'));
     }
     await all();
     for (let failures = 0; this.results.length > 0 && failures < 10; ) {

@@ -27,6 +27,18 @@ export const attemptDuration = new client.Histogram({
   registers: [registry],
 });
 
+const attemptMetrics = new Map<string, { count: client.Counter.Internal; duration: client.Histogram.Internal<string> }>();
+
+/** Counts one attempt and its duration (the labelled series looked up once per outcome and error, not per attempt). */
+export function observeAttempt(ok: boolean, errorCode: string | null, seconds: number): void {
+  const outcome = ok ? 'success' : 'failure';
+  const key = `${outcome}/${errorCode ?? ''}`;
+  let m = attemptMetrics.get(key);
+  if (!m) attemptMetrics.set(key, (m = { count: attemptsTotal.labels(outcome, errorCode ?? ''), duration: attemptDuration.labels(outcome) }));
+  m.count.inc();
+  m.duration.observe(seconds);
+}
+
 let queueDb: Db | undefined;
 /** The database whose queue the gauges report (the last one registered in this process). */
 export function watchQueue(db: Db) {

@@ -71,8 +71,23 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
     [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held)],
     'webhook_claim',
   );
-  // Secrets are stored sealed (SPEC §15): open them for signing and sending.
-  return r.rows.map((c) => ({ ...c, signing_secret: openSecret(c.signing_secret), previous_secrets: c.previous_secrets.map((x) => openSecret(x)), bearer_token: openSecret(c.bearer_token), basic_password: openSecret(c.basic_password) }));
+  // Secrets are stored sealed (SPEC §15): open them for signing and sending (once per sealed value, not per row).
+  return r.rows.map((c) => ({ ...c, signing_secret: opened(c.signing_secret), previous_secrets: c.previous_secrets.map(opened), bearer_token: opened(c.bearer_token), basic_password: opened(c.basic_password) }));
+}
+
+/** Sealed secret → clear text, for the claims of this process (a few per subscription; emptied when large). */
+const openedSecrets = new Map<string, string>();
+const OPENED_KEPT = 10_000;
+
+function opened<T extends string | null>(sealed: T): T {
+  if (sealed === null) return sealed;
+  let clear = openedSecrets.get(sealed);
+  if (clear === undefined) {
+    clear = openSecret(sealed);
+    if (openedSecrets.size >= OPENED_KEPT) openedSecrets.clear();
+    openedSecrets.set(sealed, clear);
+  }
+  return clear as T;
 }
 
 /** A subscription with pending work and when its first claimable delivery falls due (ms from now, ≤ 0: due). */
@@ -147,10 +162,9 @@ export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise
   if (rs.length === 0) return [];
   const r = await db.query<{ id: string; status: string; next_attempt_at: string | null }>(
     `WITH r AS (
-       SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::bigint[], $4::bigint[], $5::int[], $6::text[], $7::timestamptz[], $8::int[],
-         $9::int[], $10::text[], $11::boolean[], $12::float8[], $13::jsonb[], $14::text[], $15::text[], $16::float8[])
-         AS r(delivery_id, token, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code, error_code, ok,
-              delay_ms, request_headers, request_body, response_body, retry_after_ms)
+       SELECT * FROM json_to_recordset($2::json) AS r(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
+         attempt_number int, url text, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
+         delay_ms float8, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
      ), upd AS (
        UPDATE webhook_deliveries d SET
          status = CASE WHEN r.ok THEN 'delivered' WHEN d.resume_at IS NOT NULL OR r.retry_after_ms IS NOT NULL OR r.delay_ms IS NOT NULL THEN 'pending' ELSE 'failed' END,
@@ -178,23 +192,15 @@ export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
      SELECT id, status, next_attempt_at FROM upd`,
+    // One JSON text rather than an array per column: serialised natively, not element by element.
     [
       rs.map((x) => x.deliveryId),
-      rs.map((x) => x.lockToken),
-      rs.map((x) => x.subscriptionId),
-      rs.map((x) => x.eventId),
-      rs.map((x) => x.attemptNumber),
-      rs.map((x) => x.url),
-      rs.map((x) => x.startedAt),
-      rs.map((x) => x.durationMs),
-      rs.map((x) => x.statusCode),
-      rs.map((x) => x.errorCode),
-      rs.map((x) => x.ok),
-      rs.map((x) => x.retryDelayMs),
-      rs.map((x) => JSON.stringify(x.requestHeaders)),
-      rs.map((x) => x.requestBody),
-      rs.map((x) => (x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''))),
-      rs.map((x) => x.retryAfterMs),
+      JSON.stringify(rs.map((x) => ({
+        delivery_id: x.deliveryId, token: x.lockToken, subscription_id: x.subscriptionId, event_id: x.eventId, attempt_number: x.attemptNumber,
+        url: x.url, started_at: x.startedAt, duration_ms: x.durationMs, status_code: x.statusCode, error_code: x.errorCode, ok: x.ok,
+        delay_ms: x.retryDelayMs, request_headers: x.requestHeaders, request_body: x.requestBody,
+        response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
+      }))),
     ],
     'webhook_record',
   );
