@@ -7,7 +7,7 @@ import addFormats from 'ajv-formats';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
-import { allows } from '../auth/principal.ts';
+import { allows, type Principal } from '../auth/principal.ts';
 import { ApiError, clientErrorHandler, errorHandler, rejectNul, sendError, toApiError } from './errors.ts';
 import { RateLimiter } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
@@ -113,10 +113,8 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     done();
   });
 
-  const auth = async (req: FastifyRequest, reply: FastifyReply) => {
-    const header = req.headers.authorization;
-    const m = typeof header === 'string' ? /^Bearer[ ]+([^\s]+)\s*$/i.exec(header) : null;
-    const principal = m ? await s.auth.authenticate(m[1]) : undefined;
+  // Who calls, within their rate and scope (throws the error answered otherwise).
+  const admit = (req: FastifyRequest, header: string | undefined, principal: Principal | undefined) => {
     if (!principal) {
       throw new ApiError('Unauthorized', header ? 'the bearer token is invalid, revoked or expired' : 'an Authorization: Bearer token is required')
         .withHeader('WWW-Authenticate', 'Bearer realm="bulb"');
@@ -126,7 +124,24 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     const scope = req.routeOptions.config.scope!;
     if (!allows(principal, scope)) throw new ApiError('Forbidden', `this route needs the "${scope}" scope`, `token scopes: ${principal.scopes.join(', ')}`);
     req.principal = principal;
-    void reply;
+  };
+  // A token in the cache (most requests) is admitted at once, without a promise; others are looked up.
+  const auth = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+    const header = req.headers.authorization;
+    const m = typeof header === 'string' ? /^Bearer[ ]+([^\s]+)\s*$/i.exec(header) : null;
+    const hit = m ? s.auth.cached(m[1]) : undefined;
+    if (!m || hit) {
+      admit(req, header, hit);
+      return done();
+    }
+    s.auth.authenticate(m[1]).then((principal) => {
+      try {
+        admit(req, header, principal);
+      } catch (err) {
+        return done(err as Error);
+      }
+      done();
+    }, done);
   };
   registry.register(app, { auth });
 

@@ -59,7 +59,7 @@ export class Registry {
   }
 
   /** Registers /api/{version}{path} for every version a route serves. */
-  register(app: FastifyInstance, preHandlers: { auth: (req: FastifyRequest, reply: FastifyReply) => Promise<void> }) {
+  register(app: FastifyInstance, preHandlers: { auth: (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void }) {
     for (const [v, list] of this.byVersion) {
       for (const vr of list) {
         const { def, migrations } = vr;
