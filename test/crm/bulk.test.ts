@@ -29,6 +29,19 @@ await describeEachDb('bulk', (ctx) => {
     assert.deepEqual(await events('b-2'), ['customerCreate', 'customerUpdate']);
   });
 
+  it('an email POST /crm/customers refuses is refused in bulk too (one email format for every door)', async () => {
+    const odd = 'a"b\\c@example.org'; // no space or @ inside: a naive check would pass it
+    const one = await v('2026-11').post('/crm/customers', { externalId: 'b-fmt-1', emails: [{ email: odd }] });
+    assert.equal(one.status, 400);
+    const r = await v('2026-11').post('/crm/customers/bulk', [
+      { externalId: 'b-fmt-2', emails: [{ email: odd }] },
+      { externalId: 'b-fmt-3', emails: [{ email: 'Ann.Lee+tag@example.org' }] },
+    ]);
+    assert.deepEqual(r.body.results.map((x: any) => x.status), [400, 201]);
+    assert.ok(r.body.results[0].errors.some((e: any) => /emails/.test(e.moreInfo)), JSON.stringify(r.body.results[0].errors));
+    assert.deepEqual(await events('b-fmt-2'), []);
+  });
+
   it('2026-11: an item for an existing customer is a patch (omitted fields kept, null clears)', async () => {
     await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'p-1', ...full }]);
     const r = await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'p-1', lastName: null, phones: null, loyaltyTier: 'silver' }]);

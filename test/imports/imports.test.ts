@@ -78,7 +78,7 @@ await describeEachDb('imports', (ctx) => {
   it('applies lines as bulk applies the same items (chunk by chunk): folding, kept and cleared fields, characters COPY escapes', async () => {
     // Items for one prefix; chunks of CHUNK (3) lines, each line a data line.
     const items = (p: string) => [
-      { externalId: `${p}-n1`, firstName: 'Tab\there', lastName: 'back\\slash "q"', emails: [{ email: 'O"dd\\{q},x@Ex.io', type: 'home' }] },
+      { externalId: `${p}-n1`, firstName: 'Tab\there', lastName: 'back\\slash "q"', emails: [{ email: "O{dd}|q'x@Ex.io", type: 'home' }] }, // braces: quoted in the text[] literal of email_keys
       { externalId: `${p}-n1`, lastName: null, phones: [{ number: '+15551234567' }] },
       { externalId: `${p}-e1`, firstName: null, addresses: [{ city: 'Line\nbreak\r', country: null }] },
       { externalId: `${p}-e1`, emails: null },
@@ -91,12 +91,9 @@ await describeEachDb('imports', (ctx) => {
     const existing = (p: string) => [{ externalId: `${p}-e1`, firstName: 'A', lastName: 'B', emails: [{ email: 'E1@x.io' }], loyaltyTier: 'gold' }];
     assert.equal((await api().post('/crm/customers/bulk', [...existing('vb'), ...existing('vi')])).status, 200);
     const viaBulk = items('vb');
-    // Plain fetch: the test client's response-contract check uses a stricter email format than the API's (quotes, backslashes).
     for (let i = 0; i < viaBulk.length; i += CHUNK) {
-      const res = await fetch(`${ctx.srv.url}/api/2026-11/crm/customers/bulk`, {
-        method: 'POST', body: JSON.stringify(viaBulk.slice(i, i + CHUNK)), headers: { 'content-type': 'application/json', authorization: `Bearer ${ctx.srv.api.token}` },
-      });
-      assert.equal(res.status, 200, await res.text());
+      const res = await api().post('/crm/customers/bulk', viaBulk.slice(i, i + CHUNK));
+      assert.equal(res.status, 200, res.text);
     }
     const r = await api().post('/crm/imports?events=true', items('vi').map((x) => JSON.stringify(x)).join('\n'), ndjson);
     assert.equal(r.status, 202, r.text);
@@ -112,7 +109,7 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual(imported, await state('vb'));
     assert.equal(imported.length, 4);
     const n1 = imported.find((c: any) => c.k === '-n1');
-    assert.deepEqual([n1.first_name, n1.last_name, n1.email_keys, n1.events], ['Tab\there', null, ['o"dd\\{q},x@ex.io'], ['customerCreate']]);
+    assert.deepEqual([n1.first_name, n1.last_name, n1.email_keys, n1.events], ['Tab\there', null, ["o{dd}|q'x@ex.io"], ['customerCreate']]);
     const e1 = imported.find((c: any) => c.k === '-e1');
     assert.deepEqual([e1.first_name, e1.last_name, e1.emails, e1.email_keys, e1.loyalty_tier], [null, 'B', [], [], 'silver']);
     assert.deepEqual(e1.events, ['customerCreate', 'customerUpdate', 'customerUpdate']);
