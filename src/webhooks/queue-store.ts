@@ -41,12 +41,17 @@ export interface LaneAsk {
  * lease. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
  * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
  * nothing. SKIP LOCKED lets several workers claim the same lane at once without waiting or double-claiming.
+ * The claim commits without waiting for its WAL flush (synchronous_commit off for this transaction only): a lease
+ * lost in a database crash is a lease expired early, which at-least-once delivery already allows (the attempt is
+ * made again), while the wait was most of the claim's latency (median 5 ms → 2 ms in the drain bench) and left the
+ * lane's slots empty. Results, attempt rows and everything else commit synchronously.
  */
 export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<Claimed[]> {
   if (asks.length === 0) return [];
   const r = await db.query<Claimed>(
     `WITH w AS (
        SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, held)
+       WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL -- the lease only: see above
      ), picked AS (
        SELECT c.id FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
