@@ -45,38 +45,61 @@ const HORIZON = `(SELECT coalesce(
        SELECT 1 FROM pg_stat_activity a WHERE a.backend_xid = x::xid AND a.datname <> current_database())),
     pg_snapshot_xmax(snap.s)) FROM (SELECT pg_current_snapshot() AS s) AS snap)`;
 
+/** HIDDEN_TYPES as a literal: the planner estimates `<> ALL` of a constant array from the statistics. */
+const NOT_HIDDEN = `event_type <> ALL(ARRAY[${HIDDEN_TYPES.map((t) => `'${t.replaceAll("'", "''")}'`).join(', ')}]::text[])`;
+
+/** Rows fetched per page: limit + 1, the limit rounded up to one of these so a few statements serve all. */
+const FETCH_SIZES = [10, 50, 100, 250];
+
 /**
  * Oldest first in (xid, id) order (xid: the writing transaction, see 009_events_api.sql), and only
- * events below the horizon, which can no longer be joined by an earlier-ordered event. Fetches
+ * events below the horizon, which can no longer be joined by an earlier-ordered event. Returns up to
  * limit + 1 rows so the caller knows whether more follow.
+ *
+ * Each shape is an index scan in (xid, id) order that stops after the page, whatever the values:
+ * events_xid without filters, events_resource_xid with resourceUuid, and with eventType one scan of
+ * events_type_xid per type (merged by the outer ORDER BY), written as a range of that index
+ * ((event_type, xid) below (type, horizon), (event_type, xid, id) after (type, cursor)), which only that
+ * index serves, so a rare type never walks the table. The texts vary only with which filters are present,
+ * the number of types and the rounded-up page size (a literal: with LIMIT $n the planner assumes 10% of
+ * the rows), so they are named statements planned once per connection (generic plan, no per-call
+ * planning of the horizon subquery); with since/until the best plan depends on the dates: planned per call.
  */
 export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRow[]> {
-  const where = [`xid < ${HORIZON}`, 'event_type <> ALL($1::text[])'];
-  const params: unknown[] = [HIDDEN_TYPES];
-  const add = (sql: string, ...v: unknown[]) => {
-    let s = sql;
-    for (const x of v) {
-      params.push(x);
-      s = s.replace('?', `$${params.length}`);
-    }
-    where.push(s);
-  };
-  if (f.after) add('(xid, id) > (?::xid8, ?::bigint)', f.after.xid, f.after.id);
-  if (f.eventTypes?.length === 1) add('event_type = ?', f.eventTypes[0]);
-  else if (f.eventTypes?.length) add('event_type = ANY(?::text[])', f.eventTypes);
-  if (f.resourceUuid !== undefined) add('resource_uuid = ?::uuid', f.resourceUuid);
-  if (f.since !== undefined) add('created_at >= ?::timestamptz', f.since);
-  if (f.until !== undefined) add('created_at < ?::timestamptz', f.until);
-  params.push(f.limit + 1);
-  // events.xid: the column (xid8, numeric order), not the xid::text output alias of the same name.
-  const sql = `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY events.xid, events.id LIMIT $${params.length}`;
-  // A few fixed shapes (which filters are present): prepared once per connection, not planned per call.
-  const r = await db.query<EventRow>(sql, params, statementName('events_list', sql));
-  return r.rows;
+  const params: unknown[] = [];
+  const param = (v: unknown) => `$${params.push(v)}`;
+  const fetch = (FETCH_SIZES.find((n) => n >= f.limit) ?? f.limit) + 1;
+  const types = f.eventTypes?.length ? [...new Set(f.eventTypes)].filter((t) => !HIDDEN_TYPES.includes(t)) : undefined;
+  if (types?.length === 0) return [];
+  const cursor = f.after && { xid: param(f.after.xid), id: param(f.after.id) };
+  const where: string[] = [];
+  if (f.resourceUuid !== undefined) where.push(`resource_uuid = ${param(f.resourceUuid)}::uuid`);
+  if (f.since !== undefined) where.push(`created_at >= ${param(f.since)}::timestamptz`);
+  if (f.until !== undefined) where.push(`created_at < ${param(f.until)}::timestamptz`);
+  let sql: string;
+  if (types && f.resourceUuid === undefined) {
+    const range = [
+      `(event_type, xid) < (t.type, ${HORIZON})`,
+      cursor ? `(event_type, xid, id) > (t.type, ${cursor.xid}::xid8, ${cursor.id}::bigint)` : 'event_type >= t.type',
+      ...where,
+    ];
+    sql = `SELECT ${COLUMNS} FROM (VALUES ${types.map((t) => `(${param(t)}::text)`).join(', ')}) AS t(type) CROSS JOIN LATERAL (
+      SELECT * FROM events WHERE ${range.join(' AND ')} ORDER BY event_type, xid, id LIMIT ${fetch}) AS events
+      ORDER BY events.xid, events.id LIMIT ${fetch}`;
+  } else {
+    where.push(NOT_HIDDEN, `xid < ${HORIZON}`);
+    if (cursor) where.push(`(xid, id) > (${cursor.xid}::xid8, ${cursor.id}::bigint)`);
+    if (types) where.push(`event_type = ANY(${param(types)}::text[])`);
+    // events.xid: the column (xid8, numeric order), not the xid::text output alias of the same name.
+    sql = `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY events.xid, events.id LIMIT ${fetch}`;
+  }
+  const dated = f.since !== undefined || f.until !== undefined;
+  const r = await db.query<EventRow>(sql, params, dated ? undefined : statementName('events_list', sql));
+  return r.rows.slice(0, f.limit + 1);
 }
 
 export async function findEvent(db: Queryable, uuid: string): Promise<EventRow | undefined> {
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE uuid = $1 AND event_type <> ALL($2::text[])`, [uuid, HIDDEN_TYPES], 'events_get');
+  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE uuid = $1 AND ${NOT_HIDDEN}`, [uuid], 'events_get');
   return r.rows[0];
 }
 

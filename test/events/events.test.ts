@@ -64,6 +64,8 @@ await describeEachDb(
       assert.deepEqual(byRes.seen.map((e) => e.eventType), ['customerCreate', 'customerUpdate']);
       const updates = await walk('&eventType=customerUpdate');
       assert.deepEqual(updates.seen.map((e) => e.uuid), await dbUuids(`event_type = 'customerUpdate'`));
+      const two = await walk('&eventType=customerUpdate,customerCreate', 2);
+      assert.deepEqual(two.seen.map((e) => e.uuid), await dbUuids(`event_type IN ('customerCreate', 'customerUpdate')`), 'two types merged in order');
       const both = await walk(`&eventType=customerCreate,customerUpdate&resourceUuid=${b.body.uuid}`);
       assert.deepEqual(both.seen.map((e) => e.eventType), ['customerCreate']);
       const all = (await walk('')).seen;
@@ -148,15 +150,20 @@ await describeEachDb(
         });
         await inTx;
         try {
+          // Unfiltered, and by type (one scan per type, merged): the late event is an update, the others creates.
+          const typed = '&eventType=customerCreate,customerUpdate';
           const before = await walk('', 5);
+          const beforeTyped = await walk(typed, 5);
           // Committed after the late event took its id: listed only once the late one is visible too.
           for (let i = 0; i < 3; i++) await api().post('/crm/customers', { externalId: `ev-late-${i}` });
-          const during = await walk('', 5, before.last);
-          assert.deepEqual(during.seen, [], 'events newer than a running transaction wait for it');
+          assert.deepEqual((await walk('', 5, before.last)).seen, [], 'events newer than a running transaction wait for it');
+          assert.deepEqual((await walk(typed, 5, beforeTyped.last)).seen, [], 'also by type');
           release();
           await held;
-          const after = await walk('', 2, before.last);
-          assert.deepEqual(after.seen.map((e) => e.resource.externalId), ['late', 'ev-late-0', 'ev-late-1', 'ev-late-2']);
+          for (const [query, from] of [['', before.last], [typed, beforeTyped.last]] as const) {
+            const after = await walk(query, 2, from);
+            assert.deepEqual(after.seen.map((e) => e.resource.externalId), ['late', 'ev-late-0', 'ev-late-1', 'ev-late-2'], query);
+          }
           const everything = (await walk('', 7)).seen.map((e) => e.uuid);
           assert.deepEqual([...everything].sort(), [...(await dbUuids())].sort(), 'every committed event once');
         } finally {
