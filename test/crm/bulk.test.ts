@@ -118,20 +118,29 @@ await describeEachDb('bulk', (ctx) => {
   });
 
   it('new customers only: one statement and no transaction, the same answers and events; with one existing, the transaction', async () => {
-    // The bulk statements run, by name, and whether each ran in a transaction (background work is not a bulk statement).
+    // The bulk statements run, by what they do, and whether each ran in a transaction (background work is not a bulk statement).
     const real = ctx.srv.services.db;
     let ran: string[] = [];
-    const note = (name: string | undefined, inTx: boolean) => name?.startsWith('customer_bulk_') && ran.push(`${name}${inTx ? ' (in tx)' : ''}`);
+    const KINDS: [RegExp, string][] = [
+      [/^WITH x AS MATERIALIZED \(SELECT \* FROM jsonb_to_recordset/, 'insert all new'],
+      [/FROM customers c LEFT JOIN customers m ON m.id = c.merged_into\s+WHERE c.external_id = ANY\(\$1::text\[\]\) ORDER BY c.id FOR UPDATE OF c/, 'lock'],
+      [/^WITH c AS \(INSERT INTO customers/, 'insert'],
+      [/^UPDATE customers c SET first_name/, 'update'],
+    ];
+    const note = (sql: string, inTx: boolean) => {
+      const kind = KINDS.find(([re]) => re.test(sql.trim()))?.[1];
+      if (kind) ran.push(`${kind}${inTx ? ' (in tx)' : ''}`);
+    };
     ctx.srv.services.db = Object.assign(Object.create(real), {
-      query: (sql: string, p?: unknown[], name?: string) => (note(name, false), real.query(sql, p, name)),
+      query: (sql: string, p?: unknown[], name?: string) => (note(sql, false), real.query(sql, p, name)),
       transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
-        real.transaction((tx) => fn({ ...tx, query: (sql: string, p?: unknown[], name?: string) => (note(name, true), tx.query(sql, p, name)) })),
+        real.transaction((tx) => fn({ ...tx, query: (sql: string, p?: unknown[], name?: string) => (note(sql, true), tx.query(sql, p, name)) })),
     }) as Db;
     try {
       const items = [{ externalId: 'only-1', ...full }, { externalId: 'only-2', firstName: 'Bo' }, { externalId: 'only-1', lastName: 'Folded' }, { bad: 1 }];
       const r = await v('2026-11').post('/crm/customers/bulk', items);
       assert.equal(r.status, 200);
-      assert.deepEqual(ran, ['customer_bulk_insert_all_new']);
+      assert.deepEqual(ran, ['insert all new']);
       assert.deepEqual(r.body.results.map((x: any) => [x.index, x.status]), [[0, 201], [1, 201], [2, 200], [3, 400]]);
       assert.equal(r.body.results[0].customer.lastName, 'Folded');
       assert.deepEqual(r.body.results[2].customer, r.body.results[0].customer);
@@ -144,7 +153,7 @@ await describeEachDb('bulk', (ctx) => {
       ran = [];
       const again = await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'only-3' }, { externalId: 'only-2', firstName: 'Bea' }]);
       assert.deepEqual(again.body.results.map((x: any) => [x.status, x.customer.firstName]), [[201, null], [200, 'Bea']]);
-      assert.deepEqual(ran, ['customer_bulk_insert_all_new', 'customer_bulk_lock (in tx)', 'customer_bulk_insert (in tx)', 'customer_bulk_update (in tx)'],
+      assert.deepEqual(ran, ['insert all new', 'lock (in tx)', 'insert (in tx)', 'update (in tx)'],
         'an existing externalId: the transaction, after the statement that wrote nothing');
       assert.deepEqual(await events('only-3'), ['customerCreate']);
       assert.deepEqual(await events('only-2'), ['customerCreate', 'customerUpdate']);
