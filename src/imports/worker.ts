@@ -74,7 +74,10 @@ export class ImportWorker {
         await store.markFailed(this.db, id, `a chunk could not be applied (SQLSTATE ${sqlState(err)})`);
         next = 'done';
       }
-      if (next === 'done') await store.dropApplied(this.db, id);
+      if (next === 'done') {
+        await store.dropApplied(this.db, id);
+        await store.analyzeImported(this.db).catch((err) => this.log(`import ${id}: ANALYZE after the import failed`, err));
+      }
       if (next !== 'more') return;
     }
   }

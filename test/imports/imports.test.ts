@@ -116,6 +116,22 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual(imported.find((c: any) => c.k === '-n3').email_keys, ['a@x.io']);
   });
 
+  it('a completed import leaves fresh statistics (ANALYZE) on the tables it filled, so cached plans are remade', async () => {
+    const file = Array.from({ length: 120 }, (_, i) => JSON.stringify({ externalId: `stat-${i}` })).join('\n');
+    const r = await api().post('/crm/imports?events=true', file, ndjson);
+    assert.equal(r.status, 202, r.text);
+    assert.equal((await finished(r.body.uuid)).status, 'completed');
+    // ANALYZE of a table this small reads every row: reltuples is then exactly the number of rows.
+    const stats = async () => (await ctx.tdb.db.query(
+      `SELECT (SELECT reltuples FROM pg_class WHERE oid = 'customers'::regclass)::bigint AS est, (SELECT count(*) FROM customers) AS n`)).rows[0];
+    let s = await stats();
+    for (let i = 0; i < 100 && Number(s.est) !== Number(s.n); i++) {
+      await new Promise((res) => setTimeout(res, 50)); // the worker analyzes right after marking the import completed
+      s = await stats();
+    }
+    assert.equal(Number(s.est), Number(s.n), `reltuples ${s.est} for ${s.n} customers`);
+  });
+
   it('a line with a NUL or an unpaired surrogate (PostgreSQL cannot store them) is refused with the path of the field', async () => {
     const file = [
       '{"externalId":"u-1","emails":[{"email":"u1@x.io","type":"a\\u0000b"}]}',
