@@ -91,30 +91,16 @@ export class Authenticator {
    * The principal of a token the cache holds (no database round trip, no promise), or undefined: ask authenticate().
    */
   cached(token: string): Principal | undefined {
-    if (this.cacheMs <= 0 || token.length === 0 || token.length > 512) return undefined;
-    if (!this.listening) this.startListening();
-    if (!this.live) return undefined;
-    const hit = this.cache.get(hashSecretBase64(token));
-    if (!hit || hit.until <= Date.now()) return undefined;
-    if (hit.keyId) this.touch(hit.keyId);
-    return hit.principal;
+    if (token.length === 0 || token.length > 512) return undefined;
+    const key = this.cacheKey(token);
+    return key ? this.fromCache(key) : undefined;
   }
 
   async authenticate(token: string): Promise<Principal | undefined> {
     if (token.length === 0 || token.length > 512) return undefined;
-    let cacheKey = '';
-    if (this.cacheMs > 0) {
-      if (!this.listening) this.startListening();
-      if (this.live) cacheKey = hashSecretBase64(token);
-    }
-    if (cacheKey) {
-      const hit = this.cache.get(cacheKey);
-      if (hit && hit.until > Date.now()) {
-        if (hit.keyId) this.touch(hit.keyId);
-        return hit.principal;
-      }
-      if (hit) this.cache.delete(cacheKey);
-    }
+    const cacheKey = this.cacheKey(token);
+    const hit = cacheKey ? this.fromCache(cacheKey) : undefined;
+    if (hit) return hit;
     const hash = cacheKey ? Buffer.from(cacheKey, 'base64') : hashSecret(token);
     const gen = this.generation;
     if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
@@ -130,6 +116,25 @@ export class Authenticator {
     const principal: Principal = { kind: 'apiKey', uuid: k.uuid, scopes: k.scopes };
     if (cacheKey) this.remember(gen, cacheKey, principal, undefined, k.id);
     return principal;
+  }
+
+  /** The token's key in the cache, or '' while the cache may not be used (off, or LISTEN not in place). */
+  private cacheKey(token: string): string {
+    if (this.cacheMs <= 0) return '';
+    if (!this.listening) this.startListening();
+    return this.live ? hashSecretBase64(token) : '';
+  }
+
+  /** The principal of a live cache entry (its key's use recorded), or undefined; an expired entry is dropped. */
+  private fromCache(key: string): Principal | undefined {
+    const hit = this.cache.get(key);
+    if (!hit) return undefined;
+    if (hit.until <= Date.now()) {
+      this.cache.delete(key);
+      return undefined;
+    }
+    if (hit.keyId) this.touch(hit.keyId);
+    return hit.principal;
   }
 
   /** Forgets every cached token (a revocation in this process: immediate here even before its NOTIFY arrives). */

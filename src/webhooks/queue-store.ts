@@ -3,6 +3,7 @@
 import type { Queryable } from '../db/db.ts';
 import { RETIRED_SECRETS_SQL, type SubscriptionRow } from './store.ts';
 import { openSecret } from '../secrets/active.ts';
+import { memoize } from '../memo.ts';
 
 /** A claimed delivery, with what sending it needs of its event and subscription. */
 export interface Claimed
@@ -80,19 +81,11 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
   return r.rows.map((c) => ({ ...c, signing_secret: opened(c.signing_secret), previous_secrets: c.previous_secrets.map(opened), bearer_token: opened(c.bearer_token), basic_password: opened(c.basic_password) }));
 }
 
-/** Sealed secret → clear text, for the claims of this process (a few per subscription; emptied when large). */
-const openedSecrets = new Map<string, string>();
-const OPENED_KEPT = 10_000;
+/** Sealed secret → clear text, for the claims of this process (a few per subscription). */
+const openSealed = memoize((sealed: string) => openSecret(sealed));
 
 function opened<T extends string | null>(sealed: T): T {
-  if (sealed === null) return sealed;
-  let clear = openedSecrets.get(sealed);
-  if (clear === undefined) {
-    clear = openSecret(sealed);
-    if (openedSecrets.size >= OPENED_KEPT) openedSecrets.clear();
-    openedSecrets.set(sealed, clear);
-  }
-  return clear as T;
+  return (sealed === null ? sealed : openSealed(sealed)) as T;
 }
 
 /** A subscription with pending work and when its first claimable delivery falls due (ms from now, ≤ 0: due). */
