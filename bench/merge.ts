@@ -171,28 +171,21 @@ export async function runMergeBench(opts: { quick?: boolean } = {}): Promise<Row
         }
         const reps = n >= 1_000_000 ? 1 : 3;
         const m = await measure(db, name, n, reps);
-        const ratio = m.merge / m.floor;
-        rows.push({
-          what: `merge, N=${label(n)} rows (${name})`,
-          value: Math.round(m.merge),
-          unit: 'ms',
-          baseline: Math.round(m.floor),
-          ratio: Math.round(ratio * 100) / 100,
-          goal: `≤ 1.5 × floor: ${ratio <= 1.5 ? 'met' : 'missed'}`,
-          command: COMMAND,
-          note: `${name}, N=${label(n)}: ${m.moved.toLocaleString('en-US')} rows moved or removed (journaled in the same statements), ${((m.merge * 1000) / m.moved).toFixed(2)} µs per row (median of ${reps}); the floor writes no journal.`,
-        });
-        const undoRatio = m.undo / m.undoFloor;
-        rows.push({
-          what: `undo, N=${label(n)} rows (${name})`,
-          value: Math.round(m.undo),
-          unit: 'ms',
-          baseline: Math.round(m.undoFloor),
-          ratio: Math.round(undoRatio * 100) / 100,
-          goal: `≤ 1.5 × floor: ${undoRatio <= 1.5 ? 'met' : 'missed'}`,
-          command: COMMAND,
-          note: `${name}, N=${label(n)}: the undo of that merge (locks, journal read, rows moved back, removed associations restored, secondaries re-enabled, events) vs the floor: the same rows moved back by hand from a snapshot taken before the twin's merge (median of ${reps}).`,
-        });
+        const row = (kind: string, value: number, floor: number, note: string) => {
+          const ratio = value / floor;
+          rows.push({
+            what: `${kind}, N=${label(n)} rows (${name})`,
+            value: Math.round(value),
+            unit: 'ms',
+            baseline: Math.round(floor),
+            ratio: Math.round(ratio * 100) / 100,
+            goal: `≤ 1.5 × floor: ${ratio <= 1.5 ? 'met' : 'missed'}`,
+            command: COMMAND,
+            note: `${name}, N=${label(n)}: ${note}`,
+          });
+        };
+        row('merge', m.merge, m.floor, `${m.moved.toLocaleString('en-US')} rows moved or removed (journaled in the same statements), ${((m.merge * 1000) / m.moved).toFixed(2)} µs per row (median of ${reps}); the floor writes no journal.`);
+        row('undo', m.undo, m.undoFloor, `the undo of that merge (locks, journal read, rows moved back, removed associations restored, secondaries re-enabled, events) vs the floor: the same rows moved back by hand from a snapshot taken before the twin's merge (median of ${reps}).`);
       }
     } finally {
       await db.close();
