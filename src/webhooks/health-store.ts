@@ -1,41 +1,9 @@
-// SQL of endpoint health (SPEC §11): per-subscription counters from attempt results, automatic disabling,
-// and the operational events with their fan-out (never to the subscription they are about).
+// SQL of what follows from attempt results (SPEC §11; the health counters are written with the results, by
+// queue-store.ts's recordResults): automatic disabling, and the operational events with their fan-out (never
+// to the subscription they are about).
 import type { Queryable } from '../db/db.ts';
+import type { SubOutcome } from './queue-store.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
-
-/** What one batch of results says about one subscription (its results in time order). */
-export interface SubOutcome {
-  subscriptionId: string;
-  /** Time of the last successful attempt in the batch (null: none). */
-  lastOkAt: string | null;
-  /** Failures after that success (or all of them when none succeeded). */
-  failures: number;
-  /** The first of those failures. */
-  firstFailureAt: string | null;
-  /** e.g. "HTTP_STATUS 500", "TIMEOUT": the last failure's error. */
-  lastError: string | null;
-}
-
-/**
- * Locks the subscriptions in id order (so that workers recording results for the same subscriptions at once
- * never deadlock, and before any delivery row, as the API's delete does), then folds the outcomes into their
- * health counters.
- */
-export async function updateHealth(db: Queryable, outs: SubOutcome[]): Promise<void> {
-  if (outs.length === 0) return;
-  const ids = outs.map((o) => o.subscriptionId);
-  await db.query(`SELECT id FROM webhook_subscriptions WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`, [ids], 'webhook_health_lock');
-  await db.query(
-    `UPDATE webhook_subscriptions s SET
-       last_success_at = CASE WHEN x.last_ok IS NULL THEN s.last_success_at ELSE greatest(s.last_success_at, x.last_ok) END,
-       consecutive_failures = CASE WHEN x.last_ok IS NULL THEN s.consecutive_failures + x.fails ELSE x.fails END,
-       failing_since = CASE WHEN x.last_ok IS NULL THEN coalesce(s.failing_since, x.first_fail) ELSE x.first_fail END
-     FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::timestamptz[]) AS x(sub, last_ok, fails, first_fail)
-     WHERE s.id = x.sub`,
-    [ids, outs.map((o) => o.lastOkAt), outs.map((o) => o.failures), outs.map((o) => o.firstFailureAt)],
-    'webhook_health',
-  );
-}
 
 /**
  * Disables (isActive false, with a reason) every active subscription among `outs` that has had no successful

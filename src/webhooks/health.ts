@@ -4,20 +4,29 @@
 import type { Db } from '../db/db.ts';
 import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
-import { recordResults, type AttemptResult } from './queue-store.ts';
+import { recordResults, type AttemptResult, type SubOutcome } from './queue-store.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
-import { disableFailing, emitOperational, updateHealth, type SubOutcome } from './health-store.ts';
+import { disableFailing, emitOperational } from './health-store.ts';
 import { auditSubscriptionsDisabled } from '../audit/store.ts';
 
 /** Folds a batch of results into one outcome per subscription (results taken in the order they started). */
 export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
   const bySub = new Map<string, AttemptResult[]>();
-  for (const r of rs) bySub.set(r.subscriptionId, [...(bySub.get(r.subscriptionId) ?? []), r]);
+  for (const r of rs) {
+    const list = bySub.get(r.subscriptionId);
+    if (list) list.push(r);
+    else bySub.set(r.subscriptionId, [r]);
+  }
   const out: SubOutcome[] = [];
   for (const [subscriptionId, list] of bySub) {
-    list.sort((a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt));
+    // startedAt is toISOString() (same length, UTC): text order is time order.
+    list.sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
     let lastOk = -1;
-    list.forEach((r, i) => r.ok && (lastOk = i));
+    let pauseMs: number | null = null;
+    list.forEach((r, i) => {
+      if (r.ok) lastOk = i;
+      if (r.retryAfterMs !== null) pauseMs = Math.max(pauseMs ?? 0, r.retryAfterMs);
+    });
     const after = list.slice(lastOk + 1);
     const last = after[after.length - 1];
     out.push({
@@ -26,22 +35,26 @@ export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
       failures: after.length,
       firstFailureAt: after[0]?.startedAt ?? null,
       lastError: last ? [last.errorCode, last.statusCode].filter((x) => x !== null).join(' ') || 'failure' : null,
+      pauseMs,
     });
   }
   return out.sort((a, b) => Number(a.subscriptionId) - Number(b.subscriptionId));
 }
 
 /**
- * Records a batch of attempt results and everything that follows from them, in one transaction: health first
- * (it locks the subscriptions, before any delivery row), then the results (with a manual retry's kept schedule),
- * automatic disabling, and the operational events. Returns the deliveries' new states.
+ * Records a batch of attempt results and everything that follows from them, atomically: health counters and
+ * results (one statement), then automatic disabling and the operational events. A batch from which nothing can
+ * follow (no delivery out of retries, no subscription whose attempts in it all failed: the usual batch of a
+ * healthy endpoint) is that one statement alone, its own transaction; any other batch runs in one transaction
+ * with what follows. Returns the deliveries' new states.
  */
 export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
   if (rs.length === 0) return [];
   const outs = outcomesBySubscription(rs);
+  const mayFollow = outs.some((o) => o.failures > 0 && o.lastOkAt === null) || rs.some((r) => !r.ok && r.retryDelayMs === null && r.retryAfterMs === null);
+  if (!mayFollow) return recordResults(db, rs, outs);
   return db.transaction(async (tx) => {
-    await updateHealth(tx, outs);
-    const final = await recordResults(tx, rs);
+    const final = await recordResults(tx, rs, outs);
     const disabled = await disableFailing(tx, outs, config.webhookDisableAfterHours);
     await auditSubscriptionsDisabled(tx, disabled); // audit log (SPEC §15): actor system
     const failed = final.filter((s) => s.status === 'failed').map((s) => s.id);

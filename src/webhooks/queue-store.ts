@@ -148,21 +148,55 @@ export interface AttemptResult {
   responseBody: string | null;
 }
 
+/** What one batch of results says about one subscription (its results in time order): its health update. */
+export interface SubOutcome {
+  subscriptionId: string;
+  /** Time of the last successful attempt in the batch (null: none). */
+  lastOkAt: string | null;
+  /** Failures after that success (or all of them when none succeeded). */
+  failures: number;
+  /** The first of those failures. */
+  firstFailureAt: string | null;
+  /** e.g. "HTTP_STATUS 500", "TIMEOUT": the last failure's error. */
+  lastError: string | null;
+  /** The longest Retry-After in the batch (ms): the subscription's attempts wait that long (paused_until). */
+  pauseMs: number | null;
+}
+
 /**
- * Writes a batch of attempt outcomes in one statement: the attempt rows, each delivery's new state (only if
- * this claim still holds it and it was not cancelled meanwhile), and the Retry-After pauses of their
- * subscriptions. A manual retry of a pending delivery (resume_at set) that does not deliver goes back to the
- * schedule it interrupted (the manual attempt consumed nothing), and its log row shows that next attempt; a
- * delivered one forgets the saved schedule. Returns the new states. The one place attempt results reach the
- * database.
+ * Writes a batch of attempt outcomes in one statement (one round trip: each statement costs the worker a socket
+ * write that wakes a backend, the largest cost per delivery once batches are large), in this order:
+ * - the subscriptions are locked in id order (so workers recording results for the same subscriptions at once
+ *   never deadlock, and before any delivery row, as the API's delete does), their health counters (SPEC §11)
+ *   folded from `outs` and their Retry-After pauses set (one UPDATE: a row updated twice in one statement keeps
+ *   only one of the two);
+ * - then (each step waits for the one before through a one-time filter) each delivery's new state, only if this
+ *   claim still holds it and it was not cancelled meanwhile; a manual retry of a pending delivery (resume_at set)
+ *   that does not deliver goes back to the schedule it interrupted (the manual attempt consumed nothing), and its
+ *   log row shows that next attempt; a delivered one forgets the saved schedule;
+ * - the attempt rows.
+ * Returns the new states. The one place attempt results reach the database.
  */
-export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
+export async function recordResults(db: Queryable, rs: AttemptResult[], outs: SubOutcome[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
   if (rs.length === 0) return [];
   const r = await db.query<{ id: string; status: string; next_attempt_at: string | null }>(
     `WITH r AS (
        SELECT * FROM json_to_recordset($2::json) AS r(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
          attempt_number int, url text, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
          delay_ms float8, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
+     ), x AS (
+       SELECT * FROM json_to_recordset($3::json) AS x(sub bigint, last_ok timestamptz, fails int, first_fail timestamptz, pause_ms float8)
+     ), locked AS (
+       SELECT id FROM webhook_subscriptions WHERE id IN (SELECT sub FROM x) ORDER BY id FOR NO KEY UPDATE
+     ), health AS (
+       UPDATE webhook_subscriptions s SET
+         last_success_at = CASE WHEN x.last_ok IS NULL THEN s.last_success_at ELSE greatest(s.last_success_at, x.last_ok) END,
+         consecutive_failures = CASE WHEN x.last_ok IS NULL THEN s.consecutive_failures + x.fails ELSE x.fails END,
+         failing_since = CASE WHEN x.last_ok IS NULL THEN coalesce(s.failing_since, x.first_fail) ELSE x.first_fail END,
+         paused_until = CASE WHEN x.pause_ms IS NULL THEN s.paused_until
+           ELSE greatest(s.paused_until, clock_timestamp() + x.pause_ms * interval '1 millisecond') END
+       FROM x WHERE s.id = x.sub AND (SELECT count(*) FROM locked) >= 0
+       RETURNING s.id
      ), upd AS (
        UPDATE webhook_deliveries d SET
          status = CASE WHEN r.ok THEN 'delivered' WHEN d.resume_at IS NOT NULL OR r.retry_after_ms IS NOT NULL OR r.delay_ms IS NOT NULL THEN 'pending' ELSE 'failed' END,
@@ -177,11 +211,8 @@ export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise
          resume_at = NULL, resume_pos = NULL,
          locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
        FROM r WHERE d.id = ANY($1::bigint[]) AND d.id = r.delivery_id AND d.lock_token = r.token AND d.status = 'pending'
+         AND (SELECT count(*) FROM health) >= 0
        RETURNING d.id, d.status, d.next_attempt_at
-     ), pause AS (
-       UPDATE webhook_subscriptions s SET paused_until = greatest(s.paused_until, clock_timestamp() + p.ms * interval '1 millisecond')
-       FROM (SELECT subscription_id, max(retry_after_ms) AS ms FROM r WHERE retry_after_ms IS NOT NULL GROUP BY subscription_id) p
-       WHERE s.id = p.subscription_id
      ), ins AS (
        INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
          error_code, outcome, next_attempt_at, request_headers, request_body, response_body)
@@ -199,6 +230,7 @@ export async function recordResults(db: Queryable, rs: AttemptResult[]): Promise
         delay_ms: x.retryDelayMs, request_headers: x.requestHeaders, request_body: x.requestBody,
         response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
       }))),
+      JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, pause_ms: o.pauseMs }))),
     ],
     'webhook_record',
   );
