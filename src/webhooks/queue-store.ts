@@ -78,7 +78,13 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
     'webhook_claim',
   );
   // Secrets are stored sealed (SPEC §15): open them for signing and sending (once per sealed value, not per row).
-  return r.rows.map((c) => ({ ...c, signing_secret: opened(c.signing_secret), previous_secrets: c.previous_secrets.map(opened), bearer_token: opened(c.bearer_token), basic_password: opened(c.basic_password) }));
+  for (const c of r.rows) {
+    c.signing_secret = opened(c.signing_secret);
+    c.previous_secrets = c.previous_secrets.map(opened);
+    c.bearer_token = opened(c.bearer_token);
+    c.basic_password = opened(c.basic_password);
+  }
+  return r.rows;
 }
 
 /** Sealed secret → clear text, for the claims of this process (a few per subscription). */

@@ -47,13 +47,13 @@ export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.no
     'webhook-timestamp': String(timestamp),
     'webhook-signature': signatureHeader(secrets, c.event_uuid, timestamp, body),
   };
-  const logHeaders = { ...headers };
+  // Without credentials the logged headers are the sent ones (neither is changed afterwards).
   if (c.auth_method === 'BEARER' && c.bearer_token) {
-    headers.Authorization = `Bearer ${c.bearer_token}`;
-    logHeaders.Authorization = `Bearer ${REDACTED}`;
-  } else if (c.auth_method === 'BASIC' && c.basic_username !== null) {
-    headers.Authorization = `Basic ${Buffer.from(`${c.basic_username}:${c.basic_password ?? ''}`).toString('base64')}`;
-    logHeaders.Authorization = `Basic ${REDACTED}`;
+    return { body, headers: { ...headers, Authorization: `Bearer ${c.bearer_token}` }, logHeaders: { ...headers, Authorization: `Bearer ${REDACTED}` } };
   }
-  return { body, headers, logHeaders };
+  if (c.auth_method === 'BASIC' && c.basic_username !== null) {
+    const basic = Buffer.from(`${c.basic_username}:${c.basic_password ?? ''}`).toString('base64');
+    return { body, headers: { ...headers, Authorization: `Basic ${basic}` }, logHeaders: { ...headers, Authorization: `Basic ${REDACTED}` } };
+  }
+  return { body, headers, logHeaders: headers };
 }

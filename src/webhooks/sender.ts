@@ -126,79 +126,112 @@ export class Sender {
    */
   send(pool: Dispatcher, url: string, headers: Record<string, string>, body: string, abort?: Abort): Promise<SendResult> {
     const t0 = performance.now();
-    const done = (r: Omit<SendResult, 'durationMs' | 'retryAfterMs'>, retryAfterMs: number | null = null): SendResult =>
-      ({ ...r, retryAfterMs, durationMs: Math.round(performance.now() - t0) });
     const target = this.target(url);
-    if (!target) return Promise.resolve(done({ ok: false, statusCode: null, errorCode: 'CONNECTION', responseBody: 'invalid URL' }));
-    if (target.blocked) return Promise.resolve(done({ ok: false, statusCode: null, errorCode: 'BLOCKED_ADDRESS', responseBody: target.blocked }));
-    const timeoutMs = this.opts.timeoutMs;
+    if (!target || target.blocked) {
+      const responseBody = target ? target.blocked : 'invalid URL';
+      const errorCode: ErrorCode = target ? 'BLOCKED_ADDRESS' : 'CONNECTION';
+      return Promise.resolve({ ok: false, statusCode: null, errorCode, responseBody, retryAfterMs: null, durationMs: Math.round(performance.now() - t0) });
+    }
     return new Promise<SendResult>((resolve) => {
-      let settled = false;
-      let timedOut = false;
-      let statusCode: number | null = null;
-      let retryAfter: string | undefined;
-      const chunks: Buffer[] = [];
-      let n = 0;
-      // Before undici hands the request a socket there is nothing to abort yet: the reason waits for onConnect.
-      let pendingReason: Error | undefined;
-      let abortNow: (reason: Error) => void = (reason) => (pendingReason ??= reason);
-      const settle = (r: SendResult) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        abort?.bind(undefined);
-        resolve(r);
-      };
-      const fail = (err: any) => {
-        const errorCode = classify(err, timedOut);
-        const msg = errorCode === 'TIMEOUT' ? `no complete response within ${timeoutMs} ms` : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
-        settle(done({ ok: false, statusCode, errorCode, responseBody: msg.slice(0, RESPONSE_KEEP_BYTES) }));
-      };
-      const complete = () => {
-        const ok = statusCode! >= 200 && statusCode! < 300;
-        const ms = statusCode === 429 || statusCode === 503 ? parseRetryAfter(retryAfter) : null;
-        settle(done({ ok, statusCode, errorCode: ok ? null : 'HTTP_STATUS', responseBody: Buffer.concat(chunks).toString('utf8') }, ms));
-      };
-      const timer = setTimeout(() => {
-        timedOut = true;
-        abortNow(new Error('deadline'));
-      }, timeoutMs);
-      abort?.bind((reason) => abortNow(reason));
-      pool.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, {
-        onConnect(abortFn: (err?: Error) => void) {
-          abortNow = abortFn;
-          if (pendingReason) abortFn(pendingReason);
-        },
-        onHeaders(status: number, rawHeaders: Buffer[]) {
-          if (status < 200) return true; // informational
-          statusCode = status;
-          if (status === 429 || status === 503) {
-            for (let i = 0; i < rawHeaders.length; i += 2) {
-              if (rawHeaders[i].length === 11 && rawHeaders[i].toString('latin1').toLowerCase() === 'retry-after') {
-                retryAfter = rawHeaders[i + 1].toString('latin1');
-                break;
-              }
-            }
-          }
-          return true;
-        },
-        onData(chunk: Buffer) {
-          if (n < RESPONSE_KEEP_BYTES) chunks.push(chunk.subarray(0, RESPONSE_KEEP_BYTES - n));
-          n += chunk.length;
-          if (n >= RESPONSE_KEEP_BYTES) {
-            complete(); // enough kept: drop the connection instead of reading the rest
-            abortNow(new Error('response body beyond the kept bytes'));
-            return false;
-          }
-          return true;
-        },
-        onComplete() {
-          complete();
-        },
-        onError(err: Error) {
-          fail(err);
-        },
-      } as any);
+      const x = new Exchange(resolve, t0, this.opts.timeoutMs, abort);
+      pool.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, x as any);
     });
   }
+}
+
+/**
+ * One exchange, as undici's dispatch handler: one deadline for the whole of it, the status, Retry-After of a
+ * 429/503 and the first RESPONSE_KEEP_BYTES of the body, settled once. (A class rather than closures: nothing is
+ * allocated or named per request beyond this object.)
+ */
+class Exchange {
+  private settled = false;
+  private timedOut = false;
+  private statusCode: number | null = null;
+  private retryAfter: string | undefined;
+  private chunks: Buffer[] = [];
+  private n = 0;
+  /** undici's abort for this request, once it has a socket (before that there is nothing to abort yet). */
+  private abortFn: ((err?: Error) => void) | undefined;
+  private pendingReason: Error | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly resolve: (r: SendResult) => void,
+    private readonly t0: number,
+    private readonly timeoutMs: number,
+    private readonly abort: Abort | undefined,
+  ) {
+    this.timer = setTimeout(onDeadline, timeoutMs, this);
+    abort?.bind((reason) => this.abortNow(reason));
+  }
+
+  abortNow(reason: Error): void {
+    if (this.abortFn) this.abortFn(reason);
+    else this.pendingReason ??= reason;
+  }
+
+  private settle(ok: boolean, errorCode: ErrorCode | null, responseBody: string | null, retryAfterMs: number | null = null): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.abort?.bind(undefined);
+    this.resolve({ ok, statusCode: this.statusCode, errorCode, responseBody, retryAfterMs, durationMs: Math.round(performance.now() - this.t0) });
+  }
+
+  private complete(): void {
+    const status = this.statusCode!;
+    const ok = status >= 200 && status < 300;
+    const ms = status === 429 || status === 503 ? parseRetryAfter(this.retryAfter) : null;
+    this.settle(ok, ok ? null : 'HTTP_STATUS', this.chunks.length === 1 ? this.chunks[0].toString('utf8') : Buffer.concat(this.chunks).toString('utf8'), ms);
+  }
+
+  onConnect(abortFn: (err?: Error) => void): void {
+    this.abortFn = abortFn;
+    if (this.pendingReason) abortFn(this.pendingReason);
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[]): boolean {
+    if (status < 200) return true; // informational
+    this.statusCode = status;
+    if (status === 429 || status === 503) {
+      for (let i = 0; i < rawHeaders.length; i += 2) {
+        if (rawHeaders[i].length === 11 && rawHeaders[i].toString('latin1').toLowerCase() === 'retry-after') {
+          this.retryAfter = rawHeaders[i + 1].toString('latin1');
+          break;
+        }
+      }
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.n < RESPONSE_KEEP_BYTES) this.chunks.push(chunk.subarray(0, RESPONSE_KEEP_BYTES - this.n));
+    this.n += chunk.length;
+    if (this.n >= RESPONSE_KEEP_BYTES) {
+      this.complete(); // enough kept: drop the connection instead of reading the rest
+      this.abortNow(new Error('response body beyond the kept bytes'));
+      return false;
+    }
+    return true;
+  }
+
+  onComplete(): void {
+    this.complete();
+  }
+
+  onError(err: Error): void {
+    const errorCode = classify(err, this.timedOut);
+    const msg = errorCode === 'TIMEOUT' ? `no complete response within ${this.timeoutMs} ms` : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
+    this.settle(false, errorCode, msg.slice(0, RESPONSE_KEEP_BYTES));
+  }
+
+  deadline(): void {
+    this.timedOut = true;
+    this.abortNow(new Error('deadline'));
+  }
+}
+
+function onDeadline(x: Exchange): void {
+  x.deadline();
 }
