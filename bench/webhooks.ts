@@ -176,6 +176,18 @@ async function drainRate(rx: Rx, from: number, n: number, timeoutMs = 600_000): 
   return (n - 1) / ((rx.at[from + n - 1] - rx.at[from]) / 1000);
 }
 
+/**
+ * Waits until nothing has arrived for 300 ms after a drain whose last expected arrival was number `upTo`, so that
+ * an arrival after it (a duplicate, a late retry) cannot count for the next drain; says how many there were.
+ */
+async function quiet(rx: Rx, upTo: number): Promise<void> {
+  for (let seen = rx.count; ; seen = rx.count) {
+    await new Promise((r) => setTimeout(r, 300));
+    if (rx.count === seen) break;
+  }
+  if (rx.count > upTo) log(`${rx.count - upTo} arrivals beyond the ${upTo} expected`);
+}
+
 /** Isolation (SPEC §11): the healthy start delays of bench/isolation.ts, on this code or another checkout. */
 async function isolationDelays(root: string | undefined, healthy: number): Promise<{ delays: number[]; crowdRequests: number; crowdSeen: number }> {
   const pgdb = await createPgDatabase('isolation');
@@ -326,6 +338,7 @@ async function bulbDrain(rx: Rx, n: number): Promise<number> {
       for (const [pid, t] of pg1) pg += t - (pg0.get(pid) ?? 0);
       const me = process.cpuUsage(me0);
       drainCpu.bulb = { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, receiver: (me.user + me.system) / 1000 / n, transactions: ((await xacts()) - x0) / n };
+      await quiet(rx, from + n);
       return rate;
     } finally {
       await w.stop();
@@ -361,7 +374,9 @@ async function bullmqDrain(rx: Rx, n: number): Promise<number> {
     const from = rx.count;
     const w = await spawnNode('bench/webhook-peers.ts', ['bullmq', rx.url, String(CONCURRENCY), name], {}, /peer ready/);
     try {
-      return await drainRate(rx, from, n);
+      const rate = await drainRate(rx, from, n);
+      await quiet(rx, from + n);
+      return rate;
     } finally {
       await w.stop();
     }
@@ -382,6 +397,7 @@ async function rawDrain(rx: Rx, n: number): Promise<number> {
     const rate = await drainRate(rx, from, n);
     const me = process.cpuUsage(me0);
     drainCpu.raw = { peer: (cpuMs(w.pid) - w0) / n, receiver: (me.user + me.system) / 1000 / n };
+    await quiet(rx, from + n);
     return rate;
   } finally {
     await Promise.race([w.exited, new Promise((r) => setTimeout(r, 3000))]); // it exits by itself when done

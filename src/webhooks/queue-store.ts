@@ -263,8 +263,12 @@ export async function queueStats(db: Queryable): Promise<{ depth: number; oldest
   return { depth: Number(r.rows[0]?.depth ?? 0), oldestDueSec: Math.max(0, Number(r.rows[0]?.oldest ?? 0)) };
 }
 
-/** Deletes attempt rows older than the retention, in bounded batches. Returns how many. */
+/**
+ * Deletes attempt rows older than the retention, in bounded batches. Returns how many. First summarises the page
+ * ranges added to the BRIN time index since the last time (autovacuum does it on PostgreSQL; PGlite has none).
+ */
 export async function purgeAttempts(db: Queryable, retentionDays: number, batch = 5000): Promise<number> {
+  await db.query(`SELECT brin_summarize_new_values('webhook_attempts_started'::regclass)`);
   let total = 0;
   for (;;) {
     const r = await db.query(

@@ -10,10 +10,12 @@ ALTER TABLE webhook_attempts DROP CONSTRAINT webhook_attempts_event_id_fkey;
 
 -- The chart reads attempts since a time for every subscription (webhook_attempts_started serves it); nothing
 -- reads by (subscription, time). Attempts are appended in start order, so a BRIN index serves the time ranges
--- (the chart, retention) at almost no cost per insert.
-DROP INDEX IF EXISTS webhook_attempts_sub_started;
-DROP INDEX IF EXISTS webhook_attempts_started;
-CREATE INDEX webhook_attempts_started ON webhook_attempts USING brin (started_at);
+-- (the chart, retention) at almost no cost per insert. New page ranges are summarised by autovacuum
+-- (autosummarize) and by the retention purge (brin_summarize_new_values: PGlite runs no autovacuum); until then
+-- a scan reads them, which are the newest attempts.
+DROP INDEX webhook_attempts_sub_started;
+DROP INDEX webhook_attempts_started;
+CREATE INDEX webhook_attempts_started ON webhook_attempts USING brin (started_at) WITH (autosummarize = on);
 
 -- The lease (locked_until, lock_token: no index names them) can then be a heap-only update: room is left on
 -- each page of new deliveries for their claims' new row versions, instead of a new entry in every index.
