@@ -52,13 +52,18 @@ interface Rx {
   onEvent?: (uuid: string, at: number) => void;
   /** When set, at most `slots` requests are served at once, each answered `serviceMs` after it starts (a receiver of fixed capacity). */
   gate?: { slots: number; serviceMs: number };
+  /**
+   * Sets or lifts the gate. Requests still waiting for a slot are released at once under the new setting (served
+   * now when lifted), so none is left to be served, and counted, during a later drain.
+   */
+  setGate(g: { slots: number; serviceMs: number } | undefined): void;
   close(): Promise<void>;
 }
 
 async function receiver(): Promise<Rx> {
-  const rx: Rx = { url: '', count: 0, at: [], close: async () => {} };
   let busy = 0;
   const waiting: (() => void)[] = [];
+  const rx: Rx = { url: '', count: 0, at: [], close: async () => {}, setGate: (g) => { rx.gate = g; for (const w of waiting.splice(0)) w(); } };
   const serve = (chunks: Buffer[], res: http.ServerResponse) => {
     const at = performance.now();
     rx.count++;
@@ -273,17 +278,17 @@ async function scaleRate(rx: Rx, subs: number, perSub: number, measure: number):
       // concurrency at the receiver in both cases), then against the free receiver (the raw rate, where
       // many lanes keep more in flight than one lane's 16).
       const warm = Math.min(500, Math.floor(measure / 4)); // 1 × 1,000: 100 + 400 twice
-      rx.gate = { slots: CONCURRENCY, serviceMs: SCALE_SERVICE_MS };
+      rx.setGate({ slots: CONCURRENCY, serviceMs: SCALE_SERVICE_MS });
       await waitCount(rx, from + warm, 600_000);
       const rate = await drainRate(rx, from + warm, measure);
-      rx.gate = undefined;
+      rx.setGate(undefined);
       // What is left of the backlog after the first measurement bounds the second (1 × 1,000).
       const again = rx.count + warm;
       const left = from + subs * perSub - again;
       await waitCount(rx, again, 600_000);
       return { rate, free: await drainRate(rx, again, Math.min(measure, left)), explain, wide };
     } finally {
-      rx.gate = undefined;
+      rx.setGate(undefined);
       await w.stop();
     }
   } finally {
@@ -474,7 +479,7 @@ async function pgRows(quick: boolean): Promise<{ rows: Row[]; extra: string[] }>
     });
     // Context for the row above: the same two drains against a receiver that answers each request LATENT_MS after
     // it arrives (one across a network), where 16 in flight, not the shared CPU, bounds both rates.
-    rx.gate = { slots: 4 * CONCURRENCY, serviceMs: LATENT_MS };
+    rx.setGate({ slots: 4 * CONCURRENCY, serviceMs: LATENT_MS });
     try {
       const rawLat = await rawDrain(rx, n);
       const bulbLat = await bulbDrain(rx, n);
@@ -485,7 +490,7 @@ async function pgRows(quick: boolean): Promise<{ rows: Row[]; extra: string[] }>
         note: `the receiver holds each request ${LATENT_MS} ms before answering (at most ${4 * CONCURRENCY} at once), as an endpoint across a network would; 16 in flight bound both rates to at most ${Math.round((CONCURRENCY * 1000) / LATENT_MS)}/s. CPU per delivery: ${cpuNote()}.`,
       });
     } finally {
-      rx.gate = undefined;
+      rx.setGate(undefined);
     }
   } finally {
     await rx.close();
