@@ -513,7 +513,7 @@ const LATENT_MS = 5;
 /** What stands between Bulb's drain and raw undici, as measured (drains of 5,000–30,000 deliveries, --cpu-prof and perf, on this machine, 2026-11-22). */
 const DRAIN_GAP = 'The comparison is CPU-bound: 2 cores shared by the sending process, the receiver and PostgreSQL, so the ratio follows the CPU each side spends per delivery (figures above); it also depends on the drain\'s length: over 20,000–30,000 deliveries the raw peer warms up to 11,000–13,000/s (0.08–0.09 ms per request) and Bulb to 5,000–5,300/s (ratio 0.40–0.48). '
   + 'Where Bulb\'s CPU goes (perf of the whole machine over a 30,000-delivery drain, --cpu-prof of the worker): the worker ~0.14 ms per delivery — the undici exchange as in the raw peer, building and signing the request (2 HMACs and the JSON body, ~0.015), the pg client side of claims and result writes (~0.03) and bookkeeping; PostgreSQL ~0.11 ms — parsing the result batch (JSON, and the logged headers into jsonb) ~20%, index insertions ~18% (a delivered delivery\'s update is not heap-only: status and next_attempt_at are indexed; the attempt row\'s primary key, uuid, subscription and delivery indexes), scans ~30% (the claim steps over the lane\'s leased head; the joins of the result write), executor start/end ~8%, the attempt row\'s one foreign-key check ~5%, commit and WAL ~5%. '
-  + 'Done in this code (0.37× → 0.45× at 20,000 deliveries; 0.51× → ~0.55× at 5,000): the result write is one statement (health counters, Retry-After pause, delivery states, attempt rows) instead of a transaction of five; migration 019 dropped two foreign keys of webhook_attempts that the delivery\'s already implied and an index nothing read, made its time index BRIN, leaves room on delivery pages so the lease is a heap-only update (half of all delivery updates now are), and notifies from a row trigger whose condition is checked as the row is written instead of collecting every updated row for a statement trigger; the sender\'s exchange is one object (no closures made per request): worker CPU 0.19 → 0.14–0.15 ms, PostgreSQL 0.15 → 0.10–0.11 ms per delivery. Tried and dropped: claims and result writes of 32+ rows instead of ~8 (30% fewer statements, CPU within noise); reading each subscription once per claim (a worse plan). '
+  + 'Done in this code (0.37× → 0.40–0.48× at 20,000 deliveries; 0.51× → 0.52–0.62× at 5,000 in three runs of this section): the result write is one statement (health counters, Retry-After pause, delivery states, attempt rows) instead of a transaction of five; migration 019 dropped two foreign keys of webhook_attempts that the delivery\'s already implied and an index nothing read, made its time index BRIN, leaves room on delivery pages so the lease is a heap-only update (half of all delivery updates now are), and notifies from a row trigger whose condition is checked as the row is written instead of collecting every updated row for a statement trigger; the sender\'s exchange is one object (no closures made per request): worker CPU 0.19 → 0.14–0.15 ms, PostgreSQL 0.15 → 0.10–0.11 ms per delivery. Tried and dropped: claims and result writes of 32+ rows instead of ~8 (30% fewer statements, CPU within noise); reading each subscription once per claim (a worse plan). '
   + 'Left: at 0.85× Bulb\'s whole CPU per delivery would have to stay within ~1.2 × the floor\'s, while the exchange and the receiver alone are ~0.9 × of it: the durable part (lease, delivery state, the attempt log with what was sent and answered: ~0.11 ms in PostgreSQL and ~0.05 in the worker) would have to cost ~0.03 ms on the same two cores. Designs that would take PostgreSQL\'s share down most (not built): one lease per subscription lane and worker instead of a lease write per delivery (due work then read without locks), attempt rows written by COPY instead of parsed from JSON; estimated ~0.06 ms, a ratio near 0.6 on this machine. The next row shows the same drains against a receiver that answers in 5 ms.';
 
 const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
@@ -600,6 +600,15 @@ async function drainOnly(spec: string): Promise<void> {
   }
 }
 
+// One scale measurement alone (for iterating on the claim): BENCH_WEBHOOKS_SCALE=subs,perSub,measure node --import tsx bench/webhooks.ts
+if (import.meta.url === `file://${process.argv[1]}` && process.env.BENCH_WEBHOOKS_SCALE) {
+  const [subs, per, measure] = process.env.BENCH_WEBHOOKS_SCALE.split(',').map(Number);
+  const rx = await receiver();
+  const r = await scaleRate(rx, subs, per, measure);
+  log(`scale ${subs} x ${per}: gated ${Math.round(r.rate)}/s, free ${Math.round(r.free)}/s, claim 1x16 ${r.explain.ms} ms, wide ${r.wide.ms} ms`);
+  await rx.close();
+  process.exit(0);
+}
 if (import.meta.url === `file://${process.argv[1]}` && process.env.BENCH_WEBHOOKS_DRAIN) {
   await drainOnly(process.env.BENCH_WEBHOOKS_DRAIN);
   process.exit(0);
