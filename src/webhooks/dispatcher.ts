@@ -57,6 +57,8 @@ export class Dispatcher {
   private results: AttemptResult[] = [];
   /** The result writer, while it runs (one statement at a time, beside the claims). */
   private flushing: Promise<void> | null = null;
+  /** The fallback sweep, while it runs (beside the claims). */
+  private sweeping: Promise<void> | null = null;
   private woken = false;
   private lookNow = true;
   private sweepAt = 0;
@@ -181,7 +183,7 @@ export class Dispatcher {
       this.startFlush();
       try {
         await this.giveBackWaiting();
-        if (Date.now() >= this.sweepAt && !this.stopping) await this.sweep();
+        if (Date.now() >= this.sweepAt && !this.stopping) this.startSweep();
         if (!this.stopping) more = await this.claim();
       } catch (err) {
         if (this.stopping) break;
@@ -202,17 +204,35 @@ export class Dispatcher {
     }
   }
 
-  /** The fallback sweep: which subscriptions have pending work and when (also closes idle lanes). */
-  private async sweep(): Promise<void> {
+  /**
+   * The fallback sweep: which subscriptions have pending work and when (also closes idle lanes). It runs beside
+   * the loop, like the result writer, and the loop claims again when it ends: with many subscriptions holding work
+   * it takes 100–150 ms (1,000 × 100 pending), which a claim for a notified lane must not wait for.
+   */
+  private startSweep(): void {
+    if (this.sweeping) return;
     this.sweepAt = Date.now() + this.pollMs;
     const now = Date.now();
     for (const [id, l] of this.lanes) if (l.idle(now)) this.lanes.delete(id);
-    for (const d of await discoverLanes(this.db)) {
-      const l = this.laneOf(d.subscription_id, d.max_in_flight);
-      l.setMax(d.max_in_flight);
-      if (d.due_in_ms <= 0) l.due = true;
-      else l.dueAt = Math.min(l.dueAt, now + d.due_in_ms);
-    }
+    this.sweeping = discoverLanes(this.db)
+      .then((found) => {
+        for (const d of found) {
+          const l = this.laneOf(d.subscription_id, d.max_in_flight);
+          l.setMax(d.max_in_flight);
+          if (d.due_in_ms <= 0) l.due = true;
+          else l.dueAt = Math.min(l.dueAt, now + d.due_in_ms);
+        }
+        this.lookNow = true;
+      })
+      .catch((err) => {
+        if (this.stopping) return;
+        this.log('sweep failed; retrying', err);
+        this.sweepAt = Date.now() + 200;
+      })
+      .finally(() => {
+        this.sweeping = null;
+        this.wake();
+      });
   }
 
   /** One claim for the ready lanes, least recently served first. Returns whether lanes still have work and room. */
@@ -387,6 +407,7 @@ export class Dispatcher {
     this.wake();
     await this.unlisten?.().catch(() => {});
     await this.loop;
+    await this.sweeping;
     await this.flushing;
     const all = () => Promise.all([...this.inflight.values()].map((f) => f.done));
     let graceTimer: NodeJS.Timeout | undefined;

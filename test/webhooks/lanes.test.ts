@@ -11,6 +11,7 @@ import { emitEvents, type NewEvent } from '../../src/events/emit.ts';
 import { parseRetryAfter, RETRY_AFTER_CAP_MS } from '../../src/webhooks/sender.ts';
 import { Lane, signalOf } from '../../src/webhooks/lanes.ts';
 import { startReceiver, waitFor, type Receiver } from './receiver.ts';
+import type { Db } from '../../src/db/db.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '600', BULB_WEBHOOK_TIMEOUT_MS: '5000' };
 
@@ -157,5 +158,45 @@ await describeEachDb('webhook lanes', (ctx) => {
     assert.ok(wait >= 1500 && wait < 60_000, `next attempt set by Retry-After (${wait} ms), not by the 600 s schedule`);
     const paused = (await ctx.tdb.db.query(`SELECT paused_until FROM webhook_subscriptions WHERE uuid = $1`, [sub.uuid])).rows[0].paused_until;
     assert.ok(paused, 'the pause is stored for every worker');
+  });
+}, ENV);
+
+await describeEachDb('webhook sweep', (ctx) => {
+  it('a notified delivery is claimed and sent while the fallback sweep is still running (it never waits for it)', async () => {
+    const rx = await startReceiver();
+    after(() => rx.close());
+    const r = await ctx.srv.api.post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'customerCreate' });
+    assert.equal(r.status, 201, r.text);
+    // The worker's database, with the sweep's statement held until the test lets it go (with 1,000 subscriptions
+    // holding work it takes 100–150 ms; here as long as the test needs).
+    let sweepSeen!: () => void;
+    const seen = new Promise<void>((res) => (sweepSeen = res));
+    let release!: () => void;
+    const released = new Promise<void>((res) => (release = res));
+    const db = ctx.tdb.db;
+    const held: Db = new Proxy(db, {
+      get(target, prop) {
+        if (prop === 'query') {
+          return async (sql: string, params?: unknown[], name?: string) => {
+            if (sql.includes('WITH RECURSIVE subs(id)')) {
+              sweepSeen();
+              await released;
+            }
+            return target.query(sql, params, name);
+          };
+        }
+        const v = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const w = await startWorker(held, ENV);
+    try {
+      await seen; // the first sweep is under way, and held
+      await db.transaction((tx) => emitEvents(tx, [ev()]));
+      await waitFor(() => rx.received.length >= 1, 'the delivery, while the sweep is held', 8_000);
+    } finally {
+      release();
+      await w.stop();
+    }
   });
 }, ENV);
