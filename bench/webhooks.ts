@@ -26,6 +26,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { loadConfig } from '../src/config.ts';
 import { emitEvents, type NewEvent } from '../src/events/emit.ts';
 import { insertSubscription } from '../src/webhooks/store.ts';
+import { CLAIM_SQL } from '../src/webhooks/queue-store.ts';
 import { newSigningSecret } from '../src/webhooks/signing.ts';
 import { Dispatcher } from '../src/webhooks/dispatcher.ts';
 import { AesGcmBox } from '../src/secrets/box.ts';
@@ -213,17 +214,9 @@ async function explainClaim(db: Db, lanes: number, each = 1): Promise<{ ms: numb
   const subs = (await db.query<{ id: string }>(`SELECT id FROM webhook_subscriptions ORDER BY random() LIMIT $1`, [lanes])).rows.map((r) => r.id);
   let out: { ms: number; plan: string[] } = { ms: 0, plan: [] };
   await db.transaction(async (tx) => {
-    const r = await tx.query<{ 'QUERY PLAN': string }>(
-      `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) WITH w AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[]) AS w(sub, room, inflight)),
-       picked AS (SELECT c.id FROM w JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
-         AND (s.paused_until IS NULL OR s.paused_until <= now())
-         CROSS JOIN LATERAL (SELECT d.id FROM webhook_deliveries d WHERE d.subscription_id = w.sub AND d.status = 'pending'
-           AND d.next_attempt_at <= now() AND (d.locked_until IS NULL OR d.locked_until <= now())
-           ORDER BY d.next_attempt_at, d.id LIMIT greatest(0, least(w.room, s.max_in_flight - w.inflight)) FOR UPDATE OF d SKIP LOCKED) c)
-       UPDATE webhook_deliveries d SET locked_until = now() + interval '30 seconds', lock_token = gen_random_uuid()
-       FROM picked, events e, webhook_subscriptions s WHERE d.id = picked.id AND e.id = d.event_id AND s.id = d.subscription_id RETURNING d.id`,
-      [subs, subs.map(() => each), subs.map(() => 0)],
-    );
+    // The worker's own claim statement, as it runs it (rolled back below).
+    const r = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${CLAIM_SQL}`,
+      [subs, subs.map(() => each), 30_000, crypto.randomUUID(), subs.map(() => 0)]);
     const plan = r.rows.map((x) => x['QUERY PLAN']);
     out = { ms: Number(/Execution Time: ([\d.]+)/.exec(plan.join('\n'))?.[1] ?? NaN), plan };
     throw new Error('rollback');
@@ -601,10 +594,12 @@ async function drainOnly(spec: string): Promise<void> {
 }
 
 // One scale measurement alone (for iterating on the claim): BENCH_WEBHOOKS_SCALE=subs,perSub,measure node --import tsx bench/webhooks.ts
+// (BENCH_PLANS=1 also prints the widest claim's plan).
 if (import.meta.url === `file://${process.argv[1]}` && process.env.BENCH_WEBHOOKS_SCALE) {
   const [subs, per, measure] = process.env.BENCH_WEBHOOKS_SCALE.split(',').map(Number);
   const rx = await receiver();
   const r = await scaleRate(rx, subs, per, measure);
+  if (process.env.BENCH_PLANS) console.error(r.wide.plan.join("\n"));
   log(`scale ${subs} x ${per}: gated ${Math.round(r.rate)}/s, free ${Math.round(r.free)}/s, claim 1x16 ${r.explain.ms} ms, wide ${r.wide.ms} ms`);
   await rx.close();
   process.exit(0);

@@ -36,23 +36,10 @@ export interface LaneAsk {
   held: number;
 }
 
-/**
- * Claims due deliveries from the named subscriptions only, at most `room` from each (a worker never holds more
- * than twice a subscription's maxInFlight: a ceiling in flight, a ceiling waiting), oldest first, under a
- * lease. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
- * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
- * nothing. SKIP LOCKED lets several workers claim the same lane at once without waiting or double-claiming.
- * The claim commits without waiting for its WAL flush (synchronous_commit off for this transaction only): a lease
- * lost in a database crash is a lease expired early, which at-least-once delivery already allows (the attempt is
- * made again), while the wait was most of the claim's latency (median 5 ms → 2 ms in the drain bench) and left the
- * lane's slots empty. Results, attempt rows and everything else commit synchronously.
- */
-export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<Claimed[]> {
-  if (asks.length === 0) return [];
-  const r = await db.query<Claimed>(
-    `WITH w AS (
+/** The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane. Exported for the bench's EXPLAIN. */
+export const CLAIM_SQL = `WITH w AS (
        SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, held)
-       WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL -- the lease only: see above
+       WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL -- the lease only: see claimLanes
      ), picked AS (
        SELECT c.id FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
@@ -73,7 +60,23 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
        e.resource_type, e.resource_uuid, e.resource_external_id, e.source, e.created_at AS event_created_at,
        s.id AS subscription_id, s.uuid AS subscription_uuid, s.url, s.auth_method, s.bearer_token, s.basic_username,
        s.basic_password, s.webhook_version, s.signing_secret, s.max_in_flight,
-       ${RETIRED_SECRETS_SQL} AS previous_secrets`,
+       ${RETIRED_SECRETS_SQL} AS previous_secrets`;
+
+/**
+ * Claims due deliveries from the named subscriptions only, at most `room` from each (a worker never holds more
+ * than twice a subscription's maxInFlight: a ceiling in flight, a ceiling waiting), oldest first, under a
+ * lease. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
+ * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
+ * nothing. SKIP LOCKED lets several workers claim the same lane at once without waiting or double-claiming.
+ * The claim commits without waiting for its WAL flush (synchronous_commit off for this transaction only): a lease
+ * lost in a database crash is a lease expired early, which at-least-once delivery already allows (the attempt is
+ * made again), while the wait was most of the claim's latency (median 5 ms → 2 ms in the drain bench) and left the
+ * lane's slots empty. Results, attempt rows and everything else commit synchronously.
+ */
+export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<Claimed[]> {
+  if (asks.length === 0) return [];
+  const r = await db.query<Claimed>(
+    CLAIM_SQL,
     [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held)],
     'webhook_claim',
   );
