@@ -1,4 +1,4 @@
--- The delivery write path (SPEC §11 throughput): what each attempt costs the database, trimmed to what is read.
+-- The delivery write path: what each attempt costs the database, trimmed to what is read (BENCHMARKS.md, the drain).
 -- Per delivery the worker writes a lease, a result and an attempt row; each index and foreign key on those
 -- rows is paid on every delivery.
 
