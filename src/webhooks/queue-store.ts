@@ -173,8 +173,8 @@ export interface SubOutcome {
 }
 
 /**
- * Writes a batch of attempt outcomes in one statement (one round trip: each statement costs the worker a socket
- * write that wakes a backend, the largest cost per delivery once batches are large), in this order:
+ * Writes a batch of attempt outcomes in one statement (one round trip, where it was a transaction of five), in
+ * this order:
  * - the subscriptions are locked in id order (so workers recording results for the same subscriptions at once
  *   never deadlock, and before any delivery row, as the API's delete does), their health counters (SPEC §11)
  *   folded from `outs` and their Retry-After pauses set (one UPDATE: a row updated twice in one statement keeps
