@@ -8,6 +8,7 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Db, Queryable } from '../db/db.ts';
 import { emailKeys } from '../crm/customers/bulk.ts';
+import { FIELDS } from './fields.ts';
 import type { StagedLine } from './parse.ts';
 import { markQueued } from './store.ts';
 
@@ -19,11 +20,6 @@ export interface StagingSink {
   abort(): Promise<void>;
 }
 
-/** The item fields staged as columns, in column order; a line's `fields` has bit 1 << index for each it carries. */
-const FIELDS = [
-  ['firstName', 'first_name', 'text'], ['lastName', 'last_name', 'text'], ['emails', 'emails', 'json'], ['phones', 'phones', 'json'],
-  ['addresses', 'addresses', 'json'], ['socialProfiles', 'social_profiles', 'json'], ['loyaltyTier', 'loyalty_tier', 'text'],
-] as const;
 const COLUMNS = `import_id, line, external_id, fields, ${FIELDS.map((f) => f[1]).join(', ')}, email_keys, errors`;
 
 /** A staged line's column values (null: SQL NULL; jsonb and text[] values as JS values). */

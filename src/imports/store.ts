@@ -1,6 +1,7 @@
 // SQL of imports: the import rows, claiming by workers (lease), applying a chunk, chunk progress, errors, cancel.
 import type { Queryable } from '../db/db.ts';
 import { outboxCtes } from '../events/emit.ts';
+import { FIELDS, fieldBit } from './fields.ts';
 
 /** NOTIFY channel import workers listen on (an import became queued). */
 export const IMPORT_CHANNEL = 'bulb_imports';
@@ -134,11 +135,9 @@ export interface ChunkResult {
 }
 
 // The chunk's new values of a customer: a field its line (or folded lines) carries replaces the current one
-// (a carried null clears it), one it does not carry is kept. `fields` bits as in migration 018.
-const FIELD_BITS = [
-  ['first_name', 1, 'NULL'], ['last_name', 2, 'NULL'], ['emails', 4, `'[]'`], ['phones', 8, `'[]'`], ['addresses', 16, `'[]'`],
-  ['social_profiles', 32, `'[]'`], ['loyalty_tier', 64, 'NULL'],
-] as const;
+// (a carried null clears it), one it does not carry is kept; a list not carried by a new customer is empty.
+const FIELD_BITS = FIELDS.map(([, column, kind], i) => [column, 1 << i, kind === 'json' ? `'[]'` : 'NULL'] as const);
+const EMAILS = fieldBit('emails');
 const COMPARED = FIELD_BITS.map(([c]) => c);
 const carried = (c: string, empty: string) => (empty === 'NULL' ? `g.${c}` : `coalesce(g.${c}, ${empty})`);
 const newValue = (c: string, bit: number, empty: string) => `CASE WHEN g.fields & ${bit} <> 0 THEN ${carried(c, empty)} ELSE cur.${c} END`;
@@ -176,7 +175,7 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
        FROM chunk WHERE NOT refused AND external_id NOT IN (SELECT external_id FROM dup)
        UNION ALL
        SELECT min(line), count(*), external_id, bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
-         ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', 4)}))
+         ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', EMAILS)}))
        FROM chunk WHERE external_id IN (SELECT external_id FROM dup) GROUP BY external_id
      ), cur AS MATERIALIZED (
        SELECT id, external_id, status, merged_into, ${COMPARED.join(', ')}, email_keys
@@ -189,7 +188,7 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
        RETURNING id, uuid, external_id
      ), nv AS (
        SELECT cur.id, g.line, g.n, ${FIELD_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
-         CASE WHEN g.fields & 4 <> 0 THEN coalesce(g.email_keys, '{}') ELSE cur.email_keys END AS email_keys,
+         CASE WHEN g.fields & ${EMAILS} <> 0 THEN coalesce(g.email_keys, '{}') ELSE cur.email_keys END AS email_keys,
          (${COMPARED.map((c) => `cur.${c}`).join(', ')}) IS DISTINCT FROM (${FIELD_BITS.map(([c, bit, empty]) => newValue(c, bit, empty)).join(', ')}) AS changed
        FROM grp g JOIN cur USING (external_id) WHERE cur.status <> 'disabled'
      ), upd AS (

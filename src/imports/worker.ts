@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import type { Config } from '../config.ts';
 import { sqlState, withRetry, type Db, type Queryable } from '../db/db.ts';
 import { customerDisabled } from '../crm/customers/service.ts';
+import { lostRace } from '../crm/customers/bulk.ts';
 import * as store from './store.ts';
 
 type Log = (msg: string, err?: unknown) => void;
@@ -87,7 +88,7 @@ export class ImportWorker {
     if (!imp || imp.status !== 'running' || imp.lock_token !== this.token) return 'lost';
     const r = await store.applyChunk(tx, imp, this.config.importChunkRows);
     // A concurrent writer inserted one of the chunk's externalIds first: withRetry runs the chunk again.
-    if (r.created < r.toInsert) throw Object.assign(new Error('concurrent insert of the same externalId'), { code: '40001' });
+    if (r.created < r.toInsert) throw lostRace();
     const failed = r.refused + r.disabled.length;
     const counts = {
       lastLine: String(Number(imp.applied_line) + this.config.importChunkRows), done: r.lines, created: r.created, updated: r.updated,

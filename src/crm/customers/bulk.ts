@@ -102,7 +102,7 @@ export function emailKeys(emails: { email: string }[]): string[] {
 }
 
 /** A concurrent transaction inserted one of our externalIds first: the caller's withRetry runs us again. */
-function lostRace(): Error {
+export function lostRace(): Error {
   return Object.assign(new Error('concurrent insert of the same externalId'), { code: '40001' });
 }
 
