@@ -3,6 +3,7 @@
 // at most 4 KiB of the response kept, no redirects, Retry-After read, the address guard applied at connect time.
 import { Agent, type Dispatcher } from 'undici';
 import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
+import { memoize } from '../memo.ts';
 
 export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS';
 
@@ -82,11 +83,19 @@ interface Target {
   blocked: string | null;
 }
 
-/** Parsed URLs, by URL (a handful per subscription over its life; emptied when it grows large). */
-const TARGETS_KEPT = 10_000;
-
 export class Sender {
-  private targets = new Map<string, Target | null>();
+  /** Parsed URLs, by URL (a handful per subscription over its life); null: not a URL. */
+  private readonly target = memoize((url: string): Target | null => {
+    try {
+      const u = new URL(url);
+      // net.connect skips the lookup for IP literals: check those here.
+      const host = u.hostname;
+      const reason = !this.opts.allowPrivate && isIpLiteral(host) ? blockedReason(host) : null;
+      return { origin: u.origin, path: `${u.pathname}${u.search}`, blocked: reason ? `${host} is a ${reason} address: refused` : null };
+    } catch {
+      return null;
+    }
+  });
 
   constructor(private opts: SenderOptions) {}
 
@@ -101,23 +110,6 @@ export class Sender {
       bodyTimeout: this.opts.timeoutMs,
       connect: { timeout: this.opts.timeoutMs, lookup: guardedLookup(this.opts.allowPrivate) as any },
     } as any);
-  }
-
-  private target(url: string): Target | null {
-    let t = this.targets.get(url);
-    if (t !== undefined) return t;
-    try {
-      const u = new URL(url);
-      // net.connect skips the lookup for IP literals: check those here.
-      const host = u.hostname;
-      const reason = !this.opts.allowPrivate && isIpLiteral(host) ? blockedReason(host) : null;
-      t = { origin: u.origin, path: `${u.pathname}${u.search}`, blocked: reason ? `${host} is a ${reason} address: refused` : null };
-    } catch {
-      t = null;
-    }
-    if (this.targets.size >= TARGETS_KEPT) this.targets.clear();
-    this.targets.set(url, t);
-    return t;
   }
 
   /**
