@@ -43,8 +43,13 @@ export async function lockByExternalIds(tx: Queryable, externalIds: string[]): P
   return r.rows;
 }
 
-const INSERT = `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
-       SELECT x.external_id, x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier, ${KEYS}
+/** The insert of rows `x`: its column and value lists (each statement adds its FROM, order and RETURNING). */
+const INSERT_X = `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
+       SELECT x.external_id, x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier, ${KEYS}`;
+/** Rows as insertMany/insertAllNew read them ($1): in order, numbered. */
+const ordered = (rows: CustomerCols[]) => JSON.stringify(rows.map((row, ord) => ({ ord, ...row })));
+
+const INSERT = `${INSERT_X}
        FROM jsonb_to_recordset($1::jsonb) AS x(ord int, ${RECORD}) ORDER BY x.ord
        ON CONFLICT (external_id) DO NOTHING
        RETURNING ${RETURNING_ROWS('customers')}`;
@@ -60,7 +65,7 @@ const INSERT_WITH_EVENTS = `WITH c AS (${INSERT}),
  */
 export async function insertMany(tx: Queryable, rows: CustomerCols[], eventSource: string): Promise<CustomerRow[]> {
   if (rows.length === 0) return [];
-  const r = await tx.query<CustomerRow>(INSERT_WITH_EVENTS, [JSON.stringify(rows.map((row, ord) => ({ ord, ...row }))), eventSource], 'customer_bulk_insert');
+  const r = await tx.query<CustomerRow>(INSERT_WITH_EVENTS, [ordered(rows), eventSource], 'customer_bulk_insert');
   return r.rows;
 }
 
@@ -68,8 +73,7 @@ export async function insertMany(tx: Queryable, rows: CustomerCols[], eventSourc
 // violation), writing nothing.
 const INSERT_ALL_NEW = `WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, ${RECORD})),
      c AS (
-       INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
-       SELECT x.external_id, x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier, ${KEYS}
+       ${INSERT_X}
        FROM x WHERE NOT EXISTS (SELECT 1 FROM customers e WHERE e.external_id IN (SELECT external_id FROM x)) ORDER BY x.ord
        RETURNING ${RETURNING_ROWS('customers')}
      ),
@@ -82,7 +86,7 @@ const INSERT_ALL_NEW = `WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset
  */
 export async function insertAllNew(db: Queryable, rows: CustomerCols[], eventSource: string): Promise<CustomerRow[]> {
   if (rows.length === 0) return [];
-  const r = await db.query<CustomerRow>(INSERT_ALL_NEW, [JSON.stringify(rows.map((row, ord) => ({ ord, ...row }))), eventSource]);
+  const r = await db.query<CustomerRow>(INSERT_ALL_NEW, [ordered(rows), eventSource]);
   return r.rows;
 }
 
