@@ -604,6 +604,25 @@ if (import.meta.url === `file://${process.argv[1]}` && process.env.BENCH_WEBHOOK
   await rx.close();
   process.exit(0);
 }
+// The in-process throughput rows alone, `reps` times (for iterating on the dispatcher):
+// BENCH_WEBHOOKS_THROUGHPUT=pg|pglite,reps[,n] node --import tsx bench/webhooks.ts   (prints, writes nothing).
+if (import.meta.url === `file://${process.argv[1]}` && process.env.BENCH_WEBHOOKS_THROUGHPUT) {
+  const [backend, reps, n] = process.env.BENCH_WEBHOOKS_THROUGHPUT.split(',');
+  const pgdb = backend === 'pg' ? await createPgDatabase('webhooks') : undefined;
+  const db: Db = pgdb ? new PgDb(pgdb.url, 10) : await PgliteDb.open('memory://');
+  const rx = await receiver();
+  await migrate(db);
+  await baseline(rx, 100);
+  for (let i = 0; i < (Number(reps) || 1); i++) {
+    const base = await baseline(rx, Number(n) || 2000);
+    const value = await throughput(db, rx, Number(n) || 2000);
+    log(`${backend} ${i + 1}: raw ${Math.round(base)}/s, bulb ${Math.round(value)}/s, ratio ${r2(value / base)}`);
+  }
+  await rx.close();
+  await db.close();
+  await pgdb?.drop();
+  process.exit(0);
+}
 if (import.meta.url === `file://${process.argv[1]}` && process.env.BENCH_WEBHOOKS_DRAIN) {
   await drainOnly(process.env.BENCH_WEBHOOKS_DRAIN);
   process.exit(0);

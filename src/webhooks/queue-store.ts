@@ -108,7 +108,9 @@ export interface LaneDue {
  * The fallback sweep (start, every few seconds, a '*' notification): which active subscriptions have
  * pending deliveries, and when each one's first claimable delivery is due (an expired lease of a dead
  * worker counts as claimable from its expiry). A loose index scan: one probe per subscription with pending
- * work; the claim itself never does this.
+ * work; the claim itself never does this. Per subscription it reads the leased head of its queue and one row
+ * more: the first delivery not under a live lease (`a`, the earliest of them by the index order), and the
+ * leases ahead of it (`b`, claimable when they expire). A lease behind `a` cannot be claimable before `a`.
  */
 export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
   const r = await db.query<LaneDue>(
@@ -122,13 +124,18 @@ export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
      SELECT s.id AS subscription_id, s.max_in_flight,
        extract(epoch FROM (greatest(n.due, coalesce(s.paused_until, n.due)) - clock_timestamp())) * 1000 AS due_in_ms
      FROM subs JOIN webhook_subscriptions s ON s.id = subs.id AND s.is_active AND s.deleted_at IS NULL
+     LEFT JOIN LATERAL (
+       SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+       WHERE d.subscription_id = s.id AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until <= now())
+       ORDER BY d.next_attempt_at, d.id LIMIT 1
+     ) a ON true
      CROSS JOIN LATERAL (
-       SELECT min(greatest(h.next_attempt_at, coalesce(h.locked_until, h.next_attempt_at))) AS due FROM (
-         SELECT d.next_attempt_at, d.locked_until FROM webhook_deliveries d
-         WHERE d.subscription_id = s.id AND d.status = 'pending'
-         ORDER BY d.next_attempt_at, d.id LIMIT 200 -- past the leased head of the lane (≤ 64 per worker)
-       ) h
-     ) n`,
+       SELECT min(greatest(d.next_attempt_at, d.locked_until)) AS due FROM webhook_deliveries d
+       WHERE d.subscription_id = s.id AND d.status = 'pending' AND d.locked_until > now()
+         AND (d.next_attempt_at, d.id) < (coalesce(a.next_attempt_at, 'infinity'), coalesce(a.id, 0))
+     ) b
+     CROSS JOIN LATERAL (SELECT least(a.next_attempt_at, b.due) AS due) n
+     WHERE n.due IS NOT NULL`,
   );
   return r.rows.map((x) => ({ ...x, subscription_id: String(x.subscription_id), due_in_ms: Number(x.due_in_ms) }));
 }
