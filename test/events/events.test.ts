@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
-import { emitEvent } from '../../src/events/emit.ts';
+import { emitEvent, emitEvents, type NewEvent } from '../../src/events/emit.ts';
 import { housekeep } from '../../src/housekeeping.ts';
 import { loadConfig, ConfigError } from '../../src/config.ts';
 
@@ -111,6 +111,41 @@ await describeEachDb(
       assert.deepEqual(uuids.slice(0, 2), [made[1], made[0]], 'xid 99 first');
       const expected = (await ctx.tdb.db.query<{ uuid: string }>(`SELECT uuid FROM events WHERE event_type NOT LIKE 'webhook%' ORDER BY xid, id`)).rows.map((r) => r.uuid);
       assert.deepEqual(uuids, expected);
+    });
+
+    it('the events of one transaction (one xid) are paged one by one under every filter, each once, in id order', async () => {
+      const res = crypto.randomUUID();
+      const batch: NewEvent[] = Array.from({ length: 30 }, (_, i) => ({
+        eventType: i % 3 === 0 ? 'customerUpdate' : 'customerCreate', resourceType: 'Customer',
+        resource: { uuid: i % 2 === 0 ? res : crypto.randomUUID(), externalId: `one-xid-${i}` }, source: 'TEST',
+      }));
+      await ctx.tdb.db.transaction((tx) => emitEvents(tx, batch));
+      const ours = `resource_external_id LIKE 'one-xid-%'`;
+      const xids = await ctx.tdb.db.query<{ n: string }>(`SELECT count(DISTINCT xid)::text AS n FROM events WHERE ${ours}`);
+      assert.equal(xids.rows[0].n, '1', 'one writing transaction');
+      // Their shared transaction's time (or just before it: since is inclusive).
+      const pivot = (await ctx.tdb.db.query<{ t: string }>(`SELECT min(created_at) AS t FROM events WHERE ${ours}`)).rows[0].t;
+      const since = new Date(pivot).toISOString();
+      const cases: [string, string][] = [
+        ['', 'TRUE'],
+        [`&resourceUuid=${res}`, `resource_uuid = '${res}'`],
+        ['&eventType=customerUpdate', `event_type = 'customerUpdate'`],
+        ['&eventType=customerUpdate,customerCreate', `event_type IN ('customerUpdate', 'customerCreate')`],
+        [`&eventType=customerUpdate&resourceUuid=${res}`, `event_type = 'customerUpdate' AND resource_uuid = '${res}'`],
+        [`&resourceUuid=${res}&since=${encodeURIComponent(since)}`, `resource_uuid = '${res}' AND created_at >= '${since}'`],
+        [`&eventType=customerCreate&until=2999-01-01T00:00:00Z`, `event_type = 'customerCreate'`],
+      ];
+      for (const [query, where] of cases) {
+        for (const limit of [1, 4]) {
+          const { seen } = await walk(query, limit);
+          const uuids = seen.map((e) => e.uuid);
+          assert.equal(new Set(uuids).size, uuids.length, `no event twice: ${query} limit ${limit}`);
+          const expected = (await ctx.tdb.db.query<{ uuid: string }>(
+            `SELECT uuid FROM events WHERE event_type NOT LIKE 'webhook%' AND ${where} ORDER BY xid, id`)).rows.map((r) => r.uuid);
+          assert.deepEqual(uuids, expected, `${query} limit ${limit}`);
+          assert.ok(seen.some((e) => e.resource.externalId?.startsWith('one-xid-')), `the batch is in: ${query}`);
+        }
+      }
     });
 
     it('answers 400 for bad filters and cursors, and is not in versions before 2026-11', async () => {
