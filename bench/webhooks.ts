@@ -311,7 +311,7 @@ async function backendCpu(db: Db, name: string): Promise<Map<number, number>> {
  * the draining process, the PostgreSQL backends of its database, this process (the receiver); and for Bulb, the
  * committed transactions per delivery (pg_stat_database, which may lag by a few; the worker's start included).
  */
-export const drainCpu: { raw?: Record<string, number>; bulb?: Record<string, number> } = {};
+export const drainCpu: { raw?: Record<string, number>; bulb?: Record<string, number>; bullmq?: Record<string, number> } = {};
 
 /** The same backlog (n events for one subscription, maxInFlight 16) drained by one Bulb worker process: deliveries/s. */
 async function bulbDrain(rx: Rx, n: number): Promise<number> {
@@ -347,6 +347,18 @@ async function bulbDrain(rx: Rx, n: number): Promise<number> {
   }
 }
 
+/** The local Redis server's pid (for its CPU), if one runs here. */
+function redisPid(): number | undefined {
+  for (const d of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    try {
+      if (fs.readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'redis-server') return Number(d);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
 async function redisUp(): Promise<boolean> {
   const net = await import('node:net');
   return new Promise((resolve) => {
@@ -370,9 +382,15 @@ async function bullmqDrain(rx: Rx, n: number): Promise<number> {
       }));
     }
     const from = rx.count;
+    const me0 = process.cpuUsage();
+    const redis = redisPid();
+    const r0 = redis ? cpuMs(redis) : 0;
     const w = await spawnNode('bench/webhook-peers.ts', ['bullmq', rx.url, String(CONCURRENCY), name], {}, /peer ready/);
+    const w0 = cpuMs(w.pid);
     try {
       const rate = await drainRate(rx, from, n);
+      const me = process.cpuUsage(me0);
+      drainCpu.bullmq = { worker: (cpuMs(w.pid) - w0) / n, redis: redis ? (cpuMs(redis) - r0) / n : NaN, receiver: (me.user + me.system) / 1000 / n };
       await quiet(rx, from + n);
       return rate;
     } finally {
@@ -577,7 +595,7 @@ function writeSection(rows: Row[], extra: string[]) {
 }
 
 /**
- * The drain comparison alone, `reps` times alternating raw and Bulb (for iterating on the worker):
+ * The drain comparisons alone, `reps` times: raw, Bulb, and BullMQ where Redis is up (for iterating on the worker):
  * BENCH_WEBHOOKS_DRAIN=reps[,n] node --import tsx bench/webhooks.ts   (prints, writes nothing).
  */
 async function drainOnly(spec: string): Promise<void> {
@@ -587,9 +605,10 @@ async function drainOnly(spec: string): Promise<void> {
     for (let i = 0; i < (reps || 1); i++) {
       const raw = await rawDrain(rx, n || 5000);
       const bulb = await bulbDrain(rx, n || 5000);
+      const bull = (await redisUp()) ? await bullmqDrain(rx, n || 5000) : NaN;
       const f = (o?: Record<string, number>) => Object.entries(o ?? {}).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ');
-      log(`cpu ms/delivery: raw {${f(drainCpu.raw)}} bulb {${f(drainCpu.bulb)}}`);
-      log(`drain ${i + 1}: raw ${Math.round(raw)}/s, bulb ${Math.round(bulb)}/s, ratio ${r2(bulb / raw)} (load ${os.loadavg()[0].toFixed(1)})`);
+      log(`cpu ms/delivery: raw {${f(drainCpu.raw)}} bulb {${f(drainCpu.bulb)}} bullmq {${f(drainCpu.bullmq)}}`);
+      log(`drain ${i + 1}: raw ${Math.round(raw)}/s, bulb ${Math.round(bulb)}/s, bullmq ${Math.round(bull)}/s; bulb/raw ${r2(bulb / raw)}, bulb/bullmq ${r2(bulb / bull)} (load ${os.loadavg()[0].toFixed(1)})`);
     }
   } finally {
     await rx.close();

@@ -12,7 +12,7 @@ import { recordOutcomes } from './health.ts';
 import { buildRequest } from './request.ts';
 import { housekeep } from '../housekeeping.ts';
 import { Abort, Sender } from './sender.ts';
-import { Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
+import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { nextDelayMs } from './schedule.ts';
 
@@ -273,7 +273,7 @@ export class Dispatcher {
     // (The claim also stops at the subscription's maxInFlight, which a lane first heard of by NOTIFY learns here.)
     for (const a of asks) {
       const l = this.lanes.get(a.subscriptionId)!;
-      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, 2 * l.max - a.held)) l.due = false;
+      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, HELD_CEILINGS * l.max - a.held)) l.due = false;
     }
     return ready.length > asks.length || asks.some((a) => this.lanes.get(a.subscriptionId)!.due && this.lanes.get(a.subscriptionId)!.room(Date.now()) > 0);
   }

@@ -4,6 +4,7 @@ import type { Queryable } from '../db/db.ts';
 import { RETIRED_SECRETS_SQL, type SubscriptionRow } from './store.ts';
 import { openSecret } from '../secrets/active.ts';
 import { memoize } from '../memo.ts';
+import { HELD_CEILINGS } from './lanes.ts';
 
 /** A claimed delivery, with what sending it needs of its event and subscription. */
 export interface Claimed
@@ -32,7 +33,7 @@ export interface Claimed
 export interface LaneAsk {
   subscriptionId: string;
   room: number;
-  /** Deliveries this lane holds in this process, in flight or waiting (room + held ≤ 2 × maxInFlight). */
+  /** Deliveries this lane holds in this process, in flight or waiting (room + held ≤ HELD_CEILINGS × maxInFlight). */
   held: number;
 }
 
@@ -49,7 +50,7 @@ export const CLAIM_SQL = `WITH w AS (
          WHERE d.subscription_id = w.sub AND d.status = 'pending' AND d.next_attempt_at <= now()
            AND (d.locked_until IS NULL OR d.locked_until <= now())
          ORDER BY d.next_attempt_at, d.id
-         LIMIT greatest(0, least(w.room, 2 * s.max_in_flight - w.held))
+         LIMIT greatest(0, least(w.room, ${HELD_CEILINGS} * s.max_in_flight - w.held))
          FOR UPDATE OF d SKIP LOCKED
        ) c
      )
@@ -64,7 +65,7 @@ export const CLAIM_SQL = `WITH w AS (
 
 /**
  * Claims due deliveries from the named subscriptions only, at most `room` from each (a worker never holds more
- * than twice a subscription's maxInFlight: a ceiling in flight, a ceiling waiting), oldest first, under a
+ * than HELD_CEILINGS × a subscription's maxInFlight: a ceiling in flight, the rest waiting), oldest first, under a
  * lease. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
  * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
  * nothing. SKIP LOCKED lets several workers claim the same lane at once without waiting or double-claiming.

@@ -48,7 +48,7 @@ describe('lane rules', () => {
     assert.equal(l.cap, 16, 'back up to max, not beyond');
     l.inflight = 10;
     assert.equal(l.startRoom(Date.now()), 6, 'attempts that may start');
-    assert.equal(l.room(Date.now()), 22, 'a claim may also fill one ceiling of waiting deliveries');
+    assert.equal(l.room(Date.now()), 54, 'a claim may also fill three ceilings of waiting deliveries');
     l.pause(Date.now() + 60_000);
     assert.equal(l.startRoom(Date.now()), 0, 'paused by Retry-After');
     assert.equal(l.room(Date.now()), 0);
@@ -209,7 +209,7 @@ await describeEachDb('webhook sweep', (ctx) => {
     const db = ctx.tdb.db;
     const sub = (await db.query<{ id: string }>('SELECT id FROM webhook_subscriptions WHERE uuid = $1', [r.body.uuid])).rows[0].id;
     await db.transaction((tx) => emitEvents(tx, Array.from({ length: 260 }, () => ({ ...ev(), eventType: 'customerUpdate' }))));
-    // Leases of live workers on the oldest `n` deliveries (more than one worker can hold: 2 × 64 each).
+    // Leases of live workers on the oldest `n` deliveries (more than one worker can hold: 4 × 64 each).
     const lease = (n: number, until: string) => db.query(
       `UPDATE webhook_deliveries SET locked_until = ${until}, lock_token = gen_random_uuid()
        WHERE id IN (SELECT id FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY next_attempt_at, id LIMIT $2)`,

@@ -147,7 +147,7 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
       await subscribe(tdb, rx3.url);
       const w = await spawnChild({ BULB_ROLE: 'worker', BULB_WEBHOOK_TIMEOUT_MS: '20000' });
       await tdb.db.transaction((tx) => emitEvents(tx, Array.from({ length: 5 }, ev)));
-      // A lane starts with one attempt in flight (slow start; the endpoint never answers), one more waiting.
+      // A lane starts with one attempt in flight (slow start; the endpoint never answers), three more waiting.
       await waitFor(() => rx3.received.length >= 1, 'an attempt in flight');
       await waitFor(async () => Number((await tdb.db.query(`SELECT count(*) AS n FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE s.url = $1 AND d.lock_token IS NOT NULL`, [rx3.url])).rows[0].n) >= 2, 'claims held (in flight and waiting)');
       w.proc.kill('SIGTERM');
