@@ -329,18 +329,22 @@ async function bulbDrain(rx: Rx, n: number): Promise<number> {
     const w = await bulbWorker(pgdb.url, {}, process.env.BENCH_CPU_PROF);
     const w0 = cpuMs(w.pid);
     const pg0 = await backendCpu(db, pgdb.name);
+    let rate: number;
     try {
-      const rate = await drainRate(rx, from, n);
+      rate = await drainRate(rx, from, n);
       const pg1 = await backendCpu(db, pgdb.name);
       let pg = 0;
       for (const [pid, t] of pg1) pg += t - (pg0.get(pid) ?? 0);
       const me = process.cpuUsage(me0);
-      drainCpu.bulb = { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, receiver: (me.user + me.system) / 1000 / n, transactions: ((await xacts()) - x0) / n };
+      drainCpu.bulb = { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, receiver: (me.user + me.system) / 1000 / n, transactions: NaN };
       await quiet(rx, from + n);
-      return rate;
     } finally {
       await w.stop();
     }
+    // The worker's backends report their transactions to pg_stat_database when they exit (a moment after it).
+    await new Promise((r) => setTimeout(r, 500));
+    drainCpu.bulb.transactions = ((await xacts()) - x0) / n;
+    return rate;
   } finally {
     await db.close();
     await pgdb.drop();
@@ -477,7 +481,7 @@ async function pgRows(quick: boolean): Promise<{ rows: Row[]; extra: string[] }>
       rows.push({
         what: `drain of ${n} deliveries by one worker process, 16 in flight: Bulb vs BullMQ (PostgreSQL / Redis)`, value: Math.round(bulb), unit: 'deliveries/s',
         baseline: Math.round(bull), ratio: br, goal: `≥ 1.0 × BullMQ: ${br >= 1 ? 'met' : 'missed'}`, command: cmd,
-        note: `backlog written first (Bulb: events + deliveries by emitEvents in transactions of 500, as the API writes them; BullMQ: addBulk of 500), then drained by one worker process (Bulb: BULB_ROLE=worker, subscription maxInFlight 16; BullMQ: Worker concurrency 16) doing the same signed POST (hex HMAC + Standard Webhooks signature, undici keep-alive) to the same receiver; rate from the first to the last arrival; load average ${load} (1/5/15 min) at the end of the drains.`,
+        note: `backlog written first (Bulb: events + deliveries by emitEvents in transactions of 500, as the API writes them; BullMQ: addBulk of 500), then drained by one worker process (Bulb: BULB_ROLE=worker, subscription maxInFlight 16; BullMQ: Worker concurrency 16) doing the same signed POST (hex HMAC + Standard Webhooks signature, undici keep-alive) to the same receiver; rate from the first to the last arrival; load average ${load} (1/5/15 min) at the end of the drains. CPU per delivery in this run: ${bullNote()}. ${BULL_GAP}`,
       });
     } else {
       log('Redis is not reachable at 127.0.0.1:6379: skipping the BullMQ row');
@@ -518,14 +522,25 @@ function cpuNote(): string {
   return `raw peer ${ms(r.peer)} ms + receiver ${ms(r.receiver)} ms = ${ms(r.peer + r.receiver)} ms; Bulb worker ${ms(b.worker)} ms + PostgreSQL backends ${ms(b.postgres)} ms + receiver ${ms(b.receiver)} ms = ${ms(b.worker + b.postgres + b.receiver)} ms (${b.transactions.toFixed(3)} transactions per delivery)`;
 }
 
+function bullNote(): string {
+  const q = drainCpu.bullmq;
+  const b = drainCpu.bulb;
+  if (!q || !b) return 'not measured';
+  const ms = (x: number) => x.toFixed(3);
+  return `BullMQ worker ${ms(q.worker)} ms + Redis ${ms(q.redis)} ms + receiver ${ms(q.receiver)} ms = ${ms(q.worker + q.redis + q.receiver)} ms; Bulb worker ${ms(b.worker)} ms + PostgreSQL backends ${ms(b.postgres)} ms + receiver ${ms(b.receiver)} ms = ${ms(b.worker + b.postgres + b.receiver)} ms`;
+}
+
 /** Latency of the receiver in the context row of the drain (ms). */
 const LATENT_MS = 5;
 
+/** What the BullMQ comparison depends on, as measured (drains of 5,000 and 20,000 deliveries, this machine, 2026-11-22). */
+const BULL_GAP = 'Both sides start cold (a new worker process): over 5,000 deliveries most of both workers\' code still runs unoptimised, and the ratio was 0.92–1.18 in fifteen runs on this machine, median 1.0 (1.2 on the AMD machine of the earlier runs); over 20,000, once both are warm, 0.97–1.0: BullMQ\'s worker is then CPU-bound (0.13 ms per job, one core), Bulb\'s is not (0.10 ms per delivery, ~0.8 of a core): 16 in flight bound it, while its worker, the receiver and two PostgreSQL backends take turns on 2 cores.';
+
 /** What stands between Bulb's drain and raw undici, as measured (drains of 5,000–30,000 deliveries, --cpu-prof and perf, on this machine, 2026-11-22). */
-const DRAIN_GAP = 'The comparison is CPU-bound: 2 cores shared by the sending process, the receiver and PostgreSQL, so the ratio follows the CPU each side spends per delivery (figures above); it also depends on the drain\'s length: over 20,000–30,000 deliveries the raw peer warms up to 11,000–13,000/s (0.08–0.09 ms per request) and Bulb to 5,000–5,300/s (ratio 0.40–0.48). '
-  + 'Where Bulb\'s CPU goes (perf of the whole machine over a 30,000-delivery drain, --cpu-prof of the worker): the worker ~0.14 ms per delivery — the undici exchange as in the raw peer, building and signing the request (2 HMACs and the JSON body, ~0.015), the pg client side of claims and result writes (~0.03) and bookkeeping; PostgreSQL ~0.11 ms — parsing the result batch (JSON, and the logged headers into jsonb) ~20%, index insertions ~18% (a delivered delivery\'s update is not heap-only: status and next_attempt_at are indexed; the attempt row\'s primary key, uuid, subscription and delivery indexes), scans ~30% (the claim steps over the lane\'s leased head; the joins of the result write), executor start/end ~8%, the attempt row\'s one foreign-key check ~5%, commit and WAL ~5%. '
-  + 'Done in this code (0.37× → 0.40–0.48× at 20,000 deliveries; 0.51× → 0.52–0.62× at 5,000 in six runs of this section): the result write is one statement (health counters, Retry-After pause, delivery states, attempt rows) instead of a transaction of five; migration 019 dropped two foreign keys of webhook_attempts that the delivery\'s already implied and an index nothing read, made its time index BRIN, leaves room on delivery pages so the lease is a heap-only update (half of all delivery updates now are), and notifies from a row trigger whose condition is checked as the row is written instead of collecting every updated row for a statement trigger; the sender\'s exchange is one object (no closures made per request): worker CPU 0.19 → 0.14–0.15 ms, PostgreSQL 0.15 → 0.10–0.11 ms per delivery. Tried and dropped: claims and result writes of 32+ rows instead of ~8 (30% fewer statements, CPU within noise); reading each subscription once per claim (a worse plan). '
-  + 'Left: at 0.85× Bulb\'s whole CPU per delivery would have to stay within ~1.2 × the floor\'s, while the exchange and the receiver alone are ~0.9 × of it: the durable part (lease, delivery state, the attempt log with what was sent and answered: ~0.11 ms in PostgreSQL and ~0.05 in the worker) would have to cost ~0.03 ms on the same two cores. Designs that would take PostgreSQL\'s share down most (not built): one lease per subscription lane and worker instead of a lease write per delivery (due work then read without locks), attempt rows written by COPY instead of parsed from JSON; estimated ~0.06 ms, a ratio near 0.6 on this machine. The next row shows the same drains against a receiver that answers in 5 ms.';
+const DRAIN_GAP = 'The comparison is CPU-bound: 2 cores shared by the sending process, the receiver and PostgreSQL, so the ratio follows the CPU each side spends per delivery (figures above). It also depends on the drain\'s length: the raw peer runs little code and warms up fast; over 20,000 deliveries it reaches 20,000–25,000/s (0.05 ms per request) and Bulb 7,500–8,200/s (ratio 0.33–0.40). '
+  + 'Where Bulb\'s CPU goes once warm (perf of the whole machine, --cpu-prof of the worker): the worker ~0.10 ms per delivery — the undici exchange as in the raw peer (0.05), building and signing the request (2 HMACs and the JSON body, ~0.015), the driver side of claims and result writes, bookkeeping; PostgreSQL ~0.075 ms — parsing the result batch (JSON, the logged headers into jsonb), index insertions (a delivered delivery\'s update is not heap-only: status and next_attempt_at are indexed; the attempt row\'s four indexes), the claim\'s and the result write\'s scans and joins, executor start, commit. (--cpu-prof shows ~20% of the worker in its socket writes to PostgreSQL; perf shows half of that is the worker descheduled while the backend it has just woken runs on the same core: the shared CPU again, not work.) '
+  + 'Done in this code: the result write is one statement instead of a transaction of five; migration 019 (two foreign keys and an index less, a BRIN time index, the lease a heap-only update, a row trigger with a WHEN condition); the sender\'s exchange one object; lanes hold up to four ceilings instead of two (a lane at 16 in flight emptied its waiting list within ~1 ms and idled while a claim was under way: +13% over 20,000, −15% CPU per delivery); the claim answers one row per lane with its deliveries as one JSON array (−6% worker CPU). Tried and dropped: claims of 16+ instead of 8 completions (within noise). '
+  + 'Left: at 0.85× Bulb\'s whole CPU per delivery would have to stay within ~1.2 × the floor\'s, while its exchange and the receiver alone are about the floor\'s whole cost: the durable part (lease, delivery state, the attempt log with what was sent and answered) would have to cost a few hundredths of what it costs, on the same two cores. Designs that would take PostgreSQL\'s share down most (not built): one lease per lane and worker instead of one per delivery, attempt rows by COPY instead of parsed from JSON; estimated to bring PostgreSQL\'s share down by a third, not to 0.85. The next row shows the same drains against a receiver that answers in 5 ms, where 16 in flight, not the CPU, bounds both.';
 
 const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const r2 = (x: number) => Math.round(x * 100) / 100;
