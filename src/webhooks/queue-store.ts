@@ -11,7 +11,6 @@ export interface Claimed
   extends Pick<SubscriptionRow, 'url' | 'auth_method' | 'bearer_token' | 'basic_username' | 'basic_password' | 'webhook_version' | 'signing_secret'> {
   id: string;
   uuid: string;
-  lock_token: string;
   attempt_count: number;
   schedule_pos: number;
   event_id: string;
@@ -47,7 +46,7 @@ const CLAIMED_FIELDS = [
 type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string];
 
 /** One claimed lane: the subscription's columns, its deliveries as JSON (CLAIMED_FIELDS per delivery). */
-type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'lock_token'> & { deliveries: string };
+type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0]> & { deliveries: string };
 
 /** The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane. Exported for the bench's EXPLAIN. */
 export const CLAIM_SQL = `WITH w AS (
@@ -111,7 +110,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
     };
     for (const d of JSON.parse(l.deliveries) as ClaimedTuple[]) {
       out.push({
-        id: d[0], uuid: d[1], lock_token: token, attempt_count: d[2], schedule_pos: d[3], event_id: d[4], event_uuid: d[5],
+        id: d[0], uuid: d[1], attempt_count: d[2], schedule_pos: d[3], event_id: d[4], event_uuid: d[5],
         event_type: d[6], resource_type: d[7], resource_uuid: d[8], resource_external_id: d[9], source: d[10], event_created_at: d[11],
         subscription_id: sub.subscription_id, subscription_uuid: sub.subscription_uuid, url: sub.url, auth_method: sub.auth_method,
         bearer_token: sub.bearer_token, basic_username: sub.basic_username, basic_password: sub.basic_password,
