@@ -20,6 +20,16 @@ import { nextDelayMs } from './schedule.ts';
 const CLAIM_MIN = 8;
 /** …or this long after the first of them (ms). */
 const COALESCE_MS = 10;
+/**
+ * The result writer's next statement waits for this many results… A result write costs PostgreSQL ~0.4 ms whatever
+ * its size plus ~31 µs per delivery (measured); written as soon as the previous one returned, writes carried ~14
+ * results under load, and the fixed part was a third of the cost. Waiting for more (at most RECORD_WAIT_MS) made
+ * the drain 10% faster on 10% less CPU in the worker and 12% less in PostgreSQL. It delays no attempt: only
+ * when an attempt's outcome reaches the database.
+ */
+const RECORD_MIN = 64;
+/** …or this long (ms). */
+const RECORD_WAIT_MS = 3;
 /** maxInFlight of a lane first heard of by a notification, until a claim reads the subscription's own. */
 const DEFAULT_MAX = 16;
 
@@ -357,12 +367,19 @@ export class Dispatcher {
     if (this.completed++ === 0) this.firstCompletedAt = performance.now();
   }
 
-  /** Starts the result writer unless it runs: it writes batches until none is left (after a failure, it retries on the next turn). */
+  /**
+   * Starts the result writer unless it runs: it writes batches until none is left, each after the one before and,
+   * when fewer than RECORD_MIN results have gathered meanwhile, RECORD_WAIT_MS later (after a failure, it retries
+   * on the next turn).
+   */
   private startFlush(): void {
     if (this.flushing || this.results.length === 0) return;
     this.flushing = (async () => {
       try {
-        while (this.results.length > 0) await this.flushOnce();
+        while (this.results.length > 0) {
+          await this.flushOnce();
+          if (this.results.length < RECORD_MIN && !this.stopping) await new Promise((r) => setTimeout(r, RECORD_WAIT_MS));
+        }
       } catch (err) {
         if (!this.stopping) {
           this.log('recording results failed; retrying', err);
