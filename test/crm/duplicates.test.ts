@@ -93,6 +93,31 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.match(d[0].reasons[0].detail, /one typo apart \(similarity 0\.4/);
   });
 
+  it('scores a common name by its current count, whatever order its bearers arrived in, up and down', async () => {
+    const at = (postalCode: string) => ({ line1: '5 Oak St', city: `Town ${postalCode}`, postalCode, country: 'US' });
+    const pairOf = async (a: string, b: string) => (await dupsOf(a)).find((x) => x.customer.externalId === b)!;
+    // Jane Roe: the pair first, scored while the name is rare; then five more bearers elsewhere.
+    await create('o-1', { firstName: 'Jane', lastName: 'Roe', addresses: [at('11001')] });
+    await create('o-2', { firstName: 'Jane', lastName: 'Roe', addresses: [at('11001')] });
+    const rare = await pairOf('o-1', 'o-2');
+    assert.ok(rare.score >= 0.8 && !/common/.test(JSON.stringify(rare.reasons)), JSON.stringify(rare));
+    for (let i = 0; i < 5; i++) await create(`o-x${i}`, { firstName: 'Jane', lastName: 'Roe', addresses: [at(`2${i}000`)] });
+    // Joan Doe: the five bearers first (refreshed), then the pair.
+    for (let i = 0; i < 5; i++) await create(`l-x${i}`, { firstName: 'Joan', lastName: 'Doe', addresses: [at(`3${i}000`)] });
+    await dupsOf('l-x0');
+    await create('l-1', { firstName: 'Joan', lastName: 'Doe', addresses: [at('11001')] });
+    await create('l-2', { firstName: 'Joan', lastName: 'Doe', addresses: [at('11001')] });
+    const early = await pairOf('o-1', 'o-2');
+    const late = await pairOf('l-1', 'l-2');
+    assert.ok(early.score < rare.score, `a name now borne by 7 says less: ${JSON.stringify(early)}`);
+    assert.equal(early.score, late.score);
+    assert.deepEqual(early.reasons, late.reasons);
+    assert.match(early.reasons[0].detail, /a common name \(at least 6 customers\)/);
+    // The name becomes rare again: the pair is scored as at first.
+    for (let i = 0; i < 5; i++) assert.equal((await api().patch(`/crm/customers/o-x${i}`, { firstName: `Janet${i}` })).status, 200);
+    assert.deepEqual(await pairOf('o-1', 'o-2'), rare);
+  });
+
   it('stays current as customers change: patch, merge (only active customers), undo, bulk', async () => {
     await create('k-1', { firstName: 'Kim', lastName: 'Park', emails: [{ email: 'kim@park.example' }] });
     await create('k-2', { firstName: 'Jo', lastName: 'Yoon', emails: [{ email: 'other@park.example' }] });

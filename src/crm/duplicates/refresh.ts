@@ -1,12 +1,14 @@
 // Keeps the possible-duplicate pairs current: takes changed customers off the dirty queue (filled by
 // triggers on customers, whoever wrote them), recomputes their normalised profiles and their pairs.
 // Work is proportional to what changed, never to the size of the base. One refresher at a time (an
-// advisory lock), so two changed customers never score each other against stale profiles. While an import
+// advisory lock), so two changed customers never score each other against stale profiles. A name that
+// becomes more or less common (a step of commonNameFloor) puts its other bearers back on the queue, so every
+// pair is scored with the name's current count, whatever the order customers arrived in. While an import
 // is being applied the refresher defers (it would compete with the import for the same tables and the
 // same cores): what the import changes stays queued and is folded in once the import is done.
-import type { Db } from '../../db/db.ts';
-import { keysOf, profileOf } from './normalize.ts';
-import { STORED_MIN, scorePair, type PairFeatures } from './score.ts';
+import type { Db, Queryable } from '../../db/db.ts';
+import { keysOf, profileOf, type Profile } from './normalize.ts';
+import { STORED_MIN, commonNameFloor, scorePair, type PairFeatures } from './score.ts';
 import * as store from './store.ts';
 
 const LOCK_KEY = 740_213_517; // pg_advisory_xact_lock key of the refresher
@@ -14,15 +16,17 @@ export const BATCH = 500;
 /** A drained backlog this large (more than requests drain: they stop at a few batches) is settled at once. */
 const SETTLE_AFTER = 10 * BATCH;
 
-/** Processes one batch; returns how many customers it took off the queue. */
-export async function refreshBatch(db: Db, region: string, batch = BATCH): Promise<number> {
+/** Processes one batch; returns how many customers it took off the queue and how many it put back. */
+export async function refreshBatch(db: Db, region: string, batch = BATCH): Promise<{ taken: number; requeued: number }> {
   return db.transaction(async (tx) => {
     await store.lockRefresher(tx, LOCK_KEY);
     const ids = await store.claimDirty(tx, batch);
-    if (ids.length === 0) return 0;
+    if (ids.length === 0) return { taken: 0, requeued: 0 };
     const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
     const keys = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId })));
+    const counts = await store.nameCounts(tx, ids, profiles.map((p) => p.name));
     await store.replaceProfiles(tx, ids, profiles, keys);
+    const requeued = await requeueChangedNames(tx, ids, profiles, counts);
     const pairs = new Map<string, store.NewPair>();
     for (const row of await store.candidates(tx, keys)) {
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
@@ -33,8 +37,16 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
       if (score >= STORED_MIN) pairs.set(key, { a, b, score, reasons });
     }
     await store.insertPairs(tx, [...pairs.values()]);
-    return ids.length;
+    return { taken: ids.length, requeued };
   });
+}
+
+/** Re-queues the other bearers of each name whose commonNameFloor step this batch changed (in or out). */
+async function requeueChangedNames(tx: Queryable, ids: string[], profiles: Profile[], counts: store.NameCount[]): Promise<number> {
+  const added = new Map<string, number>();
+  for (const p of profiles) added.set(p.name, (added.get(p.name) ?? 0) + 1);
+  const changed = counts.filter((c) => commonNameFloor(c.count) !== commonNameFloor(c.others + (added.get(c.name) ?? 0))).map((c) => c.name);
+  return changed.length === 0 ? 0 : store.requeueBearers(tx, changed, ids);
 }
 
 /**
@@ -49,9 +61,9 @@ export async function refreshDuplicates(db: Db, region: string, maxBatches = Inf
   let drained = false;
   for (let i = 0; i < maxBatches && !stop(); i++) {
     if (i > 0 && (await store.queueState(db)).importing) break; // an import started: the rest waits for it
-    const n = await refreshBatch(db, region);
-    total += n;
-    if (n < BATCH) {
+    const { taken, requeued } = await refreshBatch(db, region);
+    total += taken;
+    if (taken < BATCH && requeued === 0) {
       drained = true;
       break;
     }

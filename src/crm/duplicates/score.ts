@@ -13,7 +13,10 @@ export const WEIGHTS = {
   /** Name similarity with no shared place: weak on its own, it tips email or phone matches. */
   nameOnly: 0.55,
 };
-/** An exact name borne by more customers than this counts less (weight × √(COMMON_NAME / count)). */
+/**
+ * An exact name borne by more customers than this counts less: weight × √(COMMON_NAME / n), n the count
+ * rounded down to a half-octave (see commonNameFloor).
+ */
 export const COMMON_NAME = 3;
 /** Names equal but for one typo (one letter inserted, deleted, changed or two swapped) count as this similar. */
 export const TYPO_SIMILARITY = 0.9;
@@ -64,14 +67,28 @@ export function scorePair(f: PairFeatures): { score: number; reasons: Reason[] }
   if (sim > 0) {
     const place = f.postalCodes.length > 0 ? 'postal' : f.cities.length > 0 ? 'city' : null;
     const w = place === 'postal' ? WEIGHTS.namePostal : place === 'city' ? WEIGHTS.nameCity : WEIGHTS.nameOnly;
-    const rarity = (f.nameCount ?? 0) > COMMON_NAME ? Math.sqrt(COMMON_NAME / f.nameCount!) : 1;
+    const common = commonNameFloor(f.nameCount ?? 0);
+    const rarity = common > 0 ? Math.sqrt(COMMON_NAME / common) : 1;
     miss *= 1 - w * sim * rarity;
-    const common = rarity < 1 ? `, a common name (${f.nameCount} customers)` : '';
-    reasons.push({ field: 'name', detail: typo ? `names one typo apart (similarity ${f.nameSimilarity.toFixed(2)})` : `name similarity ${f.nameSimilarity.toFixed(2)}${common}` });
+    const commonText = common > 0 ? `, a common name (at least ${common} customers)` : '';
+    reasons.push({ field: 'name', detail: typo ? `names one typo apart (similarity ${f.nameSimilarity.toFixed(2)})` : `name similarity ${f.nameSimilarity.toFixed(2)}${commonText}` });
     if (place === 'postal') reasons.push({ field: 'address', detail: `same postal code ${f.postalCodes[0]}` });
     else if (place === 'city') reasons.push({ field: 'address', detail: `same city ${f.cities[0]}` });
   }
   return { score: Math.round((1 - miss) * 1000) / 1000, reasons };
+}
+
+/**
+ * 0 for a name borne by at most COMMON_NAME customers; else the count rounded down to the sequence
+ * 4, 6, 8, 12, 16, 23, 32, 46, 64, … (⌈2^(k/2)⌉, half-octaves). A pair's score depends on this step, not
+ * on the exact count, so that the refresher can keep every pair of a name scored with its current count:
+ * when a name changes step it re-queues the name's bearers (see refresh.ts), which costs each new bearer
+ * about 2.4 re-scorings of others over a name's lifetime instead of one for every bearer on every change.
+ */
+export function commonNameFloor(count: number): number {
+  if (count <= COMMON_NAME) return 0;
+  const k = (count * count).toString(2).length - 1; // ⌊log₂ count²⌋, exact
+  return Math.ceil(2 ** (k / 2));
 }
 
 /** Damerau–Levenshtein distance ≤ 1 (one insertion, deletion, substitution or adjacent swap). */

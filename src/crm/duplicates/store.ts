@@ -72,6 +72,38 @@ export async function replaceProfiles(tx: Queryable, ids: string[], profiles: Pr
   );
 }
 
+export interface NameCount {
+  name: string;
+  /** Active customers bearing the name now. */
+  count: number;
+  /** Of those, the ones not among the given customers. */
+  others: number;
+}
+
+/** How many profiles bear each of these names, and the names these customers' profiles bear now. */
+export async function nameCounts(tx: Queryable, ids: string[], names: string[]): Promise<NameCount[]> {
+  const r = await tx.query<NameCount>(
+    `WITH n AS (SELECT name FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[]) UNION SELECT unnest($2::text[]))
+     SELECT n.name, c.count, c.others FROM n CROSS JOIN LATERAL (
+       SELECT count(*)::int AS count, (count(*) FILTER (WHERE z.customer_id <> ALL($1::bigint[])))::int AS others
+       FROM duplicate_profiles z WHERE z.name = n.name
+     ) c`,
+    [ids, names],
+  );
+  return r.rows;
+}
+
+/** Puts back on the queue the bearers of these names, except the given customers (being refreshed now). */
+export async function requeueBearers(tx: Queryable, names: string[], except: string[]): Promise<number> {
+  const r = await tx.query(
+    `INSERT INTO duplicate_dirty (customer_id)
+     SELECT customer_id FROM duplicate_profiles WHERE name = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
+     ON CONFLICT DO NOTHING`,
+    [names, except],
+  );
+  return r.rowCount ?? 0;
+}
+
 export interface CandidateRow {
   x: string;
   y: string;
