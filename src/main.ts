@@ -11,6 +11,7 @@ import { resolveSecretBox } from './secrets/keys.ts';
 import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
 import { startDuplicateRefresher } from './crm/duplicates/refresh.ts';
 import { ImportWorker } from './imports/worker.ts';
+import { startAutovacuum } from './db/autovacuum.ts';
 
 async function main() {
   const cmd = process.argv[2] ?? 'serve';
@@ -34,8 +35,10 @@ async function main() {
   }
 
   const services = makeServices(db, config);
-  const { created } = await bootstrapAdminKey(db, config.adminKey);
   const stops: (() => Promise<void>)[] = [];
+  // PGlite has no autovacuum daemon: Bulb vacuums and analyzes its tables itself (src/db/autovacuum.ts).
+  stops.push(startAutovacuum(db, 60_000, (err) => console.error('autovacuum failed', err)));
+  const { created } = await bootstrapAdminKey(db, config.adminKey);
   let address = '';
   if (config.role !== 'worker') {
     const app = await buildApp(services);

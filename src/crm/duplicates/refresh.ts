@@ -10,6 +10,7 @@ import type { Db, Queryable } from '../../db/db.ts';
 import { keysOf, profileOf, type Profile } from './normalize.ts';
 import { STORED_MIN, commonNameFloor, scorePair, type PairFeatures } from './score.ts';
 import * as store from './store.ts';
+import { startLoop } from '../../loop.ts';
 
 const LOCK_KEY = 740_213_517; // pg_advisory_xact_lock key of the refresher
 export const BATCH = 500;
@@ -89,18 +90,5 @@ async function settle(db: Db): Promise<void> {
  * waits for the batch in progress only (a backlog is left for the next start), so SIGTERM drains in time.
  */
 export function startDuplicateRefresher(db: Db, region: string, everyMs = 1000, onError: (err: unknown) => void = () => {}): () => Promise<void> {
-  let stopped = false;
-  let running: Promise<unknown> = Promise.resolve();
-  const tick = () => {
-    if (stopped) return;
-    running = refreshDuplicates(db, region, Infinity, () => stopped).catch(onError).finally(() => {
-      if (!stopped) timer = setTimeout(tick, everyMs).unref();
-    });
-  };
-  let timer = setTimeout(tick, everyMs).unref();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await running;
-  };
+  return startLoop((stopped) => refreshDuplicates(db, region, Infinity, stopped), everyMs, onError);
 }

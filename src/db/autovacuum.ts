@@ -1,0 +1,59 @@
+// PGlite runs PostgreSQL in single-user mode, where no autovacuum daemon runs: its tables would never be
+// analyzed (the planner then guesses: an incremental sync by updatedSince was planned as a walk of the whole
+// table) nor vacuumed (dead rows of every update kept for good). This does autovacuum's job on PGlite, with
+// PostgreSQL's default thresholds, read from the same statistics the daemon reads. On PostgreSQL the daemon
+// does it, and this is not started.
+import type { Db, Queryable } from './db.ts';
+import { startLoop } from '../loop.ts';
+
+/** PostgreSQL's defaults: autovacuum_{vacuum,analyze}_{threshold,scale_factor}. */
+const VACUUM_THRESHOLD = 50;
+const VACUUM_SCALE = 0.2;
+const ANALYZE_THRESHOLD = 50;
+const ANALYZE_SCALE = 0.1;
+
+export interface Maintenance {
+  vacuumed: string[];
+  analyzed: string[];
+}
+
+/** Tables past autovacuum's thresholds (dead rows to reclaim, or changes since the last ANALYZE). */
+export async function tablesDue(db: Queryable): Promise<{ relname: string; vacuum: boolean; analyze: boolean }[]> {
+  const r = await db.query<{ relname: string; vacuum: boolean; analyze: boolean }>(
+    `SELECT relname,
+       n_dead_tup > $1::int + $2::float8 * n_live_tup AS vacuum,
+       n_mod_since_analyze > $3::int + $4::float8 * n_live_tup AS analyze
+     FROM pg_stat_user_tables
+     WHERE schemaname = 'public'
+       AND (n_dead_tup > $1::int + $2::float8 * n_live_tup OR n_mod_since_analyze > $3::int + $4::float8 * n_live_tup)
+     ORDER BY relname`,
+    [VACUUM_THRESHOLD, VACUUM_SCALE, ANALYZE_THRESHOLD, ANALYZE_SCALE],
+  );
+  return r.rows;
+}
+
+/** One pass: VACUUM (ANALYZE) or ANALYZE each table due, one statement per table (VACUUM runs outside a transaction). */
+export async function maintain(db: Db): Promise<Maintenance> {
+  const done: Maintenance = { vacuumed: [], analyzed: [] };
+  for (const t of await tablesDue(db)) {
+    const name = `"${t.relname.replaceAll('"', '""')}"`;
+    if (t.vacuum) {
+      await db.exec(`VACUUM (ANALYZE) ${name}`);
+      done.vacuumed.push(t.relname);
+      done.analyzed.push(t.relname);
+    } else {
+      await db.exec(`ANALYZE ${name}`);
+      done.analyzed.push(t.relname);
+    }
+  }
+  return done;
+}
+
+/**
+ * On PGlite: a pass every `everyMs` (autovacuum_naptime is a minute), the first within 10 s of start. Returns a
+ * stop function that waits for the pass under way. On PostgreSQL: nothing (the daemon runs).
+ */
+export function startAutovacuum(db: Db, everyMs = 60_000, onError: (err: unknown) => void = () => {}): () => Promise<void> {
+  if (db.kind !== 'pglite') return async () => {};
+  return startLoop(() => maintain(db), everyMs, onError, Math.min(everyMs, 10_000));
+}
