@@ -20,13 +20,10 @@ export interface Maintenance {
 /** Tables past autovacuum's thresholds (dead rows to reclaim, or changes since the last ANALYZE). */
 export async function tablesDue(db: Queryable): Promise<{ relname: string; vacuum: boolean; analyze: boolean }[]> {
   const r = await db.query<{ relname: string; vacuum: boolean; analyze: boolean }>(
-    `SELECT relname,
-       n_dead_tup > $1::int + $2::float8 * n_live_tup AS vacuum,
-       n_mod_since_analyze > $3::int + $4::float8 * n_live_tup AS analyze
-     FROM pg_stat_user_tables
-     WHERE schemaname = 'public'
-       AND (n_dead_tup > $1::int + $2::float8 * n_live_tup OR n_mod_since_analyze > $3::int + $4::float8 * n_live_tup)
-     ORDER BY relname`,
+    `SELECT * FROM (
+       SELECT relname, n_dead_tup > $1::int + $2::float8 * n_live_tup AS vacuum, n_mod_since_analyze > $3::int + $4::float8 * n_live_tup AS analyze
+       FROM pg_stat_user_tables WHERE schemaname = 'public'
+     ) t WHERE t.vacuum OR t.analyze ORDER BY t.relname`,
     [VACUUM_THRESHOLD, VACUUM_SCALE, ANALYZE_THRESHOLD, ANALYZE_SCALE],
   );
   return r.rows;
@@ -37,14 +34,9 @@ export async function maintain(db: Db): Promise<Maintenance> {
   const done: Maintenance = { vacuumed: [], analyzed: [] };
   for (const t of await tablesDue(db)) {
     const name = `"${t.relname.replaceAll('"', '""')}"`;
-    if (t.vacuum) {
-      await db.exec(`VACUUM (ANALYZE) ${name}`);
-      done.vacuumed.push(t.relname);
-      done.analyzed.push(t.relname);
-    } else {
-      await db.exec(`ANALYZE ${name}`);
-      done.analyzed.push(t.relname);
-    }
+    await db.exec(t.vacuum ? `VACUUM (ANALYZE) ${name}` : `ANALYZE ${name}`);
+    if (t.vacuum) done.vacuumed.push(t.relname);
+    done.analyzed.push(t.relname);
   }
   return done;
 }
