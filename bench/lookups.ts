@@ -90,7 +90,7 @@ export async function runLookupsBench(opts: { quick?: boolean } = {}): Promise<R
       rows.push({
         what: `${c.name}, ${n.toLocaleString('en')} customers (baseline: Fastify + pg floor, one query)`,
         value: Math.round(br), unit: 'req/s', baseline: Math.round(fr), ratio: round(br / fr), goal: ratioGoal(br / fr, c.goal), command: cmd,
-        note: `10 connections, 3 alternating slices of ${seconds} s each side; ${found} customers per answer (checked equal to the floor's); p50 ${p50(b)} ms vs ${p50(f)} ms, largest p99 ${Math.max(...b.map((r) => r.p99))} ms vs ${Math.max(...f.map((r) => r.p99))} ms${
+        note: `10 connections, 3 alternating slices of ${seconds} s each side; ${found} customer${found === 1 ? "" : "s"} per answer (checked equal to the floor's); p50 ${p50(b)} ms vs ${p50(f)} ms, largest p99 ${Math.max(...b.map((r) => r.p99))} ms vs ${Math.max(...f.map((r) => r.p99))} ms${
           plain ? `; the floor's query written plainly (WHERE updated_at >= $1 … ORDER BY id LIMIT 51, planned for the value) walks the primary key: ${Math.round(plain.rps)}/s, p50 ${plain.p50} ms` : ''}`,
       });
     }
