@@ -1,14 +1,7 @@
 // The events-list floor: Fastify plus a node-postgres pool of Bulb's size, no auth, no versioning, one
 // hand-written query per request: the oldest 50 events after an id (a plain id cursor, with no commit-safe
 // horizon), shaped like Bulb's answer. `DATABASE_URL=… node --import tsx bench/events-floor.ts`.
-import Fastify from 'fastify';
-import pg from 'pg';
-
-pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => v);
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => v);
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-pool.on('error', () => {});
-const app = Fastify({ logger: false });
+import { app, iso, listen, pool } from './floor-common.ts';
 
 app.get('/events', async (req) => {
   const after = Number((req.query as any).after ?? 0);
@@ -19,13 +12,11 @@ app.get('/events', async (req) => {
   const page = r.rows.slice(0, 50);
   return {
     data: page.map((e) => ({
-      uuid: e.uuid, createdAt: new Date(e.created_at.replace(' ', 'T').replace(/\+00$/, 'Z')).toISOString(), eventType: e.event_type,
+      uuid: e.uuid, createdAt: iso(e.created_at), eventType: e.event_type,
       resourceType: e.resource_type, resource: { uuid: e.resource_uuid, externalId: e.resource_external_id }, source: e.source,
     })),
     nextCursor: page.length ? String(page[page.length - 1].id) : null,
   };
 });
 
-const addr = await app.listen({ port: 0, host: '127.0.0.1' });
-console.log(`events-floor listening on ${new URL(addr).port}`);
-process.on('SIGTERM', () => void app.close().then(() => pool.end()).then(() => process.exit(0)));
+await listen('events-floor');

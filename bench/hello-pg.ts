@@ -6,24 +6,7 @@
 //   POST /customers        one transaction inserting the customer, its customerCreate event and one delivery per
 //                          active subscription (3 in the bench), written as one statement (the create floor)
 // It shows what the machine's PostgreSQL allows, so Bulb's own overhead can be told apart from the database's.
-import Fastify from 'fastify';
-import pg from 'pg';
-
-pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => v);
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => v);
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-pool.on('error', () => {});
-const app = Fastify({ logger: false });
-
-const iso = (v: string | null) => (v === null ? null : new Date(v.replace(' ', 'T').replace(/\+00$/, 'Z')).toISOString());
-const shape = (r: any) => ({
-  uuid: r.uuid, externalId: r.external_id, status: r.status, firstName: r.first_name, lastName: r.last_name,
-  emails: r.emails, phones: r.phones, addresses: r.addresses, socialProfiles: r.social_profiles, loyaltyTier: r.loyalty_tier,
-  mergedInto: r.merged_into_uuid ? { uuid: r.merged_into_uuid, externalId: r.merged_into_external_id } : null,
-  createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
-});
-const COLS = `c.id, c.uuid, c.external_id, c.status, c.first_name, c.last_name, c.emails, c.phones, c.addresses,
-  c.social_profiles, c.loyalty_tier, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id, c.created_at, c.updated_at`;
+import { CUSTOMER_COLS, app, customerShape, listen, pool } from './floor-common.ts';
 
 app.get('/customers/:uuid', async (req, reply) => {
   const r = await pool.query('SELECT uuid, external_id, first_name, last_name, emails, phones, addresses, created_at, updated_at FROM customers WHERE uuid = $1', [(req.params as any).uuid]);
@@ -32,10 +15,10 @@ app.get('/customers/:uuid', async (req, reply) => {
 });
 
 app.get('/customers', async () => {
-  const r = await pool.query(`SELECT ${COLS} FROM customers c LEFT JOIN customers m ON m.id = c.merged_into WHERE c.status = $1 ORDER BY c.id LIMIT $2`, ['active', 51]);
+  const r = await pool.query(`SELECT ${CUSTOMER_COLS} FROM customers c LEFT JOIN customers m ON m.id = c.merged_into WHERE c.status = $1 ORDER BY c.id LIMIT $2`, ['active', 51]);
   const more = r.rows.length > 50;
   const page = r.rows.slice(0, 50);
-  return { data: page.map(shape), nextCursor: more ? Buffer.from(`c1:${page[49].id}`).toString('base64url') : null };
+  return { data: page.map(customerShape), nextCursor: more ? Buffer.from(`c1:${page[49].id}`).toString('base64url') : null };
 });
 
 app.post('/customers', async (req, reply) => {
@@ -57,9 +40,7 @@ app.post('/customers', async (req, reply) => {
       JSON.stringify(b.socialProfiles ?? []), b.loyaltyTier ?? null, emails.map((e: any) => String(e.email).toLowerCase())],
   );
   reply.code(201);
-  return shape(r.rows[0]);
+  return customerShape(r.rows[0]);
 });
 
-const addr = await app.listen({ port: 0, host: '127.0.0.1' });
-console.log(`hello-pg listening on ${new URL(addr).port}`);
-process.on('SIGTERM', () => void app.close().then(() => pool.end()).then(() => process.exit(0)));
+await listen('hello-pg');

@@ -1,7 +1,7 @@
 // Customer lookups at scale (the two an integrator runs all day): GET /crm/customers?email= and ?updatedSince= over
 // 1,000,000 customers on PostgreSQL (--quick: 100,000), against bench/lookups-floor.ts (Fastify + pg, one
 // hand-written query planned for the value given, no auth), measured in alternating slices after checking that
-// both answer with the same customers. `npm run bench -- --only lookups`.
+// both answer with the same customers. `npm run bench -- --only lookups [--quick]`.
 import pg from 'pg';
 import { V, api, createPgDatabase, load, log, pgAvailable, ratioGoal, round, spawnNode, startBulb, type Child, type LoadResult, type Row } from './lib.ts';
 
@@ -102,8 +102,3 @@ export async function runLookupsBench(opts: { quick?: boolean } = {}): Promise<R
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const rows = await runLookupsBench({ quick: process.argv.includes('--quick') });
-  for (const r of rows) console.log(`${r.what}: ${r.value} ${r.unit} (baseline ${r.baseline}, ratio ${r.ratio}) ${r.goal}; ${r.note}`);
-  process.exit(0);
-}
