@@ -1,5 +1,5 @@
 // SQL for subscriptions, and the read side of deliveries and attempts (lists, logs, manual retry, recover).
-import type { Queryable } from '../db/db.ts';
+import { statementName, type Queryable } from '../db/db.ts';
 
 export interface SubscriptionRow {
   id: string;
@@ -24,7 +24,7 @@ export interface SubscriptionRow {
   updated_at: string;
 }
 
-import { WEBHOOK_CHANNEL } from '../events/emit.ts';
+import { EVENT_TYPES, WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { openSecret, sealSecret } from '../secrets/active.ts';
 
 /** Secrets are stored sealed (SPEC §15, src/secrets/): rows leave this file with them in clear. */
@@ -169,19 +169,84 @@ const DELIVERY_SELECT = `SELECT d.id, d.uuid, e.uuid AS event_uuid, s.uuid AS su
   d.next_attempt_at, d.created_at, d.delivered_at
   FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
 
+/** Rows fetched for a page: limit + 1, the limit rounded up to one of these (a literal: with `LIMIT $n` the planner
+ * assumes a tenth of the rows, and may sort the table instead of walking an index). Few texts serve every limit. */
+const FETCH_SIZES = [10, 50, 100, 250];
+const fetchSize = (limit: number) => (FETCH_SIZES.find((n) => n >= limit) ?? limit) + 1;
+/** The cursor when none is given: every id is below it, so each shape has one text with or without a cursor. */
+const NO_CURSOR = '9223372036854775807';
+const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'];
+
+/**
+ * Below this many events of a type, a list filtered by that type starts from them (events_type_xid, then their
+ * deliveries by webhook_deliveries_event); from this many on it walks the ids in order, where at worst a page
+ * reads about limit × deliveries / (FEW_EVENTS × subscriptions per event) rows.
+ */
+export const FEW_EVENTS = 2000;
+
+/**
+ * A type's events as a literal (one of EVENT_TYPES; a statement per type), so that the planner estimates from the
+ * statistics how many there are: a rare type is read from events_type_xid, a common one until enough are found.
+ * With `event_type = $1` it assumes every type is as common as the average one, and may walk events_xid or the
+ * table and filter, all of it for a rare type.
+ */
+const eventsOfType = (eventType: string) => `SELECT id FROM events WHERE event_type = '${eventType}'`;
+
+/** How many events a type has, counted up to FEW_EVENTS (an unknown type has none). */
+async function countEvents(db: Queryable, eventType: string): Promise<number> {
+  if (!(EVENT_TYPES as readonly string[]).includes(eventType)) return 0;
+  const sql = `SELECT count(*)::int AS n FROM (${eventsOfType(eventType)} LIMIT ${FEW_EVENTS}) few`;
+  const r = await db.query<{ n: number }>(sql, [], statementName('webhook_log_type_count', sql));
+  return r.rows[0].n;
+}
+
+/**
+ * Newest first, before the cursor. The text depends only on which filters are present (and the status, the event
+ * type's shape and the page size), so each shape is a named statement with one generic plan, and each is written
+ * so that plan reads what it lists whatever the values: with an event type that has few events, the ids of their
+ * deliveries, then those; with a subscription, a range of webhook_deliveries_sub in its order (a range, not
+ * `subscription_id = …`, which would let the plan walk the primary key and filter, the whole table for a
+ * subscription with few deliveries); with a status that is few (pending, failed, cancelled), a range of the partial
+ * webhook_deliveries_status; else the primary key, walked (no filter, delivered, a common event type: the planner
+ * takes that walk from the statistics, which say the type is common).
+ */
 export async function listDeliveries(
   db: Queryable,
   q: { status?: string; subscription?: string; eventType?: string; limit: number },
   before: string | null,
 ): Promise<DeliveryRow[]> {
-  const r = await db.query<DeliveryRow>(
-    `${DELIVERY_SELECT}
-     WHERE ($1::text IS NULL OR d.status = $1) AND ($2::uuid IS NULL OR s.uuid = $2) AND ($3::text IS NULL OR e.event_type = $3)
-       AND ($4::bigint IS NULL OR d.id < $4)
-     ORDER BY d.id DESC LIMIT $5`,
-    [q.status ?? null, q.subscription ?? null, q.eventType ?? null, before, q.limit + 1],
-  );
-  return r.rows;
+  const params: unknown[] = [];
+  const param = (v: unknown) => `$${params.push(v)}`;
+  if (q.status !== undefined && !DELIVERY_STATUSES.includes(q.status)) return [];
+  const status = q.status === undefined ? undefined : `'${q.status}'`; // one of DELIVERY_STATUSES: a literal, so a shape per status
+  const events = q.eventType === undefined ? undefined : await countEvents(db, q.eventType);
+  if (events === 0) return [];
+  const fewEvents = events !== undefined && events < FEW_EVENTS ? `ARRAY(${eventsOfType(q.eventType!)})` : undefined;
+  const cursor = `${param(before ?? NO_CURSOR)}::bigint`;
+  const sub = q.subscription === undefined ? undefined : `(SELECT id FROM webhook_subscriptions WHERE uuid = ${param(q.subscription)}::uuid)`;
+  const where: string[] = [];
+  let order = 'd.id DESC';
+  if (fewEvents) {
+    // Their ids first, then those deliveries by primary key: as `d.event_id = ANY(…)` the planner, unsure how many
+    // deliveries that is, may walk the primary key and filter.
+    where.push(`d.id = ANY(ARRAY(SELECT x.id FROM webhook_deliveries x WHERE x.event_id = ANY(${fewEvents})))`, `d.id < ${cursor}`);
+    if (sub) where.push(`d.subscription_id = ${sub}`);
+    if (status) where.push(`d.status = ${status}`);
+  } else if (sub) {
+    where.push(`(d.subscription_id, d.id) < (${sub}, ${cursor})`, `d.subscription_id >= ${sub}`);
+    order = 'd.subscription_id DESC, d.id DESC';
+    if (status) where.push(`d.status = ${status}`);
+  } else if (status && status !== "'delivered'") {
+    where.push(`d.status <> 'delivered'`, `(d.status, d.id) < (${status}, ${cursor})`, `d.status >= ${status}`);
+    order = 'd.status DESC, d.id DESC';
+  } else {
+    where.push(`d.id < ${cursor}`);
+    if (status) where.push(`d.status = ${status}`);
+  }
+  if (events !== undefined && !fewEvents) where.push(`e.event_type = ${param(q.eventType)}`);
+  const sql = `${DELIVERY_SELECT} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`;
+  const r = await db.query<DeliveryRow>(sql, params, statementName('webhook_deliveries_list', sql));
+  return r.rows.slice(0, q.limit + 1);
 }
 
 export async function findDelivery(db: Queryable, uuid: string): Promise<DeliveryRow | undefined> {
@@ -251,20 +316,50 @@ export interface LogQuery {
   limit: number;
 }
 
+/**
+ * Newest first, before the cursor; shapes as listDeliveries': with a delivery, its attempts (the delivery by its
+ * uuid, then webhook_attempts_delivery); with an event type that has few events, the ids of their deliveries'
+ * attempts, then those; with a subscription, a range of webhook_attempts_sub in its order; else the primary key,
+ * walked. Named statements, except with since/until, whose best plan depends on the dates: planned per call.
+ */
 export async function listAttempts(db: Queryable, q: LogQuery, before: string | null): Promise<AttemptRow[]> {
-  const r = await db.query<AttemptRow>(
-    `SELECT a.id, a.uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
+  const params: unknown[] = [];
+  const param = (v: unknown) => `$${params.push(v)}`;
+  const events = q.eventType === undefined || q.delivery !== undefined ? undefined : await countEvents(db, q.eventType);
+  if (events === 0) return [];
+  const fewEvents = events !== undefined && events < FEW_EVENTS ? `ARRAY(${eventsOfType(q.eventType!)})` : undefined;
+  const cursor = `${param(before ?? NO_CURSOR)}::bigint`;
+  const sub = q.subscription === undefined ? undefined : `(SELECT id FROM webhook_subscriptions WHERE uuid = ${param(q.subscription)}::uuid)`;
+  const where: string[] = [];
+  let order = 'a.id DESC';
+  if (q.delivery !== undefined) {
+    where.push(`d.uuid = ${param(q.delivery)}::uuid`, `a.id < ${cursor}`);
+    if (sub) where.push(`a.subscription_id = ${sub}`);
+  } else if (fewEvents) {
+    // The deliveries of those events, their attempts' ids (an attempt's event is its delivery's; webhook_attempts has
+    // no index on event_id), then those attempts by primary key.
+    const deliveries = `ARRAY(SELECT x.id FROM webhook_deliveries x WHERE x.event_id = ANY(${fewEvents}))`;
+    where.push(`a.id = ANY(ARRAY(SELECT y.id FROM webhook_attempts y WHERE y.delivery_id = ANY(${deliveries})))`, `a.id < ${cursor}`);
+    if (sub) where.push(`a.subscription_id = ${sub}`);
+  } else if (sub) {
+    where.push(`(a.subscription_id, a.id) < (${sub}, ${cursor})`, `a.subscription_id >= ${sub}`);
+    order = 'a.subscription_id DESC, a.id DESC';
+  } else {
+    where.push(`a.id < ${cursor}`);
+  }
+  if (q.eventType !== undefined && !fewEvents) where.push(`e.event_type = ${param(q.eventType)}`);
+  if (q.outcome !== undefined) where.push(`a.outcome = ${param(q.outcome)}`);
+  if (q.since !== undefined) where.push(`a.started_at >= ${param(q.since)}::timestamptz`);
+  if (q.until !== undefined) where.push(`a.started_at < ${param(q.until)}::timestamptz`);
+  const sql = `SELECT a.id, a.uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
        a.attempt_number, a.started_at, a.duration_ms, a.status_code, a.error_code, a.outcome, a.next_attempt_at,
        a.request_headers, a.request_body, a.response_body
      FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = a.event_id
        JOIN webhook_subscriptions s ON s.id = a.subscription_id
-     WHERE ($1::uuid IS NULL OR s.uuid = $1) AND ($2::text IS NULL OR e.event_type = $2) AND ($3::text IS NULL OR a.outcome = $3)
-       AND ($4::timestamptz IS NULL OR a.started_at >= $4) AND ($5::timestamptz IS NULL OR a.started_at < $5)
-       AND ($6::uuid IS NULL OR d.uuid = $6) AND ($7::bigint IS NULL OR a.id < $7)
-     ORDER BY a.id DESC LIMIT $8`,
-    [q.subscription ?? null, q.eventType ?? null, q.outcome ?? null, q.since ?? null, q.until ?? null, q.delivery ?? null, before, q.limit + 1],
-  );
-  return r.rows;
+     WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`;
+  const dated = q.since !== undefined || q.until !== undefined;
+  const r = await db.query<AttemptRow>(sql, params, dated ? undefined : statementName('webhook_attempts_list', sql));
+  return r.rows.slice(0, q.limit + 1);
 }
 
 // ---- the 24 h chart ----

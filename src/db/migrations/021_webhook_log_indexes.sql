@@ -1,0 +1,13 @@
+-- The admin lists of deliveries (GET …/webhooks/deliveries) read what they list (src/webhooks/store.ts,
+-- test/webhooks/log-lists.test.ts). A subscription's deliveries, whatever their status, had no index leading
+-- with the subscription (webhook_deliveries_due holds only pending ones), so a page for a subscription walked
+-- the primary key through every other subscription's deliveries: the whole table for one with few.
+--
+-- Every index on webhook_deliveries is written again at each status change (a result is not a heap-only
+-- update), so the status index is reshaped rather than a whole index added: it keeps the statuses that are
+-- few (pending, failed, cancelled), and a delivered one, most rows, no longer gets an entry when its result is
+-- written. A list of delivered deliveries walks the primary key instead, where nearly every row is one.
+-- Per delivered delivery that is one entry more than before (in webhook_deliveries_sub when it is inserted).
+CREATE INDEX webhook_deliveries_sub ON webhook_deliveries (subscription_id, id);
+DROP INDEX webhook_deliveries_status;
+CREATE INDEX webhook_deliveries_status ON webhook_deliveries (status, id) WHERE status <> 'delivered';

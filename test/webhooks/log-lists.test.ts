@@ -1,0 +1,244 @@
+// The admin lists of deliveries and attempts (GET …/webhooks/deliveries, …/logs) read what they list, not the
+// table: a page for a subscription, a delivery or an event type that owns few rows among tens of thousands,
+// counted in buffers (pages the executor touched, not time) with the plan Bulb's statement really gets (a named
+// one: the cached generic plan; an unnamed one: planned per call), statistics fresh (on PGlite, made by Bulb's
+// own autovacuum pass). The answers are checked against the catch-all statement the lists were before, filter
+// combination by combination, cursors included.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import type { Res } from '../helpers/server.ts';
+import type { Db, Queryable } from '../../src/db/db.ts';
+import { listAttempts, listDeliveries, type LogQuery } from '../../src/webhooks/store.ts';
+import { maintain } from '../../src/db/autovacuum.ts';
+
+const EVENTS = 12_000; // three big subscriptions get a delivery of each: 36,000 deliveries, as many attempts
+const RARE_TYPE = 'customerNoteUpdate'; // 3 events
+const COMMON_TYPE = 'customerCreate';
+
+interface Sent {
+  sql: string;
+  params: unknown[];
+  name?: string;
+}
+
+/** The statements a store function sends, recorded on their way to the database. */
+function recording(db: Db): { q: Queryable; sent: Sent[] } {
+  const sent: Sent[] = [];
+  return { sent, q: { query: (sql, params = [], name) => (sent.push({ sql, params, name }), db.query(sql, params, name)), exec: (sql) => db.exec(sql) } };
+}
+
+let probes = 0;
+
+/** Shared buffers the statement touches when run as Bulb runs it (named: generic plan; unnamed: custom plan). */
+async function buffersOf(db: Db, s: Sent): Promise<{ buffers: number; plan: string }> {
+  const text = (v: unknown) => (Array.isArray(v) ? `{${v.join(',')}}` : String(v));
+  const lit = (v: unknown) => (v === null || v === undefined ? 'NULL' : `'${text(v).replaceAll("'", "''")}'`);
+  const name = `probe_${++probes}`;
+  return db.transaction(async (tx) => {
+    await tx.query(`SELECT set_config('plan_cache_mode', $1, true)`, [s.name ? 'force_generic_plan' : 'force_custom_plan']);
+    await tx.exec(`PREPARE ${name} AS ${s.sql}`);
+    const r = await tx.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE ${name}${s.params.length ? `(${s.params.map(lit).join(', ')})` : ''}`);
+    await tx.exec(`DEALLOCATE ${name}`);
+    const out = r.rows[0]['QUERY PLAN'];
+    const plan = (typeof out === 'string' ? JSON.parse(out) : out)[0].Plan;
+    return { buffers: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'], plan: JSON.stringify(plan) };
+  });
+}
+
+/** What one call of a list costs: the buffers of every statement it sends (the last call of seven, past the custom plans). */
+async function costOf(db: Db, call: (q: Queryable) => Promise<unknown>): Promise<{ buffers: number; plans: string; statements: number }> {
+  const rec = recording(db);
+  for (let i = 0; i < 7; i++) await call(rec.q);
+  const last = rec.sent.slice(-rec.sent.length / 7);
+  let buffers = 0;
+  const plans: string[] = [];
+  for (const s of last) {
+    const b = await buffersOf(db, s);
+    buffers += b.buffers;
+    plans.push(b.plan);
+  }
+  return { buffers, plans: plans.join('\n'), statements: last.length };
+}
+
+/** The lists as they were: one catch-all statement each, walking the primary key (the reference for the answers). */
+async function deliveriesBefore(db: Queryable, q: { status?: string; subscription?: string; eventType?: string; limit: number }, before: string | null) {
+  const r = await db.query<{ id: string }>(
+    `SELECT d.id FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_subscriptions s ON s.id = d.subscription_id
+     WHERE ($1::text IS NULL OR d.status = $1) AND ($2::uuid IS NULL OR s.uuid = $2) AND ($3::text IS NULL OR e.event_type = $3)
+       AND ($4::bigint IS NULL OR d.id < $4)
+     ORDER BY d.id DESC LIMIT $5`,
+    [q.status ?? null, q.subscription ?? null, q.eventType ?? null, before, q.limit + 1],
+  );
+  return r.rows.map((x) => String(x.id));
+}
+
+async function attemptsBefore(db: Queryable, q: LogQuery, before: string | null) {
+  const r = await db.query<{ id: string }>(
+    `SELECT a.id FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = a.event_id
+       JOIN webhook_subscriptions s ON s.id = a.subscription_id
+     WHERE ($1::uuid IS NULL OR s.uuid = $1) AND ($2::text IS NULL OR e.event_type = $2) AND ($3::text IS NULL OR a.outcome = $3)
+       AND ($4::timestamptz IS NULL OR a.started_at >= $4) AND ($5::timestamptz IS NULL OR a.started_at < $5)
+       AND ($6::uuid IS NULL OR d.uuid = $6) AND ($7::bigint IS NULL OR a.id < $7)
+     ORDER BY a.id DESC LIMIT $8`,
+    [q.subscription ?? null, q.eventType ?? null, q.outcome ?? null, q.since ?? null, q.until ?? null, q.delivery ?? null, before, q.limit + 1],
+  );
+  return r.rows.map((x) => String(x.id));
+}
+
+await describeEachDb('webhook log lists on large tables', (ctx) => {
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  const subs: Record<'a' | 'b' | 'c' | 'rare', string> = { a: '', b: '', c: '', rare: '' };
+  let rareDelivery = ''; // a delivery of the rare subscription, in the middle of the table: 3 attempts
+  let middleDelivery = ''; // a cursor half-way down the deliveries
+  let middleAttempt = '';
+  let since = '';
+
+  it(`loads ${EVENTS} events, ${EVENTS * 3} deliveries and their attempts; statistics are made (PGlite: by Bulb's autovacuum pass)`, async () => {
+    const db = ctx.tdb.db;
+    const s = await db.query<{ uuid: string }>(
+      `INSERT INTO webhook_subscriptions (url, event_types, signing_secret, is_active)
+       SELECT 'https://hooks.example/' || g, ARRAY['customerCreate', 'customerUpdate', '${RARE_TYPE}'], 'not-a-secret', false
+       FROM generate_series(1, 4) g ORDER BY g RETURNING uuid`,
+    );
+    [subs.a, subs.b, subs.c, subs.rare] = s.rows.map((r) => r.uuid);
+    await db.query(
+      `INSERT INTO events (event_type, resource_type, resource_uuid, source)
+       SELECT CASE WHEN g % 4000 = 2000 THEN '${RARE_TYPE}' WHEN g % 2 = 0 THEN '${COMMON_TYPE}' ELSE 'customerUpdate' END,
+         'Customer', gen_random_uuid(), 'TULIP_API'
+       FROM generate_series(1, $1::int) g ORDER BY g`,
+      [EVENTS],
+    );
+    // The three big subscriptions get every event; the rare one every 3000th (4 deliveries). Mostly delivered, a
+    // few failed or cancelled, the newest pending.
+    await db.query(
+      `INSERT INTO webhook_deliveries (event_id, subscription_id, status, attempt_count, next_attempt_at, delivered_at)
+       SELECT e.id, s.id, st.status, CASE WHEN st.status = 'pending' THEN 0 ELSE 1 END,
+         CASE WHEN st.status = 'pending' THEN clock_timestamp() END, CASE WHEN st.status = 'delivered' THEN clock_timestamp() END
+       FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events) e
+       JOIN (SELECT id, row_number() OVER (ORDER BY id) AS k FROM webhook_subscriptions) s ON s.k <= 3 OR e.n % 3000 = 1500
+       CROSS JOIN LATERAL (SELECT CASE WHEN e.n > $1::int - 30 THEN 'pending' WHEN (e.n + s.k) % 97 = 0 THEN 'failed'
+         WHEN (e.n + s.k) % 401 = 0 THEN 'cancelled' ELSE 'delivered' END AS status) st
+       ORDER BY e.id, s.id`,
+      [EVENTS],
+    );
+    // One attempt per delivery that was attempted, three for the rare subscription's.
+    await db.query(
+      `INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
+         error_code, outcome, request_headers, request_body)
+       SELECT d.id, d.subscription_id, d.event_id, n, 'https://hooks.example/', '2026-01-01T00:00:00Z'::timestamptz + (d.id * 3 + n) * interval '1 second', 12,
+         CASE WHEN d.status = 'failed' AND n = 1 THEN 500 ELSE 200 END, CASE WHEN d.status = 'failed' AND n = 1 THEN 'HTTP_STATUS' END,
+         CASE WHEN d.status = 'failed' AND n = 1 THEN 'failure' ELSE 'success' END, '{}', '{}'
+       FROM webhook_deliveries d CROSS JOIN generate_series(1, 3) n
+       WHERE d.status <> 'pending' AND (n = 1 OR d.subscription_id = (SELECT max(id) FROM webhook_subscriptions))
+       ORDER BY d.id, n`,
+    );
+    const mid = await db.query<{ rare: string; middle: string; attempt: string; since: string }>(
+      `SELECT (SELECT d.uuid FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+                WHERE s.uuid = $1 ORDER BY d.id OFFSET 1 LIMIT 1) AS rare,
+         (SELECT min(id) + (max(id) - min(id)) / 2 FROM webhook_deliveries)::text AS middle,
+         (SELECT min(id) + (max(id) - min(id)) / 2 FROM webhook_attempts)::text AS attempt,
+         (SELECT started_at FROM webhook_attempts ORDER BY id DESC OFFSET 40 LIMIT 1) AS since`,
+      [subs.rare],
+    );
+    rareDelivery = mid.rows[0].rare;
+    middleDelivery = mid.rows[0].middle;
+    middleAttempt = mid.rows[0].attempt;
+    since = new Date(mid.rows[0].since).toISOString();
+    if (ctx.backend === 'pglite') {
+      await db.query('SELECT pg_stat_force_next_flush()');
+      const done = await maintain(db);
+      for (const t of ['events', 'webhook_deliveries', 'webhook_attempts']) assert.ok(done.analyzed.includes(t), JSON.stringify(done));
+    } else {
+      await db.exec('ANALYZE events, webhook_subscriptions, webhook_deliveries, webhook_attempts'); // autovacuum's job
+    }
+  });
+
+  it('answers every filter combination as the catch-all statement did, page by page', async () => {
+    const db = ctx.tdb.db;
+    for (const status of [undefined, 'pending', 'delivered', 'failed', 'cancelled']) {
+      for (const subscription of [undefined, subs.a, subs.rare, '00000000-0000-4000-8000-000000000000']) {
+        for (const eventType of [undefined, COMMON_TYPE, RARE_TYPE, 'customerMerge']) {
+          for (const before of [null, middleDelivery]) {
+            const q = { status, subscription, eventType, limit: 7 };
+            const got = (await listDeliveries(db, q, before)).map((r) => String(r.id));
+            assert.deepEqual(got, await deliveriesBefore(db, q, before), JSON.stringify({ q, before }));
+          }
+        }
+      }
+    }
+    for (const subscription of [undefined, subs.b, subs.rare]) {
+      for (const eventType of [undefined, COMMON_TYPE, RARE_TYPE]) {
+        for (const outcome of [undefined, 'failure']) {
+          for (const delivery of [undefined, rareDelivery]) {
+            for (const dated of [{}, { since }, { until: since }]) {
+              for (const before of [null, middleAttempt]) {
+                const q = { subscription, eventType, outcome, delivery, ...dated, limit: 7 };
+                const got = (await listAttempts(db, q, before)).map((r) => String(r.id));
+                assert.deepEqual(got, await attemptsBefore(db, q, before), JSON.stringify({ q, before }));
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+
+  it('pages through a rare subscription, a rare event type and a delivery over HTTP (cursors as before)', async () => {
+    const walk = async (path: string, limit: number) => {
+      const seen: any[] = [];
+      let cursor: string | null = null;
+      do {
+        const r: Res = await api().get(`${path}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(r.status, 200, r.text);
+        seen.push(...r.body.data);
+        cursor = r.body.nextCursor;
+      } while (cursor);
+      return seen;
+    };
+    const rare = await walk(`/integrations/webhooks/deliveries?subscription=${subs.rare}`, 3);
+    assert.equal(rare.length, 4);
+    assert.ok(rare.every((d) => d.subscriptionUuid === subs.rare));
+    assert.deepEqual(rare.map((d) => d.createdAt), rare.map((d) => d.createdAt).sort().reverse(), 'newest first');
+    const typed = await walk(`/integrations/webhooks/deliveries?eventType=${RARE_TYPE}`, 2);
+    assert.equal(typed.length, 9);
+    assert.ok(typed.every((d) => d.eventType === RARE_TYPE));
+    const logs = await walk(`/integrations/webhooks/logs?delivery=${rareDelivery}`, 2);
+    assert.deepEqual(logs.map((a) => a.attemptNumber), [3, 2, 1]);
+    const typedLogs = await walk(`/integrations/webhooks/logs?eventType=${RARE_TYPE}`, 4);
+    assert.equal(typedLogs.length, 9);
+    const none = await api().get(`/integrations/webhooks/deliveries?subscription=00000000-0000-4000-8000-000000000000`);
+    assert.deepEqual(none.body, { data: [], nextCursor: null });
+  });
+
+  const few = async (what: string, call: (q: Queryable) => Promise<unknown>, max: number) => {
+    const { buffers, plans, statements } = await costOf(ctx.tdb.db, call);
+    console.log(`# [${ctx.backend}] ${what}: ${buffers} buffers, ${statements} statement(s)`);
+    assert.ok(buffers < max, `${what}: ${buffers} buffers: ${plans}`);
+  };
+
+  it("lists a rare subscription's deliveries and attempts reading those, not the table", async () => {
+    await few('deliveries?subscription=rare', (q) => listDeliveries(q, { subscription: subs.rare, limit: 50 }, null), 60);
+    await few('deliveries?subscription=rare&status=failed', (q) => listDeliveries(q, { subscription: subs.rare, status: 'failed', limit: 50 }, null), 60);
+    await few('logs?subscription=rare', (q) => listAttempts(q, { subscription: subs.rare, limit: 50 }, null), 150);
+  });
+
+  it("lists a delivery's attempts reading those, not the table", async () => {
+    await few('logs?delivery=…', (q) => listAttempts(q, { delivery: rareDelivery, limit: 50 }, null), 60);
+  });
+
+  it('lists a rare event type reading its events, not the table', async () => {
+    await few(`deliveries?eventType=${RARE_TYPE}`, (q) => listDeliveries(q, { eventType: RARE_TYPE, limit: 50 }, null), 150);
+    await few(`logs?eventType=${RARE_TYPE}`, (q) => listAttempts(q, { eventType: RARE_TYPE, limit: 50 }, null), 200);
+    await few(`deliveries?eventType=${RARE_TYPE}&subscription=a`, (q) => listDeliveries(q, { eventType: RARE_TYPE, subscription: subs.a, limit: 50 }, null), 150);
+    await few(`logs?eventType=${RARE_TYPE}&subscription=b`, (q) => listAttempts(q, { eventType: RARE_TYPE, subscription: subs.b, limit: 50 }, null), 200);
+  });
+
+  it('still reads about a page for the common cases (no filter, a common type, a big subscription, failed ones)', async () => {
+    await few('deliveries', (q) => listDeliveries(q, { limit: 50 }, null), 400);
+    await few(`deliveries?eventType=${COMMON_TYPE}`, (q) => listDeliveries(q, { eventType: COMMON_TYPE, limit: 50 }, null), 600);
+    await few('deliveries?subscription=a', (q) => listDeliveries(q, { subscription: subs.a, limit: 50 }, null), 400);
+    await few('deliveries?status=failed', (q) => listDeliveries(q, { status: 'failed', limit: 50 }, null), 400);
+    await few('logs', (q) => listAttempts(q, { limit: 50 }, null), 400);
+  });
+});
