@@ -147,7 +147,12 @@ export interface MergeRow {
   undone_at: string | null;
 }
 
-/** Merges where the customer is primary or secondary, oldest first, after the cursor. */
+/**
+ * Merges where the customer is primary or secondary, oldest first, after the cursor. The customer's merge ids
+ * are read first from the two indexes (merges_primary, the GIN merges_secondaries), then the page by primary
+ * key: written as `primary_id = $1 OR secondary_ids @> …` under `ORDER BY id LIMIT`, the planner walked the
+ * whole merges table in id order for a customer with few merges (test/crm/list-scale.test.ts).
+ */
 export async function listMerges(db: Queryable, customerId: string, afterId: string | null, limit: number): Promise<MergeRow[]> {
   const r = await db.query<MergeRow>(
     `SELECT g.id, g.uuid, p.uuid AS primary_uuid, p.external_id AS primary_external_id, g.moved, g.duplicates_removed,
@@ -155,7 +160,11 @@ export async function listMerges(db: Queryable, customerId: string, afterId: str
        (SELECT coalesce(json_agg(json_build_object('uuid', s.uuid, 'externalId', s.external_id) ORDER BY u.ord), '[]'::json)
           FROM unnest(g.secondary_ids) WITH ORDINALITY AS u(sid, ord) JOIN customers s ON s.id = u.sid) AS secondaries
      FROM merges g JOIN customers p ON p.id = g.primary_id
-     WHERE (g.primary_id = $1 OR g.secondary_ids @> ARRAY[$1::bigint]) AND ($2::bigint IS NULL OR g.id > $2)
+     WHERE g.id = ANY (ARRAY(
+         SELECT m.id FROM merges m WHERE m.primary_id = $1 AND ($2::bigint IS NULL OR m.id > $2)
+         UNION ALL
+         SELECT m.id FROM merges m WHERE m.secondary_ids @> ARRAY[$1::bigint]))
+       AND ($2::bigint IS NULL OR g.id > $2)
      ORDER BY g.id LIMIT $3`,
     [customerId, afterId, limit + 1],
   );

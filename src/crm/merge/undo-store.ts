@@ -25,10 +25,15 @@ export async function lockMerge(tx: Queryable, uuid: string, windowDays: number)
   return r.rows[0];
 }
 
-/** A later merge (not undone) that has one of these customers among its secondaries. */
+/**
+ * A later merge (not undone) that has one of these customers among its secondaries. The candidates' ids come
+ * from the GIN index first: as a filter under `ORDER BY id DESC LIMIT 1` the planner walked every merge since.
+ */
 export async function laterMergeOf(tx: Queryable, mergeId: string, customerIds: string[]): Promise<{ uuid: string } | undefined> {
   const r = await tx.query<{ uuid: string }>(
-    `SELECT uuid FROM merges WHERE id > $1 AND undone_at IS NULL AND secondary_ids && $2::bigint[] ORDER BY id DESC LIMIT 1`,
+    `SELECT uuid FROM merges
+     WHERE id = ANY (ARRAY(SELECT id FROM merges WHERE secondary_ids && $2::bigint[])) AND id > $1 AND undone_at IS NULL
+     ORDER BY id DESC LIMIT 1`,
     [mergeId, customerIds],
   );
   return r.rows[0];
