@@ -5,41 +5,11 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
-import type { Db, Queryable } from '../../src/db/db.ts';
 import { listCustomers } from '../../src/crm/customers/store.ts';
 import { maintain } from '../../src/db/autovacuum.ts';
+import { buffersOf, costOf, recording } from '../helpers/buffers.ts';
 
 const N = 20_000;
-
-interface Sent {
-  sql: string;
-  params: unknown[];
-  name?: string;
-}
-
-/** The statements a store function sends, recorded on their way to the database. */
-function recording(db: Db): { q: Queryable; sent: Sent[] } {
-  const sent: Sent[] = [];
-  return { sent, q: { query: (sql, params = [], name) => (sent.push({ sql, params, name }), db.query(sql, params, name)), exec: (sql) => db.exec(sql) } };
-}
-
-let probes = 0;
-
-/** Shared buffers the statement touches when run as Bulb runs it (named: generic plan; unnamed: custom plan). */
-async function buffersOf(db: Db, s: Sent): Promise<{ buffers: number; plan: string }> {
-  const text = (v: unknown) => (Array.isArray(v) ? `{${v.join(',')}}` : String(v));
-  const lit = (v: unknown) => (v === null || v === undefined ? 'NULL' : `'${text(v).replaceAll("'", "''")}'`);
-  const name = `probe_${++probes}`;
-  return db.transaction(async (tx) => {
-    await tx.query(`SELECT set_config('plan_cache_mode', $1, true)`, [s.name ? 'force_generic_plan' : 'force_custom_plan']);
-    await tx.exec(`PREPARE ${name} AS ${s.sql}`);
-    const r = await tx.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE ${name}(${s.params.map(lit).join(', ')})`);
-    await tx.exec(`DEALLOCATE ${name}`);
-    const out = r.rows[0]['QUERY PLAN'];
-    const plan = (typeof out === 'string' ? JSON.parse(out) : out)[0].Plan;
-    return { buffers: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'], plan: JSON.stringify(plan) };
-  });
-}
 
 await describeEachDb('customer lookups on a large table', (ctx) => {
   const api = () => ctx.srv.api.withVersion('2026-11');
@@ -75,19 +45,8 @@ await describeEachDb('customer lookups on a large table', (ctx) => {
   });
 
   /** What one listCustomers call costs: the buffers of every statement it sends, each run as Bulb runs it. */
-  const costOf = async (q: Parameters<typeof listCustomers>[1], afterId: string | null = null) => {
-    const rec = recording(ctx.tdb.db);
-    for (let i = 0; i < 7; i++) await listCustomers(rec.q, q, afterId); // past the custom plans
-    const last = rec.sent.slice(-rec.sent.length / 7);
-    let buffers = 0;
-    const plans: string[] = [];
-    for (const s of last) {
-      const b = await buffersOf(ctx.tdb.db, s);
-      buffers += b.buffers;
-      plans.push(b.plan);
-    }
-    return { buffers, plans: plans.join('\n'), statements: last.length };
-  };
+  const costOfList = (q: Parameters<typeof listCustomers>[1], afterId: string | null = null) =>
+    costOf(ctx.tdb.db, (db) => listCustomers(db, q, afterId));
 
   it('lists the customers changed since a time reading those, not the table (incremental sync), page by page', async () => {
     const r = await api().get(`/crm/customers?updatedSince=${encodeURIComponent(since)}&limit=250`);
@@ -98,7 +57,7 @@ await describeEachDb('customer lookups on a large table', (ctx) => {
     const p2 = await api().get(`/crm/customers?updatedSince=${encodeURIComponent(since)}&limit=6&cursor=${p1.body.nextCursor}`);
     assert.deepEqual([...p1.body.data, ...p2.body.data].map((c: any) => c.externalId), changed);
     assert.equal(p2.body.nextCursor, null);
-    const { buffers, plans, statements } = await costOf({ updatedSince: since, limit: 50 });
+    const { buffers, plans, statements } = await costOfList({ updatedSince: since, limit: 50 });
     assert.equal(statements, 2, 'the changed ids, then those customers');
     assert.ok(buffers < 50, `${buffers} buffers: ${plans}`);
   });
@@ -107,7 +66,7 @@ await describeEachDb('customer lookups on a large table', (ctx) => {
     const long = new Date(Date.now() - 86_400_000).toISOString();
     const r = await api().get(`/crm/customers?updatedSince=${encodeURIComponent(long)}&limit=3`);
     assert.deepEqual(r.body.data.map((c: any) => c.externalId), ['lk1', 'lk2', 'lk3']);
-    const { buffers, plans } = await costOf({ updatedSince: long, limit: 50 });
+    const { buffers, plans } = await costOfList({ updatedSince: long, limit: 50 });
     assert.ok(buffers < 200, `${buffers} buffers: ${plans}`);
   });
 });
