@@ -7,7 +7,13 @@
 -- update), so the status index is reshaped rather than a whole index added: it keeps the statuses that are
 -- few (pending, failed, cancelled), and a delivered one, most rows, no longer gets an entry when its result is
 -- written. A list of delivered deliveries walks the primary key instead, where nearly every row is one.
--- Per delivered delivery that is one entry more than before (in webhook_deliveries_sub when it is inserted).
+-- Per delivered delivery the count of entries is as before: one more in webhook_deliveries_sub when it is inserted,
+-- one fewer in webhook_deliveries_next (below).
 CREATE INDEX webhook_deliveries_sub ON webhook_deliveries (subscription_id, id);
 DROP INDEX webhook_deliveries_status;
 CREATE INDEX webhook_deliveries_status ON webhook_deliveries (status, id) WHERE status <> 'delivered';
+
+-- webhook_deliveries_next (next_attempt_at, pending only) had no reader left: the claim and the sweep read
+-- webhook_deliveries_due, and the queue gauge counts pending rows through any pending index. Dropped, it gives back
+-- the entry webhook_deliveries_sub adds when a delivery is written (and one per retry).
+DROP INDEX webhook_deliveries_next;
