@@ -5,6 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, parse, protocol, type Transaction } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { durableOptions } from './pglite-durable.ts';
 
 export type Request =
   | { id: number; op: 'query'; sql: string; params?: unknown[]; name?: string; tx?: number }
@@ -51,7 +52,7 @@ const txs = new Map<number, OpenTx>();
 const unlistens = new Map<number, () => Promise<void>>();
 
 const pg = await PGlite.create({
-  dataDir: init.dataDir,
+  ...durableOptions(init.dataDir),
   loadDataDir: init.loadDataDir ? new Blob([init.loadDataDir]) : undefined,
   parsers,
   relaxedDurability: false,
