@@ -28,6 +28,18 @@ export interface Db extends Queryable {
   close(): Promise<void>;
 }
 
+/** Page sizes a list statement's LIMIT is rounded up to, so a few texts serve every `limit`. */
+const FETCH_SIZES = [10, 50, 100, 250];
+
+/**
+ * Rows a list statement fetches for a page: limit + 1, the limit rounded up to one of FETCH_SIZES, written into the
+ * text as a literal (with `LIMIT $n` a generic plan assumes a tenth of the rows, and may sort a table instead of
+ * walking an index). The caller keeps the first limit + 1.
+ */
+export function fetchSize(limit: number): number {
+  return (FETCH_SIZES.find((n) => n >= limit) ?? limit) + 1;
+}
+
 const names = new Map<string, string>();
 
 /** A prepared-statement name for SQL built from a few fixed shapes: the prefix and a digest of the text. */

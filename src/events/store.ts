@@ -1,5 +1,5 @@
 // SQL of the events API (SPEC §12): list in commit-safe order, get by uuid, and the retention purge.
-import { statementName, type Queryable } from '../db/db.ts';
+import { fetchSize, statementName, type Queryable } from '../db/db.ts';
 import { EVENT_TYPES } from './emit.ts';
 
 export interface EventRow {
@@ -48,8 +48,6 @@ const HORIZON = `(SELECT coalesce(
 /** HIDDEN_TYPES as a literal: the planner estimates `<> ALL` of a constant array from the statistics. */
 const NOT_HIDDEN = `event_type <> ALL(ARRAY[${HIDDEN_TYPES.map((t) => `'${t.replaceAll("'", "''")}'`).join(', ')}]::text[])`;
 
-/** Rows fetched per page: limit + 1, the limit rounded up to one of these so a few statements serve all. */
-const FETCH_SIZES = [10, 50, 100, 250];
 
 /**
  * Oldest first in (xid, id) order (xid: the writing transaction, see 009_events_api.sql), and only
@@ -68,7 +66,7 @@ const FETCH_SIZES = [10, 50, 100, 250];
 export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRow[]> {
   const params: unknown[] = [];
   const param = (v: unknown) => `$${params.push(v)}`;
-  const fetch = (FETCH_SIZES.find((n) => n >= f.limit) ?? f.limit) + 1;
+  const fetch = fetchSize(f.limit);
   const types = f.eventTypes?.length ? [...new Set(f.eventTypes)].filter((t) => !HIDDEN_TYPES.includes(t)) : undefined;
   if (types?.length === 0) return [];
   const cursor = f.after && { xid: param(f.after.xid), id: param(f.after.id) };

@@ -1,5 +1,5 @@
 // SQL for subscriptions, and the read side of deliveries and attempts (lists, logs, manual retry, recover).
-import { statementName, type Queryable } from '../db/db.ts';
+import { fetchSize, statementName, type Queryable } from '../db/db.ts';
 
 export interface SubscriptionRow {
   id: string;
@@ -169,10 +169,6 @@ const DELIVERY_SELECT = `SELECT d.id, d.uuid, e.uuid AS event_uuid, s.uuid AS su
   d.next_attempt_at, d.created_at, d.delivered_at
   FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
 
-/** Rows fetched for a page: limit + 1, the limit rounded up to one of these (a literal: with `LIMIT $n` the planner
- * assumes a tenth of the rows, and may sort the table instead of walking an index). Few texts serve every limit. */
-const FETCH_SIZES = [10, 50, 100, 250];
-const fetchSize = (limit: number) => (FETCH_SIZES.find((n) => n >= limit) ?? limit) + 1;
 /** The cursor when none is given: every id is below it, so each shape has one text with or without a cursor. */
 const NO_CURSOR = '9223372036854775807';
 const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'];
