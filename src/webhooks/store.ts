@@ -197,6 +197,20 @@ async function countEvents(db: Queryable, eventType: string): Promise<number> {
 }
 
 /**
+ * What both log lists start from, in this order of parameters: the event type's count (undefined: no type to filter
+ * by), its events as an ARRAY(…) when they are few, the cursor, and the subscription's id as a subquery.
+ */
+async function logScope(db: Queryable, eventType: string | undefined, subscription: string | undefined, before: string | null, param: (v: unknown) => string) {
+  const events = eventType === undefined ? undefined : await countEvents(db, eventType);
+  return {
+    events,
+    fewEvents: events !== undefined && events < FEW_EVENTS ? `ARRAY(${eventsOfType(eventType!)})` : undefined,
+    cursor: `${param(before ?? NO_CURSOR)}::bigint`,
+    sub: subscription === undefined ? undefined : `(SELECT id FROM webhook_subscriptions WHERE uuid = ${param(subscription)}::uuid)`,
+  };
+}
+
+/**
  * Newest first, before the cursor. The text depends only on which filters are present (and the status, the event
  * type's shape and the page size), so each shape is a named statement with one generic plan, and each is written
  * so that plan reads what it lists whatever the values: with an event type that has few events, the ids of their
@@ -215,11 +229,8 @@ export async function listDeliveries(
   const param = (v: unknown) => `$${params.push(v)}`;
   if (q.status !== undefined && !DELIVERY_STATUSES.includes(q.status)) return [];
   const status = q.status === undefined ? undefined : `'${q.status}'`; // one of DELIVERY_STATUSES: a literal, so a shape per status
-  const events = q.eventType === undefined ? undefined : await countEvents(db, q.eventType);
+  const { events, fewEvents, cursor, sub } = await logScope(db, q.eventType, q.subscription, before, param);
   if (events === 0) return [];
-  const fewEvents = events !== undefined && events < FEW_EVENTS ? `ARRAY(${eventsOfType(q.eventType!)})` : undefined;
-  const cursor = `${param(before ?? NO_CURSOR)}::bigint`;
-  const sub = q.subscription === undefined ? undefined : `(SELECT id FROM webhook_subscriptions WHERE uuid = ${param(q.subscription)}::uuid)`;
   const where: string[] = [];
   let order = 'd.id DESC';
   if (fewEvents) {
@@ -321,11 +332,9 @@ export interface LogQuery {
 export async function listAttempts(db: Queryable, q: LogQuery, before: string | null): Promise<AttemptRow[]> {
   const params: unknown[] = [];
   const param = (v: unknown) => `$${params.push(v)}`;
-  const events = q.eventType === undefined || q.delivery !== undefined ? undefined : await countEvents(db, q.eventType);
+  // With a delivery, its attempts are few whatever their type: no count.
+  const { events, fewEvents, cursor, sub } = await logScope(db, q.delivery === undefined ? q.eventType : undefined, q.subscription, before, param);
   if (events === 0) return [];
-  const fewEvents = events !== undefined && events < FEW_EVENTS ? `ARRAY(${eventsOfType(q.eventType!)})` : undefined;
-  const cursor = `${param(before ?? NO_CURSOR)}::bigint`;
-  const sub = q.subscription === undefined ? undefined : `(SELECT id FROM webhook_subscriptions WHERE uuid = ${param(q.subscription)}::uuid)`;
   const where: string[] = [];
   let order = 'a.id DESC';
   if (q.delivery !== undefined) {
