@@ -3,7 +3,6 @@
 // fsync off and a file system whose sync does nothing. And a process killed right after its answers loses none of
 // the writes it acknowledged.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,8 +10,8 @@ import { after, describe, it } from 'node:test';
 import { PGlite } from '@electric-sql/pglite';
 import { PgliteDb } from '../../src/db/pglite.ts';
 import { durableOptions } from '../../src/db/pglite-durable.ts';
+import { startBulb } from '../helpers/process.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const dirs: string[] = [];
 const tmp = (tag: string) => {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), `bulb-${tag}-`));
@@ -64,35 +63,7 @@ describe('embedded database durability', () => {
   it('writes acknowledged by a Bulb process killed with SIGKILL are there after a restart', async () => {
     const dataDir = tmp('kill');
     const key = 'bulb_key_test_durability_0123456789abcdef';
-    const start = async () => {
-      const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL' && k !== 'PORT'));
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-        cwd: ROOT,
-        env: { ...clean, PORT: '0', HOST: '127.0.0.1', BULB_DATA_DIR: dataDir, BULB_ADMIN_KEY: key, BULB_LOG_LEVEL: 'warn' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      const reap = () => child.kill('SIGKILL');
-      process.once('exit', reap);
-      let out = '';
-      child.stdout!.on('data', (b) => (out += b));
-      child.stderr!.on('data', (b) => (out += b));
-      for (let i = 0; i < 2400 && !/listening on (http:\/\/\S+)/.test(out); i++) {
-        if (child.exitCode !== null) throw new Error(`Bulb exited:\n${out}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
-      if (!url) {
-        reap();
-        throw new Error(`Bulb did not listen:\n${out}`);
-      }
-      const kill = async () => {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGKILL');
-        await exited;
-        process.off('exit', reap);
-      };
-      return { url, kill };
-    };
+    const start = () => startBulb({ BULB_DATA_DIR: dataDir, BULB_ADMIN_KEY: key, BULB_LOG_LEVEL: 'warn' });
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const first = await start();
     const acked: string[] = [];
@@ -105,7 +76,7 @@ describe('embedded database durability', () => {
       await Promise.race([Promise.all(writes), new Promise((r) => setTimeout(r, 400))]);
       assert.ok(acked.length > 0, 'some writes were answered before the kill');
     } finally {
-      await first.kill();
+      await first.stop('SIGKILL');
     }
     const second = await start();
     try {
@@ -114,7 +85,7 @@ describe('embedded database durability', () => {
       const found = new Set(((await r.json()) as { data: { externalId: string }[] }).data.map((c) => c.externalId));
       for (const id of acked) assert.ok(found.has(id), `${id} was acknowledged and is gone`);
     } finally {
-      await second.kill();
+      await second.stop('SIGKILL');
     }
   });
 });

@@ -2,7 +2,6 @@
 // listens and the admin key, the key works, a second start creates none, JSON logs never contain
 // secrets, SIGTERM drains and exits 0.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
@@ -11,75 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { TEST_SECRET_KEY, freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
-interface Proc {
-  child: ChildProcess;
-  url: string;
-  output(): string;
-  /** Resolves once the output matches (lines printed after "listening on"). */
-  waitFor(re: RegExp): Promise<void>;
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
-}
-
-/** Starts Bulb like `npm start` with a clean environment plus env; resolves once it listens. */
-async function startBulb(env: Record<string, string>): Promise<Proc> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-    cwd: ROOT,
-    env: { ...clean, PORT: '0', HOST: '127.0.0.1', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const reap = () => child.kill('SIGKILL');
-  process.once('exit', reap); // never leave a server behind if the test process dies
-  child.once('exit', () => process.off('exit', reap));
-  let out = '';
-  child.stdout!.on('data', (b) => (out += b));
-  child.stderr!.on('data', (b) => (out += b));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const listening = new Promise<string>((resolve, reject) => {
-    const deadline = setTimeout(() => reject(new Error(`Bulb did not listen within 240 s:\n${out}`)), 240_000);
-    const check = () => {
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) {
-        clearTimeout(deadline);
-        resolve(m[1]);
-      }
-    };
-    child.stdout!.on('data', check);
-    void exited.then((code) => {
-      clearTimeout(deadline);
-      reject(new Error(`Bulb exited with ${code} before listening:\n${out}`));
-    });
-  });
-  let url: string;
-  try {
-    url = await listening;
-  } catch (err) {
-    child.kill('SIGKILL');
-    throw err;
-  }
-  return {
-    child,
-    url,
-    output: () => out,
-    async waitFor(re) {
-      for (let i = 0; i < 300 && !re.test(out); i++) await new Promise((r) => setTimeout(r, 100));
-      assert.match(out, re);
-    },
-    async stop(signal = 'SIGTERM') {
-      child.kill(signal);
-      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 25_000).unref());
-      const code = await Promise.race([exited, timer]);
-      if (code === 'timeout') {
-        child.kill('SIGKILL');
-        throw new Error(`Bulb did not exit within 25 s of ${signal}:\n${out}`);
-      }
-      return code;
-    },
-  };
-}
+import { startBulb, type Proc } from '../helpers/process.ts';
 
 const get = (url: string, token?: string) =>
   fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {} }).then(async (r) => ({ status: r.status, body: await r.json() as any }));
