@@ -20,6 +20,11 @@ export interface Db extends Queryable {
   /** Runs fn in one transaction; commits if it resolves, rolls back if it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /**
+   * Runs fn on one connection of its own, outside any transaction (each statement commits by itself): for
+   * session-level locks and statements that refuse to run in a transaction (CREATE INDEX CONCURRENTLY).
+   */
+  session<T>(fn: (s: Queryable) => Promise<T>): Promise<T>;
+  /**
    * Subscribes to NOTIFY on a channel; resolves (once LISTEN is in place) to an unsubscribe function.
    * onLost: the connection carrying notifications broke, so some may be missed; once it is re-established
    * (and LISTEN re-issued), onPayload('') is called.

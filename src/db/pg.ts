@@ -29,6 +29,19 @@ function query(text: string, values: unknown[] | undefined, name: string | undef
   return q;
 }
 
+/** Queries on one checked-out client. */
+function onClient(client: pg.PoolClient): Queryable {
+  return {
+    async query<R>(sql: string, params?: unknown[], name?: string) {
+      const r = await client.query(config(sql, params, name));
+      return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
+    },
+    async exec(sql: string) {
+      await client.query(sql);
+    },
+  };
+}
+
 export class PgDb implements Db {
   readonly kind = 'pg' as const;
   private pool: pg.Pool;
@@ -55,15 +68,7 @@ export class PgDb implements Db {
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken = false;
-    const tx: Queryable = {
-      async query<R>(sql: string, params?: unknown[], name?: string) {
-        const r = await client.query(config(sql, params, name));
-        return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
-      },
-      async exec(sql: string) {
-        await client.query(sql);
-      },
-    };
+    const tx = onClient(client);
     try {
       await client.query('BEGIN');
       const out = await fn(tx);
@@ -78,6 +83,15 @@ export class PgDb implements Db {
       throw err;
     } finally {
       client.release(broken ? true : undefined);
+    }
+  }
+
+  async session<T>(fn: (s: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      return await fn(onClient(client));
+    } finally {
+      client.release(true); // closed, not pooled: nothing the session set (a lock, a setting) outlives it
     }
   }
 

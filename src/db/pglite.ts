@@ -100,6 +100,11 @@ export class PgliteDb implements Db {
     return out;
   }
 
+  /** One connection already, and queries outside a transaction commit by themselves. */
+  session<T>(fn: (s: Queryable) => Promise<T>): Promise<T> {
+    return fn(this);
+  }
+
   /** In-process database: the notification path cannot be lost, so onLost is never called. */
   async listen(channel: string, onPayload: (payload: string) => void, _onLost?: () => void): Promise<() => Promise<void>> {
     const id = this.nextId; // the listen request's id names the subscription

@@ -137,3 +137,31 @@ export async function freshDb(backend: Backend, poolSize = 10): Promise<TestDb> 
     },
   };
 }
+
+/** A database with no migration applied (migration tests). */
+export async function emptyDb(backend: Backend, poolSize = 4): Promise<TestDb> {
+  installSecretBox(new AesGcmBox(Buffer.from(TEST_SECRET_KEY, 'base64')));
+  if (backend === 'pglite') {
+    const db = await PgliteDb.open('memory://');
+    return { db, backend, close: () => db.close() };
+  }
+  const name = `bulb_e_${process.pid}_${crypto.randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = withDatabase(PG_URL, name);
+  const db = new PgDb(url, poolSize);
+  return {
+    db,
+    backend,
+    url,
+    async close() {
+      await db.close();
+      const a = new pg.Client({ connectionString: PG_URL });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}

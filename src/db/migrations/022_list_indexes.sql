@@ -1,3 +1,4 @@
+-- bulb:outside-transaction (see src/db/migrate.ts)
 -- Lists that read what they list (test/crm/list-scale.test.ts counts their buffers on a large table).
 --
 -- The audit log filtered by actor name (GET /integrations/auditLog?actor=<name>) or by the system actor
@@ -5,8 +6,8 @@
 -- rows. audit_log is append-only and written once per administrative act (merges, undos, imports, keys,
 -- subscriptions): one entry more per row, and the system index holds only the system's rows (a subscription
 -- disabled automatically).
-CREATE INDEX audit_log_actor_name ON audit_log (actor_name, id);
-CREATE INDEX audit_log_system ON audit_log (id) WHERE actor_type = 'system';
+CREATE INDEX CONCURRENTLY IF NOT EXISTS audit_log_actor_name ON audit_log (actor_name, id);
+CREATE INDEX CONCURRENTLY IF NOT EXISTS audit_log_system ON audit_log (id) WHERE actor_type = 'system';
 
 -- A customer's merge history (GET /crm/customers/C/merges) and the undo's check for a later merge read the
 -- merges naming a customer among their secondaries from this GIN index. With fast update (the default) new
