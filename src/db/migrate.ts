@@ -63,7 +63,8 @@ export async function migrate(db: Db, through = Infinity): Promise<string[]> {
       }
       return todo.map((m) => m.name);
     } finally {
-      await s.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]);
+      // (On PostgreSQL the session's connection is closed after this anyway, which also frees the lock.)
+      await s.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
     }
   });
 }
