@@ -151,7 +151,7 @@ export async function rotate(db: Db, uuid: string) {
 
 export async function sendTest(db: Db, uuid: string, source: string) {
   return db.transaction(async (tx) => {
-    const sub = await mustFind(tx, uuid);
+    const sub = await mustFind(tx, uuid, true); // locked: a delete meanwhile would leave the test pending for ever
     if (!sub.is_active) throw new ApiError('Conflict', 'the subscription is inactive: activate it to send a test', 'isActive');
     return store.insertTestEvent(tx, sub, source);
   });
@@ -174,13 +174,18 @@ export function shapeDelivery(d: store.DeliveryRow) {
 /**
  * Attempts a delivery now (SPEC §11 retry semantics). A pending one keeps its remaining schedule if the manual
  * attempt fails (store.retryDelivery remembers it); a failed or delivered one gets this single attempt. A
- * cancelled one (deleted subscription) cannot be retried.
+ * cancelled one, or one whose subscription is deleted or inactive, cannot be attempted now (409).
  */
 export async function retryNow(db: Db, uuid: string) {
   return db.transaction(async (tx) => {
     const d = await store.findDelivery(tx, uuid);
     if (!d) throw notFound(`delivery "${uuid}" not found`, 'uuid');
     if (d.status === 'cancelled') throw new ApiError('Conflict', 'the delivery was cancelled (its subscription is deleted)', 'status');
+    // Locked, so that a delete cannot cancel the pending ones between this check and the update (which would leave
+    // this one pending for ever); an inactive subscription's deliveries wait, so it could not be attempted now.
+    const sub = await store.findSubscription(tx, d.subscription_uuid, true);
+    if (!sub) throw new ApiError('Conflict', 'the subscription of this delivery is deleted', 'subscriptionUuid');
+    if (!sub.is_active) throw new ApiError('Conflict', 'the subscription is inactive: activate it to retry its deliveries', 'isActive');
     await store.retryDelivery(tx, d.id, NO_MORE_RETRIES);
     return shapeDelivery((await store.findDelivery(tx, uuid))!);
   });
@@ -188,7 +193,7 @@ export async function retryNow(db: Db, uuid: string) {
 
 export async function recover(db: Db, uuid: string, since: string) {
   return db.transaction(async (tx) => {
-    const sub = await mustFind(tx, uuid);
+    const sub = await mustFind(tx, uuid, true); // locked: a delete meanwhile would leave them pending for ever
     return { requeued: await store.recoverDeliveries(tx, sub.id, since, NO_MORE_RETRIES) };
   });
 }

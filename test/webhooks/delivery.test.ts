@@ -248,6 +248,23 @@ await describeEachDb('webhook delivery', (ctx) => {
     }
   });
 
+  it('manual retry needs a live, active subscription: else 409 and the delivery is left as it was (never stuck pending)', async () => {
+    const a = await subscribe({ eventType: 'webhookTest' });
+    const t = (await api().post(`/integrations/webhooks/subscriptions/${a.uuid}/test`)).body;
+    await waitFor(async () => (await deliveriesOf(a.uuid))[0]?.status === 'delivered', 'delivered');
+    const before = (await deliveriesOf(a.uuid))[0];
+    assert.equal((await api().patch(`/integrations/webhooks/subscriptions/${a.uuid}`, { isActive: false })).status, 200);
+    const inactive = await api().post(`/integrations/webhooks/deliveries/${t.deliveryUuid}/retry`);
+    assert.equal(inactive.status, 409, inactive.text);
+    assert.deepEqual(errorCodes(inactive), ['Conflict']);
+    assert.deepEqual((await deliveriesOf(a.uuid))[0], before, 'unchanged');
+    assert.equal((await api().delete(`/integrations/webhooks/subscriptions/${a.uuid}`)).status, 204);
+    const deleted = await api().post(`/integrations/webhooks/deliveries/${t.deliveryUuid}/retry`);
+    assert.equal(deleted.status, 409, deleted.text);
+    assert.deepEqual(errorCodes(deleted), ['Conflict']);
+    assert.deepEqual((await deliveriesOf(a.uuid))[0], before, 'still delivered, not pending forever');
+  });
+
   it('POST test sends a webhookTest event to that subscription only', async () => {
     const s1 = await subscribe({ eventType: 'webhookTest' });
     const s2 = await subscribe({ eventType: 'webhookTest' });
