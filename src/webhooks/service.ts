@@ -96,7 +96,7 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     url: body.url,
     eventTypes: body.eventTypes,
     isActive: body.isActive ?? true,
-    authMethod: body.authMethod ?? (body.bearerToken ? 'BEARER' : 'NONE'),
+    authMethod: body.authMethod ?? (body.bearerToken ? 'BEARER' : body.basicUsername || body.basicPassword ? 'BASIC' : 'NONE'),
     bearerToken: body.bearerToken ?? null,
     basicUsername: body.basicUsername ?? null,
     basicPassword: body.basicPassword ?? null,

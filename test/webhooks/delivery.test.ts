@@ -131,6 +131,20 @@ await describeEachDb('webhook delivery', (ctx) => {
     for (const s of [s1, s2, s3]) await api().delete(`/integrations/webhooks/subscriptions/${s.uuid}`);
   });
 
+  it('credentials given without authMethod choose it (a bearerToken BEARER, Basic credentials BASIC), as a create is never silently unauthenticated', async () => {
+    const basic = await subscribe({ eventType: 'webhookTest', basicUsername: 'bob', basicPassword: 'pw2' });
+    assert.equal(basic.authMethod, 'BASIC');
+    const bearer = await subscribe({ eventType: 'webhookTest', bearerToken: 'tok-2' });
+    assert.equal(bearer.authMethod, 'BEARER');
+    await api().post(`/integrations/webhooks/subscriptions/${basic.uuid}/test`);
+    const [r] = await waitFor(() => (forSub(basic.uuid).length ? forSub(basic.uuid) : null), 'the test delivery');
+    assert.equal(r.headers['authorization'], `Basic ${Buffer.from('bob:pw2').toString('base64')}`);
+    const half = await api().post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'webhookTest', basicUsername: 'bob' });
+    assert.equal(half.status, 400, 'a username alone is BASIC without a password');
+    assert.match(half.body.errors[0].message, /basicPassword/);
+    for (const s of [basic, bearer]) await api().delete(`/integrations/webhooks/subscriptions/${s.uuid}`);
+  });
+
   it('writes no delivery when the change rolls back', async () => {
     const sub = await subscribe({ eventType: 'customerMerge' });
     await assert.rejects(
