@@ -11,6 +11,7 @@ import * as store from './store.ts';
 import * as svc from './service.ts';
 import { watchQueue } from './metrics.ts';
 import { changesOf } from '../audit/actions.ts';
+import { invalid } from '../http/errors.ts';
 
 const BASE = '/integrations/webhooks';
 const SUBS = `${BASE}/subscriptions`;
@@ -149,6 +150,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       schema: { querystring: S.LogQuery, response: { 200: Page(S.Attempt) } },
       handler: async (req) => {
         const q = req.query as any;
+        if (q.since !== undefined && q.until !== undefined && Date.parse(q.since) > Date.parse(q.until)) throw invalid('since must not be after until', 'since');
         const rows = await store.listAttempts(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
         return pageOf(rows, q.limit ?? 50, svc.shapeAttempt);
       },

@@ -145,6 +145,15 @@ await describeEachDb('webhook delivery', (ctx) => {
     for (const s of [basic, bearer]) await api().delete(`/integrations/webhooks/subscriptions/${s.uuid}`);
   });
 
+  it('logs: since after until is a 400 (as in the events API), not an empty page', async () => {
+    const r = await api().get('/integrations/webhooks/logs?since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z');
+    assert.equal(r.status, 400, r.text);
+    assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
+    assert.equal(r.body.errors[0].moreInfo, 'since');
+    const same = await api().get('/integrations/webhooks/logs?since=2026-01-01T00:00:00Z&until=2026-01-01T01:00:00%2B01:00');
+    assert.equal(same.status, 200, 'the same instant written with another offset: an empty interval');
+  });
+
   it('writes no delivery when the change rolls back', async () => {
     const sub = await subscribe({ eventType: 'customerMerge' });
     await assert.rejects(
