@@ -5,9 +5,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
-import { normalizeEmail, normalizePhone, profileOf } from '../../src/crm/duplicates/normalize.ts';
+import { keysOf, normalizeEmail, normalizePhone, profileOf } from '../../src/crm/duplicates/normalize.ts';
 import { oneTypoApart, scorePair } from '../../src/crm/duplicates/score.ts';
 import { refreshDuplicates } from '../../src/crm/duplicates/refresh.ts';
+import { migrate } from '../../src/db/migrate.ts';
 
 describe('duplicate signals', () => {
   it('normalises emails, phones (E.164 in the default region) and names', () => {
@@ -20,6 +21,17 @@ describe('duplicate signals', () => {
     assert.equal(normalizePhone('not a phone', 'US'), null);
     const p = profileOf({ id: '1', first_name: ' Zoë ', last_name: "O'Brien-Smith", emails: [{ email: 'A@B.C' }], phones: [{ number: '555' }], addresses: [{ city: ' New  York', postalCode: '100 01' }] }, 'US');
     assert.deepEqual(p, { customerId: '1', name: 'zoe o brien smith', emails: ['a@b.c'], phones: [], postalCodes: ['10001'], cities: ['new york'] });
+  });
+
+  it('folds letters that NFKD keeps whole (a stroke, a ligature), and blocks names of single Han characters', () => {
+    const p = profileOf({ id: '1', first_name: 'Łukasz', last_name: 'Ørsted-Þórsson', emails: [], phones: [], addresses: [{ city: 'Łódź' }] }, 'US');
+    assert.equal(p.name, 'lukasz orsted thorsson');
+    assert.deepEqual(p.cities, ['lodz']);
+    assert.equal(profileOf({ id: '2', first_name: 'Æsa', last_name: 'Strauß', emails: [], phones: [], addresses: [] }, 'US').name, 'aesa strauss');
+    // Initials (one Latin letter) are no blocking key; a one-character Han name is a whole name.
+    const han = profileOf({ id: '3', first_name: '伟', last_name: '王', emails: [], phones: [], addresses: [{ postalCode: '100000' }] }, 'US');
+    assert.deepEqual(keysOf(han).sort(), ['n:伟|z:100000', 'n:王|z:100000']);
+    assert.deepEqual(keysOf(profileOf({ id: '4', first_name: 'J', last_name: 'Li', emails: [], phones: [], addresses: [{ postalCode: '1' }] }, 'US')), ['n:li|z:1']);
   });
 
   it('scores each signal and explains it', () => {
@@ -91,6 +103,34 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.deepEqual(d.map((x) => x.customer.externalId), ['t-2'], JSON.stringify(d));
     assert.ok(d[0].score >= 0.8);
     assert.match(d[0].reasons[0].detail, /one typo apart \(similarity 0\.4/);
+  });
+
+  it('finds unicode names: single Han characters, letters with a stroke written with or without it', async () => {
+    const bj = { line1: '1 Chang An Jie', city: '北京', postalCode: '100000', country: 'CN' };
+    await create('h-1', { firstName: '伟', lastName: '王', addresses: [bj] });
+    await create('h-2', { firstName: '伟', lastName: '王', addresses: [bj] });
+    const lodz = { line1: 'ul. Piotrkowska 1', city: 'Łódź', postalCode: '90-001', country: 'PL' };
+    await create('h-3', { firstName: 'Łukasz', lastName: 'Żółć', addresses: [lodz] });
+    await create('h-4', { firstName: 'Lukasz', lastName: 'Zolc', addresses: [{ ...lodz, city: 'Lodz' }] });
+    for (const [a, b] of [['h-1', 'h-2'], ['h-3', 'h-4']]) {
+      const d = await dupsOf(a);
+      assert.deepEqual(d.map((x) => x.customer.externalId), [b], JSON.stringify(d));
+      assert.ok(d[0].score >= 0.8, JSON.stringify(d));
+    }
+  });
+
+  it('migration 024 puts back on the queue the customers whose folded name or city may change (unicode)', async () => {
+    const db = ctx.tdb.db;
+    await create('m24-1', { firstName: 'Jørgen', lastName: 'Berg' });
+    await create('m24-2', { firstName: 'Jorgen', lastName: 'Berg' });
+    await create('m24-3', { firstName: 'Ann', lastName: 'Berg', addresses: [{ city: 'Łódź' }] });
+    await refreshDuplicates(db, 'US');
+    await db.query('DELETE FROM schema_migrations WHERE version = 24');
+    assert.deepEqual(await migrate(db), ['024_duplicates_unicode_refold.sql']);
+    const dirty = await db.query<{ external_id: string }>(
+      `SELECT c.external_id FROM duplicate_dirty d JOIN customers c ON c.id = d.customer_id WHERE c.external_id LIKE 'm24-%' ORDER BY 1`,
+    );
+    assert.deepEqual(dirty.rows.map((r) => r.external_id), ['m24-1', 'm24-3']);
   });
 
   it('scores a common name by its current count, whatever order its bearers arrived in, up and down', async () => {

@@ -26,9 +26,13 @@ export interface CustomerSignals {
 const uniq = (xs: (string | null)[]) => [...new Set(xs.filter((x): x is string => !!x))].sort();
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
+/** Letters NFKD leaves whole (a stroke or a ligature, not a combining accent), as the letters written without it. */
+const UNSTROKED: Record<string, string> = { ø: 'o', ł: 'l', đ: 'd', ð: 'd', ħ: 'h', ŧ: 't', ı: 'i', ß: 'ss', æ: 'ae', œ: 'oe', þ: 'th' };
+
 /** Lower case, accents stripped, anything but letters and digits a single space. */
 export function foldText(s: string): string {
-  return s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+  return s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().replace(/[øłđðħŧıßæœþ]/g, (c) => UNSTROKED[c])
+    .replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
 }
 
 export function normalizeEmail(raw: string): string | null {
@@ -66,11 +70,12 @@ export function profileOf(c: CustomerSignals, region: string): Profile {
 
 /**
  * Blocking keys of a profile: customers sharing none are never compared. Emails, phones, and each word of
- * the name (2+ letters) with each postal code and each city, so a typo in one word or swapped first and
+ * the name (2+ letters, or one Han character) with each postal code and each city, so a typo in one word or swapped first and
  * last names still meet.
  */
 export function keysOf(p: Profile): string[] {
-  const words = [...new Set(p.name.split(' ').filter((w) => w.length >= 2))];
+  // One letter is an initial, except a Han character: a whole surname or given name.
+  const words = [...new Set(p.name.split(' ').filter((w) => w.length >= 2 || /\p{Script=Han}/u.test(w)))];
   const keys = [...p.emails.map((e) => `e:${e}`), ...p.phones.map((x) => `p:${x}`)];
   for (const w of words) {
     for (const z of p.postalCodes) keys.push(`n:${w}|z:${z}`);
