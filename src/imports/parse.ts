@@ -142,15 +142,28 @@ function checkHeader(header: string[]): string[] {
 /**
  * CSV (csv-parse, streaming): a header row naming item fields, then one customer per record; emails and
  * phones are ;-separated. A malformed record is reported with its line number and skipped. Pipe input → output.
+ * A quote inside a field that does not start with one, or after a closing quote (`Bob "B" Smith`, `"ab"c`), is kept
+ * as text (relax_quotes): strict, csv-parse reported such a record twice under one line number (a 409 for the whole
+ * file) and read on in quoting mode, swallowing the records after it. A record over 1 MiB (in practice an unclosed
+ * quote) refuses the file: csv-parse cannot skip it (it dropped the rest of the chunk and reported the line again per chunk).
  */
 export function csvRows(): { input: Transform; output: Transform } {
+  let lastSkipped = 0;
   const parser = csvParse({
     columns: checkHeader,
     bom: true,
     info: true,
     skip_empty_lines: true,
     skip_records_with_error: true,
+    relax_quotes: true,
     max_record_size: MAX_LINE,
+    // A skipped record becomes an error row, flagged by record: null (one per line: a staged line is unique).
+    on_skip: (err: any) => {
+      if (err?.code === 'CSV_MAX_RECORD_SIZE') throw err;
+      if (err.lines <= lastSkipped) return;
+      lastSkipped = err.lines;
+      output.write({ record: null, info: { lines: err.lines } });
+    },
   });
   const output = new Transform({
     objectMode: true,
@@ -164,8 +177,6 @@ export function csvRows(): { input: Transform; output: Transform } {
       cb(null, lineOf(line, item));
     },
   });
-  // A skipped record (csv-parse's skip_records_with_error) becomes an error row, flagged by record: null.
-  parser.on('skip', (err: any) => output.write({ record: null, info: { lines: err.lines } }));
   return { input: parser, output };
 }
 

@@ -5,6 +5,9 @@ import { after, before, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { ImportWorker } from '../../src/imports/worker.ts';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { csvRows, textGuard, type StagedLine } from '../../src/imports/parse.ts';
 
 const CHUNK = 3;
 
@@ -168,6 +171,30 @@ await describeEachDb('imports', (ctx) => {
     assert.equal(await count(`SELECT count(*) AS n FROM events WHERE resource_external_id IN ('c-1', 'c-3', 'c-old')`), 1, 'only the bulk create before');
   });
 
+  it('CSV: a quote inside a field is kept as text; the record is not reported twice (was a 409 for the file) nor swallows the next ones', async () => {
+    const file = [
+      'externalId,firstName,lastName',
+      'q-1,Bob "The Builder",Smith',
+      'q-2,"a"b"c"d,x',
+      'q-3,"ab"c,y',
+      'q-5,Eve,',
+      'q-6,bad,record,extra',
+      'q-7,Gus,',
+      'q-4,Dee,"multi, ""quoted""',
+      'line"',
+    ].join('\r\n');
+    const r = await api().post('/crm/imports?format=csv', file, csv);
+    assert.equal(r.status, 202, r.text);
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.status, done.rowsReceived, done.created, done.failed], ['completed', 7, 6, 1]);
+    assert.deepEqual((await errorsOf(r.body.uuid)).map((e) => e.line), [6]);
+    const names = await Promise.all(['q-1', 'q-2', 'q-3', 'q-4', 'q-5', 'q-7'].map(async (x) => (await api().get(`/crm/customers/${x}`)).body));
+    assert.deepEqual(names.map((c) => [c.externalId, c.firstName, c.lastName]), [
+      ['q-1', 'Bob "The Builder"', 'Smith'], ['q-2', '"a"b"c"d', 'x'], ['q-3', '"ab"c', 'y'], ['q-4', 'Dee', 'multi, "quoted"\r\nline'],
+      ['q-5', 'Eve', null], ['q-7', 'Gus', null],
+    ]);
+  });
+
   it('refuses files that are not NDJSON/CSV, too large, empty or of the wrong type, leaving nothing behind', async () => {
     const before = await count('SELECT count(*) AS n FROM imports');
     const customers = await count('SELECT count(*) AS n FROM customers');
@@ -219,3 +246,14 @@ await describeEachDb('imports', (ctx) => {
   });
   // On PostgreSQL the server gets the database URL, so uploads take the COPY path (pgCopySink), as in production.
 }, (tdb) => ({ BULB_IMPORT_MAX_BYTES: String(64 * 1024), ...(tdb.url ? { DATABASE_URL: tdb.url } : {}) }));
+
+it('CSV: a record over 1 MiB (an unclosed quote, in practice) refuses the file instead of dropping or repeating lines', async () => {
+  const text = 'externalId,firstName\nL1,"' + 'x'.repeat(1100 * 1024) + '\nL2,ok\nL3,ok\n';
+  const chunks = [];
+  for (let i = 0; i < text.length; i += 64 * 1024) chunks.push(Buffer.from(text.slice(i, i + 64 * 1024)));
+  const csv = csvRows();
+  const rows: StagedLine[] = [];
+  const sink = new Writable({ objectMode: true, write: (row, _enc, cb) => (rows.push(row), cb()) });
+  await assert.rejects(pipeline([Readable.from(chunks), textGuard(1e10), csv.input, csv.output, sink]), (err: any) => err.code === 'CSV_MAX_RECORD_SIZE');
+  assert.equal(new Set(rows.map((r) => r.line)).size, rows.length, 'no line staged twice');
+});
