@@ -3,7 +3,7 @@
 // bulk, merge, undo), only active customers, pagination, errors, and the normalisers themselves.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { describeEachDb } from '../helpers/suite.ts';
+import { describeEachDb, describePg } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { keysOf, normalizeEmail, normalizePhone, profileOf } from '../../src/crm/duplicates/normalize.ts';
 import { oneTypoApart, scorePair } from '../../src/crm/duplicates/score.ts';
@@ -236,5 +236,32 @@ await describeEachDb('possible duplicates', (ctx) => {
     const old = await ctx.srv.api.get('/crm/duplicates');
     assert.equal(old.status, 404);
     assert.deepEqual(errorCodes(old), ['EndpointNotInVersion']);
+  });
+});
+
+await describePg('possible duplicates beside concurrent writes', (ctx) => {
+  it('a customer write racing the refresh a duplicates read runs does not fail the read (deadlock: was a 500)', async () => {
+    const api = () => ctx.srv.api.withVersion('2026-11');
+    const db = ctx.tdb.db;
+    assert.equal((await api().post('/crm/customers', { externalId: 'dl-1', firstName: 'Dead', lastName: 'Lock' })).status, 201);
+    for (const path of ['/crm/duplicates', '/crm/customers/dl-1/duplicates']) {
+      assert.equal((await api().get(path)).status, 200, 'the queue is drained');
+      await db.query(`UPDATE customers SET first_name = 'Dead' || clock_timestamp() WHERE external_id = 'dl-1'`);
+      let read!: Promise<{ status: number; text: string }>;
+      await db.transaction(async (tx) => {
+        // A writer holds the customer (as a PATCH or a merge does) while the read's refresher claims it from the
+        // queue and waits for that lock; the write's trigger then queues the customer again, behind the refresher.
+        await tx.query(`SELECT id FROM customers WHERE external_id = 'dl-1' FOR UPDATE`);
+        read = api().get(path);
+        await new Promise((r) => setTimeout(r, 300));
+        await tx.query(`UPDATE customers SET first_name = 'Deady' WHERE external_id = 'dl-1'`);
+      });
+      const r = await read;
+      assert.equal(r.status, 200, `${path}: ${r.text}`);
+    }
+    const profile = await api().get('/crm/customers/dl-1/duplicates');
+    assert.equal(profile.status, 200, profile.text);
+    const p = await db.query<{ name: string }>(`SELECT name FROM duplicate_profiles p JOIN customers c ON c.id = p.customer_id WHERE c.external_id = 'dl-1'`);
+    assert.deepEqual(p.rows.map((x) => x.name), ['deady lock'], 'the write is folded in by a later read');
   });
 });

@@ -5,6 +5,7 @@
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { invalid, notFound } from '../../http/errors.ts';
+import { RETRYABLE_SQLSTATES, sqlState } from '../../db/db.ts';
 import { CustomerIdParams } from '../customers/schema.ts';
 import { shapeCustomer } from '../customers/service.ts';
 import { errorsFor } from '../merge/schema.ts';
@@ -26,7 +27,12 @@ function decodeCursor(cursor: string | undefined): [number, string, string] | nu
 
 export function duplicateRoutes(s: Services): RouteDef[] {
   const base = { tag: 'Possible duplicates', scope: 'read' as const, since: '2026-11', method: 'GET' as const };
-  const refresh = () => refreshDuplicates(s.db, s.config.defaultPhoneRegion, REQUEST_BATCHES);
+  // Best effort: a batch that loses a deadlock to a customer write (the write holds the customer, its trigger
+  // waits for the batch's claim of the queue) rolls back, its customers stay queued, and the read answers the
+  // pairs as they are, like while an import defers the refresher.
+  const refresh = () => refreshDuplicates(s.db, s.config.defaultPhoneRegion, REQUEST_BATCHES).catch((err) => {
+    if (!RETRYABLE_SQLSTATES.has(sqlState(err) ?? '')) throw err;
+  });
   return [
     {
       ...base, id: 'customers.duplicates', path: '/crm/customers/:id/duplicates',
