@@ -9,6 +9,7 @@ import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { startWorker, useWorkerAndReceiver } from '../helpers/worker.ts';
 import { emitEvents } from '../../src/events/emit.ts';
+import { migrate } from '../../src/db/migrate.ts';
 import { startReceiver, status, ok, waitFor, sleep, type Receiver } from './receiver.ts';
 
 const SCHEDULE = [0.2, 0.4, 0.8];
@@ -286,6 +287,24 @@ await describeEachDb('webhook delivery', (ctx) => {
     assert.equal(deleted.status, 409, deleted.text);
     assert.deepEqual(errorCodes(deleted), ['Conflict']);
     assert.deepEqual((await deliveriesOf(a.uuid))[0], before, 'still delivered, not pending forever');
+  });
+
+  it('migration 025 cancels the deliveries such a retry stranded (pending, subscription deleted), and only those', async () => {
+    const gone = await subscribe({ eventType: 'webhookTest' });
+    const waiting = await subscribe({ eventType: 'webhookTest' });
+    const t1 = (await api().post(`/integrations/webhooks/subscriptions/${gone.uuid}/test`)).body;
+    const t2 = (await api().post(`/integrations/webhooks/subscriptions/${waiting.uuid}/test`)).body;
+    await waitFor(async () => (await deliveriesOf(gone.uuid))[0]?.status === 'delivered' && (await deliveriesOf(waiting.uuid))[0]?.status === 'delivered', 'delivered');
+    assert.equal((await api().patch(`/integrations/webhooks/subscriptions/${waiting.uuid}`, { isActive: false })).status, 200);
+    assert.equal((await api().delete(`/integrations/webhooks/subscriptions/${gone.uuid}`)).status, 204);
+    // What the old retry left behind: pending again, due now.
+    await ctx.tdb.db.query(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now() WHERE uuid = ANY($1::uuid[])`, [[t1.deliveryUuid, t2.deliveryUuid]]);
+    await ctx.tdb.db.query('DELETE FROM schema_migrations WHERE version = 25');
+    assert.deepEqual(await migrate(ctx.tdb.db), ['025_cancel_stranded_deliveries.sql']);
+    assert.equal((await deliveriesOf(gone.uuid))[0].status, 'cancelled');
+    assert.equal((await deliveriesOf(gone.uuid))[0].nextAttemptAt, null);
+    assert.equal((await deliveriesOf(waiting.uuid))[0].status, 'pending', 'an inactive subscription\'s delivery waits, as before');
+    await api().delete(`/integrations/webhooks/subscriptions/${waiting.uuid}`);
   });
 
   it('POST test sends a webhookTest event to that subscription only', async () => {
