@@ -107,7 +107,7 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
   return { ...shapeSubscription(row), signingSecret: row.signing_secret };
 }
 
-export async function mustFind(db: Queryable, uuid: string, lock = false): Promise<store.SubscriptionRow> {
+export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'share' = false): Promise<store.SubscriptionRow> {
   const row = await store.findSubscription(db, uuid, lock);
   if (!row) throw notFound(`webhook subscription "${uuid}" not found`, 'uuid');
   return row;
@@ -151,7 +151,7 @@ export async function rotate(db: Db, uuid: string) {
 
 export async function sendTest(db: Db, uuid: string, source: string) {
   return db.transaction(async (tx) => {
-    const sub = await mustFind(tx, uuid, true); // locked: a delete meanwhile would leave the test pending for ever
+    const sub = await mustFind(tx, uuid, 'share'); // a delete meanwhile would leave the test pending for ever
     if (!sub.is_active) throw new ApiError('Conflict', 'the subscription is inactive: activate it to send a test', 'isActive');
     return store.insertTestEvent(tx, sub, source);
   });
@@ -181,9 +181,10 @@ export async function retryNow(db: Db, uuid: string) {
     const d = await store.findDelivery(tx, uuid);
     if (!d) throw notFound(`delivery "${uuid}" not found`, 'uuid');
     if (d.status === 'cancelled') throw new ApiError('Conflict', 'the delivery was cancelled (its subscription is deleted)', 'status');
-    // Locked, so that a delete cannot cancel the pending ones between this check and the update (which would leave
-    // this one pending for ever); an inactive subscription's deliveries wait, so it could not be attempted now.
-    const sub = await store.findSubscription(tx, d.subscription_uuid, true);
+    // Locked (shared: writes fanning out to it go on), so that a delete cannot cancel the pending ones between this
+    // check and the update (which would leave this one pending for ever); an inactive subscription's deliveries wait,
+    // so it could not be attempted now.
+    const sub = await store.findSubscription(tx, d.subscription_uuid, 'share');
     if (!sub) throw new ApiError('Conflict', 'the subscription of this delivery is deleted', 'subscriptionUuid');
     if (!sub.is_active) throw new ApiError('Conflict', 'the subscription is inactive: activate it to retry its deliveries', 'isActive');
     await store.retryDelivery(tx, d.id, NO_MORE_RETRIES);
@@ -193,7 +194,7 @@ export async function retryNow(db: Db, uuid: string) {
 
 export async function recover(db: Db, uuid: string, since: string) {
   return db.transaction(async (tx) => {
-    const sub = await mustFind(tx, uuid, true); // locked: a delete meanwhile would leave them pending for ever
+    const sub = await mustFind(tx, uuid, 'share'); // a delete meanwhile would leave them pending for ever
     return { requeued: await store.recoverDeliveries(tx, sub.id, since, NO_MORE_RETRIES) };
   });
 }

@@ -78,9 +78,10 @@ export async function updateSubscription(db: Queryable, id: string, w: Subscript
   return clear(r.rows[0]);
 }
 
-export async function findSubscription(db: Queryable, uuid: string, lock = false): Promise<SubscriptionRow | undefined> {
+/** lock 'share': held against a delete or change, while the fan-out's foreign-key checks (KEY SHARE) go on. */
+export async function findSubscription(db: Queryable, uuid: string, lock: boolean | 'share' = false): Promise<SubscriptionRow | undefined> {
   const r = await db.query<SubscriptionRow>(
-    `SELECT ${SUB_COLS} FROM webhook_subscriptions WHERE uuid = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
+    `SELECT ${SUB_COLS} FROM webhook_subscriptions WHERE uuid = $1 AND deleted_at IS NULL${lock === 'share' ? ' FOR SHARE' : lock ? ' FOR UPDATE' : ''}`,
     [uuid],
   );
   return clear(r.rows[0]);
@@ -105,6 +106,20 @@ export async function deleteSubscription(db: Queryable, id: string): Promise<voi
      WHERE subscription_id = $1 AND status = 'pending'`,
     [id],
   );
+}
+
+/**
+ * Cancels the pending deliveries of deleted subscriptions (run by the workers' housekeeping). deleteSubscription
+ * cancels those it sees, but a change committing while the delete runs fans out from a snapshot in which the
+ * subscription is still active, and inserts its delivery once the delete has committed: no worker claims it, and
+ * it would stay pending for ever. Each deleted subscription is one probe of webhook_deliveries_due (pending only).
+ */
+export async function cancelStranded(db: Queryable): Promise<number> {
+  const r = await db.query(
+    `UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
+     WHERE status = 'pending' AND subscription_id = ANY(ARRAY(SELECT id FROM webhook_subscriptions WHERE deleted_at IS NOT NULL))`,
+  );
+  return r.rowCount;
 }
 
 /**

@@ -10,6 +10,10 @@ import { errorCodes } from '../helpers/server.ts';
 import { startWorker, useWorkerAndReceiver } from '../helpers/worker.ts';
 import { emitEvents } from '../../src/events/emit.ts';
 import { migrate } from '../../src/db/migrate.ts';
+import { housekeep } from '../../src/housekeeping.ts';
+import { loadConfig } from '../../src/config.ts';
+import { mustFind } from '../../src/webhooks/service.ts';
+import * as store from '../../src/webhooks/store.ts';
 import { startReceiver, status, ok, waitFor, sleep, type Receiver } from './receiver.ts';
 
 const SCHEDULE = [0.2, 0.4, 0.8];
@@ -305,6 +309,25 @@ await describeEachDb('webhook delivery', (ctx) => {
     assert.equal((await deliveriesOf(gone.uuid))[0].nextAttemptAt, null);
     assert.equal((await deliveriesOf(waiting.uuid))[0].status, 'pending', 'an inactive subscription\'s delivery waits, as before');
     await api().delete(`/integrations/webhooks/subscriptions/${waiting.uuid}`);
+  });
+
+  it('a delivery fanned out while its subscription was being deleted is cancelled by the workers\' housekeeping, never left pending', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
+    const sub = await subscribe({ eventType: 'customerNoteCreate' });
+    const cust = (await api().post('/crm/customers', { externalId: 'wh-del-race' })).body;
+    // The delete holds the subscription's row; a change committing meanwhile fans out to it (its snapshot still
+    // shows it active) and inserts its delivery once the delete has committed, after the delete cancelled the rest.
+    let note: Promise<any> | undefined;
+    await ctx.tdb.db.transaction(async (tx) => {
+      const row = await mustFind(tx, sub.uuid, true);
+      await store.deleteSubscription(tx, row.id);
+      note = api().post(`/crm/customers/${cust.uuid}/notes`, { type: 'note', body: 'during the delete' });
+      await sleep(300);
+    });
+    assert.equal((await note!).status, 201);
+    const stranded = async () => (await deliveriesOf(sub.uuid)).map((d) => d.status);
+    assert.deepEqual(await stranded(), ['pending'], 'the race left one pending (nothing will ever claim it)');
+    await housekeep(ctx.tdb.db, loadConfig(ENV));
+    assert.deepEqual(await stranded(), ['cancelled']);
   });
 
   it('POST test sends a webhookTest event to that subscription only', async () => {
