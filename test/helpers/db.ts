@@ -122,20 +122,7 @@ export async function freshDb(backend: Backend, poolSize = 10): Promise<TestDb> 
     }
   }
   await admin.end();
-  const url = withDatabase(PG_URL, name);
-  const db = new PgDb(url, poolSize);
-  return {
-    db,
-    backend,
-    url,
-    async close() {
-      await db.close();
-      const a = new pg.Client({ connectionString: PG_URL });
-      await a.connect();
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await a.end();
-    },
-  };
+  return ownDatabase(name, poolSize);
 }
 
 /** A database with no migration applied (migration tests). */
@@ -150,11 +137,16 @@ export async function emptyDb(backend: Backend, poolSize = 4): Promise<TestDb> {
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
+  return ownDatabase(name, poolSize);
+}
+
+/** A test's own PostgreSQL database, dropped by close(). */
+function ownDatabase(name: string, poolSize: number): TestDb {
   const url = withDatabase(PG_URL, name);
   const db = new PgDb(url, poolSize);
   return {
     db,
-    backend,
+    backend: 'pg',
     url,
     async close() {
       await db.close();
