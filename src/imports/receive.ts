@@ -20,7 +20,7 @@ const PROGRESS_EVERY_MS = 2000;
 
 export async function receiveImport(s: Services, body: Readable, r: ImportRequest): Promise<store.ImportRow> {
   const imp = await store.createImport(s.db, { format: r.format, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
-  const sink = s.db.kind === 'pg' && s.config.databaseUrl ? await pgCopySink(s.config.databaseUrl, imp.id) : batchSink(s.db, imp.id);
+  const sink = s.db.kind === 'pg' && s.config.databaseUrl ? await pgCopySink(s.config.databaseUrl, imp.id, s.db) : batchSink(s.db, imp.id);
   let rows = 0;
   let queued = false;
   let lastProgress = Date.now();

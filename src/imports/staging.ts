@@ -1,7 +1,7 @@
 // Where an upload's rows go while it streams in: the import_rows staging table, one typed row per line
-// (the customer's columns and which fields the line carries, see migration 018). On PostgreSQL one
-// COPY … FROM STDIN (pg-copy-streams) on a connection of its own, in one transaction that also queues the
-// import; on PGlite batched multi-row INSERTs (one statement per batch). Never more than a batch in memory.
+// (the customer's columns and which fields the line carries, see migration 018). On PostgreSQL
+// COPY … FROM STDIN (pg-copy-streams) on a connection of its own, committed about every second (the last
+// segment's transaction also queues the import); on PGlite batched multi-row INSERTs (one statement per batch). Never more than a batch in memory.
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import pg from 'pg';
@@ -55,13 +55,18 @@ function copyLine(importId: string, r: StagedLine): string {
   return `${text}\t${c.email_keys === null ? '\\N' : copyText(pgTextArray(c.email_keys))}\t${copyJson(c.errors)}\n`;
 }
 
-export async function pgCopySink(url: string, importId: string): Promise<StagingSink> {
+/**
+ * A COPY's transaction is committed, and a new one begun, once it has been open this long: an upload can last
+ * minutes, and one transaction open (with an xid) for all of it held the events API's visibility horizon (no event
+ * committed meanwhile was listed until the upload ended) and VACUUM's. Committed rows stay invisible to the
+ * workers until the import is queued; a refused or broken upload deletes them.
+ */
+export const COPY_SEGMENT_MS = 1000;
+
+export async function pgCopySink(url: string, importId: string, db: Queryable): Promise<StagingSink> {
   const client = new pg.Client({ connectionString: url, application_name: 'bulb-import', options: '-c TimeZone=UTC' });
   client.on('error', () => {});
   await client.connect();
-  await client.query('BEGIN');
-  const copy = client.query(copyFrom(`COPY import_rows (${COLUMNS}) FROM STDIN`));
-  copy.on('error', () => {});
   const tx: Queryable = {
     query: async (sql, params) => {
       const r = await client.query(sql, params as any[]);
@@ -69,24 +74,64 @@ export async function pgCopySink(url: string, importId: string): Promise<Staging
     },
     exec: async (sql) => void (await client.query(sql)),
   };
+  let copy: ReturnType<typeof copyFrom>;
+  let failed: Error | undefined; // a COPY that failed (its 'error' came while nobody waited) fails every later step
+  let written = false; // the segment holds rows (so an xid)
+  let openedAt = 0;
+  const begin = async () => {
+    await client.query('BEGIN');
+    copy = client.query(copyFrom(`COPY import_rows (${COLUMNS}) FROM STDIN`));
+    copy.on('error', (err) => (failed ??= err));
+    written = false;
+    openedAt = Date.now();
+  };
+  const endCopy = async () => {
+    if (failed) throw failed;
+    copy.end();
+    await finished(copy);
+  };
+  // Writes, segment commits and the end run one after another.
+  let chain: Promise<void> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const r = chain.then(fn);
+    chain = r.then(() => {}, () => {});
+    return r;
+  };
+  const rotate = async () => {
+    if (!written || Date.now() - openedAt < COPY_SEGMENT_MS) return;
+    await endCopy();
+    await client.query('COMMIT');
+    await begin();
+  };
+  await begin();
+  // A client that pauses mid-upload does not keep the segment open either.
+  const timer = setInterval(() => void serial(rotate).catch(() => {}), COPY_SEGMENT_MS);
+  timer.unref();
   return {
-    async write(rows) {
-      let text = '';
-      for (const r of rows) text += copyLine(importId, r);
-      // events.once also rejects on 'error', and removes both listeners either way.
-      if (!copy.write(text)) await once(copy, 'drain');
-    },
-    async finish(rowsReceived) {
-      copy.end();
-      await finished(copy);
-      const queued = await markQueued(tx, importId, rowsReceived);
-      await client.query('COMMIT');
-      await client.end();
-      return queued;
-    },
+    write: (rows) =>
+      serial(async () => {
+        let text = '';
+        for (const r of rows) text += copyLine(importId, r);
+        written ||= rows.length > 0;
+        if (failed) throw failed;
+        // events.once also rejects on 'error', and removes both listeners either way.
+        if (!copy.write(text)) await once(copy, 'drain');
+        await rotate();
+      }),
+    finish: (rowsReceived) =>
+      serial(async () => {
+        clearInterval(timer);
+        await endCopy();
+        const queued = await markQueued(tx, importId, rowsReceived);
+        await client.query('COMMIT');
+        await client.end();
+        return queued;
+      }),
     async abort() {
-      // Closing the connection rolls the COPY's transaction back.
+      clearInterval(timer);
+      // Closing the connection rolls the open segment back; the committed ones are deleted.
       await client.end().catch(() => {});
+      await db.query(`DELETE FROM import_rows WHERE import_id = $1`, [importId]);
     },
   };
 }

@@ -227,6 +227,45 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual(errorCodes(old), ['EndpointNotInVersion']);
   });
 
+  // An upload streams for as long as the client sends. On PostgreSQL it was one COPY transaction: every event committed
+  // meanwhile stayed out of GET /events (whose horizon is the oldest running transaction) until the upload ended.
+  it('a long upload does not hold events back; one that breaks off leaves no staged row', async () => {
+    const line = (i: number) => new TextEncoder().encode(JSON.stringify({ externalId: `slow-${i}` }) + '\n');
+    const upload = (body: ReadableStream) =>
+      fetch(`${ctx.srv.url}/api/2026-11/crm/imports`, { method: 'POST', body, duplex: 'half', headers: { ...ndjson, authorization: `Bearer ${ctx.srv.api.token}` } } as RequestInit);
+    let send!: ReadableStreamDefaultController<Uint8Array>;
+    const answer = upload(new ReadableStream({ start: (c) => void (send = c) }));
+    for (let i = 0; i < 1000; i++) send.enqueue(line(i));
+    await new Promise((res) => setTimeout(res, 1500));
+    const during = await api().post('/crm/customers', { externalId: 'made-during-upload' });
+    assert.equal(during.status, 201);
+    const events = await api().get(`/events?resourceUuid=${during.body.uuid}`);
+    assert.deepEqual(events.body.data.map((e: any) => e.eventType), ['customerCreate'], 'an event committed during the upload is listed');
+    for (let i = 1000; i < 1100; i++) send.enqueue(line(i));
+    send.close();
+    const r = await answer;
+    const body = await r.json();
+    assert.equal(r.status, 202, JSON.stringify(body));
+    assert.equal(body.rowsReceived, 1100);
+    const done = await finished(body.uuid);
+    assert.deepEqual([done.status, done.created], ['completed', 1100]);
+
+    let broken!: ReadableStreamDefaultController<Uint8Array>;
+    const cut = upload(new ReadableStream({ start: (c) => void (broken = c) })).catch(() => undefined);
+    for (let i = 0; i < 1000; i++) broken.enqueue(line(10_000 + i));
+    await new Promise((res) => setTimeout(res, 1500));
+    broken.error(new Error('client gave up'));
+    await cut;
+    let last: any;
+    for (let i = 0; i < 100; i++) {
+      last = (await api().get('/crm/imports?limit=1')).body.data[0];
+      if (last.status === 'failed') break;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.deepEqual([last.status, last.error], ['failed', 'upload interrupted']);
+    assert.equal(await count(`SELECT count(*) AS n FROM import_rows WHERE import_id = (SELECT id FROM imports WHERE uuid = $1)`, [last.uuid]), 0);
+  });
+
   it('cancel: a queued import is never applied; a finished one answers 409', async () => {
     await worker.stop();
     const r = await api().post('/crm/imports', JSON.stringify({ externalId: 'never' }) + '\n', ndjson);
