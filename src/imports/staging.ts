@@ -124,7 +124,7 @@ export async function pgCopySink(url: string, importId: string, db: Queryable): 
         await endCopy();
         const queued = await markQueued(tx, importId, rowsReceived);
         await client.query('COMMIT');
-        await client.end();
+        await client.end().catch(() => {}); // committed: the upload is queued whatever happens to the connection now
         return queued;
       }),
     async abort() {
