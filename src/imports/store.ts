@@ -257,11 +257,16 @@ export async function analyzeImported(db: Queryable): Promise<void> {
   await db.query('ANALYZE customers, events, webhook_deliveries');
 }
 
-/** Uploads whose API process died (no progress for 10 minutes) fail, so they do not stay 'receiving' forever. */
+/**
+ * Uploads whose API process died (no progress for 10 minutes) fail, so they do not stay 'receiving' forever; the
+ * rows they had staged (committed batches or COPY segments) are deleted, as when an upload breaks off.
+ */
 export async function failAbandoned(db: Queryable): Promise<void> {
   await db.query(
-    `UPDATE imports SET status = 'failed', error = 'upload interrupted', finished_at = clock_timestamp()
-     WHERE status = 'receiving' AND updated_at < clock_timestamp() - interval '10 minutes'`,
+    `WITH f AS (
+       UPDATE imports SET status = 'failed', error = 'upload interrupted', finished_at = clock_timestamp()
+       WHERE status = 'receiving' AND updated_at < clock_timestamp() - interval '10 minutes' RETURNING id
+     ) DELETE FROM import_rows WHERE import_id IN (SELECT id FROM f)`,
   );
 }
 

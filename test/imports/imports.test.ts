@@ -8,6 +8,8 @@ import { ImportWorker } from '../../src/imports/worker.ts';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { csvRows, textGuard, type StagedLine } from '../../src/imports/parse.ts';
+import { batchSink } from '../../src/imports/staging.ts';
+import { createImport, failAbandoned, getImportById } from '../../src/imports/store.ts';
 
 const CHUNK = 3;
 
@@ -264,6 +266,19 @@ await describeEachDb('imports', (ctx) => {
     }
     assert.deepEqual([last.status, last.error], ['failed', 'upload interrupted']);
     assert.equal(await count(`SELECT count(*) AS n FROM import_rows WHERE import_id = (SELECT id FROM imports WHERE uuid = $1)`, [last.uuid]), 0);
+  });
+
+  it('an upload whose API process died is failed after 10 minutes without progress, and its staged rows deleted', async () => {
+    const db = ctx.tdb.db;
+    const imp = await createImport(db, { format: 'ndjson', withEvents: false, source: 'TEST', tokenUuid: null });
+    await batchSink(db, imp.id).write([{ line: 1, item: { externalId: 'never-queued' }, errors: null }, { line: 2, item: null, errors: [] }]);
+    await failAbandoned(db);
+    assert.equal((await getImportById(db, imp.id)).status, 'receiving', 'a live upload is left alone');
+    await db.query(`UPDATE imports SET updated_at = clock_timestamp() - interval '11 minutes' WHERE id = $1`, [imp.id]);
+    await failAbandoned(db);
+    const failed = await getImportById(db, imp.id);
+    assert.deepEqual([failed.status, failed.error], ['failed', 'upload interrupted']);
+    assert.equal(await count(`SELECT count(*) AS n FROM import_rows WHERE import_id = $1`, [imp.id]), 0);
   });
 
   it('cancel: a queued import is never applied; a finished one answers 409', async () => {
