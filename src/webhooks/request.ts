@@ -29,6 +29,23 @@ export interface BuiltRequest {
 
 export const REDACTED = '[redacted]';
 
+/**
+ * The credentials sent, on the logged headers object (a symbol: never serialised), so that the response body
+ * recorded with them can be cleared of what a receiver echoes back (SPEC §15: secrets are not stored in clear).
+ */
+const SENT = Symbol('credentials sent');
+
+function withSent(logHeaders: Record<string, string>, sent: string): Record<string, string> {
+  Object.defineProperty(logHeaders, SENT, { value: sent, enumerable: false });
+  return logHeaders;
+}
+
+/** A response body without the credentials sent with the request whose logged headers these are. */
+export function redactEchoed(responseBody: string | null, logHeaders: Record<string, string>): string | null {
+  const sent = (logHeaders as { [SENT]?: string })[SENT];
+  return responseBody === null || sent === undefined || !responseBody.includes(sent) ? responseBody : responseBody.split(sent).join(REDACTED);
+}
+
 export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.now()): BuiltRequest {
   const body = eventBody(c);
   const timestamp = Math.floor(nowMs / 1000);
@@ -49,11 +66,11 @@ export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.no
   };
   // Without credentials the logged headers are the sent ones (neither is changed afterwards).
   if (c.auth_method === 'BEARER' && c.bearer_token) {
-    return { body, headers: { ...headers, Authorization: `Bearer ${c.bearer_token}` }, logHeaders: { ...headers, Authorization: `Bearer ${REDACTED}` } };
+    return { body, headers: { ...headers, Authorization: `Bearer ${c.bearer_token}` }, logHeaders: withSent({ ...headers, Authorization: `Bearer ${REDACTED}` }, c.bearer_token) };
   }
   if (c.auth_method === 'BASIC' && c.basic_username !== null) {
     const basic = Buffer.from(`${c.basic_username}:${c.basic_password ?? ''}`).toString('base64');
-    return { body, headers: { ...headers, Authorization: `Basic ${basic}` }, logHeaders: { ...headers, Authorization: `Basic ${REDACTED}` } };
+    return { body, headers: { ...headers, Authorization: `Basic ${basic}` }, logHeaders: withSent({ ...headers, Authorization: `Basic ${REDACTED}` }, basic) };
   }
   return { body, headers, logHeaders: headers };
 }

@@ -159,6 +159,28 @@ await describeEachDb('webhook delivery', (ctx) => {
     assert.equal(same.status, 200, 'the same instant written with another offset: an empty interval');
   });
 
+  it('credentials a receiver echoes back are redacted from the logged response body, in the API and at rest', async () => {
+    const echo = await startReceiver((q, res) => res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ denied: q.headers.authorization })));
+    try {
+      const bearer = (await api().post('/integrations/webhooks/subscriptions', { url: echo.url, eventType: 'webhookTest', bearerToken: 'tok-echoed-77' })).body;
+      const basic = (await api().post('/integrations/webhooks/subscriptions', { url: echo.url, eventType: 'webhookTest', authMethod: 'BASIC', basicUsername: 'eve', basicPassword: 'pw-echoed-88' })).body;
+      for (const s of [bearer, basic]) await api().post(`/integrations/webhooks/subscriptions/${s.uuid}/test`);
+      const logged = async (s: any) => waitFor(async () => (await attempts(`&subscription=${s.uuid}`))[0], 'the attempt');
+      const b = await logged(bearer);
+      assert.equal(b.responseBody, '{"denied":"Bearer [redacted]"}');
+      const c = await logged(basic);
+      assert.equal(c.responseBody, '{"denied":"Basic [redacted]"}');
+      const stored = await ctx.tdb.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM webhook_attempts WHERE response_body LIKE '%tok-echoed-77%' OR response_body LIKE $1`,
+        [`%${Buffer.from('eve:pw-echoed-88').toString('base64')}%`],
+      );
+      assert.equal(stored.rows[0].n, 0, 'a database dump reveals neither');
+      for (const s of [bearer, basic]) await api().delete(`/integrations/webhooks/subscriptions/${s.uuid}`);
+    } finally {
+      await echo.close();
+    }
+  });
+
   it('writes no delivery when the change rolls back', async () => {
     const sub = await subscribe({ eventType: 'customerMerge' });
     await assert.rejects(
