@@ -8,7 +8,7 @@
 // same cores): what the import changes stays queued and is folded in once the import is done.
 import type { Db, Queryable } from '../../db/db.ts';
 import { keysOf, profileOf, type Profile } from './normalize.ts';
-import { STORED_MIN, commonNameFloor, scorePair, type PairFeatures } from './score.ts';
+import { COMMON_CONTACT, STORED_MIN, commonNameFloor, scorePair, type PairFeatures } from './score.ts';
 import * as store from './store.ts';
 import { startLoop } from '../../loop.ts';
 
@@ -26,10 +26,12 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
     const keys = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId })));
     const counts = await store.nameCounts(tx, ids, profiles.map((p) => p.name));
+    const contacts = await commonContacts(tx, ids, keys);
     await store.replaceProfiles(tx, ids, profiles, keys);
-    const requeued = await requeueChangedNames(tx, ids, profiles, counts);
+    const requeued = (await requeueChangedNames(tx, ids, profiles, counts)) + contacts.requeued;
     const pairs = new Map<string, store.NewPair>();
-    for (const row of await store.candidates(tx, keys)) {
+    const common = { emails: [...contacts.common].filter((k) => k.startsWith('e:')).map((k) => k.slice(2)), phones: [...contacts.common].filter((k) => k.startsWith('p:')).map((k) => k.slice(2)) };
+    for (const row of await store.candidates(tx, keys.filter((k) => !contacts.common.has(k.key)), common)) {
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
       const key = `${a}/${b}`;
       if (pairs.has(key)) continue;
@@ -40,6 +42,21 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     await store.insertPairs(tx, [...pairs.values()]);
     return { taken: ids.length, requeued };
   });
+}
+
+/**
+ * The batch's email and phone keys borne by more than COMMON_CONTACT active customers once it is refreshed; the
+ * other bearers of a key this batch makes common or rare again are re-queued (at most COMMON_CONTACT + 1 of
+ * them), so that their pairs through it go or come back. Runs before the batch's keys are replaced.
+ */
+async function commonContacts(tx: Queryable, ids: string[], keys: { key: string; customerId: string }[]): Promise<{ common: Set<string>; requeued: number }> {
+  const added = new Map<string, number>();
+  for (const k of keys) if (k.key.startsWith('e:') || k.key.startsWith('p:')) added.set(k.key, (added.get(k.key) ?? 0) + 1);
+  const counts = await store.contactCounts(tx, ids, [...added.keys()], COMMON_CONTACT + 1);
+  const isCommon = (n: number) => n > COMMON_CONTACT;
+  const common = new Set(counts.filter((c) => isCommon(c.others + (added.get(c.key) ?? 0))).map((c) => c.key));
+  const flipped = counts.filter((c) => isCommon(c.others + c.mine) !== isCommon(c.others + (added.get(c.key) ?? 0))).map((c) => c.key);
+  return { common, requeued: flipped.length === 0 ? 0 : await store.requeueKeyBearers(tx, flipped, ids) };
 }
 
 /** Re-queues the other bearers of each name whose commonNameFloor step this batch changed (in or out). */

@@ -23,6 +23,11 @@ export const TYPO_SIMILARITY = 0.9;
 /** Name similarity below NAME_FLOOR adds nothing; from NAME_FULL on (or one typo apart) it adds its full weight. */
 export const NAME_FLOOR = 0.35;
 export const NAME_FULL = 0.9;
+/**
+ * An email or phone borne by more active customers than this is a placeholder or a shop's number, not a
+ * person's: it neither brings customers together nor counts as a match (k bearers made k²/2 pairs).
+ */
+export const COMMON_CONTACT = 20;
 /** Pairs below this are not kept (so minScore below it lists nothing more). */
 export const STORED_MIN = 0.5;
 export const DEFAULT_MIN_SCORE = 0.8;

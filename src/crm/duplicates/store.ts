@@ -104,6 +104,41 @@ export async function requeueBearers(tx: Queryable, names: string[], except: str
   return r.rowCount ?? 0;
 }
 
+export interface ContactCount {
+  key: string;
+  /** How many of the given customers bear this email or phone key now (before their refresh). */
+  mine: number;
+  /** How many other customers bear it, counted up to `upTo` only. */
+  others: number;
+}
+
+/** For each email and phone key these customers bear now or are given: their bearers now, and the others (bounded count). */
+export async function contactCounts(tx: Queryable, ids: string[], keys: string[], upTo: number): Promise<ContactCount[]> {
+  const r = await tx.query<ContactCount>(
+    `WITH k AS (
+       SELECT key, count(*)::int AS mine FROM duplicate_keys
+       WHERE customer_id = ANY($1::bigint[]) AND (key LIKE 'e:%' OR key LIKE 'p:%') GROUP BY key
+       UNION ALL SELECT unnest($2::text[]), 0
+     )
+     SELECT k.key, max(k.mine)::int AS mine,
+       (SELECT count(*)::int FROM (SELECT 1 FROM duplicate_keys o WHERE o.key = k.key AND o.customer_id <> ALL($1::bigint[]) LIMIT $3) s) AS others
+     FROM k GROUP BY k.key`,
+    [ids, keys, upTo],
+  );
+  return r.rows;
+}
+
+/** Puts back on the queue the bearers of these keys, except the given customers (being refreshed now). */
+export async function requeueKeyBearers(tx: Queryable, keys: string[], except: string[]): Promise<number> {
+  const r = await tx.query(
+    `INSERT INTO duplicate_dirty (customer_id)
+     SELECT customer_id FROM duplicate_keys WHERE key = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
+     ON CONFLICT DO NOTHING`,
+    [keys, except],
+  );
+  return r.rowCount ?? 0;
+}
+
 export interface CandidateRow {
   x: string;
   y: string;
@@ -119,12 +154,13 @@ export interface CandidateRow {
 
 /**
  * Every customer sharing a blocking key with one of these (given as the batch's keys), with the features the
- * score needs, for the pairs that can reach STORED_MIN only (see NAME_PREFILTER).
+ * score needs, for the pairs that can reach STORED_MIN only (see NAME_PREFILTER). `common`: the emails and
+ * phones too many customers share (COMMON_CONTACT): no blocking key and no match.
  */
-export async function candidates(tx: Queryable, keys: { key: string; customerId: string }[]): Promise<CandidateRow[]> {
+export async function candidates(tx: Queryable, keys: { key: string; customerId: string }[], common: { emails: string[]; phones: string[] } = { emails: [], phones: [] }): Promise<CandidateRow[]> {
   // The intersection (sorted) where the arrays overlap at all: most candidates share no email, no phone.
-  const inter = (col: string) =>
-    `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) ORDER BY 1) ELSE '{}' END`;
+  const inter = (col: string, except: string) =>
+    `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) EXCEPT SELECT unnest(${except}::text[]) ORDER BY 1) ELSE '{}' END`;
   const words = (name: string) => `array_length(string_to_array(${name}, ' '), 1)`;
   const r = await tx.query<CandidateRow>(
     `WITH c AS MATERIALIZED (
@@ -136,13 +172,13 @@ export async function candidates(tx: Queryable, keys: { key: string; customerId:
          p.postal_codes AS postal_x, q.postal_codes AS postal_y, p.cities AS cities_x, q.cities AS cities_y
        FROM c JOIN duplicate_profiles p ON p.customer_id = c.x JOIN duplicate_profiles q ON q.customer_id = c.y
      )
-     SELECT f.x, f.y, ${inter('emails')} AS emails, ${inter('phones')} AS phones, f.sim, f.name_x, f.name_y,
+     SELECT f.x, f.y, ${inter('emails', '$4')} AS emails, ${inter('phones', '$5')} AS phones, f.sim, f.name_x, f.name_y,
        CASE WHEN f.name_x = f.name_y THEN (SELECT count(*)::int FROM duplicate_profiles z WHERE z.name = f.name_x) END AS name_count,
-       ${inter('postal')} AS postal, ${inter('cities')} AS cities
+       ${inter('postal', "'{}'")} AS postal, ${inter('cities', "'{}'")} AS cities
      FROM f
      WHERE f.emails_x && f.emails_y OR f.phones_x && f.phones_y OR f.sim >= $3
        OR (${words('f.name_x')} = ${words('f.name_y')} AND abs(length(f.name_x) - length(f.name_y)) <= 1)`,
-    [keys.map((k) => k.key), keys.map((k) => k.customerId), NAME_PREFILTER],
+    [keys.map((k) => k.key), keys.map((k) => k.customerId), NAME_PREFILTER, common.emails, common.phones],
   );
   return r.rows;
 }
