@@ -7,6 +7,7 @@ import { makeServices } from './services.ts';
 import { buildApp } from './http/app.ts';
 import { bootstrapAdminKey } from './auth/service.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
+import { startTimeMarks } from './events/time-marks.ts';
 import { resolveSecretBox } from './secrets/keys.ts';
 import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
 import { startDuplicateRefresher } from './crm/duplicates/refresh.ts';
@@ -38,6 +39,8 @@ async function main() {
   const stops: (() => Promise<void>)[] = [];
   // PGlite has no autovacuum daemon: Bulb vacuums and analyzes its tables itself (src/db/autovacuum.ts).
   stops.push(startAutovacuum(db, 60_000, (err) => console.error('autovacuum failed', err)));
+  // The events API's since/until read a time → transaction-id map: every process marks the time once a minute.
+  stops.push(startTimeMarks(db, 60_000, (err) => console.error('time mark failed', err)));
   const { created } = await bootstrapAdminKey(db, config.adminKey);
   let address = '';
   if (config.role !== 'worker') {

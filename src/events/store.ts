@@ -40,10 +40,32 @@ export interface EventFilter {
  * events; counting them would hold the API back behind other applications' long transactions). A
  * running xid not found there (finished since, or another role's) counts: safe, one request late.
  */
-const HORIZON = `(SELECT coalesce(
+export const HORIZON = `(SELECT coalesce(
     (SELECT min(x) FROM pg_snapshot_xip(snap.s) AS x WHERE NOT EXISTS (
        SELECT 1 FROM pg_stat_activity a WHERE a.backend_xid = x::xid AND a.datname <> current_database())),
     pg_snapshot_xmax(snap.s)) FROM (SELECT pg_current_snapshot() AS s) AS snap)`;
+
+/**
+ * Against clock steps and the time between a statement's snapshot and its clock reading, a bound is taken from a
+ * time mark at least this far before `since` (after `until`).
+ */
+const MARGIN = "interval '1 minute'";
+
+/**
+ * The xid range holding every event created in [since, until): lo, the oldest_xid of the last mark well before since
+ * (events created at or after since have an xid ≥ lo); hi, the mark_xid of the first mark well after until (events
+ * created before until have an xid < hi). Undefined where no mark is far enough out (the walk is then unbounded
+ * on that side, as without marks).
+ */
+async function xidRange(db: Queryable, since: string | undefined, until: string | undefined): Promise<{ lo?: string; hi?: string }> {
+  const r = await db.query<{ lo: string | null; hi: string | null }>(
+    `SELECT (SELECT oldest_xid::text FROM event_time_marks WHERE at <= $1::timestamptz - ${MARGIN} ORDER BY at DESC LIMIT 1) AS lo,
+            (SELECT mark_xid::text FROM event_time_marks WHERE at >= $2::timestamptz + ${MARGIN} ORDER BY at LIMIT 1) AS hi`,
+    [since ?? null, until ?? null],
+    'event_xid_range',
+  );
+  return { lo: r.rows[0].lo ?? undefined, hi: r.rows[0].hi ?? undefined };
+}
 
 /** HIDDEN_TYPES as a literal: the planner estimates `<> ALL` of a constant array from the statistics. */
 const NOT_HIDDEN = `event_type <> ALL(ARRAY[${HIDDEN_TYPES.map((t) => `'${t.replaceAll("'", "''")}'`).join(', ')}]::text[])`;
@@ -62,6 +84,9 @@ const NOT_HIDDEN = `event_type <> ALL(ARRAY[${HIDDEN_TYPES.map((t) => `'${t.repl
  * the number of types and the rounded-up page size (a literal: with LIMIT $n the planner assumes 10% of
  * the rows), so they are named statements planned once per connection (generic plan, no per-call
  * planning of the horizon subquery); with since/until the best plan depends on the dates: planned per call.
+ * since and until also bound the walk itself, through the time marks (src/events/time-marks.ts): it starts at
+ * the first transaction that can have written an event at or after since, and ends after the last that can have
+ * written one before until, rather than reading every older (newer) event of the listed types.
  */
 export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRow[]> {
   const params: unknown[] = [];
@@ -69,7 +94,12 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
   const fetch = fetchSize(f.limit);
   const types = f.eventTypes?.length ? [...new Set(f.eventTypes)].filter((t) => !HIDDEN_TYPES.includes(t)) : undefined;
   if (types?.length === 0) return [];
-  const cursor = f.after && { xid: param(f.after.xid), id: param(f.after.id) };
+  // since/until as a start and an end of the walk (time marks, migration 026): the start is the later of the cursor
+  // and (lo, 0) — (xid, id) > (lo, 0) is xid ≥ lo, ids being positive.
+  const dated = f.since !== undefined || f.until !== undefined;
+  const { lo, hi } = dated ? await xidRange(db, f.since, f.until) : {};
+  const after = lo !== undefined && (!f.after || BigInt(f.after.xid) < BigInt(lo)) ? { xid: lo, id: '0' } : f.after;
+  const cursor = after && { xid: param(after.xid), id: param(after.id) };
   const where: string[] = [];
   if (f.resourceUuid !== undefined) where.push(`resource_uuid = ${param(f.resourceUuid)}::uuid`);
   if (f.since !== undefined) where.push(`created_at >= ${param(f.since)}::timestamptz`);
@@ -77,7 +107,7 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
   let sql: string;
   if (types && f.resourceUuid === undefined) {
     const range = [
-      `(event_type, xid) < (t.type, ${HORIZON})`,
+      `(event_type, xid) < (t.type, ${hi === undefined ? HORIZON : `least(${HORIZON}, ${param(hi)}::xid8)`})`,
       cursor ? `(event_type, xid, id) > (t.type, ${cursor.xid}::xid8, ${cursor.id}::bigint)` : 'event_type >= t.type',
       ...where,
     ];
@@ -86,12 +116,12 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
       ORDER BY events.xid, events.id LIMIT ${fetch}`;
   } else {
     where.push(NOT_HIDDEN, `xid < ${HORIZON}`);
+    if (hi !== undefined) where.push(`xid < ${param(hi)}::xid8`);
     if (cursor) where.push(`(xid, id) > (${cursor.xid}::xid8, ${cursor.id}::bigint)`);
     if (types) where.push(`event_type = ANY(${param(types)}::text[])`);
     // events.xid: the column (xid8, numeric order), not the xid::text output alias of the same name.
     sql = `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY events.xid, events.id LIMIT ${fetch}`;
   }
-  const dated = f.since !== undefined || f.until !== undefined;
   const r = await db.query<EventRow>(sql, params, dated ? undefined : statementName('events_list', sql));
   return r.rows.slice(0, f.limit + 1);
 }
