@@ -8,7 +8,6 @@ import { recordResults, type AttemptResult, type SubOutcome } from './queue-stor
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { disableFailing, emitOperational } from './health-store.ts';
 import { auditSubscriptionsDisabled } from '../audit/store.ts';
-import { redactEchoed } from './request.ts';
 
 /** Folds a batch of results into one outcome per subscription (results taken in the order they started). */
 export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
@@ -51,7 +50,6 @@ export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
  */
 export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
   if (rs.length === 0) return [];
-  for (const r of rs) r.responseBody = redactEchoed(r.responseBody, r.requestHeaders); // a receiver may echo the credentials
   const outs = outcomesBySubscription(rs);
   const mayFollow = outs.some((o) => o.failures > 0 && o.lastOkAt === null) || rs.some((r) => !r.ok && r.retryDelayMs === null && r.retryAfterMs === null);
   if (!mayFollow) return recordResults(db, rs, outs);

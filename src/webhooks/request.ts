@@ -25,25 +25,15 @@ export interface BuiltRequest {
   headers: Record<string, string>;
   /** The same headers with credentials redacted, for the logs. */
   logHeaders: Record<string, string>;
+  /** The credential in the Authorization header (a bearer token, Basic's base64), or null: redacted from the logs. */
+  credential: string | null;
 }
 
 export const REDACTED = '[redacted]';
 
-/**
- * The credentials sent, on the logged headers object (a symbol: never serialised), so that the response body
- * recorded with them can be cleared of what a receiver echoes back (SPEC §15: secrets are not stored in clear).
- */
-const SENT = Symbol('credentials sent');
-
-function withSent(logHeaders: Record<string, string>, sent: string): Record<string, string> {
-  Object.defineProperty(logHeaders, SENT, { value: sent, enumerable: false });
-  return logHeaders;
-}
-
-/** A response body without the credentials sent with the request whose logged headers these are. */
-export function redactEchoed(responseBody: string | null, logHeaders: Record<string, string>): string | null {
-  const sent = (logHeaders as { [SENT]?: string })[SENT];
-  return responseBody === null || sent === undefined || !responseBody.includes(sent) ? responseBody : responseBody.split(sent).join(REDACTED);
+/** A response body without the credential sent (SPEC §15: a receiver that echoes it back must not get it stored). */
+export function redactEchoed(responseBody: string | null, credential: string | null): string | null {
+  return responseBody === null || credential === null || !responseBody.includes(credential) ? responseBody : responseBody.split(credential).join(REDACTED);
 }
 
 export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.now()): BuiltRequest {
@@ -66,11 +56,11 @@ export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.no
   };
   // Without credentials the logged headers are the sent ones (neither is changed afterwards).
   if (c.auth_method === 'BEARER' && c.bearer_token) {
-    return { body, headers: { ...headers, Authorization: `Bearer ${c.bearer_token}` }, logHeaders: withSent({ ...headers, Authorization: `Bearer ${REDACTED}` }, c.bearer_token) };
+    return { body, headers: { ...headers, Authorization: `Bearer ${c.bearer_token}` }, logHeaders: { ...headers, Authorization: `Bearer ${REDACTED}` }, credential: c.bearer_token };
   }
   if (c.auth_method === 'BASIC' && c.basic_username !== null) {
     const basic = Buffer.from(`${c.basic_username}:${c.basic_password ?? ''}`).toString('base64');
-    return { body, headers: { ...headers, Authorization: `Basic ${basic}` }, logHeaders: withSent({ ...headers, Authorization: `Basic ${REDACTED}` }, basic) };
+    return { body, headers: { ...headers, Authorization: `Basic ${basic}` }, logHeaders: { ...headers, Authorization: `Basic ${REDACTED}` }, credential: basic };
   }
-  return { body, headers, logHeaders: headers };
+  return { body, headers, logHeaders: headers, credential: null };
 }
