@@ -77,10 +77,13 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
 
   // The hooks every request runs take Fastify's callback form (no promise and microtask hop per hook);
   // one that throws is answered as an async one that rejects.
-  // Every answer: Content-Language; versioned ones: X-Api-Version (+ deprecation headers).
+  // Every answer: Content-Language; versioned ones: X-Api-Version (+ deprecation headers). API answers (the legacy path
+  // is rewritten to /api/ before this) carry customer data and one-time secrets (a new API key, a signing secret):
+  // no cache, shared or private, may keep them (Cache-Control: no-store; a route may set its own).
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('content-language', 'en');
     if (req.url.startsWith('/api/')) {
+      reply.header('cache-control', 'no-store');
       const v = req.url.slice(5, req.url.indexOf('/', 5) >>> 0);
       if (isVersion(v)) {
         reply.header('x-api-version', v);

@@ -150,6 +150,14 @@ await describeEachDb('errors', (ctx) => {
     }
   });
 
+  it('API answers, legacy path and errors included, say Cache-Control: no-store (customer data, one-time secrets)', async () => {
+    const key = await api().post('/integrations/apiKeys', { name: 'no-store', scopes: ['read'] });
+    assert.equal(key.status, 201, key.text);
+    for (const r of [key, await api().get('/crm/customers'), await api().get('/tulip_api/v2/crm/customers'), await api().get('/crm/customers/nope'), await api().withToken(undefined).get('/crm/customers')]) {
+      assert.equal(r.headers.get('cache-control'), 'no-store', `${r.status} ${r.text.slice(0, 80)}`);
+    }
+  });
+
   it('HEAD is answered like GET without a body; errors keep their status', async () => {
     const h = await api().req('HEAD', '/crm/customers');
     assert.equal(h.status, 200);
