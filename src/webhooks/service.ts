@@ -55,6 +55,7 @@ export async function validateUrl(raw: string, allowPrivate: boolean): Promise<v
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalid('"url" must use http or https', 'url');
   if (raw.length > 2048) throw invalid('"url" must be at most 2048 characters', 'url');
   if (u.username || u.password) throw invalid('"url" must not carry credentials; use authMethod BASIC', 'url');
+  if (u.port === '0') throw invalid('"url" must not name port 0 (nothing can be reached there)', 'url');
   if (allowPrivate) return;
   const r = await checkHost(u.hostname);
   if (r.blocked) throw invalid(`"url" is not allowed: ${r.blocked}`, 'url');
