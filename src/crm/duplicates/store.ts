@@ -147,7 +147,6 @@ export interface CandidateRow {
   sim: number;
   name_x: string;
   name_y: string;
-  name_count: number | null;
   postal: string[];
   cities: string[];
 }
@@ -173,7 +172,6 @@ export async function candidates(tx: Queryable, keys: { key: string; customerId:
        FROM c JOIN duplicate_profiles p ON p.customer_id = c.x JOIN duplicate_profiles q ON q.customer_id = c.y
      )
      SELECT f.x, f.y, ${inter('emails', '$4')} AS emails, ${inter('phones', '$5')} AS phones, f.sim, f.name_x, f.name_y,
-       CASE WHEN f.name_x = f.name_y THEN (SELECT count(*)::int FROM duplicate_profiles z WHERE z.name = f.name_x) END AS name_count,
        ${inter('postal', "'{}'")} AS postal, ${inter('cities', "'{}'")} AS cities
      FROM f
      WHERE f.emails_x && f.emails_y OR f.phones_x && f.phones_y OR f.sim >= $3
