@@ -140,14 +140,68 @@ function checkHeader(header: string[]): string[] {
 }
 
 /**
+ * Where the lines of a CSV file end, as byte offsets (LF, CR LF or a lone CR each end one line), for the line numbers
+ * of records: csv-parse's own count (info.lines) takes a CR LF inside a quoted field for two lines, so every record
+ * after such a field was reported one line late. `input` takes the decoded text and passes it on as bytes.
+ */
+function lineCounter(): { input: Transform; lineAt: (end: number) => number } {
+  const ends: number[] = [];
+  let head = 0; // ends before head are behind the parser
+  let behind = 0; // how many
+  let offset = 0;
+  let pendingCr = -1; // a CR at the end of a chunk: a line end unless the next chunk starts with LF
+  const input = new Transform({
+    writableObjectMode: true,
+    transform(chunk: string, _enc, cb) {
+      const buf = Buffer.from(chunk, 'utf8');
+      if (pendingCr !== -1 && buf.length > 0) {
+        if (buf[0] !== 10) ends.push(pendingCr);
+        pendingCr = -1;
+      }
+      const at = ends.length;
+      for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) ends.push(offset + i);
+      if (buf.includes(13)) {
+        for (let i = buf.indexOf(13); i !== -1; i = buf.indexOf(13, i + 1)) {
+          if (i + 1 === buf.length) pendingCr = offset + i;
+          else if (buf[i + 1] !== 10) ends.push(offset + i);
+        }
+        const mine = ends.splice(at).sort((a, b) => a - b);
+        for (const e of mine) ends.push(e);
+      }
+      offset += buf.length;
+      cb(null, buf);
+    },
+    flush(cb) {
+      if (pendingCr !== -1) ends.push(pendingCr);
+      cb();
+    },
+  });
+  /** The (1-based) line on which a record or error ending at byte `end` (csv-parse's info.bytes) ends. */
+  const lineAt = (end: number) => {
+    while (head < ends.length && ends[head] < end - 1) {
+      head++;
+      behind++;
+    }
+    if (head > 65536) {
+      ends.splice(0, head);
+      head = 0;
+    }
+    return behind + 1;
+  };
+  return { input, lineAt };
+}
+
+/**
  * CSV (csv-parse, streaming): a header row naming item fields, then one customer per record; emails and
- * phones are ;-separated. A malformed record is reported with its line number and skipped. Pipe input → output.
+ * phones are ;-separated. A malformed record is reported with its line number and skipped. Pipe the stages in order.
  * A quote inside a field that does not start with one, or after a closing quote (`Bob "B" Smith`, `"ab"c`), is kept
  * as text (relax_quotes): strict, csv-parse reported such a record twice under one line number (a 409 for the whole
  * file) and read on in quoting mode, swallowing the records after it. A record over 1 MiB (in practice an unclosed
  * quote) refuses the file: csv-parse cannot skip it (it dropped the rest of the chunk and reported the line again per chunk).
+ * A record's line is the one it ends on.
  */
-export function csvRows(): { input: Transform; output: Transform } {
+export function csvRows(): Transform[] {
+  const lines = lineCounter();
   let lastSkipped = 0;
   const parser = csvParse({
     columns: checkHeader,
@@ -157,18 +211,19 @@ export function csvRows(): { input: Transform; output: Transform } {
     skip_records_with_error: true,
     relax_quotes: true,
     max_record_size: MAX_LINE,
+    on_record: (r: { record: Record<string, string>; info: { lines: number; bytes: number } }) => ({ record: r.record, line: lines.lineAt(r.info.bytes) }),
     // A skipped record becomes an error row, flagged by record: null (one per line: a staged line is unique).
     on_skip: (err: any) => {
       if (err?.code === 'CSV_MAX_RECORD_SIZE') throw err;
-      if (err.lines <= lastSkipped) return;
-      lastSkipped = err.lines;
-      output.write({ record: null, info: { lines: err.lines } });
+      const line = lines.lineAt(err.bytes);
+      if (line <= lastSkipped) return;
+      lastSkipped = line;
+      output.write({ record: null, line });
     },
-  });
+  } as any);
   const output = new Transform({
     objectMode: true,
-    transform({ record, info }: { record: Record<string, string> | null; info: { lines: number } }, _enc, cb) {
-      const line = info.lines;
+    transform({ record, line }: { record: Record<string, string> | null; line: number }, _enc, cb) {
       if (record === null) {
         return cb(null, { line, item: null, errors: [{ message: `line ${line} is not a valid CSV record`, errorCode: 'InvalidParameterError', moreInfo: 'line' }] });
       }
@@ -177,7 +232,7 @@ export function csvRows(): { input: Transform; output: Transform } {
       cb(null, lineOf(line, item));
     },
   });
-  return { input: parser, output };
+  return [lines.input, parser, output];
 }
 
 /** A csv-parse error that stopped the whole file (not a skippable record): the file is not CSV. */

@@ -37,10 +37,7 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
   });
   const stages: Transform[] = [textGuard(s.config.importMaxBytes)];
   if (r.format === 'ndjson') stages.push(ndjsonRows());
-  else {
-    const csv = csvRows();
-    stages.push(csv.input, csv.output);
-  }
+  else stages.push(...csvRows());
   try {
     await pipeline([body, ...stages, into]);
     if (rows === 0) throw new ApiError('InvalidParameterError', 'the file has no data lines', 'body');

@@ -197,6 +197,16 @@ await describeEachDb('imports', (ctx) => {
     ]);
   });
 
+  it('CSV line numbers are the file\'s with CR LF line ends inside quoted fields too (csv-parse counted each as two lines)', async () => {
+    const file = ['externalId,firstName', 'l-1,"two\r\nlines"', 'l-bad,x,y', 'l-2,"a\r\nb\r\nc"', '', 'l-bad2', 'l-3,z'].join('\r\n');
+    const r = await api().post('/crm/imports?format=csv', file, csv);
+    assert.equal(r.status, 202, r.text);
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.created, done.failed], [3, 2]);
+    assert.deepEqual((await errorsOf(r.body.uuid)).map((e) => e.line), [4, 9]);
+    assert.equal((await api().get('/crm/customers/l-2')).body.firstName, 'a\r\nb\r\nc');
+  });
+
   it('refuses files that are not NDJSON/CSV, too large, empty or of the wrong type, leaving nothing behind', async () => {
     const before = await count('SELECT count(*) AS n FROM imports');
     const customers = await count('SELECT count(*) AS n FROM customers');
@@ -308,6 +318,6 @@ it('CSV: a record over 1 MiB (an unclosed quote, in practice) refuses the file i
   const csv = csvRows();
   const rows: StagedLine[] = [];
   const sink = new Writable({ objectMode: true, write: (row, _enc, cb) => (rows.push(row), cb()) });
-  await assert.rejects(pipeline([Readable.from(chunks), textGuard(1e10), csv.input, csv.output, sink]), (err: any) => err.code === 'CSV_MAX_RECORD_SIZE');
+  await assert.rejects(pipeline([Readable.from(chunks), textGuard(1e10), ...csv, sink]), (err: any) => err.code === 'CSV_MAX_RECORD_SIZE');
   assert.equal(new Set(rows.map((r) => r.line)).size, rows.length, 'no line staged twice');
 });
