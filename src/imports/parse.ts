@@ -127,7 +127,7 @@ const split = (c: string) => c.split(';').map((s) => s.trim()).filter((s) => s !
 
 function checkHeader(header: string[]): string[] {
   const names = header.map((h) => h.trim());
-  const unknown = names.filter((n) => !(n in CSV_FIELDS));
+  const unknown = names.filter((n) => !Object.hasOwn(CSV_FIELDS, n)); // not `in`: "toString", "__proto__"… are no columns
   const problems: { message: string; moreInfo: string }[] = unknown.map((n) => ({
     message: `unknown CSV column "${n.slice(0, 100)}"`,
     moreInfo: `columns: ${Object.keys(CSV_FIELDS).join(', ')}`,

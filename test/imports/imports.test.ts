@@ -217,6 +217,9 @@ await describeEachDb('imports', (ctx) => {
       ['/crm/imports', new Uint8Array([0x7b, 0x00, 0xff, 0xfe, 0x0a]), ndjson, 400, 'InvalidParameterError'],
       ['/crm/imports', 'externalId,firstName\nx,y\n'.repeat(6), ndjson, 400, 'InvalidParameterError'],
       ['/crm/imports', 'id;name\n1;x\n', csv, 400, 'InvalidParameterError'],
+      ['/crm/imports', 'externalId,__proto__\nx,y\n', csv, 400, 'InvalidParameterError'], // was a 500
+      ['/crm/imports', 'externalId,__defineGetter__\nx,y\n', csv, 400, 'InvalidParameterError'], // was a 500
+      ['/crm/imports', 'externalId,toString\nx,y\n', csv, 400, 'InvalidParameterError'], // was an import of failing rows
       ['/crm/imports', 'externalId,firstName\n', csv, 400, 'InvalidParameterError'],
       ['/crm/imports', '', ndjson, 400, 'InvalidParameterError'],
       ['/crm/imports', (JSON.stringify({ externalId: 'big', firstName: 'y'.repeat(200) }) + '\n').repeat(400), ndjson, 413, 'PayloadTooLarge'],
