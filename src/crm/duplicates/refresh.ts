@@ -37,7 +37,10 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     const nameCount = new Map(counts.map((c) => [c.name, c.others + (addedNames.get(c.name) ?? 0)]));
     const pairs = new Map<string, store.NewPair>();
     const common = { emails: [...contacts.common].filter((k) => k.startsWith('e:')).map((k) => k.slice(2)), phones: [...contacts.common].filter((k) => k.startsWith('p:')).map((k) => k.slice(2)) };
-    for (const row of await store.candidates(tx, keys.filter((k) => !contacts.common.has(k.key)), common)) {
+    // Names whose bearers pair only with a contact in common (the best place weighed at the name's rarity stays below STORED_MIN).
+    const lone = { emails: [], phones: [], nameSimilarity: 1, postalCodes: ['-'], cities: [] };
+    const hopeless = [...nameCount].filter(([name, n]) => name === '' || scorePair({ ...lone, names: [name, name], nameCount: n }).score < STORED_MIN).map(([name]) => name);
+    for (const row of await store.candidates(tx, keys.filter((k) => !contacts.common.has(k.key)), common, hopeless)) {
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
       const key = `${a}/${b}`;
       if (pairs.has(key)) continue;

@@ -154,9 +154,11 @@ export interface CandidateRow {
 /**
  * Every customer sharing a blocking key with one of these (given as the batch's keys), with the features the
  * score needs, for the pairs that can reach STORED_MIN only (see NAME_PREFILTER). `common`: the emails and
- * phones too many customers share (COMMON_CONTACT): no blocking key and no match.
+ * phones too many customers share (COMMON_CONTACT): no blocking key and no match. `hopeless`: names so common
+ * that two bearers of one of them reach STORED_MIN only with an email or a phone in common: such pairs without
+ * one are left out before their features are computed (k bearers of one name at one place are k² candidates).
  */
-export async function candidates(tx: Queryable, keys: { key: string; customerId: string }[], common: { emails: string[]; phones: string[] } = { emails: [], phones: [] }): Promise<CandidateRow[]> {
+export async function candidates(tx: Queryable, keys: { key: string; customerId: string }[], common: { emails: string[]; phones: string[] } = { emails: [], phones: [] }, hopeless: string[] = []): Promise<CandidateRow[]> {
   // The intersection (sorted) where the arrays overlap at all: most candidates share no email, no phone.
   const inter = (col: string, except: string) =>
     `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) EXCEPT SELECT unnest(${except}::text[]) ORDER BY 1) ELSE '{}' END`;
@@ -170,13 +172,16 @@ export async function candidates(tx: Queryable, keys: { key: string; customerId:
          p.emails AS emails_x, q.emails AS emails_y, p.phones AS phones_x, q.phones AS phones_y,
          p.postal_codes AS postal_x, q.postal_codes AS postal_y, p.cities AS cities_x, q.cities AS cities_y
        FROM c JOIN duplicate_profiles p ON p.customer_id = c.x JOIN duplicate_profiles q ON q.customer_id = c.y
+       WHERE NOT (p.name = q.name AND p.name = ANY($6::text[])
+         AND NOT (p.emails && q.emails AND ARRAY(SELECT unnest(p.emails) INTERSECT SELECT unnest(q.emails) EXCEPT SELECT unnest($4::text[])) <> '{}')
+         AND NOT (p.phones && q.phones AND ARRAY(SELECT unnest(p.phones) INTERSECT SELECT unnest(q.phones) EXCEPT SELECT unnest($5::text[])) <> '{}'))
      )
      SELECT f.x, f.y, ${inter('emails', '$4')} AS emails, ${inter('phones', '$5')} AS phones, f.sim, f.name_x, f.name_y,
        ${inter('postal', "'{}'")} AS postal, ${inter('cities', "'{}'")} AS cities
      FROM f
      WHERE f.emails_x && f.emails_y OR f.phones_x && f.phones_y OR f.sim >= $3
        OR (${words('f.name_x')} = ${words('f.name_y')} AND abs(length(f.name_x) - length(f.name_y)) <= 1)`,
-    [keys.map((k) => k.key), keys.map((k) => k.customerId), NAME_PREFILTER, common.emails, common.phones],
+    [keys.map((k) => k.key), keys.map((k) => k.customerId), NAME_PREFILTER, common.emails, common.phones, hopeless],
   );
   return r.rows;
 }
