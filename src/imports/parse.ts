@@ -202,7 +202,11 @@ function lineCounter(): { input: Transform; lineAt: (end: number) => number } {
  */
 export function csvRows(): Transform[] {
   const lines = lineCounter();
+  // Records and errors come in file order, each ending on a later line than the one before; an error's offset
+  // (csv-parse's err.bytes) can lag behind it (an unclosed quote at the end reports where its record began).
+  let last = 0;
   let lastSkipped = 0;
+  const next = (at: number) => (last = Math.max(at, last + 1));
   const parser = csvParse({
     columns: checkHeader,
     bom: true,
@@ -211,14 +215,14 @@ export function csvRows(): Transform[] {
     skip_records_with_error: true,
     relax_quotes: true,
     max_record_size: MAX_LINE,
-    on_record: (r: { record: Record<string, string>; info: { lines: number; bytes: number } }) => ({ record: r.record, line: lines.lineAt(r.info.bytes) }),
-    // A skipped record becomes an error row, flagged by record: null (one per line: a staged line is unique).
+    on_record: (r: { record: Record<string, string>; info: { lines: number; bytes: number } }) => ({ record: r.record, line: next(lines.lineAt(r.info.bytes)) }),
+    // A skipped record becomes an error row, flagged by record: null (one per record: a staged line is unique).
     on_skip: (err: any) => {
       if (err?.code === 'CSV_MAX_RECORD_SIZE') throw err;
-      const line = lines.lineAt(err.bytes);
-      if (line <= lastSkipped) return;
-      lastSkipped = line;
-      output.write({ record: null, line });
+      const at = lines.lineAt(Number(err?.bytes) || 0);
+      if (at <= lastSkipped) return;
+      lastSkipped = at;
+      output.write({ record: null, line: next(at) });
     },
   } as any);
   const output = new Transform({
