@@ -83,10 +83,10 @@ const NOT_HIDDEN = `event_type <> ALL(ARRAY[${HIDDEN_TYPES.map((t) => `'${t.repl
  * index serves, so a rare type never walks the table. The texts vary only with which filters are present,
  * the number of types and the rounded-up page size (a literal: with LIMIT $n the planner assumes 10% of
  * the rows), so they are named statements planned once per connection (generic plan, no per-call
- * planning of the horizon subquery); with since/until the best plan depends on the dates: planned per call.
- * since and until also bound the walk itself, through the time marks (src/events/time-marks.ts): it starts at
- * the first transaction that can have written an event at or after since, and ends after the last that can have
- * written one before until, rather than reading every older (newer) event of the listed types.
+ * planning of the horizon subquery). since and until bound the walk itself, through the time marks
+ * (src/events/time-marks.ts): it starts at the first transaction that can have written an event at or after
+ * since, and ends after the last that can have written one before until, rather than reading every older
+ * (newer) event of the listed types. Without a mark for a date, the best plan depends on it: planned per call.
  */
 export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRow[]> {
   const params: unknown[] = [];
@@ -122,7 +122,10 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
     // events.xid: the column (xid8, numeric order), not the xid::text output alias of the same name.
     sql = `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY events.xid, events.id LIMIT ${fetch}`;
   }
-  const r = await db.query<EventRow>(sql, params, dated ? undefined : statementName('events_list', sql));
+  // A date with no mark beyond it leaves that end of the walk open: then the plan depends on the dates (planned per
+  // call, which may read the created_at index instead). Otherwise the walk is bounded and a named statement.
+  const open = (f.since !== undefined && lo === undefined) || (f.until !== undefined && hi === undefined);
+  const r = await db.query<EventRow>(sql, params, open ? undefined : statementName('events_list', sql));
   return r.rows.slice(0, f.limit + 1);
 }
 
