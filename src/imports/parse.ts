@@ -205,7 +205,6 @@ export function csvRows(): Transform[] {
   // Records and errors come in file order, each ending on a later line than the one before; an error's offset
   // (csv-parse's err.bytes) can lag behind it (an unclosed quote at the end reports where its record began).
   let last = 0;
-  let lastSkipped = 0;
   const next = (at: number) => (last = Math.max(at, last + 1));
   const parser = csvParse({
     columns: checkHeader,
@@ -216,13 +215,10 @@ export function csvRows(): Transform[] {
     relax_quotes: true,
     max_record_size: MAX_LINE,
     on_record: (r: { record: Record<string, string>; info: { lines: number; bytes: number } }) => ({ record: r.record, line: next(lines.lineAt(r.info.bytes)) }),
-    // A skipped record becomes an error row, flagged by record: null (one per record: a staged line is unique).
+    // A skipped record becomes an error row, flagged by record: null.
     on_skip: (err: any) => {
       if (err?.code === 'CSV_MAX_RECORD_SIZE') throw err;
-      const at = lines.lineAt(Number(err?.bytes) || 0);
-      if (at <= lastSkipped) return;
-      lastSkipped = at;
-      output.write({ record: null, line: next(at) });
+      output.write({ record: null, line: next(lines.lineAt(Number(err?.bytes) || 0)) });
     },
   } as any);
   const output = new Transform({
