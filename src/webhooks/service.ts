@@ -122,7 +122,8 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       url: patch.url ?? cur.url,
       eventTypes: patch.eventTypes ?? cur.event_types,
       isActive: patch.isActive ?? cur.is_active,
-      authMethod: patch.authMethod ?? cur.auth_method,
+      // Credentials of a method given without authMethod choose it, as on create (never silently dropped).
+      authMethod: patch.authMethod ?? (patch.bearerToken ? 'BEARER' : patch.basicUsername || patch.basicPassword ? 'BASIC' : cur.auth_method),
       bearerToken: patch.bearerToken !== undefined ? patch.bearerToken : cur.bearer_token,
       basicUsername: patch.basicUsername !== undefined ? patch.basicUsername : cur.basic_username,
       basicPassword: patch.basicPassword !== undefined ? patch.basicPassword : cur.basic_password,

@@ -147,6 +147,20 @@ await describeEachDb('webhook delivery', (ctx) => {
     const half = await api().post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'webhookTest', basicUsername: 'bob' });
     assert.equal(half.status, 400, 'a username alone is BASIC without a password');
     assert.match(half.body.errors[0].message, /basicPassword/);
+    // The same on PATCH: another method's credentials without authMethod switch to it, never silently dropped.
+    const toBasic = await api().patch(`/integrations/webhooks/subscriptions/${bearer.uuid}`, { basicUsername: 'carol', basicPassword: 'pw3' });
+    assert.equal(toBasic.status, 200, toBasic.text);
+    assert.equal(toBasic.body.authMethod, 'BASIC');
+    const toBearer = await api().patch(`/integrations/webhooks/subscriptions/${basic.uuid}`, { bearerToken: 'tok-3' });
+    assert.equal(toBearer.body.authMethod, 'BEARER');
+    const halfPatch = await api().patch(`/integrations/webhooks/subscriptions/${basic.uuid}`, { basicPassword: 'pw4' });
+    assert.equal(halfPatch.status, 400, 'a password alone on a BEARER subscription: BASIC without a username');
+    assert.match(halfPatch.body.errors[0].message, /basicUsername/);
+    const samePatch = await api().patch(`/integrations/webhooks/subscriptions/${bearer.uuid}`, { basicPassword: 'pw5' });
+    assert.equal(samePatch.body.authMethod, 'BASIC', 'a new password for a BASIC subscription keeps its username');
+    await api().post(`/integrations/webhooks/subscriptions/${bearer.uuid}/test`);
+    const [r2] = await waitFor(() => (forSub(bearer.uuid).length ? forSub(bearer.uuid) : null), 'the test delivery after the patches');
+    assert.equal(r2.headers['authorization'], `Basic ${Buffer.from('carol:pw5').toString('base64')}`);
     for (const s of [basic, bearer]) await api().delete(`/integrations/webhooks/subscriptions/${s.uuid}`);
   });
 
