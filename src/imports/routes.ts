@@ -59,7 +59,14 @@ export function importRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'imports.create', method: 'POST', path: '/crm/imports', rawBody: true,
       summary: 'Import customers from an NDJSON (application/x-ndjson) or CSV (text/csv) file sent as the body, up to 2 GiB; answers 202 once received',
-      schema: { querystring: S.CreateQuery, response: { 202: S.Import } },
+      schema: {
+        querystring: S.CreateQuery,
+        rawBodyTypes: {
+          'application/x-ndjson': 'one bulk item (a customer, 2026-11 bulk semantics) per line',
+          'text/csv': 'a header row naming item fields, then one customer per row; emails and phones as ;-separated values',
+        },
+        response: { 202: S.Import },
+      },
       audit: { action: 'import.started', target: (_req, b) => ({ type: 'Import', id: b.uuid, details: { format: b.format, events: b.events, rowsReceived: b.rowsReceived } }) },
       handler: async (req, reply) => {
         try {

@@ -30,6 +30,10 @@ await describeEachDb('contract', (ctx) => {
     assert.deepEqual(get.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/Customer' });
     const bulk = doc.paths['/api/2026-11/crm/customers/bulk'].post.requestBody.content['application/json'].schema;
     assert.deepEqual(bulk.items, { $ref: '#/components/schemas/CustomerBulkItem' }, 'bulk items are typed');
+    // An import is a file sent as the body (read raw by its route): a client generator must see both media types.
+    const upload = doc.paths['/api/2026-11/crm/imports'].post.requestBody;
+    assert.equal(upload.required, true);
+    assert.deepEqual(Object.keys(upload.content).sort(), ['application/x-ndjson', 'text/csv']);
     const text = JSON.stringify(doc.paths);
     assert.ok(!text.includes('"mergedInto"'), 'Customer is never inlined in paths');
     assert.equal(doc.info.license.identifier, 'MIT');

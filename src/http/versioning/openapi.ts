@@ -108,6 +108,9 @@ function operation(vr: VersionedRoute, components: Components): Json {
     'x-scope': def.scope,
     parameters: [...parameters('path', schema.params, components), ...parameters('query', schema.querystring, components)],
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: lift(body, components) } } } } : {}),
+    ...(schema.rawBodyTypes
+      ? { requestBody: { required: true, content: Object.fromEntries(Object.entries(schema.rawBodyTypes).map(([type, description]) => [type, { schema: { type: 'string', description } }])) } }
+      : {}),
     responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
   };
 }

@@ -16,6 +16,8 @@ export interface RouteSchema {
    * deliberately looser (bulk: items are validated one by one, so one bad item does not fail the call).
    */
   documentedBody?: TSchema;
+  /** A route that reads its body raw (RouteDef.rawBody): media type → what such a body holds, for the document. */
+  rawBodyTypes?: Record<string, string>;
   /**
    * status → schema of every status the route answers (2xx and route-specific errors such as
    * `404: ErrorBody`, `409: ErrorBody`), used for the OpenAPI document and checked by the contract test
