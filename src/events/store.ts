@@ -94,11 +94,12 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
   const fetch = fetchSize(f.limit);
   const types = f.eventTypes?.length ? [...new Set(f.eventTypes)].filter((t) => !HIDDEN_TYPES.includes(t)) : undefined;
   if (types?.length === 0) return [];
-  // since/until as a start and an end of the walk (time marks, migration 026): the start is the later of the cursor
-  // and (lo, 0) — (xid, id) > (lo, 0) is xid ≥ lo, ids being positive.
-  const dated = f.since !== undefined || f.until !== undefined;
-  const { lo, hi } = dated ? await xidRange(db, f.since, f.until) : {};
-  const after = lo !== undefined && (!f.after || BigInt(f.after.xid) < BigInt(lo)) ? { xid: lo, id: '0' } : f.after;
+  // since/until as a start and an end of the walk (time marks, migration 026): without a cursor the start is (lo, 0)
+  // — (xid, id) > (lo, 0) is xid ≥ lo, ids being positive. A cursor is a start already (the next pages of a since
+  // query are past lo): only until is looked up then.
+  const since = f.after ? undefined : f.since;
+  const { lo, hi } = since !== undefined || f.until !== undefined ? await xidRange(db, since, f.until) : {};
+  const after = lo !== undefined ? { xid: lo, id: '0' } : f.after;
   const cursor = after && { xid: param(after.xid), id: param(after.id) };
   const where: string[] = [];
   if (f.resourceUuid !== undefined) where.push(`resource_uuid = ${param(f.resourceUuid)}::uuid`);
@@ -124,7 +125,7 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
   }
   // A date with no mark beyond it leaves that end of the walk open: then the plan depends on the dates (planned per
   // call, which may read the created_at index instead). Otherwise the walk is bounded and a named statement.
-  const open = (f.since !== undefined && lo === undefined) || (f.until !== undefined && hi === undefined);
+  const open = (since !== undefined && lo === undefined) || (f.until !== undefined && hi === undefined);
   const r = await db.query<EventRow>(sql, params, open ? undefined : statementName('events_list', sql));
   return r.rows.slice(0, f.limit + 1);
 }
