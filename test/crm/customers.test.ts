@@ -1,6 +1,7 @@
 // Customers: create, get, PUT upsert, PATCH, bulk, list with pagination and filters, events outbox.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import pg from 'pg';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 
@@ -121,5 +122,30 @@ await describeEachDb('customers', (ctx) => {
     const r = await api().get('/crm/customers', { 'content-type': 'application/json; charset=UTF-8', 'accept-language': 'fr-FR' });
     assert.equal(r.status, 200);
     assert.equal(r.headers.get('content-language'), 'en');
+  });
+  it('PUT racing a create of the same unknown externalId replaces it (200), never 409: PUT is idempotent', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
+    // Another request is creating the customer: its insert is in, not committed yet.
+    const other = new pg.Client({ connectionString: ctx.tdb.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`INSERT INTO customers (external_id, first_name) VALUES ('put-race', 'First')`);
+      const put = api().put('/crm/customers/put-race', { firstName: 'Second' });
+      // The PUT found no customer and waits on the other insert's unique key; the other commits.
+      for (let i = 0; ; i++) {
+        const w = await ctx.tdb.db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO customers%'`);
+        if (w.rows.length > 0) break;
+        assert.ok(i < 400, 'the PUT never waited for the other insert');
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      await other.query('COMMIT');
+      const r = await put;
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.firstName, 'Second');
+      assert.equal((await api().get('/crm/customers/put-race')).body.firstName, 'Second');
+    } finally {
+      await other.query('ROLLBACK').catch(() => {});
+      await other.end();
+    }
   });
 });

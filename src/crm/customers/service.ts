@@ -68,7 +68,13 @@ export async function putCustomer(tx: Queryable, id: string, body: CustomerInput
   if (body.externalId !== undefined && body.externalId !== id) {
     throw invalid(`externalId in the body ("${body.externalId}") differs from the path ("${id}") of a customer that does not exist`, 'externalId');
   }
-  return { row: await createCustomer(tx, { ...body, externalId: id }, source), created: true };
+  const created = await store.insertCustomerWithEvent(tx, { ...body, externalId: id }, source);
+  if (created) return { row: created, created: true };
+  // Created meanwhile by a concurrent request (the insert waited for it, then did nothing): PUT is idempotent, so
+  // it replaces that customer as if it had been there (this statement sees it committed).
+  const now = await store.findCustomer(tx, id, true);
+  if (!now) throw conflict(`a customer with externalId "${id}" already exists`, 'externalId');
+  return { row: await replaceExisting(tx, now, { ...body, externalId: id }, source), created: false };
 }
 
 /** PATCH: fields present replace, absent ones stay. */
