@@ -209,12 +209,12 @@ export function csvRows(): Transform[] {
   const parser = csvParse({
     columns: checkHeader,
     bom: true,
-    info: true,
     skip_empty_lines: true,
     skip_records_with_error: true,
     relax_quotes: true,
     max_record_size: MAX_LINE,
-    on_record: (r: { record: Record<string, string>; info: { lines: number; bytes: number } }) => ({ record: r.record, line: next(lines.lineAt(r.info.bytes)) }),
+    // (The record's info is on_record's second argument: `info: true` would build it a second time per record.)
+    on_record: (record: Record<string, string>, info: { bytes: number }) => ({ record, line: next(lines.lineAt(info.bytes)) }),
     // A skipped record becomes an error row, flagged by record: null.
     on_skip: (err: any) => {
       if (err?.code === 'CSV_MAX_RECORD_SIZE') throw err;
