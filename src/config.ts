@@ -36,6 +36,8 @@ export interface Config {
   importMaxBytes: number;
   importChunkRows: number;
   importLeaseMs: number;
+  /** An upload that sends nothing for this long is ended (failed). */
+  importIdleMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -114,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importMaxBytes: int(env, 'BULB_IMPORT_MAX_BYTES', 2 * 1024 ** 3, 1, 2 * 1024 ** 3),
     importChunkRows: int(env, 'BULB_IMPORT_CHUNK_ROWS', 5000, 1, 100_000),
     importLeaseMs: int(env, 'BULB_IMPORT_LEASE_MS', 30_000, 1000, 3_600_000),
+    importIdleMs: int(env, 'BULB_IMPORT_IDLE_MS', 60_000, 100, 3_600_000),
   };
 }
 

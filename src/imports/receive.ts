@@ -1,7 +1,7 @@
 // Receives an import file: streams the request body through the parser into staging, then queues the
 // import. A file that is refused (not text, not NDJSON/CSV, too large, empty) leaves nothing behind;
 // an upload that breaks off is kept as a failed import. Nothing is applied before the upload completes.
-import { Writable, type Readable, type Transform } from 'node:stream';
+import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Services } from '../services.ts';
 import { ApiError } from '../http/errors.ts';
@@ -17,6 +17,46 @@ export interface ImportRequest {
 }
 
 const PROGRESS_EVERY_MS = 2000;
+
+/** The error that ends an upload whose client sent nothing for importIdleMs. */
+class Stalled extends Error {}
+
+/**
+ * Passes the body on, and ends the upload when nothing arrives for `ms`: a client that died without closing its
+ * connection (or just stopped) would otherwise hold the upload, its database connection and its COPY open for good
+ * (and a backend waiting in COPY FROM STDIN holds up CREATE and DROP DATABASE across the cluster).
+ */
+function idleGuard(ms: number): Transform {
+  // Waiting on the database is not the client's idleness: while what passed on is not taken (downstream full), the
+  // clock is held; it runs again when downstream asks for more.
+  let held = false;
+  const t: Transform = new Transform({
+    transform(chunk, _enc, cb) {
+      cb(null, chunk);
+      held = t.readableLength >= t.readableHighWaterMark;
+      timer.refresh();
+    },
+    flush(cb) {
+      clearTimeout(timer);
+      cb();
+    },
+    destroy(err, cb) {
+      clearTimeout(timer);
+      cb(err);
+    },
+  });
+  const read = t._read.bind(t);
+  t._read = (size) => {
+    held = false;
+    timer.refresh();
+    read(size);
+  };
+  const timer = setTimeout(function check() {
+    if (held) timer.refresh();
+    else t.destroy(new Stalled(`no data for ${ms} ms`));
+  }, ms);
+  return t;
+}
 
 export async function receiveImport(s: Services, body: Readable, r: ImportRequest): Promise<store.ImportRow> {
   const imp = await store.createImport(s.db, { format: r.format, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
@@ -35,7 +75,7 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
       Promise.all([sink.write(batch), progress]).then(() => cb(), cb);
     },
   });
-  const stages: Transform[] = [textGuard(s.config.importMaxBytes)];
+  const stages: Transform[] = [idleGuard(s.config.importIdleMs), textGuard(s.config.importMaxBytes)];
   if (r.format === 'ndjson') stages.push(ndjsonRows());
   else stages.push(...csvRows());
   try {
@@ -49,7 +89,7 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
       await store.deleteImport(s.db, imp.id);
       throw refusal;
     }
-    await store.markFailed(s.db, imp.id, 'upload interrupted');
+    await store.markFailed(s.db, imp.id, err instanceof Stalled ? `upload stalled: ${err.message}` : 'upload interrupted');
     throw err;
   }
   if (!queued) await store.dropApplied(s.db, imp.id); // cancelled while uploading

@@ -1,6 +1,7 @@
 // Imports (SPEC §12) on both engines: NDJSON and CSV streamed into staging (COPY on PostgreSQL, batched INSERTs on PGlite), applied by a real import worker
 // in chunks with 2026-11 bulk semantics, errors as NDJSON with line numbers, events on/off, cancel, refusals.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
@@ -271,12 +272,13 @@ await describeEachDb('imports', (ctx) => {
     const done = await finished(body.uuid);
     assert.deepEqual([done.status, done.created], ['completed', 1100]);
 
-    let broken!: ReadableStreamDefaultController<Uint8Array>;
-    const cut = upload(new ReadableStream({ start: (c) => void (broken = c) })).catch(() => undefined);
-    for (let i = 0; i < 1000; i++) broken.enqueue(line(10_000 + i));
+    // A client that gives up mid-upload: its connection is closed (node:http, so that the close is certain; an
+    // errored fetch body stream did not always close the socket, and the upload then waited for the idle time).
+    const cut = http.request(new URL(`${ctx.srv.url}/api/2026-11/crm/imports`), { method: 'POST', headers: { ...ndjson, authorization: `Bearer ${ctx.srv.api.token}` } });
+    cut.on('error', () => {});
+    for (let i = 0; i < 1000; i++) cut.write(line(10_000 + i));
     await new Promise((res) => setTimeout(res, 1500));
-    broken.error(new Error('client gave up'));
-    await cut;
+    cut.destroy(new Error('client gave up'));
     let last: any;
     for (let i = 0; i < 100; i++) {
       last = (await api().get('/crm/imports?limit=1')).body.data[0];
