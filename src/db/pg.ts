@@ -29,8 +29,8 @@ function query(text: string, values: unknown[] | undefined, name: string | undef
   return q;
 }
 
-/** Queries on one checked-out client. */
-function onClient(client: pg.PoolClient): Queryable {
+/** Queries on one connection of its own (a pooled client checked out, or a client outside the pool). */
+export function onClient(client: pg.ClientBase): Queryable {
   return {
     async query<R>(sql: string, params?: unknown[], name?: string) {
       const r = await client.query(config(sql, params, name));

@@ -7,6 +7,7 @@ import { finished } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Db, Queryable } from '../db/db.ts';
+import { onClient } from '../db/pg.ts';
 import { emailKeys } from '../crm/customers/bulk.ts';
 import { FIELDS } from './fields.ts';
 import type { StagedLine } from './parse.ts';
@@ -67,13 +68,7 @@ export async function pgCopySink(url: string, importId: string, db: Queryable): 
   const client = new pg.Client({ connectionString: url, application_name: 'bulb-import', options: '-c TimeZone=UTC' });
   client.on('error', () => {});
   await client.connect();
-  const tx: Queryable = {
-    query: async (sql, params) => {
-      const r = await client.query(sql, params as any[]);
-      return { rows: r.rows, rowCount: r.rowCount ?? 0 };
-    },
-    exec: async (sql) => void (await client.query(sql)),
-  };
+  const tx = onClient(client);
   let copy: ReturnType<typeof copyFrom>;
   let failed: Error | undefined; // a COPY that failed (its 'error' came while nobody waited) fails every later step
   let written = false; // the segment holds rows (so an xid)
