@@ -91,13 +91,18 @@ function credentialRules(w: Write): Write {
   };
 }
 
+/** Credentials of a method given without authMethod choose it (create and patch: never silently dropped). */
+function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string | null; basicPassword?: string | null }): 'BEARER' | 'BASIC' | undefined {
+  return w.bearerToken ? 'BEARER' : w.basicUsername || w.basicPassword ? 'BASIC' : undefined;
+}
+
 export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean) {
   await validateUrl(body.url, allowPrivate);
   const w = credentialRules({
     url: body.url,
     eventTypes: body.eventTypes,
     isActive: body.isActive ?? true,
-    authMethod: body.authMethod ?? (body.bearerToken ? 'BEARER' : body.basicUsername || body.basicPassword ? 'BASIC' : 'NONE'),
+    authMethod: body.authMethod ?? impliedMethod(body) ?? 'NONE',
     bearerToken: body.bearerToken ?? null,
     basicUsername: body.basicUsername ?? null,
     basicPassword: body.basicPassword ?? null,
@@ -122,8 +127,7 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       url: patch.url ?? cur.url,
       eventTypes: patch.eventTypes ?? cur.event_types,
       isActive: patch.isActive ?? cur.is_active,
-      // Credentials of a method given without authMethod choose it, as on create (never silently dropped).
-      authMethod: patch.authMethod ?? (patch.bearerToken ? 'BEARER' : patch.basicUsername || patch.basicPassword ? 'BASIC' : cur.auth_method),
+      authMethod: patch.authMethod ?? impliedMethod(patch) ?? cur.auth_method,
       bearerToken: patch.bearerToken !== undefined ? patch.bearerToken : cur.bearer_token,
       basicUsername: patch.basicUsername !== undefined ? patch.basicUsername : cur.basic_username,
       basicPassword: patch.basicPassword !== undefined ? patch.basicPassword : cur.basic_password,
