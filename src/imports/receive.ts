@@ -11,6 +11,8 @@ import * as store from './store.ts';
 
 export interface ImportRequest {
   format: 'ndjson' | 'csv';
+  /** The file's text encoding (parse.ts encodingOf). */
+  encoding: string;
   withEvents: boolean;
   source: string;
   tokenUuid: string | null;
@@ -75,7 +77,7 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
       Promise.all([sink.write(batch), progress]).then(() => cb(), cb);
     },
   });
-  const stages: Transform[] = [idleGuard(s.config.importIdleMs), textGuard(s.config.importMaxBytes)];
+  const stages: Transform[] = [idleGuard(s.config.importIdleMs), textGuard(s.config.importMaxBytes, r.encoding)];
   if (r.format === 'ndjson') stages.push(ndjsonRows());
   else stages.push(...csvRows());
   try {

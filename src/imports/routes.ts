@@ -13,6 +13,7 @@ import * as S from './schema.ts';
 import { ErrorBody } from '../http/schema.ts';
 import * as store from './store.ts';
 import { receiveImport } from './receive.ts';
+import { encodingOf } from './parse.ts';
 
 /** Content types of an import body; the route receives them as a raw stream (see rawBody in app.ts). */
 export const IMPORT_TYPES: Record<string, 'ndjson' | 'csv'> = {
@@ -71,17 +72,20 @@ export function importRoutes(s: Services): RouteDef[] {
       handler: async (req, reply) => {
         try {
           const q = req.query as S.CreateQueryT;
-          const ctype = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+          const [type, ...params] = String(req.headers['content-type'] ?? '').split(';');
+          const ctype = type.trim().toLowerCase();
           const kind = IMPORT_TYPES[ctype];
           if (!kind || (q.format !== undefined && q.format !== kind)) {
-            const want = q.format === 'csv' ? 'text/csv' : q.format === 'ndjson' ? 'application/x-ndjson' : 'application/x-ndjson or text/csv';
-            throw new ApiError('UnsupportedMediaType', `an import body must be sent as ${want}, not "${ctype.slice(0, 100)}"`, 'Content-Type');
+            const want = q.format === 'csv' ? 'text/csv' : q.format === 'ndjson' ? 'application/x-ndjson' : 'application/x-ndjson (NDJSON) or text/csv (CSV)';
+            throw new ApiError('UnsupportedMediaType', `an import body must be sent as ${want}, not ${ctype ? `"${ctype.slice(0, 100)}"` : 'without a Content-Type'}`, 'Content-Type');
           }
+          const charset = params.map((p) => p.split('=')).find(([k]) => k.trim().toLowerCase() === 'charset')?.[1];
+          const encoding = encodingOf(charset);
           const length = Number(req.headers['content-length']);
           if (length > s.config.importMaxBytes) {
             throw new ApiError('PayloadTooLarge', `the file is larger than ${s.config.importMaxBytes} bytes`, `limit: ${s.config.importMaxBytes} bytes`);
           }
-          const imp = await receiveImport(s, req.raw, { format: kind, withEvents: q.events ?? true, source: sourceOf(req, s), tokenUuid: req.principal?.uuid ?? null });
+          const imp = await receiveImport(s, req.raw, { format: kind, encoding, withEvents: q.events ?? true, source: sourceOf(req, s), tokenUuid: req.principal?.uuid ?? null });
           reply.code(202);
           return shapeImport(imp);
         } catch (err) {

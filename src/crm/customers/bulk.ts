@@ -5,10 +5,9 @@
 // Per call, whatever the number of items: one SELECT … FOR UPDATE, one INSERT (with the creates' events), one
 // UPDATE, one event write (the updates'); or, when every item is a new customer, one statement in all (insertIfAllNew).
 import { Type, type Static } from '@sinclair/typebox';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
-import '../../http/formats.ts';
+import { strictAjv } from '../../http/validator.ts';
 import type { Queryable } from '../../db/db.ts';
-import type { ErrorEntry } from '../../http/errors.ts';
+import { validationEntries, type ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { Address, Email, ExternalId, Phone, SocialProfile } from './schema.ts';
 import { customerDisabled } from './service.ts';
@@ -39,8 +38,6 @@ export const ITEM_FIELDS = {
   firstName: null, lastName: null, emails: [], phones: [], addresses: [], socialProfiles: [], loyaltyTier: null,
 } as const;
 
-const check = TypeCompiler.Compile(BulkItem);
-
 // PostgreSQL cannot store NUL nor a lone UTF-16 surrogate in text or jsonb.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** The dotted path of the first unstorable string in v ('' for v itself), built only when there is one (imports check every line). */
@@ -54,16 +51,19 @@ function unstorable(v: unknown): string | undefined {
   return undefined;
 }
 
-/** Validation errors of one item, one entry per problem (at most 20); empty when the item is valid. */
+const validate = strictAjv.compile(BulkItem);
+
+/**
+ * Validation errors of one item, one entry per problem (at most 20); empty when the item is valid. The API's own
+ * validator and messages (`"emails.0.email" must match format "email"`), so a bulk item or an import line is told
+ * what POST would tell it.
+ */
 export function itemErrors(item: unknown): ErrorEntry[] {
-  if (check.Check(item)) {
+  if (validate(item)) {
     const bad = unstorable(item);
     return bad === undefined ? [] : [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
   }
-  return [...check.Errors(item)].slice(0, 20).map((e) => {
-    const field = e.path.replace(/^\//, '').replace(/\//g, '.');
-    return { message: `${field ? `"${field}" ` : ''}${e.message}`, errorCode: 'InvalidParameterError', moreInfo: field };
-  });
+  return validationEntries(validate.errors ?? []).slice(0, 20);
 }
 
 export interface Outcome {
