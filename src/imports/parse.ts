@@ -62,7 +62,8 @@ export function textGuard(maxBytes: number, encoding = 'utf-8'): Transform {
   });
 }
 
-function lineOf(line: number, value: unknown): StagedLine {
+/** A staged line of an item: the item if valid, else its errors. */
+export function lineOf(line: number, value: unknown): StagedLine {
   const errors = itemErrors(value);
   return errors.length ? { line, item: null, errors } : { line, item: value as BulkItemT, errors: null };
 }
@@ -260,13 +261,25 @@ function lineCounter(): { input: Transform; lineAt: (end: number) => number } {
  * A record's line is the one it ends on.
  */
 export function csvRows(): Transform[] {
+  return csvRecords(checkHeader, (record, line) => {
+    const item: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(record)) item[k] = CSV_FIELDS[k](v);
+    return lineOf(line, item);
+  });
+}
+
+/**
+ * The CSV reader under csvRows and TGEN (tgen.ts): `header` checks the header row and returns the column names (or
+ * throws an ApiError refusing the file); `toLine` makes a record (column name → cell) into a staged line.
+ */
+export function csvRecords(header: (names: string[]) => string[], toLine: (record: Record<string, string>, line: number) => StagedLine): Transform[] {
   const lines = lineCounter();
   // Records and errors come in file order, each ending on a later line than the one before; an error's offset
   // (csv-parse's err.bytes) can lag behind it (an unclosed quote at the end reports where its record began).
   let last = 0;
   const next = (at: number) => (last = Math.max(at, last + 1));
   const parser = csvParse({
-    columns: checkHeader,
+    columns: header,
     bom: true,
     skip_empty_lines: true,
     skip_records_with_error: true,
@@ -286,9 +299,7 @@ export function csvRows(): Transform[] {
       if (record === null) {
         return cb(null, { line, item: null, errors: [{ message: `line ${line} is not a valid CSV record: ${reason}`, errorCode: 'InvalidParameterError', moreInfo: 'line' }] });
       }
-      const item: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(record)) item[k] = CSV_FIELDS[k](v);
-      cb(null, lineOf(line, item));
+      cb(null, toLine(record, line));
     },
   });
   return [lines.input, parser, output];

@@ -8,9 +8,12 @@ import { ApiError } from '../http/errors.ts';
 import { csvError, csvRows, ndjsonRows, textGuard, type StagedLine } from './parse.ts';
 import { batchSink, pgCopySink } from './staging.ts';
 import * as store from './store.ts';
+import { resolveUuids, tgenRows, type TgenFile } from './tgen.ts';
 
 export interface ImportRequest {
-  format: 'ndjson' | 'csv';
+  format: 'ndjson' | 'csv' | 'tgen';
+  /** A TGEN file's kind, import type and version from its name (tgen.ts tgenFileOf); undefined: read from the header. */
+  tgen?: TgenFile;
   /** The file's text encoding (parse.ts encodingOf). */
   encoding: string;
   withEvents: boolean;
@@ -61,7 +64,7 @@ function idleGuard(ms: number): Transform {
 }
 
 export async function receiveImport(s: Services, body: Readable, r: ImportRequest): Promise<store.ImportRow> {
-  const imp = await store.createImport(s.db, { format: r.format, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
+  const imp = await store.createImport(s.db, { format: r.format, tgenFile: r.tgen ? `${r.tgen.kind} ${r.tgen.importType} ${r.tgen.version}` : null, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
   const sink = s.db.kind === 'pg' && s.config.databaseUrl ? await pgCopySink(s.config.databaseUrl, imp.id, s.db) : batchSink(s.db, imp.id);
   let rows = 0;
   let queued = false;
@@ -79,6 +82,7 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
   });
   const stages: Transform[] = [idleGuard(s.config.importIdleMs), textGuard(s.config.importMaxBytes, r.encoding)];
   if (r.format === 'ndjson') stages.push(ndjsonRows());
+  else if (r.format === 'tgen') stages.push(...tgenRows(r.tgen), resolveUuids((uuids) => store.externalIdsByUuid(s.db, uuids)));
   else stages.push(...csvRows());
   try {
     await pipeline([body, ...stages, into]);

@@ -10,7 +10,9 @@ export interface ImportRow {
   id: string;
   uuid: string;
   status: 'receiving' | 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
-  format: 'ndjson' | 'csv';
+  format: 'ndjson' | 'csv' | 'tgen';
+  /** A TGEN import's file: "customers partialupdate 2025-08". */
+  tgen_file: string | null;
   with_events: boolean;
   source: string;
   rows_received: string;
@@ -29,14 +31,14 @@ export interface ImportRow {
   elapsed: number | null;
 }
 
-const COLS = `id, uuid, status, format, with_events, source, rows_received, applied_line, rows_done, created, updated, unchanged,
+const COLS = `id, uuid, status, format, tgen_file, with_events, source, rows_received, applied_line, rows_done, created, updated, unchanged,
   failed, error, lock_token, created_at, started_at, finished_at,
   extract(epoch FROM coalesce(finished_at, clock_timestamp()) - started_at)::float8 AS elapsed`;
 
-export async function createImport(db: Queryable, i: { format: string; withEvents: boolean; source: string; tokenUuid: string | null }): Promise<ImportRow> {
+export async function createImport(db: Queryable, i: { format: string; tgenFile?: string | null; withEvents: boolean; source: string; tokenUuid: string | null }): Promise<ImportRow> {
   const r = await db.query<ImportRow>(
-    `INSERT INTO imports (format, with_events, source, token_uuid) VALUES ($1, $2, $3, $4) RETURNING ${COLS}`,
-    [i.format, i.withEvents, i.source, i.tokenUuid],
+    `INSERT INTO imports (format, tgen_file, with_events, source, token_uuid) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLS}`,
+    [i.format, i.tgenFile ?? null, i.withEvents, i.source, i.tokenUuid],
   );
   return r.rows[0];
 }
@@ -47,6 +49,12 @@ export async function getImport(db: Queryable, uuid: string): Promise<ImportRow 
 
 export async function getImportById(db: Queryable, id: string): Promise<ImportRow> {
   return (await db.query<ImportRow>(`SELECT ${COLS} FROM imports WHERE id = $1`, [id])).rows[0];
+}
+
+/** The externalIds of the customers with these uuids (TGEN records name customers by uuid), by uuid. */
+export async function externalIdsByUuid(db: Queryable, uuids: string[]): Promise<Map<string, string>> {
+  const r = await db.query<{ uuid: string; external_id: string }>(`SELECT uuid::text AS uuid, external_id FROM customers WHERE uuid = ANY ($1::uuid[])`, [uuids]);
+  return new Map(r.rows.map((x) => [x.uuid, x.external_id]));
 }
 
 /** Newest first; the cursor is the last id seen. */
