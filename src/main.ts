@@ -19,7 +19,7 @@ async function main() {
   const config = loadConfig();
   if (!['serve', 'migrate', 'reencrypt'].includes(cmd)) throw new ConfigError(`unknown command "${cmd}" (use serve, migrate or reencrypt)`);
   const keys = cmd === 'migrate' ? undefined : resolveSecretBox(config); // refuses before touching the database
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = await openDb({ ...config, log: (line) => console.log(line) });
   const applied = await migrate(db);
   if (cmd === 'migrate') {
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
