@@ -140,6 +140,8 @@ export interface ChunkResult {
   created: number;
   updated: number;
   disabled: { line: string; external_id: string; merged_into_uuid: string | null; merged_into_external_id: string | null }[];
+  /** Other lines refused when applying (a TGEN address of an unknown customer), with their errors. */
+  errors?: { line: string; errors: unknown[] }[];
 }
 
 // The chunk's new values of a customer: a field its line (or folded lines) carries replaces the current one
@@ -217,6 +219,16 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
     imp.with_events ? [imp.id, imp.applied_line, span, imp.source] : [imp.id, imp.applied_line, span],
   );
   return r.rows[0];
+}
+
+/** The lines of a chunk (the range applyChunk takes) with their key and addresses: the TGEN addresses apply step reads them. */
+export async function chunkAddressLines(tx: Queryable, id: string, afterLine: string, span: number): Promise<{ lines: { line: string; external_id: string | null; addresses: any[] | null; refused: boolean }[]; more: boolean }> {
+  const r = await tx.query<{ line: string; external_id: string | null; addresses: any[] | null; refused: boolean }>(
+    `SELECT line, external_id, addresses, errors IS NOT NULL AS refused FROM import_rows WHERE import_id = $1 AND line > $2::bigint AND line <= $2::bigint + $3::int ORDER BY line`,
+    [id, afterLine, span],
+  );
+  const more = await tx.query(`SELECT 1 FROM import_rows WHERE import_id = $1 AND line > $2::bigint + $3::int LIMIT 1`, [id, afterLine, span]);
+  return { lines: r.rows, more: more.rows.length > 0 };
 }
 
 /** Errors found when applying (e.g. a disabled customer), kept beside the upload's own. */

@@ -17,7 +17,7 @@ export interface TgenFile {
 /** Tulip's API versions its TGEN pages name. */
 export const TGEN_VERSIONS = ['2025-08', '2025-12'];
 /** The kinds and import types Bulb reads (the customer resources it serves). */
-const SUPPORTED: Record<TgenKind, TgenImportType[]> = { customers: ['fullupdate', 'partialupdate'], addresses: [], customerNotes: [] };
+const SUPPORTED: Record<TgenKind, TgenImportType[]> = { customers: ['fullupdate', 'partialupdate'], addresses: ['fullupdate'], customerNotes: [] };
 /** Tulip's word for "clear this field" in a partial update (docs.tulip.com/tgen/customers_partialupdate). */
 export const SET_AS_NULL = 'SET_AS_NULL';
 
@@ -93,6 +93,52 @@ function customersHeader(file: TgenFile, names: string[]): Map<string, Column> {
   }
   if (problems.length) throw ApiError.many('InvalidParameterError', capProblems(problems));
   return columns;
+}
+
+// The addresses file (https://docs.tulip.com/tgen/addresses): one address per record, of the customer named in
+// `customer`; columns marked "Required: Yes" there must be in the header.
+const ADDRESS_REQUIRED = ['customer', 'address1', 'city', 'countryCode', 'postCode', 'type'];
+
+function addressesHeader(file: TgenFile, names: string[]): void {
+  const where = moreInfoOf(file);
+  const problems: { message: string; moreInfo: string }[] = [];
+  for (const n of names) {
+    if (n !== 'customer' && !Object.hasOwn(ADDRESS_COLUMNS, n)) problems.push({ message: `unknown column "${n.slice(0, 100)}" for a TGEN addresses file`, moreInfo: where });
+  }
+  const dup = duplicateColumn(names);
+  if (dup !== undefined) problems.push({ message: `column "${dup.slice(0, 100)}" appears twice`, moreInfo: 'header' });
+  for (const r of ADDRESS_REQUIRED) if (!names.includes(r)) problems.push({ message: `a TGEN addresses file must have a ${r} column`, moreInfo: where });
+  if (problems.length) throw ApiError.many('InvalidParameterError', capProblems(problems));
+}
+
+/**
+ * An addresses record as a staged line: the item `{externalId: <customer>, addresses: [the address]}`, which the
+ * addresses apply step (tgen-apply.ts) merges into the customer's list instead of replacing it. `customer` is the
+ * customer's uuid (Tulip's) or externalId; resolveUuids names it by externalId.
+ */
+function addressLine(record: Record<string, string>, line: number): TgenLine {
+  const errors: ErrorEntry[] = [];
+  const address: Record<string, unknown> = {};
+  for (const [field, kind] of Object.entries(ADDRESS_COLUMNS)) {
+    const cell = record[field] ?? '';
+    if (cell === '') continue;
+    if (cell === SET_AS_NULL) {
+      errors.push(cellError(`"${field}": ${SET_AS_NULL} clears a field in a partial update only; leave the cell empty in a full update`, field));
+      continue;
+    }
+    if (kind === 'text') address[field] = cell;
+    else {
+      const b = bool(cell);
+      if (b === undefined) errors.push(cellError(`"${field}" must be true or false, not "${cell.slice(0, 50)}"`, field));
+      address[field] = b;
+    }
+  }
+  const customer = record.customer ?? '';
+  if (customer === '') errors.push(cellError('the record names no customer: give its uuid (or externalId) in the customer column', 'customer'));
+  if (errors.length) return { line, item: null, errors };
+  // Validated as a customer patch carrying the one address (moreInfo then reads addresses.0.<field>).
+  if (UUID.test(customer)) return { line, item: { externalId: customer, addresses: [address] } as any, errors: null, customerUuid: customer, customerRef: true };
+  return lineOf(line, { externalId: customer, addresses: [address] });
 }
 
 /** The kind a header without a file name belongs to: customers (the only kind read today) when it names customers' columns. */
@@ -192,8 +238,10 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
 
 /** The staged line of a customers record that names its customer by uuid only: resolved to its externalId before staging. */
 export interface TgenLine extends StagedLine {
-  /** The customer's uuid from the record, when it gave one (resolve.ts turns it into the externalId). */
+  /** The customer's uuid from the record, when it gave one (resolveUuids turns it into the externalId). */
   customerUuid?: string;
+  /** customerUuid is the `customer` cell of an addresses record: a uuid or an externalId (a uuid match wins). */
+  customerRef?: boolean;
 }
 
 /**
@@ -211,11 +259,13 @@ export function tgenRows(file: TgenFile | undefined): Transform[] {
       throw new ApiError('InvalidParameterError', `the file is named a TGEN ${file.kind} file but its header is that of ${kind}`, moreInfoOf(file));
     }
     f = file ?? { kind: kind!, importType: 'fullupdate', version: TGEN_VERSIONS[0] };
-    if (f.kind !== 'customers') throw new ApiError('InvalidParameterError', `Bulb does not import TGEN ${f.kind} files yet; it imports ${supportedList()}`, moreInfoOf(f));
-    columns = customersHeader(f, names);
+    if (f.kind === 'addresses') addressesHeader(f, names);
+    else if (f.kind === 'customers') columns = customersHeader(f, names);
+    else throw new ApiError('InvalidParameterError', `Bulb does not import TGEN ${f.kind} files yet; it imports ${supportedList()}`, moreInfoOf(f));
     return names;
   };
   return csvRecords(header, (record, line): TgenLine => {
+    if (f.kind === 'addresses') return addressLine(record, line);
     const r = customerItem(f, columns, record);
     if (Array.isArray(r)) return { line, item: null, errors: r };
     if (r.item.externalId === undefined && r.uuid === undefined) {
@@ -258,10 +308,12 @@ export function resolveUuids(lookup: (uuids: string[]) => Promise<Map<string, st
 }
 
 function resolved(l: TgenLine, found: Map<string, string>): StagedLine {
-  const { customerUuid, ...line } = l;
+  const { customerUuid, customerRef, ...line } = l;
   if (customerUuid === undefined || line.errors) return line;
   const item = line.item as Record<string, unknown>;
   const externalId = UUID.test(customerUuid) ? found.get(customerUuid.toLowerCase()) : undefined;
+  // An addresses record's customer: the customer with that uuid, else the one with that externalId.
+  if (customerRef) return lineOf(line.line, { ...item, externalId: externalId ?? customerUuid });
   if (externalId === undefined) {
     if (item.externalId === undefined) return { line: line.line, item: null, errors: [cellError(`no customer has the uuid "${customerUuid.slice(0, 100)}"`, 'uuid')] };
     return line;

@@ -12,6 +12,9 @@ import { ImportWorker } from '../../src/imports/worker.ts';
 import { textGuard, type StagedLine } from '../../src/imports/parse.ts';
 import { tgenFileOf, tgenRows } from '../../src/imports/tgen.ts';
 import { BulkItem } from '../../src/crm/customers/bulk.ts';
+import { batchSink } from '../../src/imports/staging.ts';
+import { createImport } from '../../src/imports/store.ts';
+import { mergeAddress } from '../../src/imports/tgen-apply.ts';
 
 const TULIP_FIELDS = 'prefix' in BulkItem.properties ? false : 'needs Tulip customer fields (prefix, attributes, Tulip addresses) in the bulk item: helper T1';
 
@@ -84,15 +87,29 @@ it('a bad cell is a line error naming the column; SET_AS_NULL in a full update i
 it('reads the kind, import type and version from a TGEN file name; refuses names that are not one or that Bulb does not import', () => {
   assert.deepEqual(tgenFileOf('TGEN_customers_partialupdate_2025-08_x.csv'), { kind: 'customers', importType: 'partialupdate', version: '2025-08' });
   assert.deepEqual(tgenFileOf('TGEN_customers_fullupdate_2025-12.csv'), { kind: 'customers', importType: 'fullupdate', version: '2025-12' });
+  // https://docs.tulip.com/tgen/addresses : "TGEN_addresses_fullupdate_2025-08_<optionalSuffix>.csv"
+  assert.deepEqual(tgenFileOf('TGEN_addresses_fullupdate_2025-08_a.csv'), { kind: 'addresses', importType: 'fullupdate', version: '2025-08' });
   for (const [name, why] of [
     ['customers.csv', /is not a TGEN file name/],
     ['TGEN_customers_fullupdate_2025-08_x.txt', /is not a TGEN file name/],
     ['TGEN_phoneLogs_fullupdate_2025-08_x.csv', /names the kind "phoneLogs"/], // https://docs.tulip.com/tgen/phonelogs
+    ['TGEN_customerNotes_fullupdate_2025-08_x.csv', /names customerNotes fullupdate, which Bulb does not import/], // https://docs.tulip.com/tgen/customernotes
+    ['TGEN_addresses_partialupdate_2025-08_x.csv', /names addresses partialupdate, which Bulb does not import/],
     ['TGEN_customers_upsert_2025-08_x.csv', /names the import type "upsert"/],
     ['TGEN_customers_fullupdate_2024-01_x.csv', /names the API version 2024-01/],
   ] as const) {
     assert.throws(() => tgenFileOf(name), (e: any) => e.status === 400 && why.test(e.message), name);
   }
+});
+
+// https://docs.tulip.com/tgen/addresses : "If the UUID of the Address Resource exists …, or no UUID is provided and an External ID exists,
+// then an update is performed. Otherwise, the resource is created."
+it('an address replaces the one with its uuid, else the one with its externalId (keeping that uuid), else is added', () => {
+  const list = [{ uuid: 'u1', externalId: 'home', address1: 'Old' }, { uuid: 'u2', address1: 'Work' }];
+  assert.deepEqual(mergeAddress(list, { externalId: 'home', address1: 'New' }), [{ externalId: 'home', address1: 'New', uuid: 'u1' }, list[1]]);
+  assert.deepEqual(mergeAddress(list, { uuid: 'u2', address1: 'Work 2' }), [list[0], { uuid: 'u2', address1: 'Work 2' }]);
+  assert.deepEqual(mergeAddress(list, { externalId: 'other', address1: 'Third' }), [...list, { externalId: 'other', address1: 'Third' }]);
+  assert.deepEqual(mergeAddress(list, { address1: 'Fourth' }), [...list, { address1: 'Fourth' }]);
 });
 
 await describeEachDb('TGEN imports', (ctx) => {
@@ -185,6 +202,62 @@ await describeEachDb('TGEN imports', (ctx) => {
     const nameWithCsv = await api().post('/crm/imports?format=csv&name=TGEN_customers_fullupdate_2025-08_x.csv', 'externalId\nx\n', csv);
     assert.equal(nameWithCsv.status, 400);
     assert.equal(Number((await ctx.tdb.db.query('SELECT count(*) AS n FROM imports')).rows[0].n), before);
+  });
+
+  // https://docs.tulip.com/tgen/addresses : one address per record, of the customer in the customer column (its uuid).
+  it('an addresses import merges each line\'s address into its customer\'s addresses; an unknown or disabled customer is a line error', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'ad-1' }, { externalId: 'ad-2' }, { externalId: 'ad-3' }, { externalId: 'ad-4' }]);
+    assert.equal((await api().post('/crm/customers/ad-2/merge', { mergeWithCustomerIds: ['ad-3'] })).status, 200);
+    const u1 = '11111111-1111-4111-8111-111111111111';
+    const u2 = '22222222-2222-4222-8222-222222222222';
+    await ctx.tdb.db.query(`UPDATE customers SET addresses = $2::jsonb WHERE external_id = $1`, ['ad-1', JSON.stringify([{ uuid: u1, externalId: 'home', address1: 'Old', city: 'X' }])]);
+    await ctx.tdb.db.query(`UPDATE customers SET addresses = $2::jsonb WHERE external_id = $1`, ['ad-4', JSON.stringify([{ uuid: u2, address1: 'Four', city: 'Y' }])]);
+    // Staged as the mapper stages them (the Address schema's Tulip names are helper T1's; this checks the apply step on its own).
+    const imp = await createImport(ctx.tdb.db, { format: 'tgen', tgenFile: 'addresses fullupdate 2025-08', withEvents: true, source: 'TULIP_API', tokenUuid: null });
+    const sink = batchSink(ctx.tdb.db, imp.id);
+    const item = (externalId: string, a: object) => ({ externalId, addresses: [a] }) as any;
+    await sink.write([
+      { line: 2, item: item('ad-1', { externalId: 'home', address1: 'New 1', city: 'Y' }), errors: null },
+      { line: 3, item: item('ad-1', { address1: 'Second', city: 'Z' }), errors: null },
+      { line: 4, item: item('nobody', { address1: 'A' }), errors: null },
+      { line: 5, item: item('ad-3', { address1: 'B' }), errors: null },
+      { line: 6, item: null, errors: [{ message: 'bad', errorCode: 'InvalidParameterError', moreInfo: 'x' }] },
+      { line: 7, item: item('ad-4', { uuid: u2, address1: 'Four 2', city: 'Y' }), errors: null },
+    ]);
+    assert.equal(await sink.finish(6), true);
+    const done = await finished(imp.uuid);
+    assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 0, 3, 3]);
+    const a1 = (await ctx.tdb.db.query(`SELECT addresses FROM customers WHERE external_id = 'ad-1'`)).rows[0].addresses;
+    assert.equal(a1.length, 2);
+    assert.deepEqual([a1[0].uuid, a1[0].externalId, a1[0].address1, a1[0].city], [u1, 'home', 'New 1', 'Y']);
+    assert.deepEqual([a1[1].address1, a1[1].city], ['Second', 'Z']);
+    const a4 = (await ctx.tdb.db.query(`SELECT addresses FROM customers WHERE external_id = 'ad-4'`)).rows[0].addresses;
+    assert.deepEqual([a4.length, a4[0].uuid, a4[0].address1], [1, u2, 'Four 2']);
+    const errs = await errorsOf(imp.uuid);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors[0].errorCode]), [[4, 'NotFound'], [5, 'CustomerDisabled'], [6, 'InvalidParameterError']]);
+    const events = (await ctx.tdb.db.query(`SELECT resource_external_id AS x FROM events WHERE event_type = 'customerUpdate' AND resource_external_id IN ('ad-1', 'ad-4') ORDER BY id`)).rows.map((r: any) => r.x);
+    assert.deepEqual(events, ['ad-1', 'ad-4']);
+  });
+
+  it('an addresses file is refused when a required column is missing or a column is unknown', async () => {
+    const r = await api().post(`/crm/imports?format=tgen&name=TGEN_addresses_fullupdate_2025-08_x.csv`, 'customer,address1,city,countryCode,type,line2\nc,1,X,US,address-Home,y\n', csv);
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.body.errors.map((e: any) => e.message), ['unknown column "line2" for a TGEN addresses file', 'a TGEN addresses file must have a postCode column']);
+  });
+
+  it('an addresses file through the API: the customer named by uuid or externalId', { skip: TULIP_FIELDS }, async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'af-1' }, { externalId: 'af-2' }]);
+    const uuid1 = (await api().get('/crm/customers/af-1')).body.uuid;
+    const { done } = await tgen('TGEN_addresses_fullupdate_2025-08_x.csv', [
+      'customer,uuid,address1,city,countryCode,zoneCode,postCode,externalId,type,isPrimary',
+      `${uuid1},,1 Main St,Springfield,US,US-IL,62701,home,address-Home,true`,
+      'af-2,,2 High St,London,GB,,N1 9GU,,address-billing,',
+      'af-2,,3 Low St,London,GB,,N1 9GV,,address-billing,maybe',
+    ].join('\n'));
+    assert.deepEqual([done.status, done.updated, done.failed], ['completed', 2, 1]);
+    const a1 = (await api().get('/crm/customers/af-1')).body.addresses;
+    assert.deepEqual([a1.length, a1[0].address1, a1[0].zoneCode, a1[0].isPrimary, a1[0].externalId], [1, '1 Main St', 'US-IL', true, 'home']);
+    assert.equal((await api().get('/crm/customers/af-2')).body.addresses[0].postCode, 'N1 9GU');
   });
 
   it('without a name, a customers header is read as a customers full update', { skip: TULIP_FIELDS }, async () => {

@@ -76,6 +76,8 @@ export interface Outcome {
 
 export interface UpsertOptions {
   source: string;
+  /** false: write no customerUpdate events (an import with events=false); creates write theirs in the insert. */
+  events?: boolean;
 }
 
 function cols(item: BulkItemT, cur?: CustomerRow): CustomerCols {
@@ -139,7 +141,7 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     for (const i of groups.get(c.external_id)!.indexes) outcomes[i] = { status: 200, changed: r !== undefined, row: r ?? current.get(c.external_id) };
     if (r) event('customerUpdate', r);
   }
-  await emitEvents(tx, events);
+  if (opts.events !== false) await emitEvents(tx, events);
   return outcomes;
 }
 
