@@ -18,7 +18,8 @@ type Address = Record<string, unknown>;
 const asItem = (a: Address): Address => Object.fromEntries(Object.entries(a).filter(([, v]) => v !== null && v !== undefined));
 
 /** The list with `a` merged in: it replaces the address with its uuid, else with its externalId (keeping that one's uuid), else is added. */
-export function mergeAddress(list: Address[], a: Address): Address[] {
+export function mergeAddress(list: Address[], incoming: Address): Address[] {
+  const a = asItem(incoming); // staging may store every key, null for those not given
   const at = a.uuid !== undefined
     ? list.findIndex((x) => x.uuid === a.uuid)
     : a.externalId !== undefined ? list.findIndex((x) => x.externalId === a.externalId) : -1;
