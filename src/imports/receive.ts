@@ -9,7 +9,7 @@ import { csvError, csvRows, ndjsonRows, textGuard, type StagedLine } from './par
 import { batchSink, pgCopySink } from './staging.ts';
 import { PgDb } from '../db/pg.ts';
 import * as store from './store.ts';
-import { resolveUuids, tgenRows, type TgenFile } from './tgen.ts';
+import { describeTgenFile, resolveUuids, tgenRows, type TgenFile } from './tgen.ts';
 
 export interface ImportRequest {
   format: 'ndjson' | 'csv' | 'tgen';
@@ -65,7 +65,7 @@ function idleGuard(ms: number): Transform {
 }
 
 export async function receiveImport(s: Services, body: Readable, r: ImportRequest): Promise<store.ImportRow> {
-  const imp = await store.createImport(s.db, { format: r.format, tgenFile: r.tgen ? `${r.tgen.kind} ${r.tgen.importType} ${r.tgen.version}` : null, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
+  const imp = await store.createImport(s.db, { format: r.format, tgenFile: r.tgen ? describeTgenFile(r.tgen) : null, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
   const sink = s.db instanceof PgDb ? await pgCopySink(s.db.sessionUrl, imp.id, s.db) : batchSink(s.db, imp.id);
   let rows = 0;
   let queued = false;
@@ -82,12 +82,15 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
     },
   });
   const stages: Transform[] = [idleGuard(s.config.importIdleMs), textGuard(s.config.importMaxBytes, r.encoding)];
+  // A TGEN file read from its header: the import records the kind (the worker applies an addresses file its own way).
+  let inferred: TgenFile | undefined;
   if (r.format === 'ndjson') stages.push(ndjsonRows());
-  else if (r.format === 'tgen') stages.push(...tgenRows(r.tgen), resolveUuids((uuids) => store.externalIdsByUuid(s.db, uuids)));
+  else if (r.format === 'tgen') stages.push(...tgenRows(r.tgen, (f) => (inferred = r.tgen ? undefined : f)), resolveUuids((uuids) => store.externalIdsByUuid(s.db, uuids)));
   else stages.push(...csvRows());
   try {
     await pipeline([body, ...stages, into]);
     if (rows === 0) throw new ApiError('InvalidParameterError', 'the file has no data lines', 'body');
+    if (inferred) await store.setTgenFile(s.db, imp.id, describeTgenFile(inferred));
     queued = await sink.finish(rows);
   } catch (err) {
     await sink.abort();

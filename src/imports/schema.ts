@@ -9,7 +9,7 @@ export const Import = Type.Object({
   uuid: Type.String({ format: 'uuid' }),
   status: ImportStatus,
   format: StringEnum(['ndjson', 'csv', 'tgen']),
-  tgenFile: Type.Union([Type.String(), Type.Null()], { description: 'format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name; null when read from the header' }),
+  tgenFile: Type.Union([Type.String(), Type.Null()], { description: 'format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats' }),
   events: Type.Boolean({ description: 'whether the import emits customerCreate/customerUpdate events (events=true)' }),
   rowsReceived: Type.Integer({ description: 'data lines received (blank lines not counted)' }),
   rowsDone: Type.Integer({ description: 'lines processed so far, failed ones included' }),

@@ -51,6 +51,11 @@ export async function getImportById(db: Queryable, id: string): Promise<ImportRo
   return (await db.query<ImportRow>(`SELECT ${COLS} FROM imports WHERE id = $1`, [id])).rows[0];
 }
 
+/** The TGEN file an import reads, when it was known from the header only (before the import is queued). */
+export async function setTgenFile(db: Queryable, id: string, tgenFile: string): Promise<void> {
+  await db.query(`UPDATE imports SET tgen_file = $2 WHERE id = $1`, [id, tgenFile]);
+}
+
 /** The externalIds of the customers with these uuids (TGEN records name customers by uuid), by uuid. */
 export async function externalIdsByUuid(db: Queryable, uuids: string[]): Promise<Map<string, string>> {
   const r = await db.query<{ uuid: string; external_id: string }>(`SELECT uuid::text AS uuid, external_id FROM customers WHERE uuid = ANY ($1::uuid[])`, [uuids]);

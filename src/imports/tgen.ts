@@ -141,7 +141,7 @@ function addressLine(record: Record<string, string>, line: number): TgenLine {
   return lineOf(line, { externalId: customer, addresses: [address] });
 }
 
-/** The kind a header without a file name belongs to: customers (the only kind read today) when it names customers' columns. */
+/** The kind a header without a file name belongs to: notes (comments) or addresses (address1) with a customer column, else customers. */
 function kindOfHeader(names: string[]): TgenKind | undefined {
   if (names.includes('customer') && (names.includes('comments') || names.includes('address1'))) return names.includes('comments') ? 'customerNotes' : 'addresses';
   return 'customers';
@@ -245,10 +245,11 @@ export interface TgenLine extends StagedLine {
 }
 
 /**
- * TGEN CSV: `file` from the name (tgenFileOf), or undefined to take a customers full update (Tulip's base import
- * type) when the header is one. The header must match the kind (400 naming each problem); a bad record is a line error.
+ * TGEN CSV: `file` from the name (tgenFileOf), or undefined to take the kind from the header as a full update (Tulip's
+ * base import type); `onFile` is told the file read. The header must match the kind (400 naming each problem); a bad
+ * record is a line error.
  */
-export function tgenRows(file: TgenFile | undefined): Transform[] {
+export function tgenRows(file: TgenFile | undefined, onFile: (f: TgenFile) => void = () => {}): Transform[] {
   let columns: Map<string, Column>;
   let f: TgenFile;
   const header = (raw: string[]) => {
@@ -259,6 +260,7 @@ export function tgenRows(file: TgenFile | undefined): Transform[] {
       throw new ApiError('InvalidParameterError', `the file is named a TGEN ${file.kind} file but its header is that of ${kind}`, moreInfoOf(file));
     }
     f = file ?? { kind: kind!, importType: 'fullupdate', version: TGEN_VERSIONS[0] };
+    onFile(f);
     if (f.kind === 'addresses') addressesHeader(f, names);
     else if (f.kind === 'customers') columns = customersHeader(f, names);
     else throw new ApiError('InvalidParameterError', `Bulb does not import TGEN ${f.kind} files yet; it imports ${supportedList()}`, moreInfoOf(f));
@@ -323,3 +325,6 @@ function resolved(l: TgenLine, found: Map<string, string>): StagedLine {
   }
   return lineOf(line.line, { ...item, externalId });
 }
+
+/** How an import shows its TGEN file (imports.tgen_file): "customers partialupdate 2025-08". */
+export const describeTgenFile = (f: TgenFile) => `${f.kind} ${f.importType} ${f.version}`;

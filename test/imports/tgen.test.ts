@@ -263,7 +263,18 @@ await describeEachDb('TGEN imports', (ctx) => {
   it('without a name, a customers header is read as a customers full update', { skip: TULIP_FIELDS }, async () => {
     const r = await api().post('/crm/imports?format=tgen', 'externalId,firstName,lastName\nnn-1,Ann,Lee\n', csv);
     assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.tgenFile, 'customers fullupdate 2025-08');
     const done = await finished(r.body.uuid);
     assert.deepEqual([done.status, done.created], ['completed', 1]);
+  });
+
+  // https://docs.tulip.com/tgen/addresses : the addresses file's columns (customer, address1, …).
+  it('without a name, an addresses header is read (and applied) as an addresses file: it never creates the customer it names', async () => {
+    const r = await api().post('/crm/imports?format=tgen', 'customer,address1,city,countryCode,postCode,type\nnobody-zz,1 Main St,Springfield,US,62701,address-Home\n', csv);
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.tgenFile, 'addresses fullupdate 2025-08');
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.status, done.created, done.failed], ['completed', 0, 1]);
+    assert.equal((await api().get('/crm/customers/nobody-zz')).status, 404);
   });
 });
