@@ -10568,7 +10568,7 @@ export interface operations {
                             status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                             /** @enum {string} */
                             format: "ndjson" | "csv" | "tgen";
-                            /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name; null when read from the header */
+                            /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
                             tgenFile: string | null;
                             /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                             events: boolean;
@@ -10737,7 +10737,7 @@ export interface operations {
                         status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                         /** @enum {string} */
                         format: "ndjson" | "csv" | "tgen";
-                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name; null when read from the header */
+                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
                         tgenFile: string | null;
                         /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                         events: boolean;
@@ -10934,7 +10934,7 @@ export interface operations {
                         status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                         /** @enum {string} */
                         format: "ndjson" | "csv" | "tgen";
-                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name; null when read from the header */
+                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
                         tgenFile: string | null;
                         /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                         events: boolean;
@@ -11258,7 +11258,7 @@ export interface operations {
                         status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                         /** @enum {string} */
                         format: "ndjson" | "csv" | "tgen";
-                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name; null when read from the header */
+                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
                         tgenFile: string | null;
                         /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                         events: boolean;

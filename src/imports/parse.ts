@@ -10,6 +10,8 @@ export interface StagedLine {
   /** The item, when valid. */
   item: BulkItemT | null;
   errors: ErrorEntry[] | null;
+  /** A line that is not a customer patch (a TGEN note record, item null): the record, applied by its own step. */
+  record?: Record<string, unknown>;
 }
 
 const MAX_LINE = 1024 * 1024;

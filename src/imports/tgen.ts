@@ -17,7 +17,7 @@ export interface TgenFile {
 /** Tulip's API versions its TGEN pages name. */
 export const TGEN_VERSIONS = ['2025-08', '2025-12'];
 /** The kinds and import types Bulb reads (the customer resources it serves). */
-const SUPPORTED: Record<TgenKind, TgenImportType[]> = { customers: ['fullupdate', 'partialupdate'], addresses: ['fullupdate'], customerNotes: [] };
+const SUPPORTED: Record<TgenKind, TgenImportType[]> = { customers: ['fullupdate', 'partialupdate'], addresses: ['fullupdate'], customerNotes: ['fullupdate'] };
 /** Tulip's word for "clear this field" in a partial update (docs.tulip.com/tgen/customers_partialupdate). */
 export const SET_AS_NULL = 'SET_AS_NULL';
 
@@ -141,6 +141,57 @@ function addressLine(record: Record<string, string>, line: number): TgenLine {
   return lineOf(line, { externalId: customer, addresses: [address] });
 }
 
+// The customer notes file (https://docs.tulip.com/tgen/customernotes): one note per record. Columns, with the page's
+// limits; customer, comments and type are "Required: Yes" (type "Allowed: CUSTOMER_OPTIN_LOG").
+const NOTE_COLUMNS: Record<string, { cell: Cell | 'int'; max?: number }> = {
+  uuid: { cell: 'text', max: 36 }, externalId: { cell: 'text', max: 255 }, customer: { cell: 'text', max: 255 },
+  employee: { cell: 'text', max: 255 }, store: { cell: 'text', max: 255 }, comments: { cell: 'text', max: 20000 },
+  isPrivate: { cell: 'bool' }, isDeleted: { cell: 'bool' }, type: { cell: 'text' }, wishListId: { cell: 'int' },
+};
+const NOTE_REQUIRED = ['customer', 'comments', 'type'];
+export const TGEN_NOTE_TYPES = ['CUSTOMER_OPTIN_LOG'];
+
+function notesHeader(file: TgenFile, names: string[]): void {
+  const where = moreInfoOf(file);
+  const problems: { message: string; moreInfo: string }[] = [];
+  for (const n of names) if (!Object.hasOwn(NOTE_COLUMNS, n)) problems.push({ message: `unknown column "${n.slice(0, 100)}" for a TGEN customerNotes file`, moreInfo: where });
+  const dup = duplicateColumn(names);
+  if (dup !== undefined) problems.push({ message: `column "${dup.slice(0, 100)}" appears twice`, moreInfo: 'header' });
+  for (const r of NOTE_REQUIRED) if (!names.includes(r)) problems.push({ message: `a TGEN customerNotes file must have a ${r} column`, moreInfo: where });
+  if (problems.length) throw ApiError.many('InvalidParameterError', capProblems(problems));
+}
+
+/**
+ * A notes record as a staged line: no customer item, the note as `record` (every field: a full update replaces the
+ * note; isPrivate and isDeleted default to false, the others to null). tgen-notes.ts applies it.
+ */
+function noteLine(record: Record<string, string>, line: number): TgenLine {
+  const errors: ErrorEntry[] = [];
+  const note: Record<string, unknown> = { uuid: null, externalId: null, employee: null, store: null, isPrivate: false, isDeleted: false, wishListId: null };
+  for (const [field, { cell: kind, max }] of Object.entries(NOTE_COLUMNS)) {
+    const cell = record[field] ?? '';
+    if (cell === '') continue;
+    if (cell === SET_AS_NULL) {
+      errors.push(cellError(`"${field}": ${SET_AS_NULL} clears a field in a partial update only; leave the cell empty in a full update`, field));
+    } else if (kind === 'bool') {
+      note[field] = bool(cell);
+      if (note[field] === undefined) errors.push(cellError(`"${field}" must be true or false, not "${cell.slice(0, 50)}"`, field));
+    } else if (kind === 'int') {
+      if (!/^\d{1,18}$/.test(cell)) errors.push(cellError(`"${field}" must be a whole number, not "${cell.slice(0, 50)}"`, field));
+      else note[field] = Number(cell);
+    } else if (max !== undefined && cell.length > max) {
+      errors.push(cellError(`"${field}" must NOT have more than ${max} characters`, field));
+    } else note[field] = cell;
+  }
+  for (const r of NOTE_REQUIRED) if (!record[r]) errors.push(cellError(`"${r}" is required`, r));
+  if (note.type !== undefined && record.type && !TGEN_NOTE_TYPES.includes(record.type)) {
+    errors.push(cellError(`"type" must be one of: ${TGEN_NOTE_TYPES.join(', ')}`, 'type'));
+  }
+  if (typeof note.uuid === 'string' && !UUID.test(note.uuid)) errors.push(cellError(`"uuid" must match format "uuid"`, 'uuid'));
+  if (errors.length) return { line, item: null, errors };
+  return { line, item: null, errors: null, record: note };
+}
+
 /** The kind a header without a file name belongs to: notes (comments) or addresses (address1) with a customer column, else customers. */
 function kindOfHeader(names: string[]): TgenKind | undefined {
   if (names.includes('customer') && (names.includes('comments') || names.includes('address1'))) return names.includes('comments') ? 'customerNotes' : 'addresses';
@@ -262,12 +313,13 @@ export function tgenRows(file: TgenFile | undefined, onFile: (f: TgenFile) => vo
     f = file ?? { kind: kind!, importType: 'fullupdate', version: TGEN_VERSIONS[0] };
     onFile(f);
     if (f.kind === 'addresses') addressesHeader(f, names);
-    else if (f.kind === 'customers') columns = customersHeader(f, names);
-    else throw new ApiError('InvalidParameterError', `Bulb does not import TGEN ${f.kind} files yet; it imports ${supportedList()}`, moreInfoOf(f));
+    else if (f.kind === 'customerNotes') notesHeader(f, names);
+    else columns = customersHeader(f, names);
     return names;
   };
   return csvRecords(header, (record, line): TgenLine => {
     if (f.kind === 'addresses') return addressLine(record, line);
+    if (f.kind === 'customerNotes') return noteLine(record, line);
     const r = customerItem(f, columns, record);
     if (Array.isArray(r)) return { line, item: null, errors: r };
     if (r.item.externalId === undefined && r.uuid === undefined) {

@@ -11,6 +11,7 @@ import { customerDisabled } from '../crm/customers/service.ts';
 import { lostRace } from '../crm/customers/bulk.ts';
 import * as store from './store.ts';
 import { applyAddressChunk, isAddressesFile } from './tgen-apply.ts';
+import { applyNoteChunk, isNotesFile } from './tgen-notes.ts';
 
 type Log = (msg: string, err?: unknown) => void;
 
@@ -87,7 +88,8 @@ export class ImportWorker {
   private async chunk(tx: Queryable, id: string): Promise<'more' | 'done' | 'lost'> {
     const imp = await store.lockForChunk(tx, id);
     if (!imp || imp.status !== 'running' || imp.lock_token !== this.token) return 'lost';
-    const r = isAddressesFile(imp) ? await applyAddressChunk(tx, imp, this.config.importChunkRows) : await store.applyChunk(tx, imp, this.config.importChunkRows);
+    const span = this.config.importChunkRows;
+    const r = isAddressesFile(imp) ? await applyAddressChunk(tx, imp, span) : isNotesFile(imp) ? await applyNoteChunk(tx, imp, span) : await store.applyChunk(tx, imp, span);
     // A concurrent writer inserted one of the chunk's externalIds first: withRetry runs the chunk again.
     if (r.created < r.toInsert) throw lostRace();
     const failed = r.refused + r.disabled.length + (r.errors?.length ?? 0);

@@ -87,19 +87,39 @@ it('a bad cell is a line error naming the column; SET_AS_NULL in a full update i
 it('reads the kind, import type and version from a TGEN file name; refuses names that are not one or that Bulb does not import', () => {
   assert.deepEqual(tgenFileOf('TGEN_customers_partialupdate_2025-08_x.csv'), { kind: 'customers', importType: 'partialupdate', version: '2025-08' });
   assert.deepEqual(tgenFileOf('TGEN_customers_fullupdate_2025-12.csv'), { kind: 'customers', importType: 'fullupdate', version: '2025-12' });
+  // https://docs.tulip.com/tgen/customernotes : "TGEN_customerNotes_fullupdate_2025-08_<optionalSuffix>.csv"
+  assert.deepEqual(tgenFileOf('TGEN_customerNotes_fullupdate_2025-08_n.csv'), { kind: 'customerNotes', importType: 'fullupdate', version: '2025-08' });
   // https://docs.tulip.com/tgen/addresses : "TGEN_addresses_fullupdate_2025-08_<optionalSuffix>.csv"
   assert.deepEqual(tgenFileOf('TGEN_addresses_fullupdate_2025-08_a.csv'), { kind: 'addresses', importType: 'fullupdate', version: '2025-08' });
   for (const [name, why] of [
     ['customers.csv', /is not a TGEN file name/],
     ['TGEN_customers_fullupdate_2025-08_x.txt', /is not a TGEN file name/],
     ['TGEN_phoneLogs_fullupdate_2025-08_x.csv', /names the kind "phoneLogs"/], // https://docs.tulip.com/tgen/phonelogs
-    ['TGEN_customerNotes_fullupdate_2025-08_x.csv', /names customerNotes fullupdate, which Bulb does not import/], // https://docs.tulip.com/tgen/customernotes
+    ['TGEN_customerNotes_partialupdate_2025-08_x.csv', /names customerNotes partialupdate, which Bulb does not import/],
     ['TGEN_addresses_partialupdate_2025-08_x.csv', /names addresses partialupdate, which Bulb does not import/],
     ['TGEN_customers_upsert_2025-08_x.csv', /names the import type "upsert"/],
     ['TGEN_customers_fullupdate_2024-01_x.csv', /names the API version 2024-01/],
   ] as const) {
     assert.throws(() => tgenFileOf(name), (e: any) => e.status === 400 && why.test(e.message), name);
   }
+});
+
+// https://docs.tulip.com/tgen/customernotes : columns uuid, externalId, customer, employee, store, comments, isPrivate, isDeleted,
+// type ("Allowed: CUSTOMER_OPTIN_LOG"), wishListId; customer, comments and type required.
+it('maps a customer notes record onto a note (a full update: every field, defaults for those left empty); bad cells are line errors', async () => {
+  const lines = await linesOf([
+    'uuid,externalId,customer,employee,store,comments,isPrivate,isDeleted,type,wishListId',
+    ',n-1,c-1,,s-9,Likes blue,true,,CUSTOMER_OPTIN_LOG,42',
+    ',n-2,c-1,,,,,,CUSTOMER_OPTIN_LOG,',
+    ',n-3,c-1,,,Hi,maybe,,NOTE,x1',
+  ].join('\n'), 'TGEN_customerNotes_fullupdate_2025-08_n.csv');
+  assert.deepEqual(lines[0].record, {
+    uuid: null, externalId: 'n-1', customer: 'c-1', employee: null, store: 's-9', comments: 'Likes blue', isPrivate: true, isDeleted: false, type: 'CUSTOMER_OPTIN_LOG', wishListId: 42,
+  });
+  assert.equal(lines[0].item, null);
+  assert.deepEqual(lines[1].errors!.map((e) => e.message), ['"comments" is required']);
+  assert.deepEqual(lines[2].errors!.map((e) => e.moreInfo), ['isPrivate', 'wishListId', 'type']);
+  await assert.rejects(linesOf('customer,comments\nc,x\n', 'TGEN_customerNotes_fullupdate_2025-08_n.csv'), /must have a type column/);
 });
 
 // https://docs.tulip.com/tgen/addresses : "If the UUID of the Address Resource exists …, or no UUID is provided and an External ID exists,
@@ -258,6 +278,40 @@ await describeEachDb('TGEN imports', (ctx) => {
     const a1 = (await api().get('/crm/customers/af-1')).body.addresses;
     assert.deepEqual([a1.length, a1[0].address1, a1[0].zoneCode, a1[0].isPrimary, a1[0].externalId], [1, '1 Main St', 'US-IL', true, 'home']);
     assert.equal((await api().get('/crm/customers/af-2')).body.addresses[0].postCode, 'N1 9GU');
+  });
+
+  // https://docs.tulip.com/tgen/customernotes : "If the UUID of the Customer note exists in the system, or no UUID is provided and an
+  // External ID exists, then an update is performed. Otherwise a new Customer note is created."
+  it('a customer notes import creates notes, updates the one with its uuid or externalId; bad references are line errors', async (t) => {
+    const tulipNotes = (await ctx.tdb.db.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'notes' AND column_name = 'comments'`)).rows.length > 0;
+    if (!tulipNotes) return t.skip('needs Tulip customer notes (comments, externalId, …) in the notes table: helper T2');
+    await api().post('/crm/customers/bulk', [{ externalId: 'nc-1' }, { externalId: 'nc-2' }, { externalId: 'nc-3' }]);
+    assert.equal((await api().post('/crm/customers/nc-2/merge', { mergeWithCustomerIds: ['nc-3'] })).status, 200);
+    const c1 = (await api().get('/crm/customers/nc-1')).body.uuid;
+    const first = await tgen('TGEN_customerNotes_fullupdate_2025-08_a.csv', [
+      'externalId,customer,comments,type,isPrivate,store',
+      `tn-1,${c1},Opted in at the till,CUSTOMER_OPTIN_LOG,true,s-1`,
+      'tn-2,nc-1,Second,CUSTOMER_OPTIN_LOG,,',
+      'tn-3,nobody,X,CUSTOMER_OPTIN_LOG,,',
+      'tn-4,nc-3,Y,CUSTOMER_OPTIN_LOG,,',
+    ].join('\n'));
+    assert.deepEqual([first.done.status, first.done.created, first.done.updated, first.done.failed], ['completed', 2, 0, 2]);
+    const notes = (await api().get('/crm/customers/nc-1/notes')).body.data;
+    const n1 = notes.find((n: any) => n.externalId === 'tn-1');
+    assert.deepEqual([n1.comments, n1.type, n1.isPrivate, n1.store, n1.customer], ['Opted in at the till', 'CUSTOMER_OPTIN_LOG', true, 's-1', c1]);
+    assert.deepEqual((await errorsOf(first.created.uuid)).map((e: any) => [e.line, e.errors[0].errorCode]), [[4, 'NotFound'], [5, 'CustomerDisabled']]);
+    // By uuid (its externalId kept when the record leaves it empty), by externalId; a note stays with its customer.
+    const second = await tgen('TGEN_customerNotes_fullupdate_2025-08_b.csv', [
+      'uuid,externalId,customer,comments,type',
+      `${n1.uuid},,nc-1,Changed,CUSTOMER_OPTIN_LOG`,
+      ',tn-2,nc-1,Second,CUSTOMER_OPTIN_LOG',
+      ',tn-2,nc-2,Moved?,CUSTOMER_OPTIN_LOG',
+    ].join('\n'));
+    assert.deepEqual([second.done.created, second.done.updated, second.done.unchanged, second.done.failed], [0, 1, 1, 1]);
+    const again = (await api().get(`/crm/customerNotes/${n1.uuid}`)).body;
+    assert.deepEqual([again.comments, again.externalId, again.isPrivate, again.store], ['Changed', 'tn-1', false, null]);
+    const events = (await ctx.tdb.db.query(`SELECT event_type AS t FROM events WHERE resource_external_id LIKE 'tn-%' ORDER BY id`)).rows.map((r: any) => r.t);
+    assert.deepEqual(events, ['customerNoteCreate', 'customerNoteCreate', 'customerNoteUpdate']);
   });
 
   it('without a name, a customers header is read as a customers full update', { skip: TULIP_FIELDS }, async () => {
