@@ -86,7 +86,7 @@ await describeEachDb('imports', (ctx) => {
     const items = (p: string) => [
       { externalId: `${p}-n1`, firstName: 'Tab\there', lastName: 'back\\slash "q"', emails: [{ email: "O{dd}|q'x@Ex.io", type: 'home' }] }, // braces: quoted in the text[] literal of email_keys
       { externalId: `${p}-n1`, lastName: null, phones: [{ number: '+15551234567' }] },
-      { externalId: `${p}-e1`, firstName: null, addresses: [{ city: 'Line\nbreak\r', country: null }] },
+      { externalId: `${p}-e1`, firstName: null, addresses: [{ city: 'Line\nbreak\r', countryCode: null }] },
       { externalId: `${p}-e1`, emails: null },
       { externalId: `${p}-e1`, loyaltyTier: 'silver' },
       { externalId: `${p}-n2\t\\x`, firstName: 'Zoë 😀\\N', socialProfiles: [{ network: 'x', handle: '@z\\t' }] },
