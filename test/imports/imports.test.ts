@@ -88,11 +88,11 @@ await describeEachDb('imports', (ctx) => {
       { externalId: `${p}-n1`, lastName: null, phones: [{ number: '+15551234567' }] },
       { externalId: `${p}-e1`, firstName: null, addresses: [{ city: 'Line\nbreak\r', countryCode: null }] },
       { externalId: `${p}-e1`, emails: null },
-      { externalId: `${p}-e1`, loyaltyTier: 'silver' },
+      { externalId: `${p}-e1`, loyaltyTier: 'silver', disabled: true },
       { externalId: `${p}-n2\t\\x`, firstName: 'Zoë 😀\\N', socialProfiles: [{ network: 'x', handle: '@z\\t' }] },
       { externalId: `${p}-e1` },
       { externalId: `${p}-n2\t\\x`, firstName: 'Zoë 😀\\N' },
-      { externalId: `${p}-n3`, emails: [{ email: 'A@X.io' }, { email: 'a@x.io' }] },
+      { externalId: `${p}-n3`, emails: [{ email: 'A@X.io' }, { email: 'a@x.io' }], prefix: 'Dr', suffix: 'Jr', excludeFromCampaigns: true, image: 'https://x.io/a.png' },
     ];
     const existing = (p: string) => [{ externalId: `${p}-e1`, firstName: 'A', lastName: 'B', emails: [{ email: 'E1@x.io' }], loyaltyTier: 'gold' }];
     assert.equal((await api().post('/crm/customers/bulk', [...existing('vb'), ...existing('vi')])).status, 200);
@@ -106,7 +106,10 @@ await describeEachDb('imports', (ctx) => {
     const done = await finished(r.body.uuid);
     assert.deepEqual([done.status, done.rowsDone, done.created, done.updated, done.unchanged, done.failed], ['completed', 9, 3, 3, 3, 0]);
     const state = async (p: string) => (await ctx.tdb.db.query(
-      `SELECT substr(external_id, 3) AS k, status, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys,
+      `SELECT substr(external_id, 3) AS k, status, first_name, last_name, emails, phones, social_profiles, loyalty_tier, email_keys,
+         prefix, suffix, exclude_from_campaigns, image, attributes, merged_into,
+         (SELECT coalesce(jsonb_agg(a - 'uuid'), '[]') FROM jsonb_array_elements(addresses) a) AS addresses,
+         (SELECT count(*) FROM jsonb_array_elements(addresses) a WHERE a->>'uuid' ~ '^[0-9a-f-]{36}$')::int AS address_uuids,
          (SELECT array_agg(event_type ORDER BY id) FROM events e WHERE e.resource_external_id = c.external_id) AS events
        FROM customers c WHERE external_id LIKE $1 ORDER BY 1`,
       [`${p}-%`],
@@ -118,6 +121,9 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual([n1.first_name, n1.last_name, n1.email_keys, n1.events], ['Tab\there', null, ["o{dd}|q'x@ex.io"], ['customerCreate']]);
     const e1 = imported.find((c: any) => c.k === '-e1');
     assert.deepEqual([e1.first_name, e1.last_name, e1.emails, e1.email_keys, e1.loyalty_tier], [null, 'B', [], [], 'silver']);
+    assert.deepEqual([e1.status, e1.merged_into, e1.address_uuids], ['disabled', null, 1], 'disabled: true deactivates without a merge; the address got its uuid');
+    const n3 = imported.find((c: any) => c.k === '-n3');
+    assert.deepEqual([n3.prefix, n3.suffix, n3.exclude_from_campaigns, n3.image], ['Dr', 'Jr', true, 'https://x.io/a.png']);
     assert.deepEqual(e1.events, ['customerCreate', 'customerUpdate', 'customerUpdate']);
     assert.deepEqual(imported.find((c: any) => c.k === '-n3').email_keys, ['a@x.io']);
   });

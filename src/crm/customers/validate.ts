@@ -19,10 +19,13 @@ function isE164(v: string): boolean {
   return p !== undefined && p.number === v && p.isValid();
 }
 
-/** Problems of a (schema-valid) input, each naming its field as a dotted path (`addresses.0.countryCode`). */
-export function inputProblems(input: Input): Problem[] {
+/**
+ * Problems of a (schema-valid) input, each naming its field as a dotted path (`addresses.0.countryCode`); moreInfo
+ * is the path after `where` (`body.` for a request body, as the schema's own errors say; '' for a bulk item or line).
+ */
+export function inputProblems(input: Input, where = ''): Problem[] {
   const problems: Problem[] = [];
-  const add = (field: string, message: string) => problems.push({ message: `"${field}" ${message}`, moreInfo: field });
+  const add = (field: string, message: string) => problems.push({ message: `"${field}" ${message}`, moreInfo: where + field });
   if (Array.isArray(input.addresses)) {
     const uuids = new Set<string>();
     const externalIds = new Set<string>();
@@ -57,8 +60,8 @@ export function inputProblems(input: Input): Problem[] {
 }
 
 /** Throws a 400 listing every problem of inputProblems. */
-export function checkInput(input: Input): void {
-  const problems = inputProblems(input);
+export function checkInput(input: Input, where = 'body.'): void {
+  const problems = inputProblems(input, where);
   if (problems.length > 0) throw ApiError.many('InvalidParameterError', problems);
 }
 
@@ -73,19 +76,19 @@ export async function unknownAttributeIds(db: Queryable, inputs: Input[]): Promi
 }
 
 /** Problems naming each attribute value of `input` whose attribute is in `unknown`. */
-export function attributeProblems(input: Input, unknown: Set<string>): Problem[] {
+export function attributeProblems(input: Input, unknown: Set<string>, where = ''): Problem[] {
   if (unknown.size === 0 || !Array.isArray(input.attributes)) return [];
   const problems: Problem[] = [];
   input.attributes.forEach((v: { attributeExternalId: string }, i: number) => {
     if (unknown.has(v.attributeExternalId)) {
-      problems.push({ message: `"attributes.${i}.attributeExternalId": no customer attribute "${v.attributeExternalId}" (create it with POST /crm/customerAttributes)`, moreInfo: `attributes.${i}.attributeExternalId` });
+      problems.push({ message: `"attributes.${i}.attributeExternalId": no customer attribute "${v.attributeExternalId}" (create it with POST /crm/customerAttributes)`, moreInfo: `${where}attributes.${i}.attributeExternalId` });
     }
   });
   return problems;
 }
 
 /** Throws a 400 when an attribute value of the input names an unknown attribute. */
-export async function checkAttributes(db: Queryable, input: Input): Promise<void> {
-  const problems = attributeProblems(input, await unknownAttributeIds(db, [input]));
+export async function checkAttributes(db: Queryable, input: Input, where = 'body.'): Promise<void> {
+  const problems = attributeProblems(input, await unknownAttributeIds(db, [input]), where);
   if (problems.length > 0) throw ApiError.many('InvalidParameterError', problems);
 }

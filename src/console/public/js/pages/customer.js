@@ -53,11 +53,14 @@ export function customerPage({ main, params, signal, navigate }) {
 
   function render(c) {
     const cid = encodeURIComponent(c.uuid);
-    if (c.status === 'disabled') {
+    if (c.status === 'disabled' && c.mergedInto) {
       body.append(h('div', { class: 'notice notice-disabled', role: 'note' },
         h('p', null, h('strong', null, 'This customer is disabled.'), ' It was merged into ',
-          c.mergedInto ? customerLink(c.mergedInto) : 'another customer',
+          customerLink(c.mergedInto),
           '; its orders, notes and other attached data now belong to that customer. Its own emails, phones and addresses stay here.')));
+    } else if (c.status === 'disabled') {
+      body.append(h('div', { class: 'notice notice-disabled', role: 'note' },
+        h('p', null, h('strong', null, 'This customer is disabled.'), ' It was deactivated (disabled: true), not merged; writing disabled: false re-activates it.')));
     }
 
     // ---- profile ----
@@ -68,13 +71,22 @@ export function customerPage({ main, params, signal, navigate }) {
         c.mergedInto ? ['Merged into', customerLink(c.mergedInto)] : null,
         ['External ID', h('code', null, c.externalId)],
         ['UUID', h('code', null, c.uuid)],
+        ['ID', h('code', null, String(c.id))],
+        ['Prefix', text(c.prefix)],
         ['First name', text(c.firstName)],
         ['Last name', text(c.lastName)],
+        ['Suffix', text(c.suffix)],
         ['Loyalty tier', text(c.loyaltyTier)],
+        ['Excluded from campaigns', c.excludeFromCampaigns ? 'yes' : 'no'],
+        ['Image', c.image ? h('a', { href: c.image, rel: 'noopener noreferrer', target: '_blank' }, c.image) : text(null)],
         ['Emails', list(c.emails, (e) => [e.email, e.type ? ` (${e.type})` : '', e.isPrimary ? [' ', badge('primary', 'info')] : ''])],
         ['Phones', list(c.phones, (p) => [p.number, p.type ? ` (${p.type})` : '', p.isPrimary ? [' ', badge('primary', 'info')] : ''])],
-        ['Addresses', list(c.addresses, (a) => [[a.line1, a.line2, a.city, a.region, a.postalCode, a.country].filter(Boolean).join(', ') || '—', a.type ? ` (${a.type})` : ''])],
+        ['Addresses', list(c.addresses, (a) => [
+          [[a.firstName, a.lastName].filter(Boolean).join(' '), a.address1, a.address2, a.city, a.zoneCode, a.postCode, a.countryCode].filter(Boolean).join(', ') || '—',
+          [a.phone, a.emailAddress].filter(Boolean).length ? ` · ${[a.phone, a.emailAddress].filter(Boolean).join(' · ')}` : '',
+          a.type ? ` (${a.type})` : '', a.isPrimary ? [' ', badge('primary', 'info')] : '', a.disabled ? [' ', badge('disabled', 'warn')] : ''])],
         ['Social profiles', list(c.socialProfiles, (s) => `${s.network}: ${s.handle}`)],
+        ['Attributes', list(c.attributes, (v) => [h('code', null, v.attributeExternalId), `: ${v.value}`, v.languageExternalId ? ` (${v.languageExternalId})` : ''])],
         ['Created', time(c.createdAt)],
         ['Updated', time(c.updatedAt)],
       ])));
