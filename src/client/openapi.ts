@@ -1868,7 +1868,7 @@ export interface components {
              * @description sent as X-Webhook-Version
              * @enum {string}
              */
-            webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2026-11";
+            webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2025-08" | "2025-12" | "2026-11";
             /** @description most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it */
             maxInFlight?: number;
         };
@@ -1928,7 +1928,7 @@ export interface components {
              * @description sent as X-Webhook-Version
              * @enum {string}
              */
-            webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2026-11";
+            webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2025-08" | "2025-12" | "2026-11";
             /** @description most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it */
             maxInFlight?: number;
         };

@@ -85,6 +85,8 @@ await describeEachDb('versions', (ctx) => {
         { version: '2022-04', status: 'deprecated', releasedOn: '2022-04-01', deprecatedOn: '2022-08-01' },
         { version: '2022-08', status: 'supported', releasedOn: '2022-08-01' },
         { version: '2025-04', status: 'supported', releasedOn: '2025-04-01' },
+        { version: '2025-08', status: 'supported', releasedOn: '2025-08-01' },
+        { version: '2025-12', status: 'supported', releasedOn: '2025-12-01' },
         { version: '2026-11', status: 'supported', releasedOn: '2026-11-01' },
       ],
       latest: '2026-11',
@@ -115,6 +117,27 @@ await describeEachDb('versions', (ctx) => {
     const bad = await api().get('/api/2023-01/openapi.json');
     assert.equal(bad.status, 404);
     assert.deepEqual(errorCodes(bad), ['UnsupportedApiVersion']);
+  });
+
+  // Tulip's versions after 2025-04 (SPEC §16; named by Tulip's TGEN pages, e.g.
+  // https://docs.tulip.com/integrating/aerial/versioning for the /api/{version}/ routing): their change log is
+  // not readable, so they serve exactly what 2025-04 serves, and are ordered before Bulb's 2026-11.
+  it('2025-08 and 2025-12 serve what 2025-04 serves: same routes, same shapes, their own X-Api-Version', async () => {
+    const strip = (doc: any, v: string) => JSON.parse(JSON.stringify({ paths: doc.paths, components: doc.components }).replaceAll(`/api/${v}/`, '/api/V/'));
+    const base = strip((await api().get('/api/2025-04/openapi.json')).body, '2025-04');
+    for (const v of ['2025-08', '2025-12']) {
+      assert.deepEqual(strip((await api().get(`/api/${v}/openapi.json`)).body, v), base, v);
+      const created = await api().withVersion(v).post('/crm/customers', { externalId: `ver-${v}`, firstName: 'V' });
+      assert.equal(created.status, 201, v);
+      assert.equal(created.headers.get('x-api-version'), v);
+      assert.equal(created.headers.get('deprecation'), null);
+      const merged = await api().withVersion(v).post(`/crm/customers/ver-${v}/merge`, { mergeWithCustomerIds: ['nobody'] });
+      assert.equal(merged.status, 404, `${v}: the 2025-04 merge form is served`);
+      // Bulb's own 2026-11 routes are not in Tulip's versions.
+      const events = await api().withVersion(v).get('/events');
+      assert.deepEqual(errorCodes(events), ['EndpointNotInVersion'], v);
+      assert.match(events.body.errors[0].moreInfo, /2026-11/);
+    }
   });
 
   it('/docs serves the interactive reference pointing at every version', async () => {
