@@ -128,6 +128,45 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual(imported.find((c: any) => c.k === '-n3').email_keys, ['a@x.io']);
   });
 
+  it("imports Tulip's customer fields: CSV columns prefix, suffix, image, excludeFromCampaigns, disabled; an unknown attribute or country refuses the line", async () => {
+    // https://docs.tulip.com/tgen/customers_partialupdate — prefix, suffix, disabled, excludeFromCampaigns, image
+    await api().post('/crm/customers/bulk', [{ externalId: 't-off', disabled: true, firstName: 'Off' }]);
+    const file = [
+      'externalId,prefix,suffix,image,excludeFromCampaigns,disabled',
+      't-csv1,Dr,Jr,https://x.io/i.png,TRUE,false',
+      't-csv2,,,,false,true',
+      't-off,Ms,,,,',
+      't-bad,,,,yes,',
+    ].join('\n');
+    const r = await api().post('/crm/imports', file, csv);
+    assert.equal(r.status, 202, r.text);
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 2, 1, 1]);
+    const got = async (id: string) => (await api().get(`/crm/customers/${id}`)).body;
+    const c1 = await got('t-csv1');
+    assert.deepEqual([c1.prefix, c1.suffix, c1.image, c1.excludeFromCampaigns, c1.disabled], ['Dr', 'Jr', 'https://x.io/i.png', true, false]);
+    const c2 = await got('t-csv2');
+    assert.deepEqual([c2.prefix, c2.excludeFromCampaigns, c2.disabled, c2.mergedInto], [null, false, true, null]);
+    const off = await got('t-off');
+    assert.deepEqual([off.prefix, off.firstName, off.disabled], ['Ms', 'Off', true], 'an empty disabled cell leaves the status; a deactivated customer takes the line');
+    assert.deepEqual((await errorsOf(r.body.uuid)).map((e: any) => [e.line, e.errors[0].moreInfo]), [[5, 'excludeFromCampaigns']]);
+
+    await api().post('/crm/customerAttributes', { externalId: 'tier2' });
+    const lines = [
+      { externalId: 't-att1', attributes: [{ attributeExternalId: 'tier2', value: 'a' }], addresses: [{ address1: '1 A St', countryCode: 'US', zoneCode: 'US-NY' }] },
+      { externalId: 't-att2', attributes: [{ attributeExternalId: 'nope', value: 'a' }] },
+      { externalId: 't-att3', addresses: [{ countryCode: 'XX' }] },
+    ];
+    const n = await api().post('/crm/imports', lines.map((l) => JSON.stringify(l)).join('\n'), ndjson);
+    assert.equal(n.status, 202, n.text);
+    assert.deepEqual([(await finished(n.body.uuid)).created, (await finished(n.body.uuid)).failed], [1, 2]);
+    assert.deepEqual((await errorsOf(n.body.uuid)).map((e: any) => [e.line, e.errors[0].moreInfo]), [[2, 'attributes.0.attributeExternalId'], [3, 'addresses.0.countryCode']]);
+    const a1 = await got('t-att1');
+    assert.deepEqual(a1.attributes, [{ attributeExternalId: 'tier2', value: 'a', languageExternalId: null }]);
+    assert.match(a1.addresses[0].uuid, /^[0-9a-f-]{36}$/);
+    assert.equal((await api().get('/crm/customers/t-att2')).status, 404);
+  });
+
   it('a completed import leaves fresh statistics (ANALYZE) on the tables it filled, so cached plans are remade', async () => {
     const file = Array.from({ length: 120 }, (_, i) => JSON.stringify({ externalId: `stat-${i}` })).join('\n');
     const r = await api().post('/crm/imports?events=true', file, ndjson);
