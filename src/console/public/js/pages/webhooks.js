@@ -3,8 +3,8 @@
 // request; create, edit, activate / re-activate or deactivate, delete (confirmed), reveal and rotate the
 // signing secret, send a test event.
 import { del, get, getPages, patch, post } from '../api.js';
-import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid } from '../dom.js';
-import { hourlyChart, summary } from '../chart.js';
+import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid, zoneOf } from '../dom.js';
+import { fitChart, hourlyChart, summary } from '../chart.js';
 
 const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)']];
 const HOURS = 24; // the charts' window
@@ -273,13 +273,15 @@ export function webhooksPage({ main, signal }) {
     try {
       const r = await get('/integrations/webhooks/stats', { hours: HOURS }, { signal });
       stats = { bySub: new Map(r.subscriptions.map((x) => [x.subscriptionUuid, x.buckets])), empty: r.overall.map((b) => ({ ...b, attempts: 0, successes: 0 })) };
-      clear(overallBox,
-        hourlyChart(r.overall, { width: 720, height: 150, axis: true, label: `All subscriptions: ${summary(r.overall, HOURS)}` }),
+      const chartBox = h('div', { class: 'chart-box' });
+      clear(overallBox, chartBox,
         h('p', { class: 'chart-legend' },
           h('span', null, h('span', { class: 'key key-ok', 'aria-hidden': 'true' }), 'successful attempts'),
           h('span', null, h('span', { class: 'key key-fail', 'aria-hidden': 'true' }), 'failed attempts'),
           h('span', null, h('span', { class: 'key key-rate', 'aria-hidden': 'true' }), 'success rate'),
-          h('span', null, summary(r.overall, HOURS))));
+          h('span', null, summary(r.overall, HOURS)),
+          h('span', null, `Hours in ${zoneOf()}`)));
+      fitChart(chartBox, (width) => hourlyChart(r.overall, { width, height: 150, axis: true, label: `All subscriptions: ${summary(r.overall, HOURS)}` }), signal);
     } catch (err) {
       stats = undefined;
       if (err.name !== 'AbortError') clear(overallBox, errorBox(err, 'Could not load the delivery statistics'));
@@ -294,6 +296,7 @@ export function webhooksPage({ main, signal }) {
       }
       listBox.append(table({
         caption: 'Webhook subscriptions',
+        stack: true,
         columns: ['URL', 'Event types', 'State', 'Health', 'Authentication', 'Version', `Last ${HOURS} hours`, h('span', { class: 'visually-hidden' }, 'Actions')],
         rows: subs.map(row),
       }));
