@@ -6,7 +6,7 @@ import { customersPage } from './pages/customers.js';
 import { customerPage } from './pages/customer.js';
 import { webhooksPage } from './pages/webhooks.js';
 import { logsPage } from './pages/logs.js';
-import { importsPage } from './pages/imports.js';
+import { importPage, importsPage } from './pages/imports.js';
 import { apiKeysPage, authClientsPage } from './pages/credentials.js';
 import { auditPage } from './pages/audit.js';
 
@@ -29,6 +29,7 @@ const ROUTES = [
   { re: /^\/customers$/, nav: 'customers', page: customersPage },
   { re: /^\/customers\/([^/]+)$/, nav: 'customers', page: customerPage },
   { re: /^\/imports$/, nav: 'imports', page: importsPage },
+  { re: /^\/imports\/([^/]+)$/, nav: 'imports', page: importPage },
   { re: /^\/integrations\/webhooks$/, nav: 'webhooks', page: webhooksPage },
   { re: /^\/integrations\/webhooks\/logs$/, nav: 'logs', page: logsPage },
   { re: /^\/integrations\/api-keys$/, nav: 'apiKeys', page: apiKeysPage },
