@@ -4,6 +4,7 @@ import { ApiError, get, session } from './api.js';
 import { announce, clear, errorBox, field, h } from './dom.js';
 import { customersPage } from './pages/customers.js';
 import { customerPage } from './pages/customer.js';
+import { duplicatePairsPage } from './pages/duplicate-pairs.js';
 import { webhooksPage } from './pages/webhooks.js';
 import { logsPage } from './pages/logs.js';
 import { importPage, importsPage } from './pages/imports.js';
@@ -12,6 +13,7 @@ import { auditPage } from './pages/audit.js';
 
 const NAV = [
   { href: '#/customers', text: 'Customers', key: 'customers' },
+  { href: '#/duplicates', text: 'Possible duplicates', key: 'duplicates' },
   { href: '#/imports', text: 'Imports', key: 'imports' },
   {
     text: 'Integrations',
@@ -28,6 +30,7 @@ const NAV = [
 const ROUTES = [
   { re: /^\/customers$/, nav: 'customers', page: customersPage },
   { re: /^\/customers\/([^/]+)$/, nav: 'customers', page: customerPage },
+  { re: /^\/duplicates$/, nav: 'duplicates', page: duplicatePairsPage },
   { re: /^\/imports$/, nav: 'imports', page: importsPage },
   { re: /^\/imports\/([^/]+)$/, nav: 'imports', page: importPage },
   { re: /^\/integrations\/webhooks$/, nav: 'webhooks', page: webhooksPage },
