@@ -6,13 +6,13 @@ import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import { describeConsole } from './browser.ts';
 
-const WIDTHS = [390, 1440];
+const WIDTHS = [390, 1280, 1440]; // a phone, a small laptop, a desktop
 const LONG_URL = 'http://127.0.0.1:9/webhooks/bulb/a-rather-long-path-that-a-real-integrator-might-use?tenant=acme-retail-eu-west';
 
 describeConsole('phone and desktop widths', (ctx) => {
   before(() => ctx.signIn());
 
-  it('Webhooks: the subscriptions table fits its box and the chart labels are at least 10 px, at 390 and 1440 px', async () => {
+  it('Webhooks: the subscriptions table fits its box and the chart labels are at least 10 px, at 390, 1280 and 1440 px', async () => {
     const { page, srv } = ctx;
     const api = srv.api.withVersion('2026-11');
     for (const url of [LONG_URL, 'http://127.0.0.1:9/hook']) {

@@ -181,17 +181,18 @@ export function webhooksPage({ main, signal }) {
     return b;
   }
 
-  /** The health cell: state, and since when it fails or why Bulb disabled it. */
-  function healthCell(sub) {
+  /** The state cell: active or not, then health: since when it fails, or why Bulb disabled it. */
+  function stateCell(sub) {
     const hl = sub.health;
+    const active = sub.isActive ? badge('Active', 'ok') : badge('Inactive', 'muted');
     if (hl.state === 'disabled') {
-      return h('td', null, badge('Disabled', 'bad'), h('span', { class: 'health-note' }, hl.disabledReason));
+      return h('td', null, active, badge('Disabled', 'bad'), h('span', { class: 'health-note' }, hl.disabledReason));
     }
     if (hl.state === 'failing') {
-      return h('td', null, badge('Failing', 'warn'),
+      return h('td', null, active, badge('Failing', 'warn'),
         h('span', { class: 'health-note' }, `${hl.consecutiveFailures} failed attempt${hl.consecutiveFailures === 1 ? '' : 's'} in a row since `, time(hl.failingSince)));
     }
-    return h('td', null, badge('Healthy', 'ok'), hl.lastSuccessAt ? h('span', { class: 'health-note' }, 'Last success ', time(hl.lastSuccessAt)) : null);
+    return h('td', null, active, badge('Healthy', 'ok'), hl.lastSuccessAt ? h('span', { class: 'health-note' }, 'Last success ', time(hl.lastSuccessAt)) : null);
   }
 
   function chartCell(sub) {
@@ -208,10 +209,8 @@ export function webhooksPage({ main, signal }) {
     return h('tr', null,
       h('th', { scope: 'row', class: 'url' }, h('span', { class: 'mono break' }, sub.url)),
       h('td', null, h('span', { class: 'types-list' }, sub.eventTypes.map((t) => h('code', null, t)))),
-      h('td', null, sub.isActive ? badge('Active', 'ok') : badge('Inactive', 'muted')),
-      healthCell(sub),
-      h('td', null, AUTH_METHODS.find(([v]) => v === sub.authMethod)?.[1] ?? sub.authMethod),
-      h('td', null, sub.webhookVersion),
+      stateCell(sub),
+      h('td', null, AUTH_METHODS.find(([v]) => v === sub.authMethod)?.[1] ?? sub.authMethod, h('span', { class: 'health-note' }, `Version ${sub.webhookVersion}`)),
       chartCell(sub),
       h('td', { class: 'row-actions row-actions-wide' },
         actionButton('Edit', `Edit ${target}`, () => subscriptionDialog(sub, () => {
@@ -297,7 +296,7 @@ export function webhooksPage({ main, signal }) {
       listBox.append(table({
         caption: 'Webhook subscriptions',
         stack: true,
-        columns: ['URL', 'Event types', 'State', 'Health', 'Authentication', 'Version', `Last ${HOURS} hours`, h('span', { class: 'visually-hidden' }, 'Actions')],
+        columns: ['URL', 'Event types', 'State and health', 'Authentication', `Last ${HOURS} hours`, h('span', { class: 'visually-hidden' }, 'Actions')],
         rows: subs.map(row),
       }));
     });
