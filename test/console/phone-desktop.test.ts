@@ -70,6 +70,24 @@ describeConsole('phone and desktop widths', (ctx) => {
     await page.waitForFunction(() => !document.querySelector('[aria-label$="scrolls sideways"]'));
   });
 
+  it('no page of the console scrolls sideways on a phone', async () => {
+    const { page, srv } = ctx;
+    assert.equal((await srv.api.post('/crm/customers', { externalId: 'wide-1', firstName: 'Wilhelmina-Josephine', lastName: 'Featherstonehaugh-Cholmondeley', emails: [{ email: 'wilhelmina.josephine.featherstonehaugh@a-long-domain-name.example.com' }] })).status, 201);
+    await page.setViewportSize({ width: 390, height: 844 });
+    const pages = ['Customers', 'Possible duplicates', 'Imports', 'Webhooks', 'Webhooks Logs', 'API Keys', 'Auth Clients', 'Audit log'];
+    for (const name of pages) {
+      await ctx.go(name);
+      await page.waitForFunction(() => !document.querySelector('[aria-busy="true"], .state-loading'));
+      const m = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, viewport: innerWidth }));
+      assert.ok(m.page <= m.viewport, `${name}: the page is ${m.page} px wide in a ${m.viewport} px screen`);
+    }
+    await page.goto('/admin#/customers/wide-1');
+    await page.getByRole('heading', { level: 1, name: /Wilhelmina/ }).waitFor();
+    await page.waitForFunction(() => !document.querySelector('[aria-busy="true"], .state-loading'));
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), 'a customer page fits a phone');
+    await ctx.shot('customer-390');
+  });
+
   it('shows times with their time zone (UTC+5:30 here), and the chart says its hours are local', async () => {
     const { page, srv } = ctx;
     await page.setViewportSize({ width: 1440, height: 900 });
