@@ -1,6 +1,7 @@
 // One customer: its fields, the data attached to it (counts and lists), its merge history, and the merge
 // history with Undo (merge-history.js), its possible duplicates (duplicates.js) and the merge form (preview
 // with ?dryRun=true, then confirm). A disabled customer links to the customer it was merged into.
+// #/customers/{id}?merge={externalIds} opens with that merge previewed (the duplicates page links so).
 import { ApiError, get, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
 import { displayName, statusBadge } from './customers.js';
@@ -38,7 +39,7 @@ function movedTable(moved, duplicates, caption) {
   return table({ caption, hideCaption: false, columns: ['Data', 'Rows'], rows, className: 'table-compact' });
 }
 
-export function customerPage({ main, params, signal, navigate }) {
+export function customerPage({ main, params, query, signal, navigate }) {
   const id = params[0];
   const heading = h('h1', null, 'Customer');
   const body = h('div');
@@ -117,6 +118,7 @@ export function customerPage({ main, params, signal, navigate }) {
     if (c.status === 'active') {
       const merge = mergeSection(c, navigate);
       body.append(duplicatesSection({ c, signal, customerLink, previewMerge: merge.preview }), merge.section);
+      if (query.merge) merge.preview(parseIds(query.merge));
     }
   }
 }
