@@ -76,6 +76,8 @@ export class Dispatcher {
   private completed = 0;
   private firstCompletedAt = 0;
   private sleeper: (() => void) | undefined;
+  /** Date.now() at which the loop's current sleep ends (0 while it is awake). */
+  private sleepsUntil = 0;
   private loop: Promise<void> | undefined;
   private retention: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
@@ -145,6 +147,18 @@ export class Dispatcher {
     return l;
   }
 
+  /**
+   * Work of a lane falls due at `at` (Date.now() time): the lane is claimed for then, and a loop asleep past then
+   * wakes now to sleep until then instead (a retry the result writer scheduled while the loop slept until the sweep).
+   */
+  private dueBy(lane: Lane<InFlight>, at: number): void {
+    lane.addDue(at);
+    if (this.sleepsUntil > 0 && at < this.sleepsUntil) {
+      this.lookNow = true;
+      this.wake();
+    }
+  }
+
   /** Run the loop again (a finished attempt, or poke()). */
   private wake(): void {
     this.woken = true;
@@ -159,8 +173,10 @@ export class Dispatcher {
         this.lookNow = true;
         this.wake();
       }, ms);
+      this.sleepsUntil = Date.now() + ms;
       this.sleeper = () => {
         clearTimeout(t);
+        this.sleepsUntil = 0;
         resolve();
       };
       if (this.woken || this.stopping) this.wake();
@@ -226,11 +242,15 @@ export class Dispatcher {
     for (const [id, l] of this.lanes) if (l.idle(now)) this.lanes.delete(id);
     this.sweeping = discoverLanes(this.db)
       .then((found) => {
+        // due_in_ms is counted from the query's own clock reading: add it to the time its answer arrived, never to a
+        // time before the query (that made the lane due early by the query's latency: its claim, run before the
+        // database's now() reached the due time, found nothing, and the lane waited for the next sweep).
+        const answered = Date.now();
         for (const d of found) {
           const l = this.laneOf(d.subscription_id, d.max_in_flight);
           l.setMax(d.max_in_flight);
           if (d.due_in_ms <= 0) l.due = true;
-          else l.dueAt = Math.min(l.dueAt, now + d.due_in_ms);
+          else this.dueBy(l, answered + d.due_in_ms);
         }
         this.lookNow = true;
       })
@@ -250,10 +270,7 @@ export class Dispatcher {
     const now = Date.now();
     const ready: Lane<InFlight>[] = [];
     for (const l of this.lanes.values()) {
-      if (l.dueAt <= now) {
-        l.due = true;
-        l.dueAt = Infinity;
-      }
+      if (l.takeDue(now)) l.due = true;
       if (l.due && l.room(now) > 0) ready.push(l);
     }
     if (ready.length === 0) return false;
@@ -400,11 +417,13 @@ export class Dispatcher {
     const batch = this.results.splice(0, 500);
     try {
       const states = await recordOutcomes(this.db, this.config, batch);
+      const answered = Date.now();
       for (const st of states) {
         deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
-        // A retry this worker scheduled: its lane wakes at that time (other workers learn of it by the sweep).
+        // A retry this worker scheduled: its lane is claimed at that time, the loop woken for it if it sleeps past it
+        // (other workers learn of it by the sweep). Counted from the statement's clock, as the sweep's due times.
         const lane = this.inflight.get(String(st.id))?.lane;
-        if (st.status === 'pending' && st.next_attempt_at && lane) lane.dueAt = Math.min(lane.dueAt, Date.parse(st.next_attempt_at));
+        if (st.status === 'pending' && st.due_in_ms !== null && lane) this.dueBy(lane, answered + Number(st.due_in_ms));
       }
       for (const r of batch) this.inflight.delete(String(r.deliveryId));
     } catch (err) {

@@ -211,6 +211,14 @@ export interface SubOutcome {
   pauseMs: number | null;
 }
 
+/** A delivery's state after a result: when pending, its next attempt's time and how far off it was (ms) at the write. */
+export interface DeliveryState {
+  id: string;
+  status: string;
+  next_attempt_at: string | null;
+  due_in_ms: number | string | null;
+}
+
 /**
  * Writes a batch of attempt outcomes in one statement (one round trip, where it was a transaction of five), in
  * this order:
@@ -225,9 +233,9 @@ export interface SubOutcome {
  * - the attempt rows.
  * Returns the new states. The one place attempt results reach the database.
  */
-export async function recordResults(db: Queryable, rs: AttemptResult[], outs: SubOutcome[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
+export async function recordResults(db: Queryable, rs: AttemptResult[], outs: SubOutcome[]): Promise<DeliveryState[]> {
   if (rs.length === 0) return [];
-  const r = await db.query<{ id: string; status: string; next_attempt_at: string | null }>(
+  const r = await db.query<DeliveryState>(
     `WITH r AS (
        SELECT * FROM json_to_recordset($2::json) AS r(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
          attempt_number int, url text, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
@@ -268,7 +276,7 @@ export async function recordResults(db: Queryable, rs: AttemptResult[], outs: Su
          r.error_code, CASE WHEN r.ok THEN 'success' ELSE 'failure' END, upd.next_attempt_at, r.request_headers, r.request_body, r.response_body
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
-     SELECT id, status, next_attempt_at FROM upd`,
+     SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms FROM upd`,
     // One JSON text rather than an array per column: serialised natively, not element by element.
     [
       rs.map((x) => x.deliveryId),
