@@ -9,7 +9,8 @@ import { wireNames } from '../config.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk } from './queue-store.ts';
 import { recordOutcomes } from './health.ts';
-import { buildRequest, redactEchoed } from './request.ts';
+import { buildRequest } from './request.ts';
+import { credentialsOf, redactCredentials } from './redact.ts';
 import { housekeep } from '../housekeeping.ts';
 import { Abort, Sender } from './sender.ts';
 import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
@@ -379,7 +380,7 @@ export class Dispatcher {
       retryAfterMs: res.retryAfterMs,
       requestHeaders: req.logHeaders,
       requestBody: req.body,
-      responseBody: redactEchoed(res.responseBody, req.credential), // a receiver may echo the credential back
+      responseBody: redactCredentials(res.responseBody, credentialsOf(row)), // a receiver may echo a credential back, in any form
     });
     if (this.completed++ === 0) this.firstCompletedAt = performance.now();
   }
