@@ -9,10 +9,10 @@ import { wireNames } from '../config.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk } from './queue-store.ts';
 import { recordOutcomes } from './health.ts';
-import { buildRequest } from './request.ts';
+import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
 import { credentialsOf, redactCredentials } from './redact.ts';
 import { housekeep } from '../housekeeping.ts';
-import { Abort, Sender } from './sender.ts';
+import { Abort, Sender, type SendResult } from './sender.ts';
 import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { nextDelayMs } from './schedule.ts';
@@ -354,8 +354,16 @@ export class Dispatcher {
   private async attempt(f: InFlight): Promise<void> {
     const { row, lane } = f;
     const startedAt = new Date();
-    const req = buildRequest(row, this.hmacHeader, startedAt.getTime());
-    const res = await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.abort);
+    let req: BuiltRequest;
+    let res: SendResult;
+    if (row.secret_error !== null) {
+      // A secret of this subscription cannot be opened: nothing can be signed or authenticated, so nothing is sent.
+      req = { body: eventBody(row), headers: {}, logHeaders: {}, credential: null };
+      res = { ok: false, statusCode: null, errorCode: 'SECRET_UNREADABLE', responseBody: row.secret_error, retryAfterMs: null, durationMs: 0 };
+    } else {
+      req = buildRequest(row, this.hmacHeader, startedAt.getTime());
+      res = await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.abort);
+    }
     if (f.released) return; // shutdown gave the claim back; another worker will attempt it
     lane.feedback(signalOf(res));
     if (res.retryAfterMs !== null) {

@@ -3,6 +3,7 @@
 import type { Queryable } from '../db/db.ts';
 import { RETIRED_SECRETS_SQL, type SubscriptionRow } from './store.ts';
 import { openSecret } from '../secrets/active.ts';
+import { SecretError } from '../secrets/box.ts';
 import { memoize } from '../memo.ts';
 import { HELD_CEILINGS } from './lanes.ts';
 
@@ -26,6 +27,11 @@ export interface Claimed
   max_in_flight: number;
   /** Rotated-out secrets still signing (24 h after each rotation), oldest first. */
   previous_secrets: string[];
+  /**
+   * Why a stored secret of the subscription cannot be opened (then its secrets are null and nothing is sent: the
+   * attempt fails with SECRET_UNREADABLE), or null. One subscription's unreadable value never fails the claim.
+   */
+  secret_error: string | null;
 }
 
 /** What the dispatcher asks of one subscription's lane: at most `room` due deliveries. */
@@ -46,7 +52,7 @@ const CLAIMED_FIELDS = [
 type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string];
 
 /** One claimed lane: the subscription's columns, its deliveries as JSON (CLAIMED_FIELDS per delivery). */
-type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0]> & { deliveries: string };
+type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error'> & { deliveries: string };
 
 /** The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane. Exported for the bench's EXPLAIN. */
 export const CLAIM_SQL = `WITH w AS (
@@ -102,11 +108,12 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
   const out: Claimed[] = [];
   for (const l of r.rows) {
     // Secrets are stored sealed (SPEC §15): open them for signing and sending (once per sealed value, not per row).
+    const sec = openLane(l);
     const sub = {
       subscription_id: String(l.subscription_id), subscription_uuid: l.subscription_uuid, url: l.url, auth_method: l.auth_method,
-      bearer_token: opened(l.bearer_token), basic_username: l.basic_username, basic_password: opened(l.basic_password),
-      webhook_version: l.webhook_version, signing_secret: opened(l.signing_secret), max_in_flight: l.max_in_flight,
-      previous_secrets: l.previous_secrets.map(opened),
+      bearer_token: sec.bearer_token, basic_username: l.basic_username, basic_password: sec.basic_password,
+      webhook_version: l.webhook_version, signing_secret: sec.signing_secret, max_in_flight: l.max_in_flight,
+      previous_secrets: sec.previous_secrets, secret_error: sec.error,
     };
     for (const d of JSON.parse(l.deliveries) as ClaimedTuple[]) {
       out.push({
@@ -115,7 +122,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
         subscription_id: sub.subscription_id, subscription_uuid: sub.subscription_uuid, url: sub.url, auth_method: sub.auth_method,
         bearer_token: sub.bearer_token, basic_username: sub.basic_username, basic_password: sub.basic_password,
         webhook_version: sub.webhook_version, signing_secret: sub.signing_secret, max_in_flight: sub.max_in_flight,
-        previous_secrets: sub.previous_secrets,
+        previous_secrets: sub.previous_secrets, secret_error: sub.secret_error,
       });
     }
   }
@@ -127,6 +134,32 @@ const openSealed = memoize((sealed: string) => openSecret(sealed));
 
 function opened<T extends string | null>(sealed: T): T {
   return (sealed === null ? sealed : openSealed(sealed)) as T;
+}
+
+/**
+ * A claimed lane's secrets in clear, or, when one of them cannot be opened (sealed under a key this process lacks,
+ * altered), none and the reason: that subscription's attempts fail, the other lanes of the claim go on.
+ */
+function openLane(l: ClaimedLane): { bearer_token: string | null; basic_password: string | null; signing_secret: string; previous_secrets: string[]; error: string | null } {
+  const field = { bearer_token: 'bearerToken', basic_password: 'basicPassword', signing_secret: 'signing secret' } as const;
+  let which = '';
+  try {
+    which = field.bearer_token;
+    const bearer_token = opened(l.bearer_token);
+    which = field.basic_password;
+    const basic_password = opened(l.basic_password);
+    which = field.signing_secret;
+    const signing_secret = opened(l.signing_secret);
+    which = 'a rotated-out signing secret';
+    const previous_secrets = l.previous_secrets.map(opened);
+    return { bearer_token, basic_password, signing_secret, previous_secrets, error: null };
+  } catch (err) {
+    const why = err instanceof SecretError ? err.message : String(err);
+    return {
+      bearer_token: null, basic_password: null, signing_secret: '', previous_secrets: [],
+      error: `not sent: the subscription's ${which} cannot be opened (${why}); start the workers with the key it was sealed under, or set the value again (PATCH the credential, or rotate the signing secret)`,
+    };
+  }
 }
 
 /** A subscription with pending work and when its first claimable delivery falls due (ms from now, ≤ 0: due). */
