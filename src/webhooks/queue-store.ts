@@ -238,6 +238,8 @@ export interface SubOutcome {
   failures: number;
   /** The first of those failures. */
   firstFailureAt: string | null;
+  /** The last of those failures. */
+  lastFailureAt: string | null;
   /** e.g. "HTTP_STATUS 500", "TIMEOUT": the last failure's error. */
   lastError: string | null;
   /** The longest Retry-After in the batch (ms): the subscription's attempts wait that long (paused_until). */
@@ -266,7 +268,7 @@ export interface DeliveryState {
  * - the attempt rows.
  * Returns the new states. The one place attempt results reach the database.
  */
-export async function recordResults(db: Queryable, rs: AttemptResult[], outs: SubOutcome[]): Promise<DeliveryState[]> {
+export async function recordResults(db: Queryable, rs: AttemptResult[], outs: SubOutcome[], streakGapHours: number): Promise<DeliveryState[]> {
   if (rs.length === 0) return [];
   const r = await db.query<DeliveryState>(
     `WITH r AS (
@@ -274,14 +276,17 @@ export async function recordResults(db: Queryable, rs: AttemptResult[], outs: Su
          attempt_number int, url text, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
          delay_ms float8, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
      ), x AS (
-       SELECT * FROM json_to_recordset($3::json) AS x(sub bigint, last_ok timestamptz, fails int, first_fail timestamptz, pause_ms float8)
+       SELECT * FROM json_to_recordset($3::json) AS x(sub bigint, last_ok timestamptz, fails int, first_fail timestamptz, last_fail timestamptz, pause_ms float8)
      ), locked AS (
        SELECT id FROM webhook_subscriptions WHERE id IN (SELECT sub FROM x) ORDER BY id FOR NO KEY UPDATE
      ), health AS (
        UPDATE webhook_subscriptions s SET
          last_success_at = CASE WHEN x.last_ok IS NULL THEN s.last_success_at ELSE greatest(s.last_success_at, x.last_ok) END,
          consecutive_failures = CASE WHEN x.last_ok IS NULL THEN s.consecutive_failures + x.fails ELSE x.fails END,
-         failing_since = CASE WHEN x.last_ok IS NULL THEN coalesce(s.failing_since, x.first_fail) ELSE x.first_fail END,
+         failing_since = CASE WHEN x.last_ok IS NOT NULL OR s.failing_since IS NULL
+             OR x.first_fail - coalesce(s.last_failure_at, s.failing_since) >= $4 * interval '1 hour' THEN x.first_fail
+           ELSE s.failing_since END,
+         last_failure_at = coalesce(x.last_fail, s.last_failure_at),
          paused_until = CASE WHEN x.pause_ms IS NULL THEN s.paused_until
            ELSE greatest(s.paused_until, clock_timestamp() + x.pause_ms * interval '1 millisecond') END
        FROM x WHERE s.id = x.sub AND (SELECT count(*) FROM locked) >= 0
@@ -319,7 +324,8 @@ export async function recordResults(db: Queryable, rs: AttemptResult[], outs: Su
         delay_ms: x.retryDelayMs, request_headers: x.requestHeaders, request_body: x.requestBody,
         response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
       }))),
-      JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, pause_ms: o.pauseMs }))),
+      JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, last_fail: o.lastFailureAt, pause_ms: o.pauseMs }))),
+      streakGapHours,
     ],
     'webhook_record',
   );
