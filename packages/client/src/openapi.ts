@@ -1105,7 +1105,7 @@ export interface components {
          * AttemptErrorCode
          * @enum {string}
          */
-        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS";
+        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS" | "SECRET_UNREADABLE";
         /**
          * AttemptPage
          * @description One page of a list
