@@ -7,9 +7,10 @@
 -- holding the three (name, externalId, emails, newline-separated) finds the rows whose text has the term's trigrams;
 -- the query keeps its three exact conditions as a filter (src/crm/customers/store.ts). A common term still walks the
 -- primary key and stops at a page's worth of matches: the statement is planned for its value (not prepared), so the
--- planner weighs the term against the index's statistics. The function only names the expression (it is inlined).
--- Pending list (GIN fast update) bounded to 256 kB: inserts go on being batched into the index, and a search reads at
--- most 32 pending pages until the next (auto)vacuum or analyze merges them.
+-- planner weighs the term against the index's statistics. The function names the expression, so that the index and
+-- the query spell it alike (array_to_string is only stable in general; on text[] it is immutable).
+-- Pending list (GIN fast update) bounded to 256 kB: inserts go on being batched into the index, and a search reads about
+-- 32 pending pages at most until the next (auto)vacuum or analyze merges them.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 CREATE OR REPLACE FUNCTION customer_search_text(first_name text, last_name text, external_id text, email_keys text[]) RETURNS text
   LANGUAGE sql IMMUTABLE PARALLEL SAFE
