@@ -118,7 +118,7 @@ async function measure(db: Db, backend: string, n: number, reps: number): Promis
       merges.push(
         await time(async () => {
           const out = await withRetry(db, (tx) =>
-            mergeCustomers(tx, { by: 'externalId', primary: `${tag}-m-0`, secondaries: a.secondaries.map((_, i) => `${tag}-m-${i + 1}`), dryRun: false, principalUuid: null, source: 'BENCH' }),
+            mergeCustomers(tx, { by: 'externalId', primary: `${tag}-m-0`, secondaries: a.secondaries.map((_, i) => `${tag}-m-${i + 1}`), dryRun: false, field: 'ids', principalUuid: null, source: 'BENCH' }),
           );
           moved = Object.values(out.moved).reduce((x, y) => x + y, 0) + out.duplicatesRemoved;
           mergeUuid = out.mergeUuid!;

@@ -338,7 +338,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Merge secondary customers (by externalId) into the primary; ?dryRun=true previews the counts
+         * Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts
          * @description Merges the secondaries (by externalId) into the primary in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 409 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
          */
         post: operations["customersMerge"];
@@ -1428,7 +1428,7 @@ export interface components {
         };
         /** MergeRequest */
         MergeRequest: {
-            /** @description externalIds of the secondary customers (1–100, no duplicates, not the primary) */
+            /** @description the secondary customers, each by uuid or externalId (a uuid match wins); 1–100, no duplicates, not the primary */
             mergeWithCustomerIds: string[];
         };
         /**
@@ -6100,7 +6100,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the integrator's identifier, unique */
+                /** @description the primary customer: its uuid or its externalId (a uuid match wins) */
                 id: string;
             };
             cookie?: never;
