@@ -304,7 +304,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/2026-11/crm/customerNotes/{uuid}": {
+    "/api/2026-11/crm/customerNotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a note to the customer its `customer` field names (emits customerNoteCreate)
+         * @description Creates a note (Tulip's shape: `customer`, `comments`, `type`, `isPrivate`, `externalId`, …) for the customer `customer` names (uuid or externalId); emits `customerNoteCreate`. A taken `externalId` answers 409.
+         */
+        post: operations["customerNotesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customerNotes/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -312,13 +332,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a customer note
-         * @description A note by its uuid.
+         * Get a customer note by uuid or externalId
+         * @description A note by its uuid or its externalId (a uuid match wins).
          */
         get: operations["customerNotesGet"];
         /**
-         * Replace a customer note (emits customerNoteUpdate when it changes)
-         * @description Full replace of a note (`type`, `body`, optional `associateUuid`); emits `customerNoteUpdate` when something changed.
+         * Replace a customer note, by uuid or externalId (emits customerNoteUpdate when it changes)
+         * @description Full replace of a note, by uuid or externalId (an omitted `externalId` keeps the current one; `customer`, if given, must be the note's customer); emits `customerNoteUpdate` when something changed.
          */
         put: operations["customerNotesPut"];
         post?: never;
@@ -339,7 +359,7 @@ export interface paths {
         put?: never;
         /**
          * Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts
-         * @description Merges the secondaries (by externalId) into the primary in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 409 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
+         * @description Merges the secondaries into the primary (each named by uuid or externalId, a uuid match winning) in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 409 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
          */
         post: operations["customersMerge"];
         delete?: never;
@@ -1235,6 +1255,26 @@ export interface components {
             socialProfiles?: components["schemas"]["SocialProfile"][];
             loyaltyTier?: string | null;
         };
+        /** CustomerNoteCreate */
+        CustomerNoteCreate: {
+            /** @description the customer of the note: uuid or externalId */
+            customer: string;
+            externalId?: string | null;
+            /**
+             * @description the kind of note (Tulip: CUSTOMER_OPTIN_LOG, …)
+             * @enum {string}
+             */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            /** @description the text of the note */
+            comments: string;
+            employee?: string | null;
+            store?: string | null;
+            /** @default false */
+            isPrivate: boolean;
+            /** @default false */
+            isDeleted: boolean;
+            wishListId?: number | null;
+        };
         /**
          * CustomerPage
          * @description One page of a list
@@ -1495,23 +1535,47 @@ export interface components {
         Note: {
             /** Format: uuid */
             uuid: string;
-            /** Format: uuid */
-            customerUuid: string;
+            externalId: string | null;
+            /**
+             * Format: uuid
+             * @description uuid of the customer
+             */
+            customer: string;
+            /** @enum {string} */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            comments: string;
+            employee: string | null;
+            store: string | null;
+            isPrivate: boolean;
+            isDeleted: boolean;
+            wishListId: number | null;
             /** Format: date-time */
             createdAt: string;
-            /** @enum {string} */
-            type: "note" | "phone" | "optIn" | "video" | "social";
-            body: string;
-            associateUuid: string | null;
             /** Format: date-time */
             updatedAt: string;
         };
-        /** NoteCreate */
+        /**
+         * NoteCreate
+         * @description under a customer, `customer` may be left out (if given, it must name that customer)
+         */
         NoteCreate: {
-            /** @enum {string} */
-            type: "note" | "phone" | "optIn" | "video" | "social";
-            body: string;
-            associateUuid?: string | null;
+            /** @description the customer of the note: uuid or externalId */
+            customer?: string;
+            externalId?: string | null;
+            /**
+             * @description the kind of note (Tulip: CUSTOMER_OPTIN_LOG, …)
+             * @enum {string}
+             */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            /** @description the text of the note */
+            comments: string;
+            employee?: string | null;
+            store?: string | null;
+            /** @default false */
+            isPrivate: boolean;
+            /** @default false */
+            isDeleted: boolean;
+            wishListId?: number | null;
         };
         /**
          * NotePage
@@ -1524,13 +1588,26 @@ export interface components {
         };
         /**
          * NoteReplace
-         * @description full replace of a note
+         * @description full replace of a note (an omitted externalId keeps the current one); a note stays with its customer
          */
         NoteReplace: {
-            /** @enum {string} */
-            type: "note" | "phone" | "optIn" | "video" | "social";
-            body: string;
-            associateUuid?: string | null;
+            /** @description the customer of the note: uuid or externalId */
+            customer?: string;
+            externalId?: string | null;
+            /**
+             * @description the kind of note (Tulip: CUSTOMER_OPTIN_LOG, …)
+             * @enum {string}
+             */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            /** @description the text of the note */
+            comments: string;
+            employee?: string | null;
+            store?: string | null;
+            /** @default false */
+            isPrivate: boolean;
+            /** @default false */
+            isDeleted: boolean;
+            wishListId?: number | null;
         };
         /** OAuthError */
         OAuthError: {
@@ -5774,13 +5851,201 @@ export interface operations {
             };
         };
     };
+    customerNotesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerNoteCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Note"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     customerNotesGet: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description the uuid of the resource */
-                uuid: string;
+                /** @description the note: uuid or externalId (a uuid match wins) */
+                id: string;
             };
             cookie?: never;
         };
@@ -5906,8 +6171,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the uuid of the resource */
-                uuid: string;
+                /** @description the note: uuid or externalId (a uuid match wins) */
+                id: string;
             };
             cookie?: never;
         };
@@ -6001,6 +6266,26 @@ export interface operations {
                      *           "message": "customer \"ext-404\" not found",
                      *           "errorCode": "NotFound",
                      *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
                      *         }
                      *       ]
                      *     }

@@ -48,7 +48,7 @@ await describeEachDb('customer merge', (ctx) => {
     }
     for (const s of [s1, s2]) assert.deepEqual(Object.values(await countsOf(db(), s.id)), [0, 0, 0, 0, 0, 0, 0], 'nothing left on a secondary');
     const notesByType = (await db().query(`SELECT type, count(*)::int AS n FROM notes WHERE customer_id = $1 GROUP BY type ORDER BY type`, [p.id])).rows;
-    assert.deepEqual(notesByType.map((x) => [x.type, x.n]), [['note', 9], ['optIn', 9], ['phone', 9], ['social', 9], ['video', 9]]);
+    assert.deepEqual(notesByType.map((x) => [x.type, x.n]), [['CUSTOMER_NOTE', 9], ['CUSTOMER_OPTIN_LOG', 9], ['CUSTOMER_PHONE_LOG', 9], ['CUSTOMER_SOCIAL_LOG', 9], ['CUSTOMER_VIDEO_LOG', 9]]);
     // Secondaries: disabled, pointing at the primary, contact data and loyalty tier untouched.
     const g1 = (await api().get('/crm/customers/mv-s1')).body;
     assert.equal(g1.status, 'disabled');

@@ -356,7 +356,7 @@ await describeEachDb('webhook delivery', (ctx) => {
     await ctx.tdb.db.transaction(async (tx) => {
       const row = await mustFind(tx, sub.uuid, true);
       await store.deleteSubscription(tx, row.id);
-      note = api().post(`/crm/customers/${cust.uuid}/notes`, { type: 'note', body: 'during the delete' });
+      note = api().post(`/crm/customers/${cust.uuid}/notes`, { type: 'CUSTOMER_NOTE', comments: 'during the delete' });
       await sleep(300);
     });
     assert.equal((await note!).status, 201);
