@@ -76,7 +76,7 @@ export async function runDuplicatesBench(opts: { quick?: boolean } = {}): Promis
     rows.push({
       what: 'building the pairs (refresher, all customers changed)', value: Math.round(buildMs / 100) / 10, unit: 's', baseline: null, ratio: null,
       goal: 'information', command: COMMAND,
-      note: `${Math.round(n / (buildMs / 1000)).toLocaleString('en-US')} customers/s folded into profiles and pairs (500 per transaction, planned as index probes; ${(processed - n).toLocaleString('en-US')} re-scorings of bearers of names that became more common on the way included; load average ${loadAfterBuild} after the build); afterwards each write only re-scores the customers it changed. Until 2026-11-22 the same build took 30 minutes (56 customers/s): misled by the statistics of tables analyzed while empty, the planner hash-joined whole tables and JIT-compiled every batch (see the README).`,
+      note: `${Math.round(n / (buildMs / 1000)).toLocaleString('en-US')} customers/s folded into profiles and pairs (500 per transaction, planned as index probes; ${(processed - n).toLocaleString('en-US')} re-scorings of bearers of names that became more common on the way included; load average ${loadAfterBuild} after the build); afterwards each write only re-scores the customers it changed. Until 2026-11-22 the same build took 30 minutes (56 customers/s): misled by the statistics of tables analyzed while empty, the planner hash-joined whole tables and JIT-compiled every batch (see docs/duplicates.md).`,
     });
 
     // Per-customer lookups through a real server (role api: no background refresher competing).

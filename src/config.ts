@@ -5,6 +5,10 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string | undefined;
+  /** BULB_DATABASE_DIRECT_URL: a direct connection for sessions when DATABASE_URL is a pooler (src/db/pooler.ts). */
+  databaseDirectUrl: string | undefined;
+  /** BULB_DATABASE_PREPARED_STATEMENTS: auto (on unless a transaction pooler is detected), on, off. */
+  databasePreparedStatements: 'auto' | 'on' | 'off';
   dataDir: string;
   adminKey: string | undefined;
   serviceName: string;
@@ -78,6 +82,12 @@ export function parseRetrySchedule(raw: string): number[] {
   return out;
 }
 
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], dflt: T): T {
+  const raw = env[name] || dflt;
+  if (!values.includes(raw as T)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
 function phoneRegion(raw: string): string {
   const r = raw.trim().toUpperCase();
   if (!/^[A-Z]{2}$/.test(r)) throw new ConfigError(`BULB_DEFAULT_PHONE_REGION must be a two-letter country code, got "${raw}"`);
@@ -93,6 +103,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: env.HOST || '127.0.0.1',
     databaseUrl: env.DATABASE_URL || undefined,
+    databaseDirectUrl: env.BULB_DATABASE_DIRECT_URL || undefined,
+    databasePreparedStatements: oneOf(env, 'BULB_DATABASE_PREPARED_STATEMENTS', ['auto', 'on', 'off'] as const, 'auto'),
     dataDir: env.BULB_DATA_DIR || './data',
     adminKey: env.BULB_ADMIN_KEY || undefined,
     serviceName,

@@ -19,7 +19,7 @@ async function main() {
   const config = loadConfig();
   if (!['serve', 'migrate', 'reencrypt'].includes(cmd)) throw new ConfigError(`unknown command "${cmd}" (use serve, migrate or reencrypt)`);
   const keys = cmd === 'migrate' ? undefined : resolveSecretBox(config); // refuses before touching the database
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = await openDb({ ...config, log: (line) => console.log(line) });
   const applied = await migrate(db);
   if (cmd === 'migrate') {
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
@@ -62,6 +62,10 @@ async function main() {
   }
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);
+  if (address) {
+    const browse = browsable(address);
+    console.log(`  console:        ${browse}/admin\n  API reference:  ${browse}/docs`);
+  }
   console.log(secrets.notice);
   if (created) {
     console.log(`\nFirst start: created an admin API key. It is shown only this once; keep it safe:\n\n  ${created}\n\n` +
@@ -85,6 +89,13 @@ async function main() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** The listening address as a browser on this machine reaches it (a wildcard address is not one to browse to). */
+function browsable(address: string): string {
+  const u = new URL(address);
+  if (u.hostname === '0.0.0.0' || u.hostname === '[::]') u.hostname = 'localhost';
+  return u.origin;
 }
 
 main().catch((err) => {

@@ -77,7 +77,7 @@ const CACHE_MAX = 10_000;
 export class Authenticator {
   private lastTouch = new Map<string, number>();
   /** sha256 of the token (base64) → principal, valid until (epoch ms). Only hits are kept. */
-  private cache = new Map<string, { principal: Principal; until: number; keyId?: string }>();
+  private cache = new Map<string, { principal: Principal; until: number }>();
   /** Bumped on every invalidation: a lookup that raced with one is not cached. */
   private generation = 0;
   /** LISTEN on AUTH_CHANNEL is in place (the cache may be used). */
@@ -112,9 +112,8 @@ export class Authenticator {
     }
     const k = await store.findApiKeyByHash(this.db, hash);
     if (!k || !digestsEqual(hash, k.secret_hash)) return undefined;
-    this.touch(k.id);
     const principal: Principal = { kind: 'apiKey', uuid: k.uuid, scopes: k.scopes };
-    if (cacheKey) this.remember(gen, cacheKey, principal, undefined, k.id);
+    if (cacheKey) this.remember(gen, cacheKey, principal, undefined);
     return principal;
   }
 
@@ -133,7 +132,6 @@ export class Authenticator {
       this.cache.delete(key);
       return undefined;
     }
-    if (hit.keyId) this.touch(hit.keyId);
     return hit.principal;
   }
 
@@ -171,18 +169,23 @@ export class Authenticator {
       );
   }
 
-  private remember(gen: number, key: string, principal: Principal, expiresMs: number | undefined, keyId?: string) {
+  private remember(gen: number, key: string, principal: Principal, expiresMs: number | undefined) {
     if (gen !== this.generation || !this.live) return; // a revocation arrived while we were looking it up
     if (this.cache.size >= CACHE_MAX) this.cache.clear();
     const until = Math.min(Date.now() + this.cacheMs, expiresMs ?? Infinity);
-    this.cache.set(key, { principal, until, keyId });
+    this.cache.set(key, { principal, until });
   }
 
-  /** Records last use at most once a minute per key, off the request path. */
-  private touch(id: string) {
+  /**
+   * Records an API key's use (lastUsedAt) at most once a minute per key, off the request path. Called only for a
+   * call that was admitted (authenticated, within its rate and scope): a refused call is no use of the key.
+   */
+  used(principal: Principal) {
+    if (principal.kind !== 'apiKey') return;
     const now = Date.now();
-    if (now - (this.lastTouch.get(id) ?? 0) < TOUCH_EVERY_MS) return;
-    this.lastTouch.set(id, now);
-    store.touchApiKey(this.db, id).catch(() => {});
+    if (now - (this.lastTouch.get(principal.uuid) ?? 0) < TOUCH_EVERY_MS) return;
+    if (this.lastTouch.size >= CACHE_MAX) this.lastTouch.clear();
+    this.lastTouch.set(principal.uuid, now);
+    store.touchApiKey(this.db, principal.uuid).catch(() => {});
   }
 }

@@ -80,8 +80,8 @@ export async function findApiKeyByHash(db: Queryable, hash: Buffer): Promise<Tok
   return r.rows[0];
 }
 
-export async function touchApiKey(db: Queryable, id: string): Promise<void> {
-  await db.query(`UPDATE api_keys SET last_used_at = now() WHERE id = $1`, [id]);
+export async function touchApiKey(db: Queryable, uuid: string): Promise<void> {
+  await db.query(`UPDATE api_keys SET last_used_at = now() WHERE uuid = $1`, [uuid]);
 }
 
 export interface AuthClientRow {

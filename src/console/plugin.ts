@@ -1,5 +1,5 @@
 // The administration console (SPEC §8): static HTML/CSS/ES modules under ./public, served at /admin/.
-// No build step and nothing from a CDN; the pages call the same JSON API an integrator uses.
+// No build step and nothing from a CDN; the pages call the same JSON API an integrator uses. GET / redirects here.
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
@@ -36,6 +36,8 @@ export async function consolePlugin(app: FastifyInstance) {
     wildcard: true,
     setHeaders: securityHeaders,
   });
+  // The server's root is where a browser lands first: the console.
+  app.get('/', async (_req, reply) => reply.redirect('/admin', 302));
   // "/admin" (no slash) serves the same page; its asset URLs are absolute so either form works.
   app.get('/admin', async (_req, reply) => {
     securityHeaders(reply.raw);

@@ -2,10 +2,26 @@
 import fs from 'node:fs';
 import type { Db } from './db.ts';
 import { PgDb } from './pg.ts';
+import { decidePooling, type PreparedSetting } from './pooler.ts';
 import { PgliteDb } from './pglite.ts';
 
-export async function openDb(opts: { databaseUrl?: string; dataDir: string; poolSize?: number }): Promise<Db> {
-  if (opts.databaseUrl) return new PgDb(opts.databaseUrl, opts.poolSize);
+export interface OpenOptions {
+  databaseUrl?: string;
+  /** With databaseUrl: a direct connection for sessions, and whether to prepare statements by name. */
+  databaseDirectUrl?: string;
+  databasePreparedStatements?: PreparedSetting;
+  dataDir: string;
+  poolSize?: number;
+  /** Told how the connection was judged (pooler or not, prepared statements). */
+  log?: (line: string) => void;
+}
+
+export async function openDb(opts: OpenOptions): Promise<Db> {
+  if (opts.databaseUrl) {
+    const d = await decidePooling(opts.databaseUrl, opts.databaseDirectUrl, opts.databasePreparedStatements ?? 'auto');
+    opts.log?.(d.summary);
+    return new PgDb(opts.databaseUrl, opts.poolSize, { directUrl: opts.databaseDirectUrl, preparedStatements: d.preparedStatements });
+  }
   if (!opts.dataDir.startsWith('memory://')) fs.mkdirSync(opts.dataDir, { recursive: true });
   return PgliteDb.open(opts.dataDir);
 }

@@ -8,7 +8,34 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => v);
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
 
 // Sessions run in UTC, like PGlite, so that timestamptz text (and now()::date, date_trunc…) is the same on both.
-const SESSION_OPTIONS = '-c TimeZone=UTC';
+// Set by a statement on connect, not by the startup parameter `options`: a transaction-mode pooler refuses that
+// parameter (PgBouncer: "unsupported startup parameter: options"), while it tracks TimeZone per client and
+// restores it on whichever server connection serves the client's next transaction.
+const SET_UTC = "SET TimeZone TO 'UTC'";
+
+/** A client outside the pool (LISTEN, a session, an import's COPY, an export), in UTC like every pooled one. */
+export async function connectClient(url: string, applicationName: string, extra: pg.ClientConfig = {}): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, application_name: applicationName, ...extra });
+  client.on('error', () => {}); // a dead connection surfaces as the next query's error
+  try {
+    await client.connect();
+    await client.query(SET_UTC);
+  } catch (err) {
+    client.end().catch(() => {});
+    throw err;
+  }
+  return client;
+}
+
+export interface PgDbOptions {
+  /**
+   * A direct connection to the same database, for what needs a session of its own (LISTEN, the migrations' advisory
+   * lock, an import's COPY, an export's snapshot) when `url` points at a transaction-mode pooler.
+   */
+  directUrl?: string;
+  /** false: never name statements (a pooler without prepared-statement support); default true. */
+  preparedStatements?: boolean;
+}
 
 interface Sub {
   onPayload: (payload: string) => void;
@@ -30,10 +57,10 @@ function query(text: string, values: unknown[] | undefined, name: string | undef
 }
 
 /** Queries on one connection of its own (a pooled client checked out, or a client outside the pool). */
-export function onClient(client: pg.ClientBase): Queryable {
+export function onClient(client: pg.ClientBase, prepared = true): Queryable {
   return {
     async query<R>(sql: string, params?: unknown[], name?: string) {
-      const r = await client.query(config(sql, params, name));
+      const r = await client.query(config(sql, params, prepared ? name : undefined));
       return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
     },
     async exec(sql: string) {
@@ -50,14 +77,22 @@ export class PgDb implements Db {
   private listeners = new Map<string, Set<Sub>>();
   private closed = false;
 
-  constructor(readonly url: string, poolSize = 10) {
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: 'bulb', options: SESSION_OPTIONS });
+  /** Where sessions connect: the direct URL when one is given, else the pool's own. */
+  readonly sessionUrl: string;
+  readonly preparedStatements: boolean;
+
+  constructor(readonly url: string, poolSize = 10, opts: PgDbOptions = {}) {
+    this.sessionUrl = opts.directUrl ?? url;
+    this.preparedStatements = opts.preparedStatements ?? true;
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: 'bulb' });
+    // Queued before any query of the pool's on that client (node-postgres runs a client's queries in order).
+    this.pool.on('connect', (client) => void client.query(SET_UTC).catch(() => {}));
     // An idle client dying (e.g. pg_terminate_backend) must not crash the process.
     this.pool.on('error', () => {});
   }
 
   async query<T>(sql: string, params?: unknown[], name?: string): Promise<QueryResult<T>> {
-    const r = (await (this.pool.query(query(sql, params, name)) as unknown as Promise<pg.QueryResult>));
+    const r = (await (this.pool.query(query(sql, params, this.preparedStatements ? name : undefined)) as unknown as Promise<pg.QueryResult>));
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
   }
 
@@ -68,7 +103,7 @@ export class PgDb implements Db {
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken = false;
-    const tx = onClient(client);
+    const tx = onClient(client, this.preparedStatements);
     try {
       await client.query('BEGIN');
       const out = await fn(tx);
@@ -87,11 +122,12 @@ export class PgDb implements Db {
   }
 
   async session<T>(fn: (s: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    // A connection of its own, closed afterwards: nothing the session set (a lock, a setting) outlives it.
+    const client = await connectClient(this.sessionUrl, 'bulb-session');
     try {
-      return await fn(onClient(client));
+      return await fn(onClient(client, this.preparedStatements));
     } finally {
-      client.release(true); // closed, not pooled: nothing the session set (a lock, a setting) outlives it
+      await client.end().catch(() => {});
     }
   }
 
@@ -117,14 +153,13 @@ export class PgDb implements Db {
   /** The one LISTEN connection (shared by every channel); a new one LISTENs every channel subscribed so far. */
   private listenClient(): Promise<pg.Client> {
     this.connecting ??= (async () => {
-      const client = new pg.Client({ connectionString: this.url, application_name: 'bulb-listen', options: SESSION_OPTIONS, keepAlive: true });
+      const client = await connectClient(this.sessionUrl, 'bulb-listen', { keepAlive: true });
       client.on('notification', (msg) => {
         for (const s of this.listeners.get(msg.channel) ?? []) s.onPayload(msg.payload ?? '');
       });
       client.on('error', () => this.lost(client));
       client.on('end', () => this.lost(client));
       try {
-        await client.connect();
         if (this.closed) throw new Error('database is closed');
         for (const channel of this.listeners.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
       } catch (err) {

@@ -126,6 +126,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     if (wait > 0) throw new ApiError('RateLimited', 'too many requests for this token', `retry after ${wait} s`).withHeader('Retry-After', String(wait));
     const scope = req.routeOptions.config.scope!;
     if (!allows(principal, scope)) throw new ApiError('Forbidden', `this route needs the "${scope}" scope`, `token scopes: ${principal.scopes.join(', ')}`);
+    s.auth.used(principal); // only an admitted call counts as a use of its key (lastUsedAt)
     req.principal = principal;
   };
   // A token in the cache (most requests) is admitted at once, without a promise; others are looked up.

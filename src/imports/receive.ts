@@ -7,6 +7,7 @@ import type { Services } from '../services.ts';
 import { ApiError } from '../http/errors.ts';
 import { csvError, csvRows, ndjsonRows, textGuard, type StagedLine } from './parse.ts';
 import { batchSink, pgCopySink } from './staging.ts';
+import { PgDb } from '../db/pg.ts';
 import * as store from './store.ts';
 
 export interface ImportRequest {
@@ -60,7 +61,7 @@ function idleGuard(ms: number): Transform {
 
 export async function receiveImport(s: Services, body: Readable, r: ImportRequest): Promise<store.ImportRow> {
   const imp = await store.createImport(s.db, { format: r.format, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
-  const sink = s.db.kind === 'pg' && s.config.databaseUrl ? await pgCopySink(s.config.databaseUrl, imp.id, s.db) : batchSink(s.db, imp.id);
+  const sink = s.db instanceof PgDb ? await pgCopySink(s.db.sessionUrl, imp.id, s.db) : batchSink(s.db, imp.id);
   let rows = 0;
   let queued = false;
   let lastProgress = Date.now();

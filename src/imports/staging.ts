@@ -4,10 +4,9 @@
 // segment's transaction also queues the import); on PGlite batched multi-row INSERTs (one statement per batch). Never more than a batch in memory.
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
-import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Db, Queryable } from '../db/db.ts';
-import { onClient } from '../db/pg.ts';
+import { connectClient, onClient } from '../db/pg.ts';
 import { emailKeys } from '../crm/customers/bulk.ts';
 import { FIELDS } from './fields.ts';
 import type { StagedLine } from './parse.ts';
@@ -65,9 +64,7 @@ function copyLine(importId: string, r: StagedLine): string {
 export const COPY_SEGMENT_MS = 1000;
 
 export async function pgCopySink(url: string, importId: string, db: Queryable): Promise<StagingSink> {
-  const client = new pg.Client({ connectionString: url, application_name: 'bulb-import', options: '-c TimeZone=UTC' });
-  client.on('error', () => {});
-  await client.connect();
+  const client = await connectClient(url, 'bulb-import');
   const tx = onClient(client);
   let copy: ReturnType<typeof copyFrom>;
   let failed: Error | undefined; // a COPY that failed (its 'error' came while nobody waited) fails every later step

@@ -44,6 +44,9 @@ export function shapeSecret(r: store.SubscriptionRow) {
   return { signingSecret: r.signing_secret, previousSecretExpiresAt: iso(r.retired_secret_expires_at) };
 }
 
+/** What a refused private address says: the setting that allows it, and that it is not for production. */
+const ALLOW_PRIVATE_HINT = 'set BULB_WEBHOOK_ALLOW_PRIVATE=true to allow private and loopback addresses, for development only';
+
 /** http(s), ≤ 2048 chars, no userinfo, and (unless allowed) no host that is or resolves to a private address. */
 export async function validateUrl(raw: string, allowPrivate: boolean): Promise<void> {
   let u: URL;
@@ -58,7 +61,7 @@ export async function validateUrl(raw: string, allowPrivate: boolean): Promise<v
   if (u.port === '0') throw invalid('"url" must not name port 0 (nothing can be reached there)', 'url');
   if (allowPrivate) return;
   const r = await checkHost(u.hostname);
-  if (r.blocked) throw invalid(`"url" is not allowed: ${r.blocked}`, 'url');
+  if (r.blocked) throw invalid(`"url" is not allowed: ${r.blocked} (${ALLOW_PRIVATE_HINT})`, 'url');
   if (r.unresolvable) throw invalid(`"url" is not reachable: ${r.unresolvable}`, 'url');
 }
 

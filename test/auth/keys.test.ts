@@ -90,6 +90,26 @@ await describeEachDb('auth: scopes and API keys', (ctx) => {
     assert.match(String(lastUsedAt), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
+  it('a call refused with 403 (scope) leaves lastUsedAt as it was: only authorised calls count', async () => {
+    const k = await newKey(['read']);
+    const lastUsed = async () => (await api().get('/integrations/apiKeys?limit=250')).body.data.find((x: any) => x.uuid === k.uuid).lastUsedAt;
+    for (let i = 0; i < 3; i++) {
+      const r = await api().withToken(k.key).post('/crm/customers', { externalId: `forbidden-${i}` });
+      assert.equal(r.status, 403, r.text);
+      assert.deepEqual(errorCodes(r), ['Forbidden']);
+    }
+    // A use is recorded off the request path: give such a write time to land before looking.
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await lastUsed(), null, 'three 403s: never used');
+    assert.equal((await api().withToken(k.key).get('/crm/customers')).status, 200);
+    let after = null;
+    for (let i = 0; i < 100 && !after; i++) {
+      after = await lastUsed();
+      if (!after) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(after, 'the authorised call is recorded');
+  });
+
   it('rejects invalid key requests (unknown scope, empty name, extra fields)', async () => {
     for (const body of [{ name: 'x', scopes: ['superuser'] }, { name: '', scopes: ['read'] }, { name: 'x', scopes: [] }, { name: 'x', scopes: ['read'], key: 'mine' }]) {
       const r = await api().post('/integrations/apiKeys', body);

@@ -113,6 +113,7 @@ await describeEachDb('merge undo', (ctx) => {
     assert.equal(replay.status, 200);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(replay.body, first.body);
+    assert.equal(replay.text, first.text, 'byte for byte: the stored answer keeps its key order (jsonb reordered it)');
   });
 
   it('re-points flattened chains back and refuses while a later merge stands', async () => {

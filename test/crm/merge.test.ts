@@ -164,6 +164,7 @@ await describeEachDb('customer merge', (ctx) => {
     const replay = await merge('idk-p', ['idk-s1'], h);
     assert.equal(replay.status, 200);
     assert.deepEqual(replay.body, first.body, 'the very same answer (same mergeUuid and counts, not the no-op answer)');
+    assert.equal(replay.text, first.text, 'byte for byte (the stored answer keeps its key order)');
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.equal(await snapshot(db()), snap);
     const other = await merge('idk-p', ['idk-s2'], h);
@@ -183,6 +184,7 @@ await describeEachDb('customer merge', (ctx) => {
     const l2 = await legacy.put('/crm/customers/idk-p/merge_by_external_id', { ids: ['idk-s4'] }, { 'idempotency-key': 'merge-idk-3' });
     assert.equal(l1.status, 200);
     assert.deepEqual(l2.body, l1.body);
+    assert.equal(l2.text, l1.text, 'byte for byte');
     assert.equal(l2.headers.get('idempotent-replayed'), 'true');
     const bad = await merge('idk-p', ['idk-s1'], { 'idempotency-key': 'x'.repeat(300) });
     assert.equal(bad.status, 400);

@@ -1,5 +1,5 @@
 // The real process (`npm start` = node --import tsx src/main.ts serve): first start prints where it
-// listens and the admin key, the key works, a second start creates none, JSON logs never contain
+// listens, where the console and the API reference are (/ redirects to the console) and the admin key, the key works, a second start creates none, JSON logs never contain
 // secrets, SIGTERM drains and exits 0.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -35,6 +35,13 @@ describe('process', () => {
     const key = /^\s+(bulb_key_[A-Za-z0-9_-]+)\s*$/m.exec(first.output())?.[1];
     assert.ok(key, `no admin key printed:\n${first.output()}`);
     assert.match(first.output(), /curl -H "Authorization: Bearer bulb_key_/);
+    // First run: the banner says where the console and the API reference are, and / leads to the console.
+    assert.ok(first.output().includes(`console:        ${first.url}/admin\n`), first.output());
+    assert.ok(first.output().includes(`API reference:  ${first.url}/docs\n`), first.output());
+    const root = await fetch(`${first.url}/`, { redirect: 'manual' });
+    assert.equal(root.status, 302);
+    assert.equal(root.headers.get('location'), '/admin');
+    assert.equal((await fetch(`${first.url}/`)).url, `${first.url}/admin`, 'followed, it is the console');
     const list = await get(`${first.url}/api/2025-04/crm/customers`, key);
     assert.equal(list.status, 200);
     assert.deepEqual(list.body, { data: [], nextCursor: null });

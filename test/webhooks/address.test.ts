@@ -64,6 +64,8 @@ await describeEachDb('webhook address guard', (ctx) => {
       assert.equal(r.status, 400, url);
       assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
       assert.match(r.body.errors[0].message, re, url);
+      // Issue 24 item 6: the refusal names the setting that allows it, and that it is for development only.
+      assert.match(r.body.errors[0].message, /BULB_WEBHOOK_ALLOW_PRIVATE=true.*development only/, url);
       assert.equal(r.body.errors[0].moreInfo, 'url');
     }
     const okSub = await ctx.srv.api.post('/integrations/webhooks/subscriptions', { url: 'https://8.8.8.8/hook', eventType: 'customerCreate', isActive: false });
@@ -71,6 +73,7 @@ await describeEachDb('webhook address guard', (ctx) => {
     const p = await ctx.srv.api.patch(`/integrations/webhooks/subscriptions/${okSub.body.uuid}`, { url: 'http://192.168.1.1/' });
     assert.equal(p.status, 400);
     assert.match(p.body.errors[0].message, /private/);
+    assert.match(p.body.errors[0].message, /BULB_WEBHOOK_ALLOW_PRIVATE/);
     await ctx.srv.api.delete(`/integrations/webhooks/subscriptions/${okSub.body.uuid}`);
   });
 

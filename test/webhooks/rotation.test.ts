@@ -10,7 +10,7 @@ import { it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { describeEachDb } from '../helpers/suite.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
-import { verifyWebhook } from '../../src/webhooks/verify.ts';
+import { verifyWebhook } from '../../packages/client/src/verify.ts';
 import { waitFor, type Receiver, type Received } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2', BULB_WEBHOOK_TIMEOUT_MS: '3000' };

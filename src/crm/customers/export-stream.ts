@@ -12,6 +12,7 @@ import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Db } from '../../db/db.ts';
 import { ApiError } from '../../http/errors.ts';
+import { connectClient } from '../../db/pg.ts';
 
 const BATCH = 2000;
 const STALL_MS = 60_000;
@@ -66,10 +67,9 @@ export async function openCopyExport(url: string, sql: string, stallMs = STALL_M
     throw new ApiError('RateLimited', `at most ${MAX_EXPORTS} exports run at once; try again when one has finished`, 'export').withHeader('Retry-After', '10');
   }
   inProgress++;
-  const client = new pg.Client({ connectionString: url, application_name: 'bulb-export', options: '-c TimeZone=UTC' });
-  client.on('error', () => {}); // a dead connection surfaces as the copy stream's error
+  let client: pg.Client;
   try {
-    await client.connect();
+    client = await connectClient(url, 'bulb-export'); // a dead connection surfaces as the copy stream's error
   } catch (err) {
     inProgress--;
     throw err;

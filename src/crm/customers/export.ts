@@ -56,7 +56,7 @@ export function exportSql(q: ExportQueryT): { sql: string; params: unknown[] } {
  */
 export async function openExport(db: Db, q: ExportQueryT): Promise<Readable> {
   const { sql, params } = exportSql(q);
-  if (db instanceof PgDb) return openCopyExport(db.url, sql.replace(/\$(\d+)/g, (_, i) => pg.escapeLiteral(String(params[Number(i) - 1]))));
+  if (db instanceof PgDb) return openCopyExport(db.sessionUrl, sql.replace(/\$(\d+)/g, (_, i) => pg.escapeLiteral(String(params[Number(i) - 1]))));
   return openCursorExport(db, sql, params);
 }
 

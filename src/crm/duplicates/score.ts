@@ -1,6 +1,6 @@
 // The duplicate score (SPEC §14): independent signals combined like independent pieces of evidence,
 // score = 1 − Π(1 − wᵢ), each wᵢ in 0..1. The weights are tuned on the generated set of bench/duplicates.ts
-// (precision/recall in BENCHMARKS.md) and explained in the README.
+// (precision/recall in BENCHMARKS.md) and explained in docs/duplicates.md.
 export const WEIGHTS = {
   /** The same email (trimmed, lower case): people rarely share one. */
   email: 0.9,

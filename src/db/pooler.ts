@@ -1,0 +1,65 @@
+// Is DATABASE_URL a transaction-mode connection pooler (PgBouncer, RDS Proxy, Supavisor)? Decided once at start,
+// by what such a pooler does and a direct connection never does: hand one client's successive transactions to
+// different server connections. Behind one, what needs a session goes to BULB_DATABASE_DIRECT_URL and statements
+// are not prepared by name unless the operator says the pooler keeps them (PgBouncer ≥ 1.21 with
+// max_prepared_statements).
+import { ConfigError } from '../config.ts';
+import { connectClient } from './pg.ts';
+
+const pid = async (c: { query: (sql: string) => Promise<{ rows: { pid: number }[] }> }) =>
+  (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+
+/**
+ * True when two clients of `url` see server connections move between them. Client A runs a statement on its
+ * server; client B then opens a transaction: a pooler lends B the connection A just gave back (PgBouncer hands
+ * out the most recently released one), and A's next statement runs elsewhere. Direct connections keep their
+ * own backend, so neither can happen.
+ */
+export async function isTransactionPooler(url: string): Promise<boolean> {
+  const a = await connectClient(url, 'bulb-probe');
+  let b;
+  try {
+    b = await connectClient(url, 'bulb-probe');
+    const a1 = await pid(a);
+    await b.query('BEGIN');
+    const b1 = await pid(b);
+    // With a pool of one server connection A waits for B's transaction: end it shortly whatever A does.
+    const a2 = pid(a);
+    const end = setTimeout(() => void b!.query('ROLLBACK').catch(() => {}), 200);
+    const second = await a2;
+    clearTimeout(end);
+    return b1 === a1 || second !== a1;
+  } finally {
+    await b?.query('ROLLBACK').catch(() => {});
+    await Promise.all([a.end().catch(() => {}), b?.end().catch(() => {})]);
+  }
+}
+
+export type PreparedSetting = 'auto' | 'on' | 'off';
+
+export interface PoolerDecision {
+  pooler: boolean;
+  preparedStatements: boolean;
+  /** One line for the start log. */
+  summary: string;
+}
+
+/**
+ * What Bulb does with this database: throws (with the setting to add) behind a transaction pooler without a
+ * direct URL, rather than failing later at the first LISTEN or COPY.
+ */
+export async function decidePooling(url: string, directUrl: string | undefined, prepared: PreparedSetting): Promise<PoolerDecision> {
+  const pooler = await isTransactionPooler(url);
+  if (pooler && !directUrl) {
+    throw new ConfigError(
+      'DATABASE_URL points at a transaction-mode connection pooler (e.g. PgBouncer with pool_mode=transaction): set ' +
+        'BULB_DATABASE_DIRECT_URL to a direct connection to the same database (used for LISTEN/NOTIFY, the migrations\' ' +
+        'lock, imports\' COPY and exports\' snapshots)',
+    );
+  }
+  const preparedStatements = prepared === 'on' || (prepared === 'auto' && !pooler);
+  const summary = pooler
+    ? `DATABASE_URL is a transaction-mode pooler: sessions use BULB_DATABASE_DIRECT_URL; prepared statements ${preparedStatements ? 'on (BULB_DATABASE_PREPARED_STATEMENTS=on)' : 'off (set BULB_DATABASE_PREPARED_STATEMENTS=on for PgBouncer ≥ 1.21 with max_prepared_statements)'}`
+    : `DATABASE_URL is a direct connection${directUrl ? ' (BULB_DATABASE_DIRECT_URL used for sessions)' : ''}; prepared statements ${preparedStatements ? 'on' : 'off'}`;
+  return { pooler, preparedStatements, summary };
+}
