@@ -38,7 +38,7 @@ export interface paths {
         get: operations["customersGet"];
         /**
          * Replace a customer, or create it (201) when the externalId is unknown
-         * @description Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 409 `CustomerDisabled`.
+         * @description Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 403 `CustomerDisabled`.
          */
         put: operations["customersPut"];
         post?: never;
@@ -47,7 +47,7 @@ export interface paths {
         head?: never;
         /**
          * Update some fields of a customer
-         * @description Changes only the fields the body carries (`null` clears a field). A disabled customer answers 409 `CustomerDisabled`. A no-op writes nothing and emits no event.
+         * @description Changes only the fields the body carries (`null` clears a field). A disabled customer answers 403 `CustomerDisabled`. A no-op writes nothing and emits no event.
          */
         patch: operations["customersPatch"];
         trace?: never;
@@ -63,7 +63,7 @@ export interface paths {
         put?: never;
         /**
          * Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item
-         * @description A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept).
+         * @description A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `403` for a disabled customer, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept).
          */
         post: operations["customersBulk"];
         delete?: never;
@@ -359,7 +359,7 @@ export interface paths {
         put?: never;
         /**
          * Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts
-         * @description Merges the secondaries into the primary (each named by uuid or externalId, a uuid match winning) in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 409 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
+         * @description Merges the secondaries into the primary (each named by uuid or externalId, a uuid match winning) in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 403 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
          */
         post: operations["customersMerge"];
         delete?: never;
@@ -1162,7 +1162,8 @@ export interface components {
         BulkItemResult: {
             /** @description position of the item in the request */
             index: number;
-            status: 200 | 201 | 400 | 409;
+            /** @description 403: the customer is disabled (CustomerDisabled) */
+            status: 200 | 201 | 400 | 403 | 409;
             customer?: components["schemas"]["Customer"];
             errors?: components["schemas"]["ErrorEntry"][];
         };
@@ -2067,7 +2068,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2394,7 +2395,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2605,7 +2606,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2813,7 +2814,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3199,7 +3200,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3649,7 +3650,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3992,7 +3993,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4335,7 +4336,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4678,7 +4679,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5021,7 +5022,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5364,7 +5365,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5707,7 +5708,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5915,7 +5916,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6233,7 +6234,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6447,7 +6448,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6659,7 +6660,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6821,7 +6822,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7043,7 +7044,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7207,7 +7208,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7336,7 +7337,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7464,7 +7465,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7629,7 +7630,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7818,7 +7819,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7946,7 +7947,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8111,7 +8112,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8295,7 +8296,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8428,7 +8429,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8556,7 +8557,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8723,7 +8724,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8868,7 +8869,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9059,7 +9060,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9246,7 +9247,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9393,7 +9394,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9580,7 +9581,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9791,7 +9792,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9986,7 +9987,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10113,7 +10114,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10346,7 +10347,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10487,7 +10488,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10922,7 +10923,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11084,7 +11085,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11279,7 +11280,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11426,7 +11427,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11601,7 +11602,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11816,7 +11817,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;

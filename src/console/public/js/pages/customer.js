@@ -177,7 +177,7 @@ function mergeSection(c, navigate) {
           announce(`Merged ${list.join(', ')} into ${c.externalId}`, 'success');
           navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);
         } catch (err) {
-          out.append(errorBox(err, err instanceof ApiError && err.status === 409 ? 'The merge was refused' : 'The merge failed'));
+          out.append(errorBox(err, err instanceof ApiError && (err.status === 403 || err.status === 409) ? 'The merge was refused' : 'The merge failed'));
         }
       });
     });
