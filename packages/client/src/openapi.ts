@@ -60,7 +60,11 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        put?: never;
+        /**
+         * Tulip's bulk update: the same upsert of 1–100 customers by externalId (an unknown one is created); one result per item
+         * @description Tulip's `PUT …/bulk` (docs.tulip.com "Single vs. Bulk Endpoints"): the same upsert as `POST …/bulk`, item for item; an unknown `externalId` is created.
+         */
+        put: operations["customersBulkPut"];
         /**
          * Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item
          * @description A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `403` for a disabled customer, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept).
@@ -2659,6 +2663,174 @@ export interface operations {
                      *           "message": "a record with this identifier already exists",
                      *           "errorCode": "Conflict",
                      *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersBulkPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerBulkItem"][];
+            };
+        };
+        responses: {
+            /** @description One result per item, in order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
                      *         }
                      *       ]
                      *     }
