@@ -91,7 +91,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     },
     {
       ...legacy, id: 'customers.mergeByUuid', path: '/crm/customers/:id/merge',
-      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerUuids: (req.body as any).ids } }) },
+      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerIds: (req.body as any).ids } }) },
       summary: "Legacy merge by Tulip ids (the customers' numeric id) or uuids; answers the primary customer",
       schema: { params: S.LegacyIdParams, body: S.LegacyIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
