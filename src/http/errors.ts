@@ -18,7 +18,9 @@ const STATUS_OF: Record<string, number> = {
   EndpointNotInVersion: 404,
   MethodNotAllowed: 405,
   Conflict: 409,
-  CustomerDisabled: 409,
+  // Tulip answers 403 when "the resource … cannot be accessed due to its current state/status"
+  // (https://docs.tulip.com/integrating/aerial/errors/troubleshooterrors): a disabled customer (SPEC §16: docs win).
+  CustomerDisabled: 403,
   MergeNotUndoable: 409,
   PayloadTooLarge: 413,
   UnsupportedMediaType: 415,

@@ -121,7 +121,7 @@ export async function lockForChunk(tx: Queryable, id: string): Promise<ImportRow
   return (await tx.query<ImportRow>(`SELECT ${COLS} FROM imports WHERE id = $1 FOR UPDATE`, [id])).rows[0];
 }
 
-/** What one chunk did; `disabled` lists the lines naming a disabled customer (refused with 409). */
+/** What one chunk did; `disabled` lists the lines naming a disabled customer (refused with 403 CustomerDisabled). */
 export interface ChunkResult {
   /** Lines in the chunk (refused ones included). */
   lines: number;

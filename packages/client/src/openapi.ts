@@ -38,7 +38,7 @@ export interface paths {
         get: operations["customersGet"];
         /**
          * Replace a customer, or create it (201) when the externalId is unknown
-         * @description Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 409 `CustomerDisabled`.
+         * @description Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 403 `CustomerDisabled`.
          */
         put: operations["customersPut"];
         post?: never;
@@ -47,7 +47,7 @@ export interface paths {
         head?: never;
         /**
          * Update some fields of a customer
-         * @description Changes only the fields the body carries (`null` clears a field). A disabled customer answers 409 `CustomerDisabled`. A no-op writes nothing and emits no event.
+         * @description Changes only the fields the body carries (`null` clears a field). A disabled customer answers 403 `CustomerDisabled`. A no-op writes nothing and emits no event.
          */
         patch: operations["customersPatch"];
         trace?: never;
@@ -104,10 +104,14 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        put?: never;
+        /**
+         * Tulip's bulk update: the same upsert of 1–100 customers by externalId (an unknown one is created); one result per item
+         * @description Tulip's `PUT …/bulk` (docs.tulip.com "Single vs. Bulk Endpoints"): the same upsert as `POST …/bulk`, item for item; an unknown `externalId` is created.
+         */
+        put: operations["customersBulkPut"];
         /**
          * Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item
-         * @description A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept).
+         * @description A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `403` for a disabled customer, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept).
          */
         post: operations["customersBulk"];
         delete?: never;
@@ -348,7 +352,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/2026-11/crm/customerNotes/{uuid}": {
+    "/api/2026-11/crm/customerNotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a note to the customer its `customer` field names (emits customerNoteCreate)
+         * @description Creates a note (Tulip's shape: `customer`, `comments`, `type`, `isPrivate`, `externalId`, …) for the customer `customer` names (uuid or externalId); emits `customerNoteCreate`. A taken `externalId` answers 409.
+         */
+        post: operations["customerNotesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customerNotes/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -356,13 +380,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a customer note
-         * @description A note by its uuid.
+         * Get a customer note by uuid or externalId
+         * @description A note by its uuid or its externalId (a uuid match wins).
          */
         get: operations["customerNotesGet"];
         /**
-         * Replace a customer note (emits customerNoteUpdate when it changes)
-         * @description Full replace of a note (`type`, `body`, optional `associateUuid`); emits `customerNoteUpdate` when something changed.
+         * Replace a customer note, by uuid or externalId (emits customerNoteUpdate when it changes)
+         * @description Full replace of a note, by uuid or externalId (an omitted `externalId` keeps the current one; `customer`, if given, must be the note's customer); emits `customerNoteUpdate` when something changed.
          */
         put: operations["customerNotesPut"];
         post?: never;
@@ -382,8 +406,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Merge secondary customers (by externalId) into the primary; ?dryRun=true previews the counts
-         * @description Merges the secondaries (by externalId) into the primary in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 409 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
+         * Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts
+         * @description Merges the secondaries into the primary (each named by uuid or externalId, a uuid match winning) in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 403 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
          */
         post: operations["customersMerge"];
         delete?: never;
@@ -1205,7 +1229,8 @@ export interface components {
         BulkItemResult: {
             /** @description position of the item in the request */
             index: number;
-            status: 200 | 201 | 400 | 409;
+            /** @description 403: the customer is disabled (CustomerDisabled) */
+            status: 200 | 201 | 400 | 403 | 409;
             customer?: components["schemas"]["Customer"];
             errors?: components["schemas"]["ErrorEntry"][];
         };
@@ -1388,6 +1413,26 @@ export interface components {
             attributes?: components["schemas"]["AttributeValue"][];
             /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
             disabled?: boolean;
+        };
+        /** CustomerNoteCreate */
+        CustomerNoteCreate: {
+            /** @description the customer of the note: uuid or externalId */
+            customer: string;
+            externalId?: string | null;
+            /**
+             * @description the kind of note (Tulip: CUSTOMER_OPTIN_LOG, …)
+             * @enum {string}
+             */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            /** @description the text of the note */
+            comments: string;
+            employee?: string | null;
+            store?: string | null;
+            /** @default false */
+            isPrivate: boolean;
+            /** @default false */
+            isDeleted: boolean;
+            wishListId?: number | null;
         };
         /**
          * CustomerPage
@@ -1596,7 +1641,7 @@ export interface components {
         };
         /** MergeRequest */
         MergeRequest: {
-            /** @description externalIds of the secondary customers (1–100, no duplicates, not the primary) */
+            /** @description the secondary customers, each by uuid or externalId (a uuid match wins); 1–100, no duplicates, not the primary */
             mergeWithCustomerIds: string[];
         };
         /**
@@ -1663,23 +1708,47 @@ export interface components {
         Note: {
             /** Format: uuid */
             uuid: string;
-            /** Format: uuid */
-            customerUuid: string;
+            externalId: string | null;
+            /**
+             * Format: uuid
+             * @description uuid of the customer
+             */
+            customer: string;
+            /** @enum {string} */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            comments: string;
+            employee: string | null;
+            store: string | null;
+            isPrivate: boolean;
+            isDeleted: boolean;
+            wishListId: number | null;
             /** Format: date-time */
             createdAt: string;
-            /** @enum {string} */
-            type: "note" | "phone" | "optIn" | "video" | "social";
-            body: string;
-            associateUuid: string | null;
             /** Format: date-time */
             updatedAt: string;
         };
-        /** NoteCreate */
+        /**
+         * NoteCreate
+         * @description under a customer, `customer` may be left out (if given, it must name that customer)
+         */
         NoteCreate: {
-            /** @enum {string} */
-            type: "note" | "phone" | "optIn" | "video" | "social";
-            body: string;
-            associateUuid?: string | null;
+            /** @description the customer of the note: uuid or externalId */
+            customer?: string;
+            externalId?: string | null;
+            /**
+             * @description the kind of note (Tulip: CUSTOMER_OPTIN_LOG, …)
+             * @enum {string}
+             */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            /** @description the text of the note */
+            comments: string;
+            employee?: string | null;
+            store?: string | null;
+            /** @default false */
+            isPrivate: boolean;
+            /** @default false */
+            isDeleted: boolean;
+            wishListId?: number | null;
         };
         /**
          * NotePage
@@ -1692,13 +1761,26 @@ export interface components {
         };
         /**
          * NoteReplace
-         * @description full replace of a note
+         * @description full replace of a note (an omitted externalId keeps the current one); a note stays with its customer
          */
         NoteReplace: {
-            /** @enum {string} */
-            type: "note" | "phone" | "optIn" | "video" | "social";
-            body: string;
-            associateUuid?: string | null;
+            /** @description the customer of the note: uuid or externalId */
+            customer?: string;
+            externalId?: string | null;
+            /**
+             * @description the kind of note (Tulip: CUSTOMER_OPTIN_LOG, …)
+             * @enum {string}
+             */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            /** @description the text of the note */
+            comments: string;
+            employee?: string | null;
+            store?: string | null;
+            /** @default false */
+            isPrivate: boolean;
+            /** @default false */
+            isDeleted: boolean;
+            wishListId?: number | null;
         };
         /** OAuthError */
         OAuthError: {
@@ -2158,7 +2240,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2485,7 +2567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2696,7 +2778,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3013,7 +3095,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3264,6 +3346,174 @@ export interface operations {
             };
         };
     };
+    customersBulkPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerBulkItem"][];
+            };
+        };
+        responses: {
+            /** @description One result per item, in order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     customersBulk: {
         parameters: {
             query?: never;
@@ -3328,7 +3578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3714,7 +3964,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4164,7 +4414,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4507,7 +4757,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4850,7 +5100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5193,7 +5443,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5536,7 +5786,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5879,7 +6129,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6222,7 +6472,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6366,13 +6616,201 @@ export interface operations {
             };
         };
     };
+    customerNotesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerNoteCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Note"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     customerNotesGet: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description the uuid of the resource */
-                uuid: string;
+                /** @description the note: uuid or externalId (a uuid match wins) */
+                id: string;
             };
             cookie?: never;
         };
@@ -6498,8 +6936,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the uuid of the resource */
-                uuid: string;
+                /** @description the note: uuid or externalId (a uuid match wins) */
+                id: string;
             };
             cookie?: never;
         };
@@ -6560,7 +6998,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6593,6 +7031,26 @@ export interface operations {
                      *           "message": "customer \"ext-404\" not found",
                      *           "errorCode": "NotFound",
                      *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
                      *         }
                      *       ]
                      *     }
@@ -6692,7 +7150,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the integrator's identifier, unique */
+                /** @description the primary customer: its uuid or its externalId (a uuid match wins) */
                 id: string;
             };
             cookie?: never;
@@ -6754,7 +7212,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6966,7 +7424,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7128,7 +7586,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7350,7 +7808,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7514,7 +7972,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7643,7 +8101,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7771,7 +8229,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7936,7 +8394,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8125,7 +8583,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8253,7 +8711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8418,7 +8876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8602,7 +9060,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8735,7 +9193,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8863,7 +9321,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9030,7 +9488,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9175,7 +9633,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9366,7 +9824,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9553,7 +10011,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9700,7 +10158,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9887,7 +10345,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10098,7 +10556,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10293,7 +10751,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10420,7 +10878,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10653,7 +11111,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10794,7 +11252,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11229,7 +11687,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11391,7 +11849,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11586,7 +12044,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11733,7 +12191,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11908,7 +12366,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12123,7 +12581,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -6,6 +6,7 @@
 // UPDATE, one event write (the updates'); or, when every item is a new customer, one statement in all (insertIfAllNew).
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { ValueErrorType } from '@sinclair/typebox/errors';
 import '../../http/formats.ts';
 import type { Queryable } from '../../db/db.ts';
 import type { ErrorEntry } from '../../http/errors.ts';
@@ -67,14 +68,22 @@ export function itemErrors(item: unknown): ErrorEntry[] {
     if (bad !== undefined) return [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
     return inputProblems(item).slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
   }
-  return [...check.Errors(item)].slice(0, 20).map((e) => {
+  const all = [...check.Errors(item)];
+  // A missing field is reported once (TypeBox adds "Expected string" for the same path).
+  const missing = new Set(all.filter((e) => e.type === ValueErrorType.ObjectRequiredProperty).map((e) => e.path));
+  return all.filter((e) => e.type === ValueErrorType.ObjectRequiredProperty || !missing.has(e.path)).slice(0, 20).map((e) => {
     const field = e.path.replace(/^\//, '').replace(/\//g, '.');
+    // A multiple-entities endpoint's missing field is Tulip's invalidResourceMissingRequiredFields
+    // (https://docs.tulip.com/integrating/aerial/errors/errors); every other problem InvalidParameterError.
+    if (e.type === ValueErrorType.ObjectRequiredProperty) {
+      return { message: `Could not create/update resource: missing field "${field}"`, errorCode: 'invalidResourceMissingRequiredFields', moreInfo: field };
+    }
     return { message: `${field ? `"${field}" ` : ''}${e.message}`, errorCode: 'InvalidParameterError', moreInfo: field };
   });
 }
 
 export interface Outcome {
-  status: 200 | 201 | 409;
+  status: 200 | 201 | 403;
   /** 200: whether the customer was written (false: the item changed nothing). */
   changed?: boolean;
   row?: CustomerRow;
@@ -118,7 +127,7 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
   for (const [xid, g] of groups) {
     const cur = current.get(xid);
     if (cur && mergedAway(cur)) {
-      for (const i of g.indexes) outcomes[i] = { status: 409, errors: customerDisabled(cur).entries };
+      for (const i of g.indexes) outcomes[i] = { status: 403, errors: customerDisabled(cur).entries };
     } else if (cur) toUpdate.push(cols(g.patch, cur));
     else toInsert.push(cols(g.patch));
   }

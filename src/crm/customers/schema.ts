@@ -155,7 +155,7 @@ export const BulkResult = Type.Object({
   results: Type.Array(
     Type.Object({
       index: Type.Integer({ description: 'position of the item in the request' }),
-      status: Type.Union([Type.Literal(200), Type.Literal(201), Type.Literal(400), Type.Literal(409)]),
+      status: Type.Union([Type.Literal(200), Type.Literal(201), Type.Literal(400), Type.Literal(403), Type.Literal(409)], { description: '403: the customer is disabled (CustomerDisabled)' }),
       customer: Type.Optional(Customer),
       errors: Type.Optional(Type.Array(ErrorEntry)),
     }, { title: 'BulkItemResult' }),

@@ -1,6 +1,8 @@
 // The three doors of the merge, thin handlers over one core (service.ts):
-//   2025-04+           POST /crm/customers/{externalId}/merge {"mergeWithCustomerIds"} → MergeResult (?dryRun=true)
-//   2022-04 … 2022-08  PUT  /crm/customers/{uuid}/merge {"ids":[uuid…]} → the primary Customer
+//   2025-04+           POST /crm/customers/{id}/merge {"mergeWithCustomerIds"} → MergeResult (?dryRun=true);
+//                      each customer by uuid or externalId (a uuid match wins), as every other customer {id}
+//   2022-04 … 2022-08  PUT  /crm/customers/{id}/merge {"ids":[id…]} → the primary Customer; Tulip ids
+//                      (the customer's numeric `id`, JSON numbers or numeric strings) or uuids
 //   2022-04 … 2022-08  PUT  /crm/customers/{externalId}/merge_by_external_id {"ids":[externalId…]} → the primary Customer
 // the merge history GET /crm/customers/{id}/merges (2022-08+), and the undo (2026-11):
 //   POST /crm/merges/{mergeUuid}/undo → UndoResult (?dryRun=true; Idempotency-Key).
@@ -70,9 +72,9 @@ async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: Fa
 }
 
 /** Every door: body checks, then the merge (idempotent, retried). */
-function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, field: string, shape: (o: MergeOutcome) => unknown) {
+function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, shape: (o: MergeOutcome) => unknown) {
   const full: MergeInput = { ...input, principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
-  checkRequest(full, field);
+  checkRequest(full);
   return answerIdempotently(s, req, reply, (tx) => mergeCustomers(tx, full), shape, DryRunRollback);
 }
 
@@ -84,24 +86,24 @@ export function mergeRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'customers.merge', method: 'POST', path: '/crm/customers/:id/merge', since: '2025-04',
       audit: { action: 'merge.created', target: (_req, b) => (b.dryRun ? null : { type: 'Customer', id: b.primary.uuid, details: { mergeUuid: b.mergeUuid, primary: b.primary.externalId, mergedCustomerIds: b.mergedCustomerIds } }) },
-      summary: 'Merge secondary customers (by externalId) into the primary; ?dryRun=true previews the counts',
-      schema: { params: S.ExternalIdParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
+      summary: 'Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts',
+      schema: { params: S.PrimaryParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
         const body = req.body as { mergeWithCustomerIds: string[] };
         const dryRun = (req.query as { dryRun?: boolean }).dryRun === true;
-        return runMerge(s, req, reply, { by: 'externalId', primary: id, secondaries: body.mergeWithCustomerIds, dryRun }, 'mergeWithCustomerIds', shapeMergeResult);
+        return runMerge(s, req, reply, { by: 'uuidOrExternalId', primary: id, secondaries: body.mergeWithCustomerIds, dryRun, field: 'mergeWithCustomerIds' }, shapeMergeResult);
       },
     },
     {
       ...legacy, id: 'customers.mergeByUuid', path: '/crm/customers/:id/merge',
-      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerUuids: (req.body as any).ids } }) },
-      summary: 'Legacy merge by Bulb uuids; answers the primary customer',
-      schema: { params: S.UuidParams, body: S.LegacyUuidBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
+      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerIds: (req.body as any).ids } }) },
+      summary: "Legacy merge by Tulip ids (the customers' numeric id) or uuids; answers the primary customer",
+      schema: { params: S.LegacyIdParams, body: S.LegacyIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
-        const { ids } = req.body as { ids: string[] };
-        return runMerge(s, req, reply, { by: 'uuid', primary: id, secondaries: ids, dryRun: false }, 'ids', primaryOnly);
+        const { ids } = req.body as { ids: (string | number)[] };
+        return runMerge(s, req, reply, { by: 'uuidOrTulipId', primary: id, secondaries: ids.map(String), dryRun: false, field: 'ids' }, primaryOnly);
       },
     },
     {
@@ -112,7 +114,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
         const { ids } = req.body as { ids: string[] };
-        return runMerge(s, req, reply, { by: 'externalId', primary: id, secondaries: ids, dryRun: false }, 'ids', primaryOnly);
+        return runMerge(s, req, reply, { by: 'externalId', primary: id, secondaries: ids, dryRun: false, field: 'ids' }, primaryOnly);
       },
     },
     {

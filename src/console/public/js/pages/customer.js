@@ -15,7 +15,7 @@ const short = (s, n = 80) => (s && s.length > n ? `${s.slice(0, n - 1)}…` : te
 export const KINDS = [
   { key: 'orders', title: 'Orders', cols: ['External ID', 'Ordered', 'Total', 'Items'], row: (o) => [h('code', null, text(o.externalId)), time(o.orderedAt), `${text(o.total)} ${o.currency ?? ''}`.trim(), String((o.lineItems || []).length)] },
   { key: 'followUps', title: 'Follow-ups', cols: ['Subject', 'Due', 'Status', 'Associate'], row: (f) => [short(f.subject), time(f.dueAt), text(f.status), f.associateUuid ? h('code', null, f.associateUuid) : '—'] },
-  { key: 'notes', title: 'Notes', cols: ['Type', 'Note', 'Created'], row: (n) => [text(n.type), short(n.body, 120), time(n.createdAt)] },
+  { key: 'notes', title: 'Notes', cols: ['Type', 'Note', 'Created'], row: (n) => [text(n.type), short(n.comments, 120), time(n.createdAt)] },
   { key: 'messages', title: 'Messages', cols: ['Channel', 'Direction', 'Message', 'Sent'], row: (m) => [text(m.channel), text(m.direction), short(m.body, 100), time(m.sentAt)] },
   { key: 'preferences', title: 'Preferences', cols: ['Category', 'Value'], row: (p) => [text(p.category), text(p.value)] },
   { key: 'productShares', title: 'Product shares', cols: ['SKU', 'Shared', 'Message'], row: (p) => [h('code', null, text(p.sku)), time(p.sharedAt), short(p.message)] },
@@ -191,7 +191,7 @@ function mergeSection(c, navigate) {
           announce(`Merged ${list.join(', ')} into ${c.externalId}`, 'success');
           navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);
         } catch (err) {
-          out.append(errorBox(err, err instanceof ApiError && err.status === 409 ? 'The merge was refused' : 'The merge failed'));
+          out.append(errorBox(err, err instanceof ApiError && (err.status === 403 || err.status === 409) ? 'The merge was refused' : 'The merge failed'));
         }
       });
     });
