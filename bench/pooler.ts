@@ -299,14 +299,14 @@ async function drainPart(bouncer: Bouncer, quick: boolean): Promise<Row[]> {
  */
 const POOLER_GAP = [
   '**Where the time goes.** PgBouncer forwards what Bulb sends, no more: its own count is one statement and one transaction per GET, about one per create, ' +
-    'and 0.05 per delivery (the worker claims and records in batches), so there is no extra round trip per statement beyond the hop itself. The hop costs ' +
-    "PgBouncer's CPU, 45–50 µs per GET and 84–88 µs per create in these runs, on the same two cores. The larger share is PostgreSQL's: PgBouncer before 1.21 keeps no " +
+    'and 0.05–0.06 per delivery (the worker claims and records in batches), so there is no extra round trip per statement beyond the hop itself. The hop costs ' +
+    "PgBouncer's CPU, 45–50 µs per GET and 70–90 µs per create in these runs, on the same two cores. The larger share is PostgreSQL's: PgBouncer before 1.21 keeps no " +
     'prepared statements, so behind it Bulb sends unnamed ones (src/db/pooler.ts), which PostgreSQL parses, analyses and plans on every call: the customer ' +
     "lookup takes 150–190 µs of its backend's CPU instead of 40–50 µs (the statement row), which is the whole difference between direct and direct with " +
-    'prepared statements off; the create (customer, event and deliveries in one statement) 370–400 µs more. A GET through the pooler so costs 1.3–1.8× the ' +
-    'CPU of a direct one and a create 1.3–1.4× (runs of the day): on a CPU-bound machine the 0.9× goal is out of reach for both with PgBouncer 1.18, whatever one ' +
+    'prepared statements off; the create (customer, event and deliveries in one statement) 280–400 µs more. A GET through the pooler so costs 1.3–1.8× the ' +
+    'CPU of a direct one and a create 1.2–1.4× (runs of the day): on a CPU-bound machine the 0.9× goal is out of reach for both with PgBouncer 1.18, whatever one ' +
     "run's rates say (on a 2-core machine shared with other work they swing by a third from slice to slice, and a ratio above 1 is that noise; the CPU per " +
-    'request, the second row of each pair, moves less). The drain is within the goal by CPU: batching spreads each statement over ~20 deliveries.',
+    "request, the second row of each pair, moves less). The drain's gap is the smallest (1.04–1.16× the CPU): batching spreads each statement over ~20 deliveries.",
   '**What would close it (not run here).** PgBouncer ≥ 1.21 with `max_prepared_statements` > 0 and `BULB_DATABASE_PREPARED_STATEMENTS=on` keeps ' +
     "prepared statements across the pool and removes PostgreSQL's share; what is left is PgBouncer's own CPU, 0.82–0.88 × direct by CPU for a GET on a machine " +
     'where the pooler shares the cores with everything else, and only added latency where it has a core of its own. Debian bookworm ships 1.18, so this ' +
@@ -341,7 +341,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const r of rows) if (r.note) console.log(`- ${r.note}`);
   if (process.argv.includes('--write')) {
     const cmd = `node --import tsx bench/pooler.ts${quick ? ' --quick' : ''} --write`;
-    replaceSection(POOLER_TITLE, [`Measured by \`${cmd}\` on ${new Date().toISOString()} (${(await machine()).slice(0, 1).join('')}).`, '', ...rowsTable(rows), ...(extra.length ? ['', ...extra] : [])]);
+    replaceSection(POOLER_TITLE, [`Measured by \`${cmd}\` on ${new Date().toISOString()} (${(await machine()).slice(0, 1).join('')}).`, '', ...rowsTable(rows), ...extra.flatMap((p) => ['', p])]);
   }
   process.exit(0);
 }
