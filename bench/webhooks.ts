@@ -47,7 +47,7 @@ const CONCURRENCY = 16; // = the default per-subscription in-flight cap
  */
 const SCALE_SERVICE_MS = 50;
 
-interface Rx {
+export interface Rx {
   url: string;
   count: number;
   /** performance.now() of each arrival. */
@@ -63,7 +63,7 @@ interface Rx {
   close(): Promise<void>;
 }
 
-async function receiver(): Promise<Rx> {
+export async function receiver(): Promise<Rx> {
   let busy = 0;
   const waiting: (() => void)[] = [];
   const rx: Rx = { url: '', count: 0, at: [], close: async () => {}, setGate: (g) => { rx.gate = g; for (const w of waiting.splice(0)) w(); } };
@@ -97,10 +97,10 @@ async function receiver(): Promise<Rx> {
   return rx;
 }
 
-const event = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: 'bench' }, source: 'TULIP_API' });
+export const event = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: 'bench' }, source: 'TULIP_API' });
 const config = loadConfig({ BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_LOG_LEVEL: 'silent' });
 
-async function subscribe(db: Db, url: string) {
+export async function subscribe(db: Db, url: string) {
   return insertSubscription(db, { url, eventTypes: ['customerCreate'], isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null, basicPassword: null, webhookVersion: '2022-08' }, newSigningSecret());
 }
 
@@ -229,14 +229,14 @@ async function retryRows(db: Db, label: string, quick: boolean): Promise<Row[]> 
 const log = (m: string) => console.error(`[webhooks bench] ${m}`);
 
 /** A Bulb worker process (BULB_ROLE=worker) on a PostgreSQL database. */
-function bulbWorker(url: string, env: Record<string, string> = {}, cpuProf?: string): Promise<Child> {
+export function bulbWorker(url: string, env: Record<string, string> = {}, cpuProf?: string): Promise<Child> {
   return spawnNode('src/main.ts', ['serve'], {
     DATABASE_URL: url, BULB_ROLE: 'worker', BULB_LOG_LEVEL: 'silent', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_SECRET_KEY: SECRET_KEY, ...env,
   }, /worker running/, cpuProf ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`] } : {});
 }
 
 /** Waits for `n` more arrivals than `from`; returns their rate (per s) from the first of them to the last. */
-async function drainRate(rx: Rx, from: number, n: number, timeoutMs = 600_000): Promise<number> {
+export async function drainRate(rx: Rx, from: number, n: number, timeoutMs = 600_000): Promise<number> {
   await waitCount(rx, from + n, timeoutMs);
   return (n - 1) / ((rx.at[from + n - 1] - rx.at[from]) / 1000);
 }
@@ -245,7 +245,7 @@ async function drainRate(rx: Rx, from: number, n: number, timeoutMs = 600_000): 
  * Waits until nothing has arrived for 300 ms after a drain whose last expected arrival was number `upTo`, so that
  * an arrival after it (a duplicate, a late retry) cannot count for the next drain; says how many there were.
  */
-async function quiet(rx: Rx, upTo: number): Promise<void> {
+export async function quiet(rx: Rx, upTo: number): Promise<void> {
   for (let seen = rx.count; ; seen = rx.count) {
     await new Promise((r) => setTimeout(r, 300));
     if (rx.count === seen) break;
@@ -350,7 +350,7 @@ async function scaleRate(rx: Rx, subs: number, perSub: number, measure: number):
 }
 
 /** CPU time (ms) a process has used so far (Linux /proc; 0 elsewhere). */
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   try {
     const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
