@@ -7,7 +7,8 @@
 // Where the time goes: a third API process, direct with BULB_DATABASE_PREPARED_STATEMENTS=off (what Bulb does behind a
 // pooler), splits the gap into statements parsed and planned per call (direct unprepared vs direct) and the extra hop
 // (pooler vs direct unprepared); and the CPU per request of the Bulb process, PgBouncer and the PostgreSQL backends
-// (/proc), with PgBouncer's own count of statements and transactions per request (SHOW STATS).
+// (/proc), with PgBouncer's own count of statements and transactions per request (SHOW STATS); and the backend CPU of
+// Bulb's customer lookup alone, unnamed vs prepared.
 // `npm run bench -- --only pooler [--quick]`, or `node --import tsx bench/pooler.ts [--quick] [--write]` (--write
 // replaces the "PgBouncer vs direct (PostgreSQL)" section of BENCHMARKS.md).
 import { spawnSync } from 'node:child_process';
@@ -24,7 +25,8 @@ import {
 } from './lib.ts';
 import { bulbWorker, cpuMs, drainRate, event, quiet, receiver, subscribe as subscribeInDb } from './webhooks.ts';
 
-export const POOLER_TITLE = 'PgBouncer vs direct (PostgreSQL)';
+/** The section of BENCHMARKS.md (bench/run.ts names it the same). */
+const POOLER_TITLE = 'PgBouncer vs direct (PostgreSQL)';
 const COMMAND = 'npm run bench -- --only pooler';
 const GOAL = 0.9;
 
