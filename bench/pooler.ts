@@ -7,7 +7,8 @@
 // Where the time goes: a third API process, direct with BULB_DATABASE_PREPARED_STATEMENTS=off (what Bulb does behind a
 // pooler), splits the gap into statements parsed and planned per call (direct unprepared vs direct) and the extra hop
 // (pooler vs direct unprepared); and the CPU per request of the Bulb process, PgBouncer and the PostgreSQL backends
-// (/proc), with PgBouncer's own count of statements and transactions per request (SHOW STATS).
+// (/proc), with PgBouncer's own count of statements and transactions per request (SHOW STATS); and the backend CPU of
+// Bulb's customer lookup alone, unnamed vs prepared.
 // `npm run bench -- --only pooler [--quick]`, or `node --import tsx bench/pooler.ts [--quick] [--write]` (--write
 // replaces the "PgBouncer vs direct (PostgreSQL)" section of BENCHMARKS.md).
 import { spawnSync } from 'node:child_process';
@@ -24,7 +25,8 @@ import {
 } from './lib.ts';
 import { bulbWorker, cpuMs, drainRate, event, quiet, receiver, subscribe as subscribeInDb } from './webhooks.ts';
 
-export const POOLER_TITLE = 'PgBouncer vs direct (PostgreSQL)';
+/** The section of BENCHMARKS.md (bench/run.ts names it the same). */
+const POOLER_TITLE = 'PgBouncer vs direct (PostgreSQL)';
 const COMMAND = 'npm run bench -- --only pooler';
 const GOAL = 0.9;
 
@@ -294,7 +296,7 @@ async function drainPart(bouncer: Bouncer, quick: boolean): Promise<Row[]> {
 }
 
 /**
- * What stands between Bulb through PgBouncer 1.18 and 0.9 × direct, as measured (the quick runs of 2026-11-25, the
+ * What stands between Bulb through PgBouncer 1.18 and 0.9 × direct, as measured (paragraphs as markdown lines, for the notes) (the quick runs of 2026-11-25, the
  * statement row, and a one-off check of a PL/pgSQL wrapper on the same machine).
  */
 const POOLER_GAP = [
@@ -307,6 +309,7 @@ const POOLER_GAP = [
     'CPU of a direct one and a create 1.2–1.4× (runs of the day): on a CPU-bound machine the 0.9× goal is out of reach for both with PgBouncer 1.18, whatever one ' +
     "run's rates say (on a 2-core machine shared with other work they swing by a third from slice to slice, and a ratio above 1 is that noise; the CPU per " +
     "request, the second row of each pair, moves less). The drain's gap is the smallest (1.04–1.16× the CPU): batching spreads each statement over ~20 deliveries.",
+  '',
   '**What would close it (not run here).** PgBouncer ≥ 1.21 with `max_prepared_statements` > 0 and `BULB_DATABASE_PREPARED_STATEMENTS=on` keeps ' +
     "prepared statements across the pool and removes PostgreSQL's share; what is left is PgBouncer's own CPU, 0.82–0.88 × direct by CPU for a GET on a machine " +
     'where the pooler shares the cores with everything else, and only added latency where it has a core of its own. Debian bookworm ships 1.18, so this ' +
@@ -341,7 +344,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const r of rows) if (r.note) console.log(`- ${r.note}`);
   if (process.argv.includes('--write')) {
     const cmd = `node --import tsx bench/pooler.ts${quick ? ' --quick' : ''} --write`;
-    replaceSection(POOLER_TITLE, [`Measured by \`${cmd}\` on ${new Date().toISOString()} (${(await machine()).slice(0, 1).join('')}).`, '', ...rowsTable(rows), ...extra.flatMap((p) => ['', p])]);
+    replaceSection(POOLER_TITLE, [`Measured by \`${cmd}\` on ${new Date().toISOString()} (${(await machine()).slice(0, 1).join('')}).`, '', ...rowsTable(rows), ...(extra.length ? ['', ...extra] : [])]);
   }
   process.exit(0);
 }
