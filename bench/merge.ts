@@ -41,7 +41,7 @@ async function seedGroup(db: Db, tag: string, n: number): Promise<Group> {
   const sec = `unnest($1::bigint[]) WITH ORDINALITY AS s(cid, j), generate_series(1, $2) g`;
   await db.query(`INSERT INTO orders (customer_id, external_id, ordered_at, currency, total) SELECT cid, 'o' || g, now(), 'EUR', 10 FROM ${sec}`, [secondaries, perTable]);
   await db.query(`INSERT INTO follow_ups (customer_id, due_at, subject) SELECT cid, now(), 'call' FROM ${sec}`, [secondaries, perTable]);
-  await db.query(`INSERT INTO notes (customer_id, type, body) SELECT cid, 'note', 'body' FROM ${sec}`, [secondaries, perTable]);
+  await db.query(`INSERT INTO notes (customer_id, type, comments) SELECT cid, 'CUSTOMER_NOTE', 'comments' FROM ${sec}`, [secondaries, perTable]);
   await db.query(`INSERT INTO messages (customer_id, channel, direction, body, sent_at) SELECT cid, 'sms', 'inbound', 'hi', now() FROM ${sec}`, [secondaries, perTable]);
   await db.query(`INSERT INTO preferences (customer_id, category, value) SELECT cid, 'size', 'M' FROM ${sec}`, [secondaries, perTable]);
   await db.query(`INSERT INTO product_shares (customer_id, sku, shared_at) SELECT cid, 'sku', now() FROM ${sec}`, [secondaries, perTable]);
@@ -118,7 +118,7 @@ async function measure(db: Db, backend: string, n: number, reps: number): Promis
       merges.push(
         await time(async () => {
           const out = await withRetry(db, (tx) =>
-            mergeCustomers(tx, { by: 'externalId', primary: `${tag}-m-0`, secondaries: a.secondaries.map((_, i) => `${tag}-m-${i + 1}`), dryRun: false, principalUuid: null, source: 'BENCH' }),
+            mergeCustomers(tx, { by: 'externalId', primary: `${tag}-m-0`, secondaries: a.secondaries.map((_, i) => `${tag}-m-${i + 1}`), dryRun: false, field: 'ids', principalUuid: null, source: 'BENCH' }),
           );
           moved = Object.values(out.moved).reduce((x, y) => x + y, 0) + out.duplicatesRemoved;
           mergeUuid = out.mergeUuid!;

@@ -1,6 +1,6 @@
-// Generates src/client/openapi.ts (the types of the typed client, 'bulb/client') from the 2026-11 OpenAPI
-// document with openapi-typescript. Run by `npm run build` (and so by `npm pack` through prepack). The
-// document is built from the declared routes; no database is touched (route modules only keep a reference).
+// Generates packages/client/src/openapi.ts (the types of the typed client, '@bulb/client') from the 2026-11
+// OpenAPI document with openapi-typescript. Run by `npm run build`. The document is built from the declared
+// routes; no database is touched (route modules only keep a reference).
 import { writeFile } from 'node:fs/promises';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { loadConfig } from '../src/config.ts';
@@ -11,7 +11,7 @@ import { openApiDocument } from '../src/http/versioning/openapi.ts';
 import { LATEST } from '../src/http/versioning/versions.ts';
 import { allChanges, allRoutes } from '../src/wiring.ts';
 
-/** The text of src/client/openapi.ts as the declared routes make it now. */
+/** The text of packages/client/src/openapi.ts as the declared routes make it now. */
 export async function clientTypes(): Promise<string> {
   const refuse = () => {
     throw new Error('client-types: no database here');
@@ -21,7 +21,7 @@ export async function clientTypes(): Promise<string> {
   return `// Generated from the ${LATEST} OpenAPI document by scripts/client-types.ts (npm run build); do not edit.\n${astToString(await openapiTS(doc as any))}`;
 }
 
-export const CLIENT_TYPES_FILE = new URL('../src/client/openapi.ts', import.meta.url);
+export const CLIENT_TYPES_FILE = new URL('../packages/client/src/openapi.ts', import.meta.url);
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   await writeFile(CLIENT_TYPES_FILE, await clientTypes());

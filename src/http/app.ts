@@ -213,6 +213,12 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
       const [, v, rest = '/'] = m;
       if (!isVersion(v)) throw unsupportedVersion(v);
       const { versionsForMethod, methodsInVersion } = registry.lookup(req.method, rest, v);
+      // A route whose {id} segment was left empty ("PUT /crm/customers/", "GET /crm/customerNotes/"): Tulip's
+      // documented answer is 400 InvalidParameterError "Could not get resource: Missing UUID in path"
+      // (https://docs.tulip.com/integrating/aerial/errors/errors), not a 404 or a 405.
+      if (rest.endsWith('/') && registry.lookup(req.method, `${rest}-`, v).methodsInVersion.includes(req.method === 'HEAD' ? 'GET' : req.method)) {
+        throw new ApiError('InvalidParameterError', `Could not get resource: missing id in path ${req.method} ${rest}`, 'name the resource by its uuid or externalId in the path');
+      }
       if (versionsForMethod.length > 0 && !versionsForMethod.includes(v)) {
         throw new ApiError('EndpointNotInVersion', `${req.method} ${rest} is not part of version ${v}`, `served by versions: ${versionsForMethod.join(', ')}`);
       }

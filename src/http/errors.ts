@@ -1,5 +1,6 @@
 // The one error shape of SPEC §3, and the mapping of every failure (ours and Fastify's) onto it.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { databaseUnavailable } from '../db/unavailable.ts';
 
 export interface ErrorEntry {
   message: string;
@@ -17,7 +18,9 @@ const STATUS_OF: Record<string, number> = {
   EndpointNotInVersion: 404,
   MethodNotAllowed: 405,
   Conflict: 409,
-  CustomerDisabled: 409,
+  // Tulip answers 403 when "the resource … cannot be accessed due to its current state/status"
+  // (https://docs.tulip.com/integrating/aerial/errors/troubleshooterrors): a disabled customer (SPEC §16: docs win).
+  CustomerDisabled: 403,
   MergeNotUndoable: 409,
   PayloadTooLarge: 413,
   UnsupportedMediaType: 415,
@@ -127,6 +130,9 @@ export function toApiError(err: unknown): { status: number; entries: ErrorEntry[
       return simple('InvalidParameterError', 'a path segment is longer than 500 characters', 400);
   }
   if (e instanceof SyntaxError || (e as any)?.name === 'SyntaxError') return simple('InvalidJson', 'request body is not valid JSON');
+  if (databaseUnavailable(e)) {
+    return { ...simple('ServiceUnavailable', 'the database is unavailable (restarting or failing over); retry shortly'), headers: { 'retry-after': '1' } };
+  }
   // Safety net for input the schemas let through but PostgreSQL refuses: a client error, never a 500.
   const sqlstate = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && 'severity' in (e as object) ? code : undefined;
   if (sqlstate?.startsWith('22') || sqlstate === '54000') return simple('InvalidParameterError', 'a value in the request is out of range or cannot be stored', 400);

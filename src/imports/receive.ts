@@ -4,12 +4,14 @@
 import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Services } from '../services.ts';
+import type { Queryable } from '../db/db.ts';
 import { ApiError } from '../http/errors.ts';
 import { csvError, csvRows, ndjsonRows, textGuard, type StagedLine } from './parse.ts';
 import { batchSink, pgCopySink } from './staging.ts';
 import { PgDb } from '../db/pg.ts';
 import * as store from './store.ts';
 import { describeTgenFile, resolveUuids, tgenRows, type TgenFile } from './tgen.ts';
+import { attributeProblems, unknownAttributeIds } from '../crm/customers/validate.ts';
 
 export interface ImportRequest {
   format: 'ndjson' | 'csv' | 'tgen';
@@ -64,7 +66,26 @@ function idleGuard(ms: number): Transform {
   return t;
 }
 
-export async function receiveImport(s: Services, body: Readable, r: ImportRequest): Promise<store.ImportRow> {
+/**
+ * A line whose attribute values name an unknown customer attribute is refused (one look-up per batch, only when a
+ * line has attribute values). Attributes are never deleted, so one known now is known when the line is applied.
+ */
+async function refuseUnknownAttributes(db: Queryable, batch: StagedLine[]): Promise<void> {
+  const withAttributes = batch.filter((l) => Array.isArray(l.item?.attributes) && l.item.attributes.length > 0);
+  if (withAttributes.length === 0) return;
+  const unknown = await unknownAttributeIds(db, withAttributes.map((l) => l.item!));
+  if (unknown.size === 0) return;
+  for (const l of withAttributes) {
+    const problems = attributeProblems(l.item!, unknown);
+    if (problems.length > 0) {
+      l.errors = problems.map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
+      l.item = null;
+    }
+  }
+}
+
+/** audit: records the act in the transaction that queues the import, with the import as queued. */
+export async function receiveImport(s: Services, body: Readable, r: ImportRequest, audit: (tx: Queryable, queued: store.ImportRow) => Promise<void>): Promise<store.ImportRow> {
   const imp = await store.createImport(s.db, { format: r.format, tgenFile: r.tgen ? describeTgenFile(r.tgen) : null, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
   const sink = s.db instanceof PgDb ? await pgCopySink(s.db.sessionUrl, imp.id, s.db) : batchSink(s.db, imp.id);
   let rows = 0;
@@ -78,7 +99,7 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
       rows += batch.length;
       const now = Date.now();
       const progress = now - lastProgress > PROGRESS_EVERY_MS ? ((lastProgress = now), store.setReceived(s.db, imp.id, rows)) : undefined;
-      Promise.all([sink.write(batch), progress]).then(() => cb(), cb);
+      Promise.all([refuseUnknownAttributes(s.db, batch).then(() => sink.write(batch)), progress]).then(() => cb(), cb);
     },
   });
   const stages: Transform[] = [idleGuard(s.config.importIdleMs), textGuard(s.config.importMaxBytes, r.encoding)];
@@ -91,7 +112,7 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
     await pipeline([body, ...stages, into]);
     if (rows === 0) throw new ApiError('InvalidParameterError', 'the file has no data lines', 'body');
     if (inferred) await store.setTgenFile(s.db, imp.id, describeTgenFile(inferred));
-    queued = await sink.finish(rows);
+    queued = await sink.finish(rows, async (tx) => audit(tx, await store.getImportById(tx, imp.id)));
   } catch (err) {
     await sink.abort();
     const refusal = err instanceof ApiError ? err : typeof (err as any)?.code === 'string' && (err as any).code.startsWith('CSV_') ? csvError(err) : undefined;

@@ -1,6 +1,8 @@
 // Subscriptions and deliveries as domain operations: URL and credential rules, secrets, test events,
-// manual retry and recovery. Route handlers call these; SQL lives in store.ts.
+// manual retry and recovery. Route handlers call these; SQL lives in store.ts. An administrative act takes the
+// request's audit hook and records itself in its own transaction (src/audit/record.ts).
 import type { Db, Queryable } from '../db/db.ts';
+import type { AuditHook } from '../audit/record.ts';
 import { ApiError, invalid, notFound } from '../http/errors.ts';
 import { iso, isoNN } from '../http/time.ts';
 import { checkHost } from './address.ts';
@@ -99,7 +101,7 @@ function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string 
   return w.bearerToken ? 'BEARER' : w.basicUsername || w.basicPassword ? 'BASIC' : undefined;
 }
 
-export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean) {
+export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook) {
   await validateUrl(body.url, allowPrivate);
   const w = credentialRules({
     url: body.url,
@@ -112,8 +114,12 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     webhookVersion: body.webhookVersion ?? '2022-08',
     maxInFlight: body.maxInFlight,
   });
-  const row = await store.insertSubscription(db, w, newSigningSecret());
-  return { ...shapeSubscription(row), signingSecret: row.signing_secret };
+  return db.transaction(async (tx) => {
+    const row = await store.insertSubscription(tx, w, newSigningSecret());
+    const answer = { ...shapeSubscription(row), signingSecret: row.signing_secret };
+    await audit(tx, answer);
+    return answer;
+  });
 }
 
 export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'share' = false): Promise<store.SubscriptionRow> {
@@ -122,7 +128,7 @@ export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'sha
   return row;
 }
 
-export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean) {
+export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean, audit: AuditHook) {
   if (patch.url !== undefined) await validateUrl(patch.url, allowPrivate);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
@@ -140,21 +146,35 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     const row = await store.updateSubscription(tx, cur.id, w);
     // Re-activated: its waiting deliveries are due now.
     if (row.is_active && !cur.is_active) await store.notifyWorkers(tx);
-    return shapeSubscription(row);
+    const answer = shapeSubscription(row);
+    await audit(tx, answer);
+    return answer;
   });
 }
 
-export async function removeSubscription(db: Db, uuid: string): Promise<void> {
+export async function removeSubscription(db: Db, uuid: string, audit: AuditHook): Promise<void> {
   await db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
     await store.deleteSubscription(tx, cur.id);
+    await audit(tx, undefined);
   });
 }
 
-export async function rotate(db: Db, uuid: string) {
+/** The signing secret, shown only once the reveal is in the audit log. */
+export async function revealSecret(db: Db, uuid: string, audit: AuditHook) {
+  return db.transaction(async (tx) => {
+    const answer = shapeSecret(await mustFind(tx, uuid));
+    await audit(tx, answer);
+    return answer;
+  });
+}
+
+export async function rotate(db: Db, uuid: string, audit: AuditHook) {
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
-    return shapeSecret(await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC));
+    const answer = shapeSecret(await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC));
+    await audit(tx, answer);
+    return answer;
   });
 }
 

@@ -232,8 +232,10 @@ async function logScope(db: Queryable, eventType: string | undefined, subscripti
  * deliveries, then those; with a subscription, a range of webhook_deliveries_sub in its order (a range, not
  * `subscription_id = …`, which would let the plan walk the primary key and filter, the whole table for a
  * subscription with few deliveries); with a status that is few (pending, failed, cancelled), a range of the partial
- * webhook_deliveries_status; else the primary key, walked (no filter, delivered, a common event type: the planner
- * takes that walk from the statistics, which say the type is common).
+ * webhook_deliveries_status; delivered ones, the partial webhook_deliveries_delivered in id order (migration 038: the
+ * primary key walked through every pending delivery newer than them, the whole backlog behind an endpoint that is
+ * down); else the primary key, walked (no filter, a common event type: the planner takes that walk from the
+ * statistics, which say the type is common).
  */
 export async function listDeliveries(
   db: Queryable,

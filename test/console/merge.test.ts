@@ -21,7 +21,7 @@ describeConsole('customer page and merge', (ctx) => {
     await add('m-pri', 'associates', { associateUuid: assoc.uuid, role: 'stylist' });
     await add('m-sec1', 'orders', { externalId: 'o-1', orderedAt: '2025-01-02T10:00:00.000Z', currency: 'EUR', total: '129.90', lineItems: [{ sku: 'SKU-1', quantity: 1, price: '129.90' }] });
     await add('m-sec1', 'orders', { externalId: 'o-2', orderedAt: '2025-02-03T10:00:00.000Z', currency: 'EUR', total: '15.00' });
-    await add('m-sec1', 'notes', { type: 'phone', body: 'Called about the fitting' });
+    await add('m-sec1', 'notes', { type: 'CUSTOMER_PHONE_LOG', comments: 'Called about the fitting' });
     await add('m-sec1', 'preferences', { category: 'size', value: 'M' });
     await add('m-sec1', 'associates', { associateUuid: assoc.uuid }); // duplicate of the primary's
     await add('m-sec2', 'followUps', { dueAt: '2025-03-01T09:00:00.000Z', subject: 'Invite to the spring event' });

@@ -85,14 +85,15 @@ await describeEachDb('bulk', (ctx) => {
     assert.deepEqual(await events('n-1'), before);
   });
 
-  it('a disabled (merged-away) customer: that item 409 CustomerDisabled, the others applied', async () => {
+  // 403: https://docs.tulip.com/integrating/aerial/errors/troubleshooterrors (refused for the resource's state)
+  it('a disabled (merged-away) customer: that item 403 CustomerDisabled, the others applied', async () => {
     await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'd-primary' }, { externalId: 'd-gone' }]);
     const m = await v('2025-04').post('/crm/customers/d-primary/merge', { mergeWithCustomerIds: ['d-gone'] });
     assert.equal(m.status, 200);
     for (const version of ['2022-08', '2026-11']) {
       const before = await events('d-gone');
       const r = await v(version).post('/crm/customers/bulk', [{ externalId: 'd-gone', firstName: 'X' }, { externalId: `d-ok-${version}` }]);
-      assert.equal(r.body.results[0].status, 409);
+      assert.equal(r.body.results[0].status, 403);
       assert.equal(r.body.results[0].errors[0].errorCode, 'CustomerDisabled');
       assert.match(r.body.results[0].errors[0].moreInfo, /d-primary/);
       assert.equal(r.body.results[1].status, 201);

@@ -31,7 +31,7 @@ await describeEachDb('customer data', (ctx) => {
     const bodies: Record<string, any> = {
       orders: { externalId: 'o-1', orderedAt: '2024-05-01T10:00:00Z', currency: 'EUR', total: '129.90', lineItems: [{ sku: 'SKU1', name: 'Bag', quantity: 1, price: '129.90' }] },
       followUps: { associateUuid: a.uuid, dueAt: '2024-06-01T09:00:00.000Z', subject: 'Call back' },
-      notes: { type: 'phone', body: 'Called about sizes', associateUuid: a.uuid },
+      notes: { type: 'CUSTOMER_PHONE_LOG', comments: 'Called about sizes', employee: a.uuid },
       messages: { channel: 'sms', direction: 'outbound', body: 'Hello', sentAt: '2024-05-02T08:00:00Z' },
       preferences: { category: 'size', value: 'M' },
       productShares: { sku: 'SKU2', associateUuid: a.uuid, message: 'You will like this' },
@@ -40,7 +40,7 @@ await describeEachDb('customer data', (ctx) => {
     for (const [kind, body] of Object.entries(bodies)) {
       const r = await api().post(`/crm/customers/d-1/${kind}`, body);
       assert.equal(r.status, 201, `${kind}: ${r.text}`);
-      assert.equal(r.body.customerUuid, c.uuid, kind);
+      assert.equal(kind === 'notes' ? r.body.customer : r.body.customerUuid, c.uuid, kind);
       assert.match(r.body.uuid, /^[0-9a-f-]{36}$/);
       const list = await api().get(`/crm/customers/${c.uuid}/${kind}`);
       assert.equal(list.status, 200);
@@ -62,7 +62,7 @@ await describeEachDb('customer data', (ctx) => {
     const extra = await api().post('/crm/customers/d-val/preferences', { category: 'x', value: 'y', extra: 1 });
     assert.equal(extra.status, 400);
     assert.deepEqual(errorCodes(extra), ['InvalidParameterError']);
-    const badType = await api().post('/crm/customers/d-val/notes', { type: 'fax', body: 'x' });
+    const badType = await api().post('/crm/customers/d-val/notes', { type: 'fax', comments: 'x' });
     assert.equal(badType.status, 400);
     const badTotal = await api().post('/crm/customers/d-val/orders', { externalId: 'o', orderedAt: '2024-01-01T00:00:00Z', currency: 'EUR', total: '12,5' });
     assert.equal(badTotal.status, 400);
@@ -111,25 +111,25 @@ await describeEachDb('customer data', (ctx) => {
 
   it('notes: create emits customerNoteCreate, PUT replaces and emits customerNoteUpdate only on change', async () => {
     await api().post('/crm/customers', { externalId: 'd-note' });
-    const note = await api().post('/crm/customers/d-note/notes', { type: 'optIn', body: 'Opted in to SMS' });
+    const note = await api().post('/crm/customers/d-note/notes', { type: 'CUSTOMER_OPTIN_LOG', comments: 'Opted in to SMS' });
     assert.equal(note.status, 201);
     const mine = async (type: string) => (await events(type)).filter((e) => e.resource_uuid === note.body.uuid);
     const created = await mine('customerNoteCreate');
     assert.equal(created.length, 1);
     assert.deepEqual(created[0], { resource_type: 'CustomerNote', resource_uuid: note.body.uuid, resource_external_id: null, source: 'TULIP_API' });
     const got = await api().get(`/crm/customerNotes/${note.body.uuid}`);
-    assert.equal(got.body.body, 'Opted in to SMS');
-    const put = await api().put(`/crm/customerNotes/${note.body.uuid}`, { type: 'note', body: 'Changed' });
+    assert.equal(got.body.comments, 'Opted in to SMS');
+    const put = await api().put(`/crm/customerNotes/${note.body.uuid}`, { type: 'CUSTOMER_NOTE', comments: 'Changed' });
     assert.equal(put.status, 200);
-    assert.equal(put.body.type, 'note');
-    assert.equal(put.body.body, 'Changed');
+    assert.equal(put.body.type, 'CUSTOMER_NOTE');
+    assert.equal(put.body.comments, 'Changed');
     assert.notEqual(put.body.updatedAt, note.body.updatedAt);
     assert.equal((await mine('customerNoteUpdate')).length, 1);
-    const same = await api().put(`/crm/customerNotes/${note.body.uuid}`, { type: 'note', body: 'Changed' });
+    const same = await api().put(`/crm/customerNotes/${note.body.uuid}`, { type: 'CUSTOMER_NOTE', comments: 'Changed' });
     assert.equal(same.status, 200);
     assert.equal((await mine('customerNoteUpdate')).length, 1, 'no change, no event');
     assert.equal((await api().get('/crm/customerNotes/00000000-0000-4000-8000-000000000000')).status, 404);
-    assert.equal((await api().put(`/crm/customerNotes/${note.body.uuid}`, { body: 'no type' })).status, 400);
+    assert.equal((await api().put(`/crm/customerNotes/${note.body.uuid}`, { comments: 'no type' })).status, 400);
     const before = (await events('customerNoteCreate')).length;
     const other = await api().post('/crm/customers/d-note/messages', { channel: 'email', direction: 'inbound', body: 'hi' });
     assert.equal(other.status, 201);

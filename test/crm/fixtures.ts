@@ -1,8 +1,9 @@
 // SQL fixtures for merge tests: customers with attached rows of every kind, counts and snapshots.
+import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../src/db/db.ts';
 
 export const ATTACHED_TABLES = ['orders', 'follow_ups', 'notes', 'messages', 'preferences', 'product_shares', 'customer_associates'] as const;
-export const NOTE_TYPES = ['note', 'phone', 'optIn', 'video', 'social'];
+export const NOTE_TYPES = ['CUSTOMER_NOTE', 'CUSTOMER_PHONE_LOG', 'CUSTOMER_OPTIN_LOG', 'CUSTOMER_VIDEO_LOG', 'CUSTOMER_SOCIAL_LOG'];
 
 export interface Made {
   id: string;
@@ -19,7 +20,10 @@ export async function makeCustomer(db: Queryable, externalId: string, extra: { e
       externalId,
       JSON.stringify(emails),
       JSON.stringify(extra.email ? [{ number: '+33100000000', type: 'mobile', isPrimary: true }] : []),
-      JSON.stringify(extra.email ? [{ line1: '1 rue X', city: 'Paris', country: 'FR', isPrimary: true }] : []),
+      JSON.stringify(extra.email ? [{
+        uuid: randomUUID(), externalId: null, address1: '1 rue X', address2: null, city: 'Paris', countryCode: 'FR', zoneCode: null, postCode: null,
+        firstName: null, lastName: null, phone: null, emailAddress: null, type: null, disabled: false, isPrimary: true,
+      }] : []),
       JSON.stringify(extra.email ? [{ network: 'instagram', handle: externalId }] : []),
       extra.loyaltyTier ?? null,
       emails.map((e) => e.email.toLowerCase()),
@@ -40,7 +44,7 @@ export async function attach(db: Queryable, customerId: string, n: number, assoc
     [c, n],
   );
   await db.query(`INSERT INTO follow_ups (customer_id, due_at, subject) SELECT $1, now(), 'call ' || g FROM generate_series(1, $2) g`, [c, n]);
-  await db.query(`INSERT INTO notes (customer_id, type, body) SELECT $1, t, 'note ' || g FROM generate_series(1, $2) g, unnest($3::text[]) t`, [c, n, NOTE_TYPES]);
+  await db.query(`INSERT INTO notes (customer_id, type, comments) SELECT $1, t, 'note ' || g FROM generate_series(1, $2) g, unnest($3::text[]) t`, [c, n, NOTE_TYPES]);
   await db.query(`INSERT INTO messages (customer_id, channel, direction, body, sent_at) SELECT $1, 'sms', 'inbound', 'm' || g, now() FROM generate_series(1, $2) g`, [c, n]);
   await db.query(`INSERT INTO preferences (customer_id, category, value) SELECT $1, 'size', 'v' || g FROM generate_series(1, $2) g`, [c, n]);
   await db.query(`INSERT INTO product_shares (customer_id, sku, shared_at) SELECT $1, 'sku' || g, now() FROM generate_series(1, $2) g`, [c, n]);

@@ -244,7 +244,7 @@ await describeEachDb('TGEN imports', (ctx) => {
       { line: 6, item: null, errors: [{ message: 'bad', errorCode: 'InvalidParameterError', moreInfo: 'x' }] },
       { line: 7, item: item('ad-4', { uuid: u2, address1: 'Four 2', city: 'Y' }), errors: null },
     ]);
-    assert.equal(await sink.finish(6), true);
+    assert.equal(await sink.finish(6, async () => {}), true);
     const done = await finished(imp.uuid);
     assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 0, 3, 3]);
     const a1 = (await ctx.tdb.db.query(`SELECT addresses FROM customers WHERE external_id = 'ad-1'`)).rows[0].addresses;

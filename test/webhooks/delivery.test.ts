@@ -19,8 +19,8 @@ import { startReceiver, status, ok, waitFor, sleep, type Receiver } from './rece
 const SCHEDULE = [0.2, 0.4, 0.8];
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: SCHEDULE.join(','), BULB_WEBHOOK_TIMEOUT_MS: '3000' };
 
-const hexHmac = (secret: string, body: Buffer) =>
-  crypto.createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(body).digest('hex');
+// Keyed with the secret exactly as shown (https://docs.tulip.com/integrating/webhooks/authenticationandsecurity).
+const hexHmac = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
 
 await describeEachDb('webhook delivery', (ctx) => {
   const api = () => ctx.srv.api;
@@ -356,7 +356,7 @@ await describeEachDb('webhook delivery', (ctx) => {
     await ctx.tdb.db.transaction(async (tx) => {
       const row = await mustFind(tx, sub.uuid, true);
       await store.deleteSubscription(tx, row.id);
-      note = api().post(`/crm/customers/${cust.uuid}/notes`, { type: 'note', body: 'during the delete' });
+      note = api().post(`/crm/customers/${cust.uuid}/notes`, { type: 'CUSTOMER_NOTE', comments: 'during the delete' });
       await sleep(300);
     });
     assert.equal((await note!).status, 201);

@@ -4,6 +4,9 @@
 import { Type, type TObject } from '@sinclair/typebox';
 import { StringEnum } from '../../http/schema.ts';
 import { isoNN } from '../../http/time.ts';
+import type { Queryable } from '../../db/db.ts';
+import { createNote, Note, NoteCreate, noteValues, shapeNote } from './notes.ts';
+import { NOTE_CASTS, NOTE_COLUMNS } from './store.ts';
 
 const closed = { additionalProperties: false } as const;
 const Str = (min: number, max: number) => Type.String({ minLength: min, maxLength: max });
@@ -13,7 +16,6 @@ const Decimal = Type.String({ pattern: '^-?[0-9]{1,15}(\\.[0-9]{1,6})?$', descri
 const AssociateRef = Type.Optional(Type.Union([Type.String({ format: 'uuid' }), Type.Null()]));
 const Nullable = (t: any) => Type.Union([t, Type.Null()]);
 
-export const NOTE_TYPES = ['note', 'phone', 'optIn', 'video', 'social'];
 
 /** Fields common to every attached row on the wire. */
 const common = { uuid: Type.String({ format: 'uuid' }), customerUuid: Type.String({ format: 'uuid' }), createdAt: DateTime };
@@ -34,6 +36,8 @@ export interface Kind {
   columns: [name: string, cast: string][];
   values(body: any): unknown[];
   shape(row: any): Record<string, unknown>;
+  /** Creates a row itself (instead of the generic insert of service.createRow). */
+  ownCreate?: (tx: Queryable, customerRef: string, body: any, source: string) => Promise<any>;
 }
 
 const base = (r: any) => ({ uuid: r.uuid, customerUuid: r.customer_uuid });
@@ -58,12 +62,14 @@ export const KINDS: Kind[] = [
     shape: (r) => ({ ...base(r), associateUuid: r.associate_uuid, dueAt: isoNN(r.due_at), subject: r.subject, status: r.status, createdAt: isoNN(r.created_at) }),
   },
   {
+    // Tulip's shape; created through notes.ts (employee by uuid or externalId, events, externalId conflicts).
     name: 'notes', table: 'notes', label: 'note', hasAssociate: true,
-    create: Type.Object({ type: StringEnum(NOTE_TYPES), body: Str(1, 20000), associateUuid: AssociateRef }, { ...closed, title: 'NoteCreate' }),
-    out: Type.Object({ ...common, type: StringEnum(NOTE_TYPES), body: Type.String(), associateUuid: Nullable(Type.String()), updatedAt: DateTime }, { title: 'Note' }),
-    columns: [['type', 'text'], ['body', 'text']],
-    values: (b) => [b.type, b.body],
-    shape: (r) => ({ ...base(r), type: r.type, body: r.body, associateUuid: r.associate_uuid, createdAt: isoNN(r.created_at), updatedAt: isoNN(r.updated_at) }),
+    create: NoteCreate,
+    out: Note,
+    columns: NOTE_COLUMNS.map((c, i) => [c, NOTE_CASTS[i]]),
+    values: (b) => noteValues(b),
+    shape: shapeNote,
+    ownCreate: createNote,
   },
   {
     name: 'messages', table: 'messages', label: 'message', hasAssociate: false,
@@ -101,5 +107,3 @@ export const KINDS: Kind[] = [
 
 export const kindByName = (name: KindName): Kind => KINDS.find((k) => k.name === name)!;
 
-export const NoteUpdate = Type.Object({ type: StringEnum(NOTE_TYPES), body: Str(1, 20000), associateUuid: AssociateRef }, { ...closed, title: 'NoteReplace', description: 'full replace of a note' });
-export const NoteUuidParams = Type.Object({ uuid: Type.String({ format: 'uuid' }) });

@@ -1,17 +1,16 @@
 // Routes of the data attached to customers: list/create for each kind under /crm/customers/{id}/…,
-// and GET/PUT /crm/customerNotes/{uuid}. All from 2022-08 (SPEC §5).
+// and POST /crm/customerNotes, GET/PUT /crm/customerNotes/{id} (uuid or externalId). All from 2022-08 (SPEC §5, §16).
 import { Type } from '@sinclair/typebox';
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
-import { notFound } from '../../http/errors.ts';
 import { ErrorBody } from '../../http/schema.ts';
 import { decodeCursor, Page, pageOf, PageQuery } from '../../http/pagination.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import { CustomerIdParams } from '../customers/schema.ts';
-import { KINDS, NoteUpdate, NoteUuidParams, kindByName } from './kinds.ts';
+import { KINDS } from './kinds.ts';
+import * as notes from './notes.ts';
 import * as service from './service.ts';
-import * as store from './store.ts';
 
 const ListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
 
@@ -43,27 +42,31 @@ export function dataRoutes(s: Services): RouteDef[] {
       },
     );
   }
-  const notes = kindByName('notes');
-  const noteBase = { tag: 'Customer data', since: '2022-08', path: '/crm/customerNotes/:uuid' };
+  const noteBase = { tag: 'Customer data', since: '2022-08' };
   routes.push(
     {
-      ...noteBase, id: 'customerNotes.get', method: 'GET', scope: 'read',
-      summary: 'Get a customer note',
-      schema: { params: NoteUuidParams, response: { 200: notes.out } },
-      handler: async (req) => {
-        const uuid = (req.params as { uuid: string }).uuid;
-        const row = await store.findNote(s.db, uuid);
-        if (!row) throw notFound(`note "${uuid}" not found`, 'uuid');
-        return notes.shape(row);
+      ...noteBase, id: 'customerNotes.create', method: 'POST', scope: 'write', path: '/crm/customerNotes',
+      summary: 'Add a note to the customer its `customer` field names (emits customerNoteCreate)',
+      schema: { body: notes.CustomerNoteCreate, response: { 201: notes.Note, 409: ErrorBody } },
+      handler: async (req, reply) => {
+        const row = await withRetry(s.db, (tx) => notes.createNote(tx, undefined, req.body as notes.NoteBody, sourceOf(req, s)));
+        reply.code(201);
+        return notes.shapeNote(row);
       },
     },
     {
-      ...noteBase, id: 'customerNotes.put', method: 'PUT', scope: 'write',
-      summary: 'Replace a customer note (emits customerNoteUpdate when it changes)',
-      schema: { params: NoteUuidParams, body: NoteUpdate, response: { 200: notes.out } },
+      ...noteBase, id: 'customerNotes.get', method: 'GET', scope: 'read', path: '/crm/customerNotes/:id',
+      summary: 'Get a customer note by uuid or externalId',
+      schema: { params: notes.NoteIdParams, response: { 200: notes.Note } },
+      handler: async (req) => notes.shapeNote(await notes.getNote(s.db, (req.params as { id: string }).id)),
+    },
+    {
+      ...noteBase, id: 'customerNotes.put', method: 'PUT', scope: 'write', path: '/crm/customerNotes/:id',
+      summary: 'Replace a customer note, by uuid or externalId (emits customerNoteUpdate when it changes)',
+      schema: { params: notes.NoteIdParams, body: notes.NoteReplace, response: { 200: notes.Note, 409: ErrorBody } },
       handler: async (req) => {
-        const row = await withRetry(s.db, (tx) => service.replaceNote(tx, (req.params as { uuid: string }).uuid, req.body as any, sourceOf(req, s)));
-        return notes.shape(row);
+        const row = await withRetry(s.db, (tx) => notes.replaceNote(tx, (req.params as { id: string }).id, req.body as notes.NoteBody, sourceOf(req, s)));
+        return notes.shapeNote(row);
       },
     },
   );

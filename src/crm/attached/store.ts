@@ -2,7 +2,6 @@
 // column names come from those declarations, never from input).
 import type { Queryable } from '../../db/db.ts';
 import type { Kind } from './kinds.ts';
-import { kindByName } from './kinds.ts';
 
 function selectOf(k: Kind): string {
   return `SELECT t.*, c.uuid AS customer_uuid${k.hasAssociate ? ', a.uuid AS associate_uuid' : ''}
@@ -34,18 +33,46 @@ export async function listRows(db: Queryable, k: Kind, customerId: string, after
   return r.rows;
 }
 
-const notes = kindByName('notes');
+/** The note columns written from the wire (noteValues in notes.ts gives them in this order). */
+export const NOTE_COLUMNS = ['type', 'comments', 'external_id', 'store', 'is_private', 'is_deleted', 'wish_list_id'];
+export const NOTE_CASTS = ['text', 'text', 'text', 'text', 'boolean', 'boolean', 'bigint'];
+const SELECT_NOTE = `SELECT t.*, c.uuid AS customer_uuid, a.uuid AS associate_uuid
+  FROM notes t JOIN customers c ON c.id = t.customer_id LEFT JOIN associates a ON a.id = t.associate_id`;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export async function findNote(db: Queryable, uuid: string, lock = false): Promise<any> {
-  return (await db.query(`${selectOf(notes)} WHERE t.uuid = $1${lock ? ' FOR UPDATE OF t' : ''}`, [uuid])).rows[0];
+/** Inserts a note; returns it as read. Throws 23505 when its externalId is taken. */
+export async function insertNote(tx: Queryable, customerId: string, associateId: string | null, values: unknown[]): Promise<any> {
+  const r = await tx.query<{ id: string }>(
+    `INSERT INTO notes (customer_id, associate_id, ${NOTE_COLUMNS.join(', ')})
+     VALUES ($1::bigint, $2::bigint, ${NOTE_CASTS.map((t, i) => `$${i + 3}::${t}`).join(', ')}) RETURNING id`,
+    [customerId, associateId, ...values],
+  );
+  return findNoteById(tx, r.rows[0].id);
 }
 
-/** Replaces a note's fields; false when nothing differed (no write). */
-export async function updateNote(tx: Queryable, id: string, type: string, body: string, associateId: string | null): Promise<boolean> {
+export async function findNoteById(db: Queryable, id: string): Promise<any> {
+  return (await db.query(`${SELECT_NOTE} WHERE t.id = $1`, [id])).rows[0];
+}
+
+/** A note by uuid or externalId (a uuid match wins). */
+export async function findNote(db: Queryable, ref: string, lock = false): Promise<any> {
+  const forUpdate = lock ? ' FOR UPDATE OF t' : '';
+  if (UUID_RE.test(ref)) {
+    const r = await db.query(`${SELECT_NOTE} WHERE t.uuid = $1${forUpdate}`, [ref]);
+    if (r.rows[0]) return r.rows[0];
+  }
+  return (await db.query(`${SELECT_NOTE} WHERE t.external_id = $1${forUpdate}`, [ref])).rows[0];
+}
+
+/** Replaces a note's fields; false when nothing differed (no write). Throws 23505 when the externalId is taken. */
+export async function updateNote(tx: Queryable, id: string, associateId: string | null, values: unknown[]): Promise<boolean> {
+  const cols = ['associate_id', ...NOTE_COLUMNS];
+  const casts = ['bigint', ...NOTE_CASTS];
+  const params = casts.map((t, i) => `$${i + 2}::${t}`);
   const r = await tx.query(
-    `UPDATE notes SET type = $2, body = $3, associate_id = $4, updated_at = clock_timestamp()
-     WHERE id = $1 AND (type, body, associate_id) IS DISTINCT FROM ($2, $3, $4::bigint)`,
-    [id, type, body, associateId],
+    `UPDATE notes SET ${cols.map((c, i) => `${c} = ${params[i]}`).join(', ')}, updated_at = clock_timestamp()
+     WHERE id = $1 AND (${cols.join(', ')}) IS DISTINCT FROM (${params.join(', ')})`,
+    [id, associateId, ...values],
   );
   return r.rowCount > 0;
 }

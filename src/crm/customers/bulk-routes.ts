@@ -1,44 +1,51 @@
-// POST /crm/customers/bulk: validates each item, then upserts the valid ones set-based in one transaction
+// POST and PUT /crm/customers/bulk: validates each item, then upserts the valid ones set-based in one transaction
 // (src/crm/customers/bulk.ts), or in one statement when they are all new customers. One result per item, in order;
-// a bad or conflicting item does not stop the others.
+// a bad or conflicting item does not stop the others. PUT is Tulip's documented bulk update, which creates an
+// externalId it does not know (https://docs.tulip.com/integrating/aerial/singlevsbulkendpoints): the same upsert.
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import * as S from './schema.ts';
-import { shapeCustomer } from './service.ts';
+import { shapeCustomer } from './wire.ts';
 import { BulkItem, insertIfAllNew, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
 import { Type } from '@sinclair/typebox';
+import { attributeProblems, unknownAttributeIds } from './validate.ts';
 
 export function bulkRoutes(s: Services): RouteDef[] {
-  return [
-    {
-      tag: 'Customers', id: 'customers.bulk', method: 'POST', path: '/crm/customers/bulk', scope: 'write', since: '2022-08',
-      summary: 'Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item',
-      schema: { body: S.BulkBody, documentedBody: Type.Array(BulkItem, { minItems: 1, maxItems: 100 }), response: { 200: S.BulkResult } },
-      handler: async (req) => {
-        const items = req.body as unknown[];
-        const results: unknown[] = new Array(items.length);
-        const valid: BulkItemT[] = [];
-        const at: number[] = [];
-        items.forEach((item, index) => {
-          const errors = itemErrors(item);
-          if (errors.length > 0) results[index] = { index, status: 400, errors };
-          else {
-            valid.push(item as BulkItemT);
-            at.push(index);
-          }
-        });
-        if (valid.length > 0) {
-          const source = sourceOf(req, s);
-          const outcomes = (await insertIfAllNew(s.db, valid, { source })) ?? (await withRetry(s.db, (tx) => upsertItems(tx, valid, { source })));
-          outcomes.forEach((o, k) => {
-            const index = at[k];
-            results[index] = o.row ? { index, status: o.status, customer: shapeCustomer(o.row) } : { index, status: o.status, errors: o.errors };
-          });
+  const bulk: Omit<RouteDef, 'id' | 'method' | 'summary'> = {
+    tag: 'Customers', path: '/crm/customers/bulk', scope: 'write', since: '2022-08',
+    schema: { body: S.BulkBody, documentedBody: Type.Array(BulkItem, { minItems: 1, maxItems: 100 }), response: { 200: S.BulkResult } },
+    handler: async (req) => {
+      const items = req.body as unknown[];
+      const results: unknown[] = new Array(items.length);
+      const valid: BulkItemT[] = [];
+      const at: number[] = [];
+      const checked = items.map((item) => itemErrors(item));
+      // Attribute values must name existing customer attributes: one look-up for every item.
+      const unknown = await unknownAttributeIds(s.db, items.filter((_, i) => checked[i].length === 0) as BulkItemT[]);
+      items.forEach((item, index) => {
+        const errors = checked[index].length > 0 ? checked[index]
+          : attributeProblems(item as BulkItemT, unknown).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
+        if (errors.length > 0) results[index] = { index, status: 400, errors };
+        else {
+          valid.push(item as BulkItemT);
+          at.push(index);
         }
-        return { results };
-      },
+      });
+      if (valid.length > 0) {
+        const source = sourceOf(req, s);
+        const outcomes = (await insertIfAllNew(s.db, valid, { source })) ?? (await withRetry(s.db, (tx) => upsertItems(tx, valid, { source })));
+        outcomes.forEach((o, k) => {
+          const index = at[k];
+          results[index] = o.row ? { index, status: o.status, customer: shapeCustomer(o.row) } : { index, status: o.status, errors: o.errors };
+        });
+      }
+      return { results };
     },
+  };
+  return [
+    { ...bulk, id: 'customers.bulk', method: 'POST', summary: 'Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item' },
+    { ...bulk, id: 'customers.bulkPut', method: 'PUT', summary: "Tulip's bulk update: the same upsert of 1–100 customers by externalId (an unknown one is created); one result per item" },
   ];
 }

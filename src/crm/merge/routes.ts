@@ -1,6 +1,8 @@
 // The three doors of the merge, thin handlers over one core (service.ts):
-//   2025-04+           POST /crm/customers/{externalId}/merge {"mergeWithCustomerIds"} → MergeResult (?dryRun=true)
-//   2022-04 … 2022-08  PUT  /crm/customers/{uuid}/merge {"ids":[uuid…]} → the primary Customer
+//   2025-04+           POST /crm/customers/{id}/merge {"mergeWithCustomerIds"} → MergeResult (?dryRun=true);
+//                      each customer by uuid or externalId (a uuid match wins), as every other customer {id}
+//   2022-04 … 2022-08  PUT  /crm/customers/{id}/merge {"ids":[id…]} → the primary Customer; Tulip ids
+//                      (the customer's numeric `id`, JSON numbers or numeric strings) or uuids
 //   2022-04 … 2022-08  PUT  /crm/customers/{externalId}/merge_by_external_id {"ids":[externalId…]} → the primary Customer
 // the merge history GET /crm/customers/{id}/merges (2022-08+), and the undo (2026-11):
 //   POST /crm/merges/{mergeUuid}/undo → UndoResult (?dryRun=true; Idempotency-Key).
@@ -13,9 +15,10 @@ import { sourceOf } from '../../http/context.ts';
 import { isoNN } from '../../http/time.ts';
 import { withRetry, type Queryable } from '../../db/db.ts';
 import { Customer, CustomerIdParams } from '../customers/schema.ts';
-import { shapeCustomer } from '../customers/service.ts';
+import { shapeCustomer } from '../customers/wire.ts';
 import * as customers from '../customers/store.ts';
 import { idempotent, keyOf } from '../idempotency/service.ts';
+import { auditOf } from '../../audit/record.ts';
 import * as S from './schema.ts';
 import { checkRequest, DryRunRollback, mergeCustomers, type MergeInput, type MergeOutcome } from './service.ts';
 import * as store from './store.ts';
@@ -47,13 +50,18 @@ const shapeRecord = (m: store.MergeRow) => ({
 const shapeUndo = (o: UndoOutcome): S.UndoResultT => ({ ...o, primary: shapeCustomer(o.primary) });
 
 /**
- * Runs a merge or an undo under the request's Idempotency-Key (if any) in a retried transaction and answers
- * it (a replay says so); a dry run rolls back by throwing `DryRun`, whose outcome is the answer.
+ * Runs a merge or an undo under the request's Idempotency-Key (if any) in a retried transaction, with its audit
+ * row, and answers it (a replay says so); a dry run rolls back by throwing `DryRun`, whose outcome is the answer.
  */
 async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: FastifyReply, run: (tx: Queryable) => Promise<O>, shape: (o: O) => unknown, DryRun: new (outcome: O) => { outcome: O }) {
   const key = keyOf(req);
+  const audit = auditOf(req);
   try {
-    const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => ({ status: 200, body: shape(await run(tx)) })), 10);
+    const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => {
+      const body = shape(await run(tx));
+      await audit(tx, body);
+      return { status: 200, body };
+    }), 10);
     if (answer.replayed) reply.header('idempotent-replayed', 'true');
     reply.code(answer.status);
     return answer.body;
@@ -64,9 +72,9 @@ async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: Fa
 }
 
 /** Every door: body checks, then the merge (idempotent, retried). */
-function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, field: string, shape: (o: MergeOutcome) => unknown) {
+function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, shape: (o: MergeOutcome) => unknown) {
   const full: MergeInput = { ...input, principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
-  checkRequest(full, field);
+  checkRequest(full);
   return answerIdempotently(s, req, reply, (tx) => mergeCustomers(tx, full), shape, DryRunRollback);
 }
 
@@ -78,24 +86,24 @@ export function mergeRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'customers.merge', method: 'POST', path: '/crm/customers/:id/merge', since: '2025-04',
       audit: { action: 'merge.created', target: (_req, b) => (b.dryRun ? null : { type: 'Customer', id: b.primary.uuid, details: { mergeUuid: b.mergeUuid, primary: b.primary.externalId, mergedCustomerIds: b.mergedCustomerIds } }) },
-      summary: 'Merge secondary customers (by externalId) into the primary; ?dryRun=true previews the counts',
-      schema: { params: S.ExternalIdParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
+      summary: 'Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts',
+      schema: { params: S.PrimaryParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
         const body = req.body as { mergeWithCustomerIds: string[] };
         const dryRun = (req.query as { dryRun?: boolean }).dryRun === true;
-        return runMerge(s, req, reply, { by: 'externalId', primary: id, secondaries: body.mergeWithCustomerIds, dryRun }, 'mergeWithCustomerIds', shapeMergeResult);
+        return runMerge(s, req, reply, { by: 'uuidOrExternalId', primary: id, secondaries: body.mergeWithCustomerIds, dryRun, field: 'mergeWithCustomerIds' }, shapeMergeResult);
       },
     },
     {
       ...legacy, id: 'customers.mergeByUuid', path: '/crm/customers/:id/merge',
-      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerUuids: (req.body as any).ids } }) },
-      summary: 'Legacy merge by Bulb uuids; answers the primary customer',
-      schema: { params: S.UuidParams, body: S.LegacyUuidBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
+      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerIds: (req.body as any).ids } }) },
+      summary: "Legacy merge by Tulip ids (the customers' numeric id) or uuids; answers the primary customer",
+      schema: { params: S.LegacyIdParams, body: S.LegacyIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
-        const { ids } = req.body as { ids: string[] };
-        return runMerge(s, req, reply, { by: 'uuid', primary: id, secondaries: ids, dryRun: false }, 'ids', primaryOnly);
+        const { ids } = req.body as { ids: (string | number)[] };
+        return runMerge(s, req, reply, { by: 'uuidOrTulipId', primary: id, secondaries: ids.map(String), dryRun: false, field: 'ids' }, primaryOnly);
       },
     },
     {
@@ -106,7 +114,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
         const { ids } = req.body as { ids: string[] };
-        return runMerge(s, req, reply, { by: 'externalId', primary: id, secondaries: ids, dryRun: false }, 'ids', primaryOnly);
+        return runMerge(s, req, reply, { by: 'externalId', primary: id, secondaries: ids, dryRun: false, field: 'ids' }, primaryOnly);
       },
     },
     {

@@ -8,13 +8,23 @@ const closed = { additionalProperties: false } as const;
 const ids = (item: any, description: string) => Type.Array(item, { minItems: 1, maxItems: 100, description });
 
 export const MergeBody = Type.Object(
-  { mergeWithCustomerIds: ids(ExternalId, 'externalIds of the secondary customers (1–100, no duplicates, not the primary)') },
+  { mergeWithCustomerIds: ids(ExternalId, 'the secondary customers, each by uuid or externalId (a uuid match wins); 1–100, no duplicates, not the primary') },
   { ...closed, title: 'MergeRequest' },
 );
 export const MergeQuery = Type.Object({ dryRun: Type.Optional(Type.Boolean({ default: false, description: 'compute the counts, change nothing' })) }, closed);
 export const ExternalIdParams = Type.Object({ id: ExternalId });
-export const UuidParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'uuid of the primary customer' }) });
-export const LegacyUuidBody = Type.Object({ ids: ids(Type.String({ format: 'uuid' }), 'uuids of the secondary customers') }, { ...closed, title: 'LegacyMergeByUuid' });
+export const PrimaryParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255, description: 'the primary customer: its uuid or its externalId (a uuid match wins)' }) });
+// Tulip's legacy merge names customers by Tulip id (https://docs.tulip.com/integrating/customer-merge:
+// PUT …/v2/crm/customers/2154/merge {"ids":[2155,2156,2157]}): Bulb's numeric customer `id`; uuids work too.
+const TULIP_ID_PATTERN = '^[0-9]{1,18}$';
+const UUID_PATTERN = '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
+const TulipIdOrUuid = Type.Union([
+  Type.Integer({ minimum: 1, maximum: 999_999_999_999_999_999, description: "the customer's numeric id" }),
+  Type.String({ pattern: TULIP_ID_PATTERN, description: "the customer's numeric id, as text" }),
+  Type.String({ pattern: UUID_PATTERN, description: "the customer's uuid" }),
+]);
+export const LegacyIdParams = Type.Object({ id: Type.String({ pattern: `${TULIP_ID_PATTERN}|${UUID_PATTERN}`, description: "the primary customer's numeric id or uuid" }) });
+export const LegacyIdBody = Type.Object({ ids: ids(TulipIdOrUuid, 'the secondary customers: numeric ids (JSON numbers or numeric strings) or uuids') }, { ...closed, title: 'LegacyMergeById' });
 export const LegacyExternalIdBody = Type.Object({ ids: ids(ExternalId, 'externalIds of the secondary customers') }, { ...closed, title: 'LegacyMergeByExternalId' });
 
 export const MOVED_KEYS = ['orders', 'followUps', 'notes', 'messages', 'preferences', 'productShares', 'associates'] as const;

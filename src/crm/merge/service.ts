@@ -8,12 +8,21 @@ import * as customers from '../customers/store.ts';
 import * as store from './store.ts';
 import { MOVED_KEYS, type Moved } from './schema.ts';
 
+/**
+ * How the primary and the secondaries are named:
+ *   uuidOrExternalId  the 2025-04+ merge, like every other customer {id}: a uuid match wins, else the externalId;
+ *   uuidOrTulipId     the legacy PUT …/merge: a uuid, or Tulip's numeric customer id (the customer's `id`);
+ *   externalId        the legacy PUT …/merge_by_external_id.
+ */
+export type MergeNaming = 'uuidOrExternalId' | 'uuidOrTulipId' | 'externalId';
+
 export interface MergeInput {
-  /** How the primary and the secondaries are named. */
-  by: 'uuid' | 'externalId';
+  by: MergeNaming;
   primary: string;
   secondaries: string[];
   dryRun: boolean;
+  /** The body field naming the secondaries (for error messages). */
+  field: string;
   principalUuid: string | null;
   source: string;
 }
@@ -38,10 +47,48 @@ export class DryRunRollback extends Error {
 /** A retryable failure (same SQLSTATE as a serialization failure) for withRetry. */
 const retry = (why: string) => Object.assign(new Error(why), { code: '40001' });
 
-const norm = (by: MergeInput['by'], ref: string) => (by === 'uuid' ? ref.toLowerCase() : ref);
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A Tulip id as text: digits, within bigint (a longer number names nobody). */
+const TULIP_ID_RE = /^[0-9]{1,18}$/;
+const tulipId = (ref: string) => (TULIP_ID_RE.test(ref) ? BigInt(ref).toString() : undefined);
+
+/**
+ * The textual form under which two references name the same customer for sure, before any look-up (in the
+ * legacy form a uuid-shaped reference can only be a uuid, a numeric one only an id; an externalId is exact).
+ */
+const norm = (by: MergeNaming, ref: string) =>
+  by === 'uuidOrTulipId' ? (UUID_RE.test(ref) ? ref.toLowerCase() : tulipId(ref) ?? ref) : ref;
+
+/** The customer a reference names among the candidates, by the naming's precedence (a uuid match wins). */
+function pick(by: MergeNaming, ref: string, rows: store.NamedCustomer[]): store.NamedCustomer | undefined {
+  if (by !== 'externalId' && UUID_RE.test(ref)) {
+    const u = rows.find((r) => r.uuid === ref.toLowerCase());
+    if (u) return u;
+  }
+  if (by === 'uuidOrTulipId') {
+    const id = tulipId(ref);
+    return id === undefined ? undefined : rows.find((r) => String(r.id) === id);
+  }
+  return rows.find((r) => r.external_id === ref);
+}
+
+/** Looks every reference up in one statement: reference → internal id (unknown ones absent). */
+async function resolveAll(tx: Queryable, by: MergeNaming, refs: string[]): Promise<Map<string, string>> {
+  const uuids = by === 'externalId' ? [] : refs.filter((r) => UUID_RE.test(r));
+  const externalIds = by === 'uuidOrTulipId' ? [] : refs;
+  const ids = by === 'uuidOrTulipId' ? refs.map(tulipId).filter((x): x is string => x !== undefined) : [];
+  const rows = await store.resolve(tx, { uuids, externalIds, ids });
+  const found = new Map<string, string>();
+  for (const ref of refs) {
+    const c = pick(by, ref, rows);
+    if (c) found.set(ref, c.id);
+  }
+  return found;
+}
 
 /** Body checks that need no database: duplicates, and the primary among the secondaries (400). */
-export function checkRequest(input: MergeInput, field: string): void {
+export function checkRequest(input: MergeInput): void {
+  const field = input.field;
   const problems: { message: string; moreInfo: string }[] = [];
   const seen = new Set<string>();
   const primary = norm(input.by, input.primary);
@@ -64,21 +111,31 @@ function disabledProblem(c: store.LockedCustomer, role: string) {
 /** Runs the merge in the caller's transaction (the caller retries on 40001/40P01). */
 export async function mergeCustomers(tx: Queryable, input: MergeInput): Promise<MergeOutcome> {
   const refs = [input.primary, ...input.secondaries];
-  const found = new Map((await store.resolve(tx, input.by, refs)).map((r) => [norm(input.by, r.ref), r.id]));
-  const unknown = refs.filter((r) => !found.has(norm(input.by, r)));
+  const found = await resolveAll(tx, input.by, refs);
+  const unknown = refs.filter((r) => !found.has(r));
   if (unknown.length > 0) {
     throw ApiError.many('NotFound', unknown.map((r) => ({ message: `customer "${r}" not found`, moreInfo: r === input.primary ? 'id' : r })));
   }
-  const primaryId = found.get(norm(input.by, input.primary))!;
-  const secondaryIds = input.secondaries.map((r) => found.get(norm(input.by, r))!);
+  const primaryId = found.get(input.primary)!;
+  const secondaryIds = input.secondaries.map((r) => found.get(r)!);
+  // Two different names of one customer (its uuid and its externalId, say): the same 400 as the same name twice.
+  const problems400: { message: string; moreInfo: string }[] = [];
+  const seen = new Set<string>();
+  secondaryIds.forEach((id, i) => {
+    const ref = input.secondaries[i];
+    if (String(id) === String(primaryId)) problems400.push({ message: `"${input.field}[${i}]" ("${ref}") names the primary customer itself`, moreInfo: `${input.field}.${i}` });
+    else if (seen.has(String(id))) problems400.push({ message: `"${input.field}[${i}]" ("${ref}") names a customer already listed`, moreInfo: `${input.field}.${i}` });
+    seen.add(String(id));
+  });
+  if (problems400.length > 0) throw ApiError.many('InvalidParameterError', problems400);
 
   // Lock primary, secondaries and whatever was merged into the secondaries, in id order.
   const lockSet = new Set([primaryId, ...secondaryIds, ...(await store.mergedInto(tx, secondaryIds))]);
   const locked = new Map((await store.lockCustomers(tx, [...lockSet])).map((c) => [c.id, c]));
   // A customer merged into a secondary between our look-up and the lock, or an externalId renamed: start over.
   if ((await store.mergedInto(tx, secondaryIds)).some((id) => !lockSet.has(id))) throw retry('merge lock set changed');
-  const idOf = (c: store.LockedCustomer) => norm(input.by, input.by === 'uuid' ? c.uuid : c.external_id);
-  if ([primaryId, ...secondaryIds].some((id, i) => idOf(locked.get(id)!) !== norm(input.by, refs[i]))) throw retry('customer identifier changed');
+  const lockedRows = [...locked.values()].map((c) => ({ id: c.id, uuid: c.uuid, external_id: c.external_id }));
+  if ([primaryId, ...secondaryIds].some((id, i) => pick(input.by, refs[i], lockedRows)?.id !== id)) throw retry('customer identifier changed');
 
   const primary = locked.get(primaryId)!;
   const problems: { message: string; moreInfo: string }[] = [];

@@ -12,13 +12,22 @@ export interface LockedCustomer {
   merged_into_external_id: string | null;
 }
 
-/** Internal ids of customers named by uuid or by externalId (unknown ones are simply absent). */
-export async function resolve(db: Queryable, by: 'uuid' | 'externalId', refs: string[]): Promise<{ id: string; ref: string }[]> {
-  const col = by === 'uuid' ? 'uuid::text' : 'external_id';
-  const cast = by === 'uuid' ? 'uuid[]' : 'text[]';
-  const r = await db.query<{ id: string; ref: string }>(
-    `SELECT id, ${col} AS ref FROM customers WHERE ${by === 'uuid' ? 'uuid' : 'external_id'} = ANY($1::${cast})`,
-    [refs],
+/** A customer as the merge names it: by its internal (Tulip) id, its uuid or its externalId. */
+export interface NamedCustomer {
+  id: string;
+  uuid: string;
+  external_id: string;
+}
+
+/**
+ * Customers bearing any of these uuids, externalIds or internal ids (each list may be empty); unknown ones
+ * are simply absent. The caller decides which identifier a reference is matched by.
+ */
+export async function resolve(db: Queryable, by: { uuids: string[]; externalIds: string[]; ids: string[] }): Promise<NamedCustomer[]> {
+  const r = await db.query<NamedCustomer>(
+    `SELECT id, uuid::text AS uuid, external_id FROM customers
+     WHERE uuid = ANY($1::uuid[]) OR external_id = ANY($2::text[]) OR id = ANY($3::bigint[])`,
+    [by.uuids, by.externalIds, by.ids],
   );
   return r.rows;
 }

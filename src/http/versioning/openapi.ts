@@ -47,7 +47,7 @@ export function operationId(routeId: string): string {
 const ERROR_EXAMPLES: Record<number, [string, string, string, string]> = {
   400: ['Invalid input', '"externalId" must NOT have fewer than 1 characters', 'InvalidParameterError', 'body.externalId'],
   401: ['Missing, unknown, revoked or expired token', 'an Authorization: Bearer token is required', 'Unauthorized', ''],
-  403: ['The token lacks the scope', 'this route needs the "write" scope', 'Forbidden', 'token scopes: read'],
+  403: ['The token lacks the scope (Forbidden), or the resource\'s state refuses the request (CustomerDisabled: the customer is disabled)', 'this route needs the "write" scope', 'Forbidden', 'token scopes: read'],
   404: ['Not found', 'customer "ext-404" not found', 'NotFound', 'id'],
   409: ['Conflict with the current state', 'a record with this identifier already exists', 'Conflict', 'externalId'],
   413: ['Body over 1 MiB', 'request body exceeds 1 MiB', 'PayloadTooLarge', ''],

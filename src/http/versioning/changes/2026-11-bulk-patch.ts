@@ -14,11 +14,9 @@ export function replaceAsPatch(item: unknown): unknown {
 export const bulkItemsArePatches: VersionChange = {
   version: '2026-11',
   description: 'Bulk upsert items are patches: fields an item omits are kept (before 2026-11 they were emptied)',
-  routes: {
-    'customers.bulk': {
-      upgradeRequest: (req) => {
-        if (Array.isArray(req.body)) req.body = req.body.map(replaceAsPatch);
-      },
+  routes: Object.fromEntries(['customers.bulk', 'customers.bulkPut'].map((id) => [id, {
+    upgradeRequest: (req: { body: unknown }) => {
+      if (Array.isArray(req.body)) req.body = req.body.map(replaceAsPatch);
     },
-  },
+  }])),
 };

@@ -38,7 +38,7 @@ export interface paths {
         get: operations["customersGet"];
         /**
          * Replace a customer, or create it (201) when the externalId is unknown
-         * @description Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 409 `CustomerDisabled`.
+         * @description Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 403 `CustomerDisabled`.
          */
         put: operations["customersPut"];
         post?: never;
@@ -47,9 +47,53 @@ export interface paths {
         head?: never;
         /**
          * Update some fields of a customer
-         * @description Changes only the fields the body carries (`null` clears a field). A disabled customer answers 409 `CustomerDisabled`. A no-op writes nothing and emits no event.
+         * @description Changes only the fields the body carries (`null` clears a field). A disabled customer answers 403 `CustomerDisabled`. A no-op writes nothing and emits no event.
          */
         patch: operations["customersPatch"];
+        trace?: never;
+    };
+    "/api/2026-11/crm/customerAttributes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List customer attributes (cursor pagination)
+         * @description List customer attributes (cursor pagination)
+         */
+        get: operations["customerAttributesList"];
+        put?: never;
+        /**
+         * Create a customer attribute (409 when the externalId exists)
+         * @description Create a customer attribute (409 when the externalId exists)
+         */
+        post: operations["customerAttributesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customerAttributes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a customer attribute by uuid or externalId
+         * @description Get a customer attribute by uuid or externalId
+         */
+        get: operations["customerAttributesGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/2026-11/crm/customers/bulk": {
@@ -60,10 +104,14 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        put?: never;
+        /**
+         * Tulip's bulk update: the same upsert of 1–100 customers by externalId (an unknown one is created); one result per item
+         * @description Tulip's `PUT …/bulk` (docs.tulip.com "Single vs. Bulk Endpoints"): the same upsert as `POST …/bulk`, item for item; an unknown `externalId` is created.
+         */
+        put: operations["customersBulkPut"];
         /**
          * Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item
-         * @description A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept).
+         * @description A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `403` for a disabled customer, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept).
          */
         post: operations["customersBulk"];
         delete?: never;
@@ -304,7 +352,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/2026-11/crm/customerNotes/{uuid}": {
+    "/api/2026-11/crm/customerNotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a note to the customer its `customer` field names (emits customerNoteCreate)
+         * @description Creates a note (Tulip's shape: `customer`, `comments`, `type`, `isPrivate`, `externalId`, …) for the customer `customer` names (uuid or externalId); emits `customerNoteCreate`. A taken `externalId` answers 409.
+         */
+        post: operations["customerNotesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customerNotes/{id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -312,13 +380,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a customer note
-         * @description A note by its uuid.
+         * Get a customer note by uuid or externalId
+         * @description A note by its uuid or its externalId (a uuid match wins).
          */
         get: operations["customerNotesGet"];
         /**
-         * Replace a customer note (emits customerNoteUpdate when it changes)
-         * @description Full replace of a note (`type`, `body`, optional `associateUuid`); emits `customerNoteUpdate` when something changed.
+         * Replace a customer note, by uuid or externalId (emits customerNoteUpdate when it changes)
+         * @description Full replace of a note, by uuid or externalId (an omitted `externalId` keeps the current one; `customer`, if given, must be the note's customer); emits `customerNoteUpdate` when something changed.
          */
         put: operations["customerNotesPut"];
         post?: never;
@@ -338,8 +406,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Merge secondary customers (by externalId) into the primary; ?dryRun=true previews the counts
-         * @description Merges the secondaries (by externalId) into the primary in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 409 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
+         * Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts
+         * @description Merges the secondaries into the primary (each named by uuid or externalId, a uuid match winning) in one transaction: their orders, follow-ups, notes, messages, preferences and product shares move to the primary, associations move without duplicates, secondaries become `disabled` with `mergedInto`. Validation first (400, then 404 per unknown id, then 403 `CustomerDisabled`), nothing changed on failure. `?dryRun=true` computes the same counts and changes nothing. An `Idempotency-Key` header replays the first answer for 24 h.
          */
         post: operations["customersMerge"];
         delete?: never;
@@ -918,13 +986,24 @@ export interface components {
     schemas: {
         /** Address */
         Address: {
-            line1?: string | null;
-            line2?: string | null;
+            /**
+             * Format: uuid
+             * @description the address's own id, assigned by Bulb; send it back to keep it
+             */
+            uuid?: string;
+            externalId?: string | null;
+            address1?: string | null;
+            address2?: string | null;
             city?: string | null;
-            region?: string | null;
-            postalCode?: string | null;
-            country?: string | null;
+            countryCode?: string | null;
+            zoneCode?: string | null;
+            postCode?: string | null;
+            firstName?: string | null;
+            lastName?: string | null;
+            phone?: string | null;
+            emailAddress?: string | null;
             type?: string | null;
+            disabled?: boolean;
             isPrimary?: boolean;
         };
         /**
@@ -1050,7 +1129,7 @@ export interface components {
          * AttemptErrorCode
          * @enum {string}
          */
-        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS";
+        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS" | "SECRET_UNREADABLE";
         /**
          * AttemptPage
          * @description One page of a list
@@ -1059,6 +1138,14 @@ export interface components {
             data: components["schemas"]["Attempt"][];
             /** @description pass as `cursor` for the next page; null on the last page */
             nextCursor: string | null;
+        };
+        /** AttributeValue */
+        AttributeValue: {
+            /** @description externalId of a customer attribute (POST /crm/customerAttributes) */
+            attributeExternalId: string;
+            /** @description the value (attributes are of type string) */
+            value: string;
+            languageExternalId?: string | null;
         };
         /** AuditEntry */
         AuditEntry: {
@@ -1142,7 +1229,8 @@ export interface components {
         BulkItemResult: {
             /** @description position of the item in the request */
             index: number;
-            status: 200 | 201 | 400 | 409;
+            /** @description 403: the customer is disabled (CustomerDisabled) */
+            status: 200 | 201 | 400 | 403 | 409;
             customer?: components["schemas"]["Customer"];
             errors?: components["schemas"]["ErrorEntry"][];
         };
@@ -1166,10 +1254,14 @@ export interface components {
          * @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer.
          * @example {
          *       "uuid": "0b0f6a8e-5d0c-4a43-9e3a-2f5d7c1e9a10",
+         *       "id": 2155,
          *       "externalId": "ext-2155",
          *       "status": "active",
+         *       "disabled": false,
+         *       "prefix": "Ms",
          *       "firstName": "Ada",
          *       "lastName": "Lovelace",
+         *       "suffix": null,
          *       "emails": [
          *         {
          *           "email": "ada@example.org",
@@ -1181,6 +1273,9 @@ export interface components {
          *       "addresses": [],
          *       "socialProfiles": [],
          *       "loyaltyTier": "gold",
+         *       "excludeFromCampaigns": false,
+         *       "image": null,
+         *       "attributes": [],
          *       "mergedInto": null,
          *       "createdAt": "2026-11-02T10:00:00.000Z",
          *       "updatedAt": "2026-11-02T10:00:00.000Z"
@@ -1189,21 +1284,91 @@ export interface components {
         Customer: {
             /** Format: uuid */
             uuid: string;
+            /** @description Tulip's numeric id: stable, assigned at creation */
+            id: number;
             externalId: string;
             /** @enum {string} */
             status: "active" | "disabled";
+            /** @description true exactly when status is not active (merged away, or deactivated with disabled: true) */
+            disabled: boolean;
+            prefix: string | null;
             firstName: string | null;
             lastName: string | null;
+            suffix: string | null;
             emails: components["schemas"]["Email"][];
             phones: components["schemas"]["Phone"][];
-            addresses: components["schemas"]["Address"][];
+            addresses: components["schemas"]["CustomerAddress"][];
             socialProfiles: components["schemas"]["SocialProfile"][];
             loyaltyTier: string | null;
+            excludeFromCampaigns: boolean;
+            image: string | null;
+            attributes: {
+                attributeExternalId: string;
+                value: string;
+                languageExternalId: string | null;
+            }[];
             mergedInto: components["schemas"]["CustomerRef"] | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        /**
+         * CustomerAddress
+         * @description A customer's address with Tulip's names (SPEC §16)
+         */
+        CustomerAddress: {
+            /** Format: uuid */
+            uuid: string;
+            externalId: string | null;
+            address1: string | null;
+            address2: string | null;
+            city: string | null;
+            countryCode: string | null;
+            zoneCode: string | null;
+            postCode: string | null;
+            firstName: string | null;
+            lastName: string | null;
+            phone: string | null;
+            emailAddress: string | null;
+            type: string | null;
+            disabled: boolean;
+            isPrimary: boolean;
+        };
+        /**
+         * CustomerAttribute
+         * @description A custom attribute customers can carry a value of
+         */
+        CustomerAttribute: {
+            /** Format: uuid */
+            uuid: string;
+            externalId: string;
+            /** @enum {string} */
+            type: "string";
+            description: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** CustomerAttributeCreate */
+        CustomerAttributeCreate: {
+            /** @description the key customers name in attributes[].attributeExternalId; unique */
+            externalId: string;
+            /**
+             * @description type of the attribute's values (Tulip documents string)
+             * @default string
+             * @enum {string}
+             */
+            type: "string";
+            description?: string | null;
+        };
+        /**
+         * CustomerAttributePage
+         * @description One page of a list
+         */
+        CustomerAttributePage: {
+            data: components["schemas"]["CustomerAttribute"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
         };
         /**
          * CustomerBulkItem
@@ -1214,11 +1379,18 @@ export interface components {
             externalId: string;
             firstName?: string | null;
             lastName?: string | null;
+            prefix?: string | null;
+            suffix?: string | null;
             emails?: components["schemas"]["Email"][] | null;
             phones?: components["schemas"]["Phone"][] | null;
             addresses?: components["schemas"]["Address"][] | null;
             socialProfiles?: components["schemas"]["SocialProfile"][] | null;
             loyaltyTier?: string | null;
+            excludeFromCampaigns?: boolean | null;
+            image?: string | null;
+            attributes?: components["schemas"]["AttributeValue"][] | null;
+            /** @description true deactivates, false re-activates one deactivated (not merged away); omitted: unchanged */
+            disabled?: boolean;
         };
         /**
          * CustomerCreate
@@ -1229,11 +1401,38 @@ export interface components {
             externalId: string;
             firstName?: string | null;
             lastName?: string | null;
+            prefix?: string | null;
+            suffix?: string | null;
             emails?: components["schemas"]["Email"][];
             phones?: components["schemas"]["Phone"][];
             addresses?: components["schemas"]["Address"][];
             socialProfiles?: components["schemas"]["SocialProfile"][];
             loyaltyTier?: string | null;
+            excludeFromCampaigns?: boolean;
+            image?: string | null;
+            attributes?: components["schemas"]["AttributeValue"][];
+            /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
+            disabled?: boolean;
+        };
+        /** CustomerNoteCreate */
+        CustomerNoteCreate: {
+            /** @description the customer of the note: uuid or externalId */
+            customer: string;
+            externalId?: string | null;
+            /**
+             * @description the kind of note (Tulip: CUSTOMER_OPTIN_LOG, …)
+             * @enum {string}
+             */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            /** @description the text of the note */
+            comments: string;
+            employee?: string | null;
+            store?: string | null;
+            /** @default false */
+            isPrivate: boolean;
+            /** @default false */
+            isDeleted: boolean;
+            wishListId?: number | null;
         };
         /**
          * CustomerPage
@@ -1253,11 +1452,18 @@ export interface components {
             externalId?: string;
             firstName?: string | null;
             lastName?: string | null;
+            prefix?: string | null;
+            suffix?: string | null;
             emails?: components["schemas"]["Email"][];
             phones?: components["schemas"]["Phone"][];
             addresses?: components["schemas"]["Address"][];
             socialProfiles?: components["schemas"]["SocialProfile"][];
             loyaltyTier?: string | null;
+            excludeFromCampaigns?: boolean;
+            image?: string | null;
+            attributes?: components["schemas"]["AttributeValue"][];
+            /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
+            disabled?: boolean;
         };
         /**
          * CustomerRef
@@ -1276,11 +1482,18 @@ export interface components {
             externalId?: string;
             firstName?: string | null;
             lastName?: string | null;
+            prefix?: string | null;
+            suffix?: string | null;
             emails?: components["schemas"]["Email"][];
             phones?: components["schemas"]["Phone"][];
             addresses?: components["schemas"]["Address"][];
             socialProfiles?: components["schemas"]["SocialProfile"][];
             loyaltyTier?: string | null;
+            excludeFromCampaigns?: boolean;
+            image?: string | null;
+            attributes?: components["schemas"]["AttributeValue"][];
+            /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
+            disabled?: boolean;
         };
         /**
          * Delivery
@@ -1428,7 +1641,7 @@ export interface components {
         };
         /** MergeRequest */
         MergeRequest: {
-            /** @description externalIds of the secondary customers (1–100, no duplicates, not the primary) */
+            /** @description the secondary customers, each by uuid or externalId (a uuid match wins); 1–100, no duplicates, not the primary */
             mergeWithCustomerIds: string[];
         };
         /**
@@ -1495,23 +1708,47 @@ export interface components {
         Note: {
             /** Format: uuid */
             uuid: string;
-            /** Format: uuid */
-            customerUuid: string;
+            externalId: string | null;
+            /**
+             * Format: uuid
+             * @description uuid of the customer
+             */
+            customer: string;
+            /** @enum {string} */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            comments: string;
+            employee: string | null;
+            store: string | null;
+            isPrivate: boolean;
+            isDeleted: boolean;
+            wishListId: number | null;
             /** Format: date-time */
             createdAt: string;
-            /** @enum {string} */
-            type: "note" | "phone" | "optIn" | "video" | "social";
-            body: string;
-            associateUuid: string | null;
             /** Format: date-time */
             updatedAt: string;
         };
-        /** NoteCreate */
+        /**
+         * NoteCreate
+         * @description under a customer, `customer` may be left out (if given, it must name that customer)
+         */
         NoteCreate: {
-            /** @enum {string} */
-            type: "note" | "phone" | "optIn" | "video" | "social";
-            body: string;
-            associateUuid?: string | null;
+            /** @description the customer of the note: uuid or externalId */
+            customer?: string;
+            externalId?: string | null;
+            /**
+             * @description the kind of note (Tulip: CUSTOMER_OPTIN_LOG, …)
+             * @enum {string}
+             */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            /** @description the text of the note */
+            comments: string;
+            employee?: string | null;
+            store?: string | null;
+            /** @default false */
+            isPrivate: boolean;
+            /** @default false */
+            isDeleted: boolean;
+            wishListId?: number | null;
         };
         /**
          * NotePage
@@ -1524,13 +1761,26 @@ export interface components {
         };
         /**
          * NoteReplace
-         * @description full replace of a note
+         * @description full replace of a note (an omitted externalId keeps the current one); a note stays with its customer
          */
         NoteReplace: {
-            /** @enum {string} */
-            type: "note" | "phone" | "optIn" | "video" | "social";
-            body: string;
-            associateUuid?: string | null;
+            /** @description the customer of the note: uuid or externalId */
+            customer?: string;
+            externalId?: string | null;
+            /**
+             * @description the kind of note (Tulip: CUSTOMER_OPTIN_LOG, …)
+             * @enum {string}
+             */
+            type: "CUSTOMER_NOTE" | "CUSTOMER_PHONE_LOG" | "CUSTOMER_OPTIN_LOG" | "CUSTOMER_VIDEO_LOG" | "CUSTOMER_SOCIAL_LOG";
+            /** @description the text of the note */
+            comments: string;
+            employee?: string | null;
+            store?: string | null;
+            /** @default false */
+            isPrivate: boolean;
+            /** @default false */
+            isDeleted: boolean;
+            wishListId?: number | null;
         };
         /** OAuthError */
         OAuthError: {
@@ -1990,7 +2240,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2317,7 +2567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2528,7 +2778,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2581,6 +2831,598 @@ export interface operations {
                      *           "message": "a record with this identifier already exists",
                      *           "errorCode": "Conflict",
                      *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customerAttributesList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerAttributePage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customerAttributesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerAttributeCreate"];
+            };
+        };
+        responses: {
+            /** @description A custom attribute customers can carry a value of */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerAttribute"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customerAttributesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description attribute uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A custom attribute customers can carry a value of */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerAttribute"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customersBulkPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerBulkItem"][];
+            };
+        };
+        responses: {
+            /** @description One result per item, in order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
                      *         }
                      *       ]
                      *     }
@@ -2736,7 +3578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3122,7 +3964,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3572,7 +4414,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3915,7 +4757,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4258,7 +5100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4601,7 +5443,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4944,7 +5786,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5287,7 +6129,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5630,7 +6472,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5774,13 +6616,201 @@ export interface operations {
             };
         };
     };
+    customerNotesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerNoteCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Note"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     customerNotesGet: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description the uuid of the resource */
-                uuid: string;
+                /** @description the note: uuid or externalId (a uuid match wins) */
+                id: string;
             };
             cookie?: never;
         };
@@ -5906,8 +6936,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the uuid of the resource */
-                uuid: string;
+                /** @description the note: uuid or externalId (a uuid match wins) */
+                id: string;
             };
             cookie?: never;
         };
@@ -5968,7 +6998,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6001,6 +7031,26 @@ export interface operations {
                      *           "message": "customer \"ext-404\" not found",
                      *           "errorCode": "NotFound",
                      *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
                      *         }
                      *       ]
                      *     }
@@ -6100,7 +7150,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the integrator's identifier, unique */
+                /** @description the primary customer: its uuid or its externalId (a uuid match wins) */
                 id: string;
             };
             cookie?: never;
@@ -6162,7 +7212,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6374,7 +7424,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6536,7 +7586,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6758,7 +7808,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6922,7 +7972,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7051,7 +8101,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7179,7 +8229,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7344,7 +8394,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7533,7 +8583,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7661,7 +8711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7826,7 +8876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8010,7 +9060,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8143,7 +9193,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8271,7 +9321,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8438,7 +9488,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8583,7 +9633,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8774,7 +9824,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8961,7 +10011,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9108,7 +10158,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9295,7 +10345,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9506,7 +10556,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9701,7 +10751,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9828,7 +10878,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10061,7 +11111,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10202,7 +11252,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10639,7 +11689,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10805,7 +11855,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11002,7 +12052,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11149,7 +12199,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11326,7 +12376,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11541,7 +12591,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope */
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
