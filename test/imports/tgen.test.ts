@@ -1,8 +1,8 @@
 // Tulip's TGEN CSV files through POST /crm/imports?format=tgen (SPEC §16, issue 23), on both engines: the kind and
 // version from the file name, the header checked against the kind, records mapped onto bulk items with Tulip's field
 // names, full update (replace) and partial update (patch, SET_AS_NULL clears), customers named by uuid or externalId.
-// Each documented fact names its docs.tulip.com page. Tests that need Tulip's customer fields (prefix, suffix, image,
-// excludeFromCampaigns, attributes, Tulip addresses: helper T1's work) are skipped, with that reason, until they exist.
+// Each documented fact names its docs.tulip.com page. Addresses files merge into a customer's addresses, notes files
+// upsert notes; both have apply steps of their own.
 import assert from 'node:assert/strict';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -11,12 +11,9 @@ import { describeEachDb } from '../helpers/suite.ts';
 import { ImportWorker } from '../../src/imports/worker.ts';
 import { textGuard, type StagedLine } from '../../src/imports/parse.ts';
 import { tgenFileOf, tgenRows } from '../../src/imports/tgen.ts';
-import { BulkItem } from '../../src/crm/customers/bulk.ts';
 import { batchSink } from '../../src/imports/staging.ts';
 import { createImport } from '../../src/imports/store.ts';
 import { mergeAddress } from '../../src/imports/tgen-apply.ts';
-
-const TULIP_FIELDS = 'prefix' in BulkItem.properties ? false : 'needs Tulip customer fields (prefix, attributes, Tulip addresses) in the bulk item: helper T1';
 
 /** The staged lines TGEN makes of a file (no database: the uuid resolution comes after). */
 async function linesOf(csv: string, name?: string): Promise<StagedLine[]> {
@@ -44,11 +41,6 @@ it('maps a customers full update record onto the bulk item with Tulip\'s names: 
     externalId: 't-2', firstName: 'Bob', lastName: 'Stone', prefix: null, suffix: null, disabled: false, excludeFromCampaigns: false, image: null,
     attributes: [], addresses: [{ address1: '2 High St', city: 'London', countryCode: 'GB', postCode: 'N1 9GU', type: 'address-billing' }],
   };
-  if (TULIP_FIELDS) {
-    // Until the schema knows Tulip's fields the lines are refused as unknown fields, naming them.
-    assert.match(JSON.stringify(a.errors), /unknown field/);
-    return;
-  }
   assert.deepEqual(a.item, expectA);
   assert.deepEqual(b.item, expectB);
 });
@@ -63,10 +55,6 @@ it('maps a partial update: an empty cell leaves the field, SET_AS_NULL clears it
   ].join('\n');
   const lines = await linesOf(csv, 'TGEN_customers_partialupdate_2025-12.csv');
   const raw = lines.map((l) => l.item ?? l.errors);
-  if (TULIP_FIELDS) {
-    assert.deepEqual(raw[2], { externalId: 'p-3', firstName: 'Cy' }, 'a record of names only is a valid patch today');
-    return;
-  }
   assert.deepEqual(raw, [
     { externalId: 'p-1', lastName: null, addresses: [{ address1: '1 Main St', city: 'Springfield' }], attributes: [] },
     { externalId: 'p-2', firstName: 'Bo', addresses: [] },
@@ -184,7 +172,7 @@ await describeEachDb('TGEN imports', (ctx) => {
 
   // https://docs.tulip.com/tgen/customers : full update, "If the UUID … exists …, an update is performed. Otherwise, the resource is created";
   // firstName and lastName are required columns.
-  it('a customers full update replaces Tulip\'s fields (those left empty are emptied) and creates unknown customers', { skip: TULIP_FIELDS }, async () => {
+  it('a customers full update replaces Tulip\'s fields (those left empty are emptied) and creates unknown customers', async () => {
     await api().post('/crm/customers/bulk', [{ externalId: 'fu-1', firstName: 'Old', lastName: 'Name', prefix: 'Mr', suffix: 'Jr' }]);
     const { done } = await tgen('TGEN_customers_fullupdate_2025-08_x.csv', [
       'externalId,firstName,lastName,prefix,excludeFromCampaigns,addresses[0].address1,addresses[0].city,addresses[0].countryCode,addresses[0].postCode,addresses[0].type',
@@ -232,7 +220,7 @@ await describeEachDb('TGEN imports', (ctx) => {
     const u2 = '22222222-2222-4222-8222-222222222222';
     await ctx.tdb.db.query(`UPDATE customers SET addresses = $2::jsonb WHERE external_id = $1`, ['ad-1', JSON.stringify([{ uuid: u1, externalId: 'home', address1: 'Old', city: 'X' }])]);
     await ctx.tdb.db.query(`UPDATE customers SET addresses = $2::jsonb WHERE external_id = $1`, ['ad-4', JSON.stringify([{ uuid: u2, address1: 'Four', city: 'Y' }])]);
-    // Staged as the mapper stages them (the Address schema's Tulip names are helper T1's; this checks the apply step on its own).
+    // Staged as the mapper stages them: the apply step on its own (stored addresses written as they are, uuids chosen here).
     const imp = await createImport(ctx.tdb.db, { format: 'tgen', tgenFile: 'addresses fullupdate 2025-08', withEvents: true, source: 'TULIP_API', tokenUuid: null });
     const sink = batchSink(ctx.tdb.db, imp.id);
     const item = (externalId: string, a: object) => ({ externalId, addresses: [a] }) as any;
@@ -265,7 +253,7 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual(r.body.errors.map((e: any) => e.message), ['unknown column "line2" for a TGEN addresses file', 'a TGEN addresses file must have a postCode column']);
   });
 
-  it('an addresses file through the API: the customer named by uuid or externalId', { skip: TULIP_FIELDS }, async () => {
+  it('an addresses file through the API: the customer named by uuid or externalId', async () => {
     await api().post('/crm/customers/bulk', [{ externalId: 'af-1' }, { externalId: 'af-2' }]);
     const uuid1 = (await api().get('/crm/customers/af-1')).body.uuid;
     const { done } = await tgen('TGEN_addresses_fullupdate_2025-08_x.csv', [
@@ -282,9 +270,7 @@ await describeEachDb('TGEN imports', (ctx) => {
 
   // https://docs.tulip.com/tgen/customernotes : "If the UUID of the Customer note exists in the system, or no UUID is provided and an
   // External ID exists, then an update is performed. Otherwise a new Customer note is created."
-  it('a customer notes import creates notes, updates the one with its uuid or externalId; bad references are line errors', async (t) => {
-    const tulipNotes = (await ctx.tdb.db.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'notes' AND column_name = 'comments'`)).rows.length > 0;
-    if (!tulipNotes) return t.skip('needs Tulip customer notes (comments, externalId, …) in the notes table: helper T2');
+  it('a customer notes import creates notes, updates the one with its uuid or externalId; bad references are line errors', async () => {
     await api().post('/crm/customers/bulk', [{ externalId: 'nc-1' }, { externalId: 'nc-2' }, { externalId: 'nc-3' }]);
     assert.equal((await api().post('/crm/customers/nc-2/merge', { mergeWithCustomerIds: ['nc-3'] })).status, 200);
     const c1 = (await api().get('/crm/customers/nc-1')).body.uuid;
@@ -314,7 +300,7 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual(events, ['customerNoteCreate', 'customerNoteCreate', 'customerNoteUpdate']);
   });
 
-  it('without a name, a customers header is read as a customers full update', { skip: TULIP_FIELDS }, async () => {
+  it('without a name, a customers header is read as a customers full update', async () => {
     const r = await api().post('/crm/imports?format=tgen', 'externalId,firstName,lastName\nnn-1,Ann,Lee\n', csv);
     assert.equal(r.status, 202, r.text);
     assert.equal(r.body.tgenFile, 'customers fullupdate 2025-08');
