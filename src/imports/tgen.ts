@@ -51,8 +51,8 @@ const ADDRESS_COLUMNS: Record<string, Cell> = {
   postCode: 'text', firstName: 'text', lastName: 'text', phone: 'text', emailAddress: 'text', type: 'text', disabled: 'bool', isPrimary: 'bool',
 };
 const LISTS: Record<string, Record<string, Cell>> = { attributes: ATTRIBUTE_COLUMNS, addresses: ADDRESS_COLUMNS };
-/** Most elements of one list a file may address (addresses[0] … addresses[49]): the item's list bound. */
-const MAX_INDEX = 50;
+/** Most elements of each list a file may address (addresses[0] … addresses[49]): the bulk item's list bounds. */
+const MAX_INDEX: Record<string, number> = { addresses: 50, attributes: 100 };
 
 /** A customers column: a scalar, a whole list (`addresses`), one element (`addresses[0]`) or an element's field. */
 type Column = { scalar: string } | { list: string; index?: number; field?: string };
@@ -65,7 +65,7 @@ function customerColumn(name: string): Column | string {
   if (!m || !Object.hasOwn(LISTS, m[1])) return `unknown column "${name.slice(0, 100)}"`;
   const [, list, n, field] = m;
   const index = Number(n);
-  if (index >= MAX_INDEX) return `column "${name}": at most ${MAX_INDEX} ${list} per customer (indexes 0-${MAX_INDEX - 1})`;
+  if (index >= MAX_INDEX[list]) return `column "${name}": at most ${MAX_INDEX[list]} ${list} per customer (indexes 0-${MAX_INDEX[list] - 1})`;
   if (field !== undefined && !Object.hasOwn(LISTS[list], field)) return `unknown column "${name.slice(0, 100)}": ${list}[${n}] has ${Object.keys(LISTS[list]).join(', ')}`;
   return { list, index, field };
 }
