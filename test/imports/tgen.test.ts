@@ -194,6 +194,7 @@ await describeEachDb('TGEN imports', (ctx) => {
       ['TGEN_customers_partialupdate_2025-08_x.csv', 'externalId,nickname\nx,y\n', /unknown column "nickname"/],
       ['TGEN_customers_partialupdate_2025-08_x.csv', 'externalId,addresses[0].line1\nx,y\n', /unknown column "addresses\[0\]\.line1": addresses\[0\] has uuid, externalId, address1/],
       ['TGEN_customers_fullupdate_2025-08_x.csv', 'externalId,firstName\nx,y\n', /must have a lastName column/],
+      ['TGEN_customers_partialupdate_2025-08_x.csv', 'externalId,addresses[50].city,attributes[99].value\nx,y,z\n', /"addresses\[50\]\.city": at most 50 addresses per customer/],
       ['TGEN_customers_partialupdate_2025-08_x.csv', 'firstName\nx\n', /neither/],
       ['TGEN_users_partialupdate_2025-08_x.csv', 'username\nx\n', /names the kind "users"/],
       ['nope.csv', 'externalId\nx\n', /is not a TGEN file name/],
