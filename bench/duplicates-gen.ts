@@ -59,7 +59,7 @@ export interface GenCustomer {
   lastName: string | null;
   emails: { email: string }[];
   phones: { number: string }[];
-  addresses: { line1: string; city: string; postalCode: string; country: string }[];
+  addresses: { address1: string; city: string; postCode: string; countryCode: string }[];
 }
 
 export interface Generated {
@@ -106,7 +106,7 @@ export function generate(n: number, seed = 42, dupRate = 0.05): Generated {
   let households = 0;
   const address = () => {
     const c = cities[Number(city(r))];
-    return { line1: `${1 + r.int(999)} ${cap(r.pick(LASTS))} ${r.pick(['St', 'Ave', 'Rd', 'Blvd'])}`, city: c.name, postalCode: r.pick(c.zips), country: 'US' };
+    return { address1: `${1 + r.int(999)} ${cap(r.pick(LASTS))} ${r.pick(['St', 'Ave', 'Rd', 'Blvd'])}`, city: c.name, postCode: r.pick(c.zips), countryCode: 'US' };
   };
   while (customers.length < nOrig) {
     const i = customers.length;

@@ -18,7 +18,7 @@ async function seed(url: string, n: number) {
          SELECT 'exp-' || g, 'First' || g, 'Last "' || g || '"',
            jsonb_build_array(jsonb_build_object('email', 'c' || g || '@example.com', 'type', 'home', 'isPrimary', true)),
            jsonb_build_array(jsonb_build_object('number', '+3360000' || g, 'type', 'mobile', 'isPrimary', true)),
-           jsonb_build_array(jsonb_build_object('line1', g || ' rue de la Paix', 'city', 'Paris', 'postalCode', '75002', 'country', 'FR', 'isPrimary', true)),
+           jsonb_build_array(jsonb_build_object('uuid', gen_random_uuid(), 'externalId', NULL, 'address1', g || ' rue de la Paix', 'address2', NULL, 'city', 'Paris', 'countryCode', 'FR', 'zoneCode', NULL, 'postCode', '75002', 'firstName', NULL, 'lastName', NULL, 'phone', NULL, 'emailAddress', NULL, 'type', NULL, 'disabled', false, 'isPrimary', true)),
            '[]', CASE WHEN g % 3 = 0 THEN 'gold' END, ARRAY['c' || g || '@example.com']
          FROM generate_series($1::int, $2::int) g`,
         [from, to],

@@ -151,7 +151,7 @@ function importCustomer(externalId: string, j: number) {
   c.firstName = FIRST[h % FIRST.length];
   c.lastName = `${LAST[(h >>> 5) % LAST.length]}${(h >>> 10) % 50}`;
   c.phones = [{ number: `+1555${String(j % 10_000_000).padStart(7, '0')}`, type: 'mobile', isPrimary: true }];
-  c.addresses = [{ ...c.addresses[0], line1: `${(h >>> 3) % 999 + 1} Main St`, city: `Springfield ${(h >>> 12) % 1000}`, postalCode: String(10000 + ((h >>> 8) % 80000)) }];
+  c.addresses = [{ ...c.addresses[0], address1: `${(h >>> 3) % 999 + 1} Main St`, city: `Springfield ${(h >>> 12) % 1000}`, postCode: String(10000 + ((h >>> 8) % 80000)) }];
   return c;
 }
 

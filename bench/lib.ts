@@ -249,7 +249,7 @@ export function customerBody(externalId: string) {
       { email: `${externalId}@work.example.com`, type: 'work', isPrimary: false },
     ],
     phones: [{ number: `+1555${String(h % 10_000_000).padStart(7, '0')}`, type: 'mobile', isPrimary: true }],
-    addresses: [{ line1: `${h % 997} Main St`, line2: null, city: `Springfield ${(h >>> 8) % 97}`, region: 'IL', postalCode: String(10000 + (h % 89999)), country: 'US', type: 'home', isPrimary: true }],
+    addresses: [{ address1: `${h % 997} Main St`, address2: null, city: `Springfield ${(h >>> 8) % 97}`, zoneCode: 'US-IL', postCode: String(10000 + (h % 89999)), countryCode: 'US', type: 'home', isPrimary: true }],
     loyaltyTier: 'gold',
   };
 }

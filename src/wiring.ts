@@ -4,6 +4,7 @@ import type { Services } from './services.ts';
 import type { RouteDef, VersionChange } from './http/versioning/route.ts';
 import { credentialRoutes } from './auth/routes.ts';
 import { customerRoutes } from './crm/customers/routes.ts';
+import { attributeRoutes } from './crm/attributes/routes.ts';
 import { bulkRoutes } from './crm/customers/bulk-routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { associateRoutes } from './crm/associates/routes.ts';
@@ -21,7 +22,7 @@ import { subscriptionEventTypes } from './http/versioning/changes/2026-11-subscr
 
 /** Routes that declare `audit` have their act recorded in the audit log (src/audit/record.ts). */
 export function allRoutes(s: Services): RouteDef[] {
-  const routes = [...customerRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s), ...importRoutes(s)];
+  const routes = [...customerRoutes(s), ...attributeRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s), ...importRoutes(s)];
   return withAudit(s.db, [...routes, ...auditRoutes(s)]);
 }
 

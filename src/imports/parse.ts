@@ -114,12 +114,24 @@ export function ndjsonRows(): Transform {
 
 const notNdjson = () => new ApiError('InvalidParameterError', 'the file is not NDJSON: none of its first lines is JSON', 'body');
 
-/** CSV columns and how a cell becomes an item field; an empty cell clears the field (null or []). */
+/** A CSV boolean: true/false in any case; anything else stays text, for the item check to refuse naming the column. */
+const bool = (c: string): unknown => (/^true$/i.test(c) ? true : /^false$/i.test(c) ? false : c);
+const text = (c: string) => (c === '' ? null : c);
+
+/**
+ * CSV columns and how a cell becomes an item field; an empty cell clears the field (null or [], excludeFromCampaigns
+ * false), but for `disabled`, where it leaves the status as it is (undefined: the field is not carried).
+ */
 const CSV_FIELDS: Record<string, (cell: string) => unknown> = {
   externalId: (c) => c,
-  firstName: (c) => (c === '' ? null : c),
-  lastName: (c) => (c === '' ? null : c),
-  loyaltyTier: (c) => (c === '' ? null : c),
+  prefix: text,
+  firstName: text,
+  lastName: text,
+  suffix: text,
+  loyaltyTier: text,
+  image: text,
+  excludeFromCampaigns: (c) => (c === '' ? null : bool(c)),
+  disabled: (c) => (c === '' ? undefined : bool(c)),
   emails: (c) => split(c).map((email) => ({ email })),
   phones: (c) => split(c).map((number) => ({ number })),
 };
@@ -228,7 +240,10 @@ export function csvRows(): Transform[] {
         return cb(null, { line, item: null, errors: [{ message: `line ${line} is not a valid CSV record`, errorCode: 'InvalidParameterError', moreInfo: 'line' }] });
       }
       const item: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(record)) item[k] = CSV_FIELDS[k](v);
+      for (const [k, v] of Object.entries(record)) {
+        const value = CSV_FIELDS[k](v);
+        if (value !== undefined) item[k] = value;
+      }
       cb(null, lineOf(line, item));
     },
   });

@@ -9,6 +9,8 @@ import { csvError, csvRows, ndjsonRows, textGuard, type StagedLine } from './par
 import { batchSink, pgCopySink } from './staging.ts';
 import { PgDb } from '../db/pg.ts';
 import * as store from './store.ts';
+import type { Queryable } from '../db/db.ts';
+import { attributeProblems, unknownAttributeIds } from '../crm/customers/validate.ts';
 
 export interface ImportRequest {
   format: 'ndjson' | 'csv';
@@ -59,6 +61,24 @@ function idleGuard(ms: number): Transform {
   return t;
 }
 
+/**
+ * A line whose attribute values name an unknown customer attribute is refused (one look-up per batch, only when a
+ * line has attribute values). Attributes are never deleted, so one known now is known when the line is applied.
+ */
+async function refuseUnknownAttributes(db: Queryable, batch: StagedLine[]): Promise<void> {
+  const withAttributes = batch.filter((l) => Array.isArray(l.item?.attributes) && l.item.attributes.length > 0);
+  if (withAttributes.length === 0) return;
+  const unknown = await unknownAttributeIds(db, withAttributes.map((l) => l.item!));
+  if (unknown.size === 0) return;
+  for (const l of withAttributes) {
+    const problems = attributeProblems(l.item!, unknown);
+    if (problems.length > 0) {
+      l.errors = problems.map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
+      l.item = null;
+    }
+  }
+}
+
 export async function receiveImport(s: Services, body: Readable, r: ImportRequest): Promise<store.ImportRow> {
   const imp = await store.createImport(s.db, { format: r.format, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
   const sink = s.db instanceof PgDb ? await pgCopySink(s.db.sessionUrl, imp.id, s.db) : batchSink(s.db, imp.id);
@@ -73,7 +93,7 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
       rows += batch.length;
       const now = Date.now();
       const progress = now - lastProgress > PROGRESS_EVERY_MS ? ((lastProgress = now), store.setReceived(s.db, imp.id, rows)) : undefined;
-      Promise.all([sink.write(batch), progress]).then(() => cb(), cb);
+      Promise.all([refuseUnknownAttributes(s.db, batch).then(() => sink.write(batch)), progress]).then(() => cb(), cb);
     },
   });
   const stages: Transform[] = [idleGuard(s.config.importIdleMs), textGuard(s.config.importMaxBytes)];

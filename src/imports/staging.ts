@@ -9,6 +9,7 @@ import type { Db, Queryable } from '../db/db.ts';
 import { connectClient, onClient } from '../db/pg.ts';
 import { emailKeys } from '../crm/customers/bulk.ts';
 import { FIELDS } from './fields.ts';
+import { normalInput } from '../crm/customers/wire.ts';
 import type { StagedLine } from './parse.ts';
 import { markQueued } from './store.ts';
 
@@ -26,6 +27,7 @@ const COLUMNS = `import_id, line, external_id, fields, ${FIELDS.map((f) => f[1])
 function columns(r: StagedLine): { external_id: string | null; fields: number | null; values: unknown[]; email_keys: string[] | null; errors: unknown } {
   const item = r.item;
   if (item === null) return { external_id: null, fields: null, values: FIELDS.map(() => null), email_keys: null, errors: r.errors };
+  const stored = normalInput(item);
   let fields = 0;
   FIELDS.forEach(([k], i) => {
     if (k in item) fields |= 1 << i;
@@ -33,7 +35,7 @@ function columns(r: StagedLine): { external_id: string | null; fields: number | 
   return {
     external_id: item.externalId,
     fields,
-    values: FIELDS.map(([k]) => item[k] ?? null),
+    values: FIELDS.map(([k]) => (stored as Record<string, unknown>)[k] ?? null),
     email_keys: 'emails' in item ? emailKeys(item.emails ?? []) : null,
     errors: null,
   };
@@ -44,6 +46,7 @@ const COPY_SPECIAL = /[\\\t\n\r]/g;
 const COPY_ESCAPE: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 const copyText = (s: string) => s.replace(COPY_SPECIAL, (c) => COPY_ESCAPE[c]);
 const copyStr = (v: string | null) => (v === null ? '\\N' : copyText(v));
+const copyBool = (v: boolean | null) => (v === null ? '\\N' : v ? 't' : 'f');
 const copyJson = (v: unknown) => (v === null ? '\\N' : copyText(JSON.stringify(v)));
 /** A text[] literal: every element double-quoted, with " and \ escaped. */
 const pgTextArray = (a: string[]) => `{${a.map((x) => `"${x.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
@@ -51,7 +54,7 @@ const pgTextArray = (a: string[]) => `{${a.map((x) => `"${x.replace(/["\\]/g, '\
 function copyLine(importId: string, r: StagedLine): string {
   const c = columns(r);
   let text = `${importId}\t${r.line}\t${copyStr(c.external_id)}\t${c.fields ?? '\\N'}`;
-  FIELDS.forEach(([, , kind], i) => (text += '\t' + (kind === 'text' ? copyStr(c.values[i] as string | null) : copyJson(c.values[i]))));
+  FIELDS.forEach(([, , kind], i) => (text += '\t' + (kind === 'text' ? copyStr(c.values[i] as string | null) : kind === 'bool' ? copyBool(c.values[i] as boolean | null) : copyJson(c.values[i]))));
   return `${text}\t${c.email_keys === null ? '\\N' : copyText(pgTextArray(c.email_keys))}\t${copyJson(c.errors)}\n`;
 }
 
@@ -130,7 +133,7 @@ export async function pgCopySink(url: string, importId: string, db: Queryable): 
 
 /** PGlite: a batch travels as one jsonb array of arrays, in COLUMNS order after import_id. */
 const BATCH_INSERT = `INSERT INTO import_rows (${COLUMNS})
-  SELECT $1, (x->>0)::bigint, x->>1, (x->>2)::smallint, ${FIELDS.map(([, , kind], i) => (kind === 'text' ? `x->>${i + 3}` : `nullif(x->${i + 3}, 'null')`)).join(', ')},
+  SELECT $1, (x->>0)::bigint, x->>1, (x->>2)::smallint, ${FIELDS.map(([, , kind], i) => (kind === 'text' ? `x->>${i + 3}` : kind === 'bool' ? `(x->>${i + 3})::boolean` : `nullif(x->${i + 3}, 'null')`)).join(', ')},
     CASE WHEN jsonb_typeof(x->${FIELDS.length + 3}) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(x->${FIELDS.length + 3})) END,
     nullif(x->${FIELDS.length + 4}, 'null')
   FROM jsonb_array_elements($2::jsonb) AS x`;

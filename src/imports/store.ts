@@ -136,11 +136,21 @@ export interface ChunkResult {
 
 // The chunk's new values of a customer: a field its line (or folded lines) carries replaces the current one
 // (a carried null clears it), one it does not carry is kept; a list not carried by a new customer is empty.
-const FIELD_BITS = FIELDS.map(([, column, kind], i) => [column, 1 << i, kind === 'json' ? `'[]'` : 'NULL'] as const);
+// Addresses get their uuids against the current ones (bulb_address_uuids, migration 027); `disabled` sets the status.
+const EMPTY = { text: 'NULL', json: `'[]'`, bool: 'false' } as const;
+const FIELD_BITS = FIELDS.map(([, column, kind], i) => [column, 1 << i, EMPTY[kind]] as const);
 const EMAILS = fieldBit('emails');
-const COMPARED = FIELD_BITS.map(([c]) => c);
-const carried = (c: string, empty: string) => (empty === 'NULL' ? `g.${c}` : `coalesce(g.${c}, ${empty})`);
-const newValue = (c: string, bit: number, empty: string) => `CASE WHEN g.fields & ${bit} <> 0 THEN ${carried(c, empty)} ELSE cur.${c} END`;
+const DISABLED = fieldBit('disabled');
+/** The customer columns (every staged field but disabled). */
+const CUSTOMER_BITS = FIELD_BITS.filter(([c]) => c !== 'disabled');
+const STAGED = FIELD_BITS.map(([c]) => c);
+const COLUMNS = CUSTOMER_BITS.map(([c]) => c);
+const carried = (c: string, empty: string, current: string) => {
+  const v = empty === 'NULL' ? `g.${c}` : `coalesce(g.${c}, ${empty})`;
+  return c === 'addresses' ? `bulb_address_uuids(${v}, ${current})` : v;
+};
+const newValue = (c: string, bit: number, empty: string) => `CASE WHEN g.fields & ${bit} <> 0 THEN ${carried(c, empty, 'cur.addresses')} ELSE cur.${c} END`;
+const NEW_STATUS = `CASE WHEN g.fields & ${DISABLED} = 0 THEN cur.status WHEN g.disabled THEN 'disabled' ELSE 'active' END`;
 const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE fields & ${bit} <> 0))[1]`;
 
 /**
@@ -154,7 +164,8 @@ const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) 
  * - `cur`: the existing customers, locked in id order (as bulk does, so concurrent writers queue, never deadlock);
  * - `ins`: new customers (a field not carried takes its empty value); an externalId inserted meanwhile by someone
  *   else is skipped, which the caller sees as created < toInsert (and retries the chunk);
- * - `upd`: existing enabled customers whose values change; disabled ones are left alone and listed;
+ * - `upd`: existing customers whose values change, except those merged away (left alone and listed); one deactivated
+ *   (disabled without a merge) takes the line, and a line's `disabled` sets the status;
  * - with events: customerCreate per created customer (in line order), then customerUpdate per changed one,
  *   with their deliveries (outboxCtes).
  */
@@ -166,34 +177,37 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
     : '';
   const r = await tx.query<ChunkResult>(
     `WITH chunk AS MATERIALIZED (
-       SELECT line, external_id, fields, ${COMPARED.join(', ')}, email_keys, errors IS NOT NULL AS refused
+       SELECT line, external_id, fields, ${STAGED.join(', ')}, email_keys, errors IS NOT NULL AS refused
        FROM import_rows WHERE import_id = $1 AND line > $2 AND line <= $2 + $3
      ), dup AS MATERIALIZED (
        SELECT external_id FROM chunk WHERE NOT refused GROUP BY external_id HAVING count(*) > 1
      ), grp AS MATERIALIZED (
-       SELECT line, 1::bigint AS n, external_id, fields, ${COMPARED.join(', ')}, email_keys
+       SELECT line, 1::bigint AS n, external_id, fields, ${STAGED.join(', ')}, email_keys
        FROM chunk WHERE NOT refused AND external_id NOT IN (SELECT external_id FROM dup)
        UNION ALL
        SELECT min(line), count(*), external_id, bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
          ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', EMAILS)}))
        FROM chunk WHERE external_id IN (SELECT external_id FROM dup) GROUP BY external_id
      ), cur AS MATERIALIZED (
-       SELECT id, external_id, status, merged_into, ${COMPARED.join(', ')}, email_keys
+       SELECT id, external_id, status, merged_into, ${COLUMNS.join(', ')}, email_keys
        FROM customers WHERE external_id = ANY (ARRAY(SELECT external_id FROM grp)) ORDER BY id FOR UPDATE
      ), ins AS (
-       INSERT INTO customers (external_id, ${COMPARED.join(', ')}, email_keys)
-       SELECT g.external_id, ${FIELD_BITS.map(([c, , empty]) => carried(c, empty)).join(', ')}, coalesce(g.email_keys, '{}')
+       INSERT INTO customers (external_id, ${COLUMNS.join(', ')}, email_keys, status)
+       SELECT g.external_id, ${CUSTOMER_BITS.map(([c, , empty]) => carried(c, empty, 'NULL')).join(', ')}, coalesce(g.email_keys, '{}'),
+         CASE WHEN g.fields & ${DISABLED} <> 0 AND g.disabled THEN 'disabled' ELSE 'active' END
        FROM grp g WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.line
        ON CONFLICT (external_id) DO NOTHING
        RETURNING id, uuid, external_id
-     ), nv AS (
-       SELECT cur.id, g.line, g.n, ${FIELD_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
+     ), nv AS MATERIALIZED (
+       SELECT cur.id, g.line, g.n, ${CUSTOMER_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
          CASE WHEN g.fields & ${EMAILS} <> 0 THEN coalesce(g.email_keys, '{}') ELSE cur.email_keys END AS email_keys,
-         (${COMPARED.map((c) => `cur.${c}`).join(', ')}) IS DISTINCT FROM (${FIELD_BITS.map(([c, bit, empty]) => newValue(c, bit, empty)).join(', ')}) AS changed
-       FROM grp g JOIN cur USING (external_id) WHERE cur.status <> 'disabled'
+         ${NEW_STATUS} AS status
+       FROM grp g JOIN cur USING (external_id) WHERE cur.merged_into IS NULL
      ), upd AS (
-       UPDATE customers c SET ${COMPARED.map((col) => `${col} = nv.${col}`).join(', ')}, email_keys = nv.email_keys, updated_at = clock_timestamp()
-       FROM nv WHERE c.id = nv.id AND nv.changed
+       UPDATE customers c SET ${COLUMNS.map((col) => `${col} = nv.${col}`).join(', ')}, email_keys = nv.email_keys, status = nv.status,
+         updated_at = clock_timestamp()
+       FROM nv WHERE c.id = nv.id
+         AND (${COLUMNS.map((col) => `c.${col}`).join(', ')}, c.status) IS DISTINCT FROM (${COLUMNS.map((col) => `nv.${col}`).join(', ')}, nv.status)
        RETURNING c.id, c.uuid, c.external_id, nv.line, nv.n
      )${events}
      SELECT (SELECT count(*) FROM chunk)::int AS lines,
@@ -204,7 +218,7 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
        (SELECT coalesce(sum(n), 0) FROM upd)::int AS updated,
        coalesce((SELECT jsonb_agg(jsonb_build_object('line', s.line::text, 'external_id', cur.external_id,
            'merged_into_uuid', m.uuid, 'merged_into_external_id', m.external_id) ORDER BY s.line)
-         FROM chunk s JOIN cur ON cur.external_id = s.external_id AND cur.status = 'disabled'
+         FROM chunk s JOIN cur ON cur.external_id = s.external_id AND cur.merged_into IS NOT NULL
          LEFT JOIN customers m ON m.id = cur.merged_into), '[]') AS disabled`,
     imp.with_events ? [imp.id, imp.applied_line, span, imp.source] : [imp.id, imp.applied_line, span],
   );

@@ -112,7 +112,10 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
 
   it('searches customers by name, email and externalId and opens a customer', async () => {
     const { page, srv } = ctx;
-    await srv.api.post('/crm/customers', { externalId: 'ext-ada', firstName: 'Ada', lastName: 'Lovelace', emails: [{ email: 'ada@example.com', isPrimary: true }], loyaltyTier: 'gold' });
+    await srv.api.post('/crm/customers', {
+      externalId: 'ext-ada', prefix: 'Countess', firstName: 'Ada', lastName: 'Lovelace', emails: [{ email: 'ada@example.com', isPrimary: true }], loyaltyTier: 'gold',
+      addresses: [{ address1: '12 St James Square', city: 'London', countryCode: 'GB', zoneCode: 'GB-LND', postCode: 'SW1Y 4JH', phone: '+442079460000', type: 'home' }],
+    });
     await srv.api.post('/crm/customers', { externalId: 'ext-alan', firstName: 'Alan', lastName: 'Turing', emails: [{ email: 'alan@example.com' }] });
     await srv.api.post('/crm/customers', { externalId: 'ext-grace', firstName: 'Grace', lastName: 'Hopper' });
 
@@ -144,6 +147,8 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
     assert.match(await profile.innerText(), /ext-ada/);
     assert.match(await profile.innerText(), /ada@example\.com/);
     assert.match(await profile.innerText(), /gold/);
+    assert.match(await profile.innerText(), /Countess/, "Tulip's prefix");
+    assert.match(await profile.innerText(), /12 St James Square, London, GB-LND, SW1Y 4JH, GB · \+442079460000 \(home\)/, "the address with Tulip's names");
     await page.getByRole('heading', { name: 'Attached data' }).waitFor();
     await page.getByRole('heading', { name: 'Merge history' }).waitFor();
     await ctx.shot('customer-page');

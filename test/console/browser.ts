@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe } from 'node:test';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 import { CI, freshDb, type TestDb } from '../helpers/db.ts';
 import { ADMIN_KEY, startServer, type TestServer } from '../helpers/server.ts';
 
@@ -37,9 +37,10 @@ function browserMissing(): string | undefined {
 
 /**
  * describeConsole('webhooks', (ctx) => { it(...) }, env): one server (PGlite), one browser, one page for the
- * whole block. hooks.started(ctx) runs after the server starts (e.g. to start a webhook worker).
+ * whole block. hooks.started(ctx) runs after the server starts (e.g. to start a webhook worker); hooks.context
+ * adds browser context options (e.g. a timezoneId).
  */
-export function describeConsole(name: string, body: (ctx: ConsoleCtx) => void, env: Record<string, string> = {}, hooks: { started?: (ctx: ConsoleCtx) => Promise<void>; stopping?: (ctx: ConsoleCtx) => Promise<void> } = {}) {
+export function describeConsole(name: string, body: (ctx: ConsoleCtx) => void, env: Record<string, string> = {}, hooks: { started?: (ctx: ConsoleCtx) => Promise<void>; stopping?: (ctx: ConsoleCtx) => Promise<void>; context?: BrowserContextOptions } = {}) {
   const missing = browserMissing();
   if (missing) console.log(`# SKIP console browser tests (${name}): ${missing}`);
   describe(`console: ${name}`, { skip: missing }, () => {
@@ -49,7 +50,7 @@ export function describeConsole(name: string, body: (ctx: ConsoleCtx) => void, e
       ctx.srv = await startServer(ctx.tdb.db, env);
       await hooks.started?.(ctx);
       ctx.browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
-      ctx.context = await ctx.browser.newContext({ viewport: { width: 1360, height: 900 }, baseURL: ctx.srv.url });
+      ctx.context = await ctx.browser.newContext({ viewport: { width: 1360, height: 900 }, baseURL: ctx.srv.url, ...hooks.context });
       ctx.page = await ctx.context.newPage();
       // Generous: CI shares two cores with the rest of the suite (and, here, with other work).
       ctx.page.setDefaultTimeout(45_000);

@@ -9,7 +9,7 @@ describeConsole('possible duplicates and merge undo', (ctx) => {
   it('duplicates panel → merge preview → merge → undo preview → undo', async () => {
     const { page, srv } = ctx;
     const api = srv.api;
-    const home = { line1: '5 Elm St', city: 'Hoboken', postalCode: '07030', country: 'US' };
+    const home = { address1: '5 Elm St', city: 'Hoboken', postCode: '07030', countryCode: 'US' };
     const mk = async (body: Record<string, unknown>) => assert.equal((await api.post('/crm/customers', body)).status, 201);
     await mk({ externalId: 'u-pri', firstName: 'Nora', lastName: 'Vance', emails: [{ email: 'nora.vance@example.com' }], phones: [{ number: '(201) 555-0188' }], addresses: [home] });
     await mk({ externalId: 'u-dup', firstName: 'NORA', lastName: 'VANCE', emails: [{ email: 'Nora.Vance@Example.com' }], phones: [{ number: '+1 201 555 0188' }] });

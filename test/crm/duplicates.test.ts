@@ -21,7 +21,7 @@ describe('duplicate signals', () => {
     assert.equal(normalizePhone('01 42 68 53 00', 'FR'), '+33142685300');
     assert.equal(normalizePhone('+33 1 42 68 53 00', 'US'), '+33142685300');
     assert.equal(normalizePhone('not a phone', 'US'), null);
-    const p = profileOf({ id: '1', first_name: ' Zoë ', last_name: "O'Brien-Smith", emails: [{ email: 'A@B.C' }], phones: [{ number: '555' }], addresses: [{ city: ' New  York', postalCode: '100 01' }] }, 'US');
+    const p = profileOf({ id: '1', first_name: ' Zoë ', last_name: "O'Brien-Smith", emails: [{ email: 'A@B.C' }], phones: [{ number: '555' }], addresses: [{ city: ' New  York', postCode: '100 01' }] }, 'US');
     assert.deepEqual(p, { customerId: '1', name: 'zoe o brien smith', emails: ['a@b.c'], phones: [], postalCodes: ['10001'], cities: ['new york'] });
   });
 
@@ -31,9 +31,9 @@ describe('duplicate signals', () => {
     assert.deepEqual(p.cities, ['lodz']);
     assert.equal(profileOf({ id: '2', first_name: 'Æsa', last_name: 'Strauß', emails: [], phones: [], addresses: [] }, 'US').name, 'aesa strauss');
     // Initials (one Latin letter) are no blocking key; a one-character Han name is a whole name.
-    const han = profileOf({ id: '3', first_name: '伟', last_name: '王', emails: [], phones: [], addresses: [{ postalCode: '100000' }] }, 'US');
+    const han = profileOf({ id: '3', first_name: '伟', last_name: '王', emails: [], phones: [], addresses: [{ postCode: '100000' }] }, 'US');
     assert.deepEqual(keysOf(han).sort(), ['n:伟|z:100000', 'n:王|z:100000']);
-    assert.deepEqual(keysOf(profileOf({ id: '4', first_name: 'J', last_name: 'Li', emails: [], phones: [], addresses: [{ postalCode: '1' }] }, 'US')), ['n:li|z:1']);
+    assert.deepEqual(keysOf(profileOf({ id: '4', first_name: 'J', last_name: 'Li', emails: [], phones: [], addresses: [{ postCode: '1' }] }, 'US')), ['n:li|z:1']);
   });
 
   it('scores each signal and explains it', () => {
@@ -72,12 +72,12 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.equal(r.status, 200, r.text);
     return r.body.data as { customer: { externalId: string }; score: number; reasons: { field: string; detail: string }[] }[];
   };
-  const home = { line1: '1 Main St', city: 'Hoboken', postalCode: '07030', country: 'US' };
+  const home = { address1: '1 Main St', city: 'Hoboken', postCode: '07030', countryCode: 'US' };
 
   it('finds the same person across formats, best first, with reasons; not the family', async () => {
     const ann = await create('d-ann', { firstName: 'Ann', lastName: 'Lee', emails: [{ email: 'Ann.Lee@Example.com' }], phones: [{ number: '(201) 555-0123' }], addresses: [home] });
     await create('d-ann2', { firstName: 'ann', lastName: 'lee', emails: [{ email: 'ann.lee@example.COM' }], phones: [{ number: '+1 201-555-0123' }] });
-    await create('d-ann3', { firstName: 'Lee', lastName: 'Ann', addresses: [{ ...home, postalCode: '07030 ' }] });
+    await create('d-ann3', { firstName: 'Lee', lastName: 'Ann', addresses: [{ ...home, postCode: '07030 ' }] });
     await create('d-bob', { firstName: 'Robert', lastName: 'Lee', phones: [{ number: '201.555.0123' }], addresses: [home] });
     await create('d-zed', { firstName: 'Zed', lastName: 'Quux', emails: [{ email: 'zed@example.com' }] });
     const d = await dupsOf('d-ann');
@@ -98,7 +98,7 @@ await describeEachDb('possible duplicates', (ctx) => {
   });
 
   it('finds names one typo apart that trigrams alone rate low (the candidate search keeps them)', async () => {
-    const place = { line1: '9 Elm St', city: 'Trenton', postalCode: '08608', country: 'US' };
+    const place = { address1: '9 Elm St', city: 'Trenton', postCode: '08608', countryCode: 'US' };
     await create('t-1', { firstName: 'Anna', lastName: 'Lopez', addresses: [place] });
     await create('t-2', { firstName: 'Lpoez', lastName: 'Anna', addresses: [place] });
     const d = await dupsOf('t-1');
@@ -108,10 +108,10 @@ await describeEachDb('possible duplicates', (ctx) => {
   });
 
   it('finds unicode names: single Han characters, letters with a stroke written with or without it', async () => {
-    const bj = { line1: '1 Chang An Jie', city: '北京', postalCode: '100000', country: 'CN' };
+    const bj = { address1: '1 Chang An Jie', city: '北京', postCode: '100000', countryCode: 'CN' };
     await create('h-1', { firstName: '伟', lastName: '王', addresses: [bj] });
     await create('h-2', { firstName: '伟', lastName: '王', addresses: [bj] });
-    const lodz = { line1: 'ul. Piotrkowska 1', city: 'Łódź', postalCode: '90-001', country: 'PL' };
+    const lodz = { address1: 'ul. Piotrkowska 1', city: 'Łódź', postCode: '90-001', countryCode: 'PL' };
     await create('h-3', { firstName: 'Łukasz', lastName: 'Żółć', addresses: [lodz] });
     await create('h-4', { firstName: 'Lukasz', lastName: 'Zolc', addresses: [{ ...lodz, city: 'Lodz' }] });
     for (const [a, b] of [['h-1', 'h-2'], ['h-3', 'h-4']]) {
@@ -138,7 +138,7 @@ await describeEachDb('possible duplicates', (ctx) => {
   it('an email or phone many customers share (a placeholder, a shop number) pairs nobody, and pairs again when it is rare', async () => {
     // Before: k bearers of one placeholder email made k²/2 pairs (3,000 made 4.5 million, a gigabyte, minutes per read).
     const n = COMMON_CONTACT + 2;
-    const at = { line1: '1 Shop St', city: 'Camden', postalCode: '08101', country: 'US' };
+    const at = { address1: '1 Shop St', city: 'Camden', postCode: '08101', countryCode: 'US' };
     const items = [...Array(n)].map((_, i) => ({
       externalId: `ph-${i}`, firstName: `Zyx${String.fromCharCode(97 + i)}`, lastName: `Qwv${i}`,
       emails: [{ email: i % 2 ? 'NoEmail@Store.example' : 'noemail@store.example' }], phones: [{ number: '(856) 555-0100' }],
@@ -169,7 +169,7 @@ await describeEachDb('possible duplicates', (ctx) => {
     // 72 s for one read at k = 1,000.
     const db = ctx.tdb.db;
     const k = 150;
-    const items = [...Array(k)].map((_, i) => ({ externalId: `gc-${i}`, firstName: 'Guest', lastName: 'Customer', addresses: [{ city: 'Newark', postalCode: '07102' }] }));
+    const items = [...Array(k)].map((_, i) => ({ externalId: `gc-${i}`, firstName: 'Guest', lastName: 'Customer', addresses: [{ city: 'Newark', postCode: '07102' }] }));
     for (let i = 0; i < k; i += 100) assert.equal((await api().post('/crm/customers/bulk', items.slice(i, i + 100))).status, 200);
     assert.deepEqual(await dupsOf('gc-0'), [], 'a name this common says nothing on its own');
     const ids = (await db.query<{ id: string }>(`SELECT id FROM customers WHERE external_id LIKE 'gc-%'`)).rows.map((r) => r.id);
@@ -184,12 +184,12 @@ await describeEachDb('possible duplicates', (ctx) => {
     // (before: k² rows computed, sent and scored for nothing, 22 s of one batch at k = 1,000).
     const guests = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId })));
     assert.equal((await candidates(db, guests, { emails: [], phones: [] }, ['guest customer'])).length, 0);
-    await api().post('/crm/customers/bulk', [1, 2].map((i) => ({ externalId: `gc-e${i}`, firstName: 'Guest', lastName: 'Customer', emails: [{ email: 'jo.guest@example.com' }], addresses: [{ city: 'Newark', postalCode: '07102' }] })));
+    await api().post('/crm/customers/bulk', [1, 2].map((i) => ({ externalId: `gc-e${i}`, firstName: 'Guest', lastName: 'Customer', emails: [{ email: 'jo.guest@example.com' }], addresses: [{ city: 'Newark', postCode: '07102' }] })));
     assert.deepEqual((await dupsOf('gc-e1')).map((x) => x.customer.externalId), ['gc-e2']);
   });
 
   it('scores a common name by its current count, whatever order its bearers arrived in, up and down', async () => {
-    const at = (postalCode: string) => ({ line1: '5 Oak St', city: `Town ${postalCode}`, postalCode, country: 'US' });
+    const at = (postCode: string) => ({ address1: '5 Oak St', city: `Town ${postCode}`, postCode, countryCode: 'US' });
     const pairOf = async (a: string, b: string) => (await dupsOf(a)).find((x) => x.customer.externalId === b)!;
     // Jane Roe: the pair first, scored while the name is rare; then five more bearers elsewhere.
     await create('o-1', { firstName: 'Jane', lastName: 'Roe', addresses: [at('11001')] });

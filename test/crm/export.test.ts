@@ -54,7 +54,7 @@ await describeEachDb('customers export', (ctx) => {
   };
 
   it('streams every matching customer as NDJSON, each line the Customer shape of GET', async () => {
-    const a = await api().post('/crm/customers', { externalId: 'x-1', firstName: 'Ann\nLine', emails: [{ email: 'ann@example.com', type: 'home', isPrimary: true }], phones: [{ number: '+331', type: 'mobile', isPrimary: true }], addresses: [{ line1: '1 rue "Q"', city: 'Paris', country: 'FR', isPrimary: true }], socialProfiles: [{ network: 'ig', handle: 'ann' }], loyaltyTier: 'gold' });
+    const a = await api().post('/crm/customers', { externalId: 'x-1', firstName: 'Ann\nLine', emails: [{ email: 'ann@example.com', type: 'home', isPrimary: true }], phones: [{ number: '+331', type: 'mobile', isPrimary: true }], addresses: [{ address1: '1 rue "Q"', city: 'Paris', countryCode: 'FR', isPrimary: true }], socialProfiles: [{ network: 'ig', handle: 'ann' }], loyaltyTier: 'gold' });
     const b = await api().post('/crm/customers', { externalId: 'x-2', lastName: 'Bé\\' });
     await api().post('/crm/customers/x-1/merge', { mergeWithCustomerIds: ['x-2'] });
     const r = await open(url());

@@ -1,4 +1,5 @@
 // SQL fixtures for merge tests: customers with attached rows of every kind, counts and snapshots.
+import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../src/db/db.ts';
 
 export const ATTACHED_TABLES = ['orders', 'follow_ups', 'notes', 'messages', 'preferences', 'product_shares', 'customer_associates'] as const;
@@ -19,7 +20,10 @@ export async function makeCustomer(db: Queryable, externalId: string, extra: { e
       externalId,
       JSON.stringify(emails),
       JSON.stringify(extra.email ? [{ number: '+33100000000', type: 'mobile', isPrimary: true }] : []),
-      JSON.stringify(extra.email ? [{ line1: '1 rue X', city: 'Paris', country: 'FR', isPrimary: true }] : []),
+      JSON.stringify(extra.email ? [{
+        uuid: randomUUID(), externalId: null, address1: '1 rue X', address2: null, city: 'Paris', countryCode: 'FR', zoneCode: null, postCode: null,
+        firstName: null, lastName: null, phone: null, emailAddress: null, type: null, disabled: false, isPrimary: true,
+      }] : []),
       JSON.stringify(extra.email ? [{ network: 'instagram', handle: externalId }] : []),
       extra.loyaltyTier ?? null,
       emails.map((e) => e.email.toLowerCase()),

@@ -86,13 +86,13 @@ await describeEachDb('imports', (ctx) => {
     const items = (p: string) => [
       { externalId: `${p}-n1`, firstName: 'Tab\there', lastName: 'back\\slash "q"', emails: [{ email: "O{dd}|q'x@Ex.io", type: 'home' }] }, // braces: quoted in the text[] literal of email_keys
       { externalId: `${p}-n1`, lastName: null, phones: [{ number: '+15551234567' }] },
-      { externalId: `${p}-e1`, firstName: null, addresses: [{ city: 'Line\nbreak\r', country: null }] },
+      { externalId: `${p}-e1`, firstName: null, addresses: [{ city: 'Line\nbreak\r', countryCode: null }] },
       { externalId: `${p}-e1`, emails: null },
-      { externalId: `${p}-e1`, loyaltyTier: 'silver' },
+      { externalId: `${p}-e1`, loyaltyTier: 'silver', disabled: true },
       { externalId: `${p}-n2\t\\x`, firstName: 'Zoë 😀\\N', socialProfiles: [{ network: 'x', handle: '@z\\t' }] },
       { externalId: `${p}-e1` },
       { externalId: `${p}-n2\t\\x`, firstName: 'Zoë 😀\\N' },
-      { externalId: `${p}-n3`, emails: [{ email: 'A@X.io' }, { email: 'a@x.io' }] },
+      { externalId: `${p}-n3`, emails: [{ email: 'A@X.io' }, { email: 'a@x.io' }], prefix: 'Dr', suffix: 'Jr', excludeFromCampaigns: true, image: 'https://x.io/a.png' },
     ];
     const existing = (p: string) => [{ externalId: `${p}-e1`, firstName: 'A', lastName: 'B', emails: [{ email: 'E1@x.io' }], loyaltyTier: 'gold' }];
     assert.equal((await api().post('/crm/customers/bulk', [...existing('vb'), ...existing('vi')])).status, 200);
@@ -106,7 +106,10 @@ await describeEachDb('imports', (ctx) => {
     const done = await finished(r.body.uuid);
     assert.deepEqual([done.status, done.rowsDone, done.created, done.updated, done.unchanged, done.failed], ['completed', 9, 3, 3, 3, 0]);
     const state = async (p: string) => (await ctx.tdb.db.query(
-      `SELECT substr(external_id, 3) AS k, status, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys,
+      `SELECT substr(external_id, 3) AS k, status, first_name, last_name, emails, phones, social_profiles, loyalty_tier, email_keys,
+         prefix, suffix, exclude_from_campaigns, image, attributes, merged_into,
+         (SELECT coalesce(jsonb_agg(a - 'uuid'), '[]') FROM jsonb_array_elements(addresses) a) AS addresses,
+         (SELECT count(*) FROM jsonb_array_elements(addresses) a WHERE a->>'uuid' ~ '^[0-9a-f-]{36}$')::int AS address_uuids,
          (SELECT array_agg(event_type ORDER BY id) FROM events e WHERE e.resource_external_id = c.external_id) AS events
        FROM customers c WHERE external_id LIKE $1 ORDER BY 1`,
       [`${p}-%`],
@@ -118,8 +121,50 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual([n1.first_name, n1.last_name, n1.email_keys, n1.events], ['Tab\there', null, ["o{dd}|q'x@ex.io"], ['customerCreate']]);
     const e1 = imported.find((c: any) => c.k === '-e1');
     assert.deepEqual([e1.first_name, e1.last_name, e1.emails, e1.email_keys, e1.loyalty_tier], [null, 'B', [], [], 'silver']);
+    assert.deepEqual([e1.status, e1.merged_into, e1.address_uuids], ['disabled', null, 1], 'disabled: true deactivates without a merge; the address got its uuid');
+    const n3 = imported.find((c: any) => c.k === '-n3');
+    assert.deepEqual([n3.prefix, n3.suffix, n3.exclude_from_campaigns, n3.image], ['Dr', 'Jr', true, 'https://x.io/a.png']);
     assert.deepEqual(e1.events, ['customerCreate', 'customerUpdate', 'customerUpdate']);
     assert.deepEqual(imported.find((c: any) => c.k === '-n3').email_keys, ['a@x.io']);
+  });
+
+  it("imports Tulip's customer fields: CSV columns prefix, suffix, image, excludeFromCampaigns, disabled; an unknown attribute or country refuses the line", async () => {
+    // https://docs.tulip.com/tgen/customers_partialupdate — prefix, suffix, disabled, excludeFromCampaigns, image
+    await api().post('/crm/customers/bulk', [{ externalId: 't-off', disabled: true, firstName: 'Off' }]);
+    const file = [
+      'externalId,prefix,suffix,image,excludeFromCampaigns,disabled',
+      't-csv1,Dr,Jr,https://x.io/i.png,TRUE,false',
+      't-csv2,,,,false,true',
+      't-off,Ms,,,,',
+      't-bad,,,,yes,',
+    ].join('\n');
+    const r = await api().post('/crm/imports', file, csv);
+    assert.equal(r.status, 202, r.text);
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 2, 1, 1]);
+    const got = async (id: string) => (await api().get(`/crm/customers/${id}`)).body;
+    const c1 = await got('t-csv1');
+    assert.deepEqual([c1.prefix, c1.suffix, c1.image, c1.excludeFromCampaigns, c1.disabled], ['Dr', 'Jr', 'https://x.io/i.png', true, false]);
+    const c2 = await got('t-csv2');
+    assert.deepEqual([c2.prefix, c2.excludeFromCampaigns, c2.disabled, c2.mergedInto], [null, false, true, null]);
+    const off = await got('t-off');
+    assert.deepEqual([off.prefix, off.firstName, off.disabled], ['Ms', 'Off', true], 'an empty disabled cell leaves the status; a deactivated customer takes the line');
+    assert.deepEqual((await errorsOf(r.body.uuid)).map((e: any) => [e.line, e.errors[0].moreInfo]), [[5, 'excludeFromCampaigns']]);
+
+    await api().post('/crm/customerAttributes', { externalId: 'tier2' });
+    const lines = [
+      { externalId: 't-att1', attributes: [{ attributeExternalId: 'tier2', value: 'a' }], addresses: [{ address1: '1 A St', countryCode: 'US', zoneCode: 'US-NY' }] },
+      { externalId: 't-att2', attributes: [{ attributeExternalId: 'nope', value: 'a' }] },
+      { externalId: 't-att3', addresses: [{ countryCode: 'XX' }] },
+    ];
+    const n = await api().post('/crm/imports', lines.map((l) => JSON.stringify(l)).join('\n'), ndjson);
+    assert.equal(n.status, 202, n.text);
+    assert.deepEqual([(await finished(n.body.uuid)).created, (await finished(n.body.uuid)).failed], [1, 2]);
+    assert.deepEqual((await errorsOf(n.body.uuid)).map((e: any) => [e.line, e.errors[0].moreInfo]), [[2, 'attributes.0.attributeExternalId'], [3, 'addresses.0.countryCode']]);
+    const a1 = await got('t-att1');
+    assert.deepEqual(a1.attributes, [{ attributeExternalId: 'tier2', value: 'a', languageExternalId: null }]);
+    assert.match(a1.addresses[0].uuid, /^[0-9a-f-]{36}$/);
+    assert.equal((await api().get('/crm/customers/t-att2')).status, 404);
   });
 
   it('a completed import leaves fresh statistics (ANALYZE) on the tables it filled, so cached plans are remade', async () => {

@@ -52,6 +52,50 @@ export interface paths {
         patch: operations["customersPatch"];
         trace?: never;
     };
+    "/api/2026-11/crm/customerAttributes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List customer attributes (cursor pagination)
+         * @description List customer attributes (cursor pagination)
+         */
+        get: operations["customerAttributesList"];
+        put?: never;
+        /**
+         * Create a customer attribute (409 when the externalId exists)
+         * @description Create a customer attribute (409 when the externalId exists)
+         */
+        post: operations["customerAttributesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/crm/customerAttributes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a customer attribute by uuid or externalId
+         * @description Get a customer attribute by uuid or externalId
+         */
+        get: operations["customerAttributesGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/2026-11/crm/customers/bulk": {
         parameters: {
             query?: never;
@@ -942,13 +986,24 @@ export interface components {
     schemas: {
         /** Address */
         Address: {
-            line1?: string | null;
-            line2?: string | null;
+            /**
+             * Format: uuid
+             * @description the address's own id, assigned by Bulb; send it back to keep it
+             */
+            uuid?: string;
+            externalId?: string | null;
+            address1?: string | null;
+            address2?: string | null;
             city?: string | null;
-            region?: string | null;
-            postalCode?: string | null;
-            country?: string | null;
+            countryCode?: string | null;
+            zoneCode?: string | null;
+            postCode?: string | null;
+            firstName?: string | null;
+            lastName?: string | null;
+            phone?: string | null;
+            emailAddress?: string | null;
             type?: string | null;
+            disabled?: boolean;
             isPrimary?: boolean;
         };
         /**
@@ -1084,6 +1139,14 @@ export interface components {
             /** @description pass as `cursor` for the next page; null on the last page */
             nextCursor: string | null;
         };
+        /** AttributeValue */
+        AttributeValue: {
+            /** @description externalId of a customer attribute (POST /crm/customerAttributes) */
+            attributeExternalId: string;
+            /** @description the value (attributes are of type string) */
+            value: string;
+            languageExternalId?: string | null;
+        };
         /** AuditEntry */
         AuditEntry: {
             /** Format: uuid */
@@ -1191,10 +1254,14 @@ export interface components {
          * @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer.
          * @example {
          *       "uuid": "0b0f6a8e-5d0c-4a43-9e3a-2f5d7c1e9a10",
+         *       "id": 2155,
          *       "externalId": "ext-2155",
          *       "status": "active",
+         *       "disabled": false,
+         *       "prefix": "Ms",
          *       "firstName": "Ada",
          *       "lastName": "Lovelace",
+         *       "suffix": null,
          *       "emails": [
          *         {
          *           "email": "ada@example.org",
@@ -1206,6 +1273,9 @@ export interface components {
          *       "addresses": [],
          *       "socialProfiles": [],
          *       "loyaltyTier": "gold",
+         *       "excludeFromCampaigns": false,
+         *       "image": null,
+         *       "attributes": [],
          *       "mergedInto": null,
          *       "createdAt": "2026-11-02T10:00:00.000Z",
          *       "updatedAt": "2026-11-02T10:00:00.000Z"
@@ -1214,21 +1284,91 @@ export interface components {
         Customer: {
             /** Format: uuid */
             uuid: string;
+            /** @description Tulip's numeric id: stable, assigned at creation */
+            id: number;
             externalId: string;
             /** @enum {string} */
             status: "active" | "disabled";
+            /** @description true exactly when status is not active (merged away, or deactivated with disabled: true) */
+            disabled: boolean;
+            prefix: string | null;
             firstName: string | null;
             lastName: string | null;
+            suffix: string | null;
             emails: components["schemas"]["Email"][];
             phones: components["schemas"]["Phone"][];
-            addresses: components["schemas"]["Address"][];
+            addresses: components["schemas"]["CustomerAddress"][];
             socialProfiles: components["schemas"]["SocialProfile"][];
             loyaltyTier: string | null;
+            excludeFromCampaigns: boolean;
+            image: string | null;
+            attributes: {
+                attributeExternalId: string;
+                value: string;
+                languageExternalId: string | null;
+            }[];
             mergedInto: components["schemas"]["CustomerRef"] | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        /**
+         * CustomerAddress
+         * @description A customer's address with Tulip's names (SPEC §16)
+         */
+        CustomerAddress: {
+            /** Format: uuid */
+            uuid: string;
+            externalId: string | null;
+            address1: string | null;
+            address2: string | null;
+            city: string | null;
+            countryCode: string | null;
+            zoneCode: string | null;
+            postCode: string | null;
+            firstName: string | null;
+            lastName: string | null;
+            phone: string | null;
+            emailAddress: string | null;
+            type: string | null;
+            disabled: boolean;
+            isPrimary: boolean;
+        };
+        /**
+         * CustomerAttribute
+         * @description A custom attribute customers can carry a value of
+         */
+        CustomerAttribute: {
+            /** Format: uuid */
+            uuid: string;
+            externalId: string;
+            /** @enum {string} */
+            type: "string";
+            description: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** CustomerAttributeCreate */
+        CustomerAttributeCreate: {
+            /** @description the key customers name in attributes[].attributeExternalId; unique */
+            externalId: string;
+            /**
+             * @description type of the attribute's values (Tulip documents string)
+             * @default string
+             * @enum {string}
+             */
+            type: "string";
+            description?: string | null;
+        };
+        /**
+         * CustomerAttributePage
+         * @description One page of a list
+         */
+        CustomerAttributePage: {
+            data: components["schemas"]["CustomerAttribute"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
         };
         /**
          * CustomerBulkItem
@@ -1239,11 +1379,18 @@ export interface components {
             externalId: string;
             firstName?: string | null;
             lastName?: string | null;
+            prefix?: string | null;
+            suffix?: string | null;
             emails?: components["schemas"]["Email"][] | null;
             phones?: components["schemas"]["Phone"][] | null;
             addresses?: components["schemas"]["Address"][] | null;
             socialProfiles?: components["schemas"]["SocialProfile"][] | null;
             loyaltyTier?: string | null;
+            excludeFromCampaigns?: boolean | null;
+            image?: string | null;
+            attributes?: components["schemas"]["AttributeValue"][] | null;
+            /** @description true deactivates, false re-activates one deactivated (not merged away); omitted: unchanged */
+            disabled?: boolean;
         };
         /**
          * CustomerCreate
@@ -1254,11 +1401,18 @@ export interface components {
             externalId: string;
             firstName?: string | null;
             lastName?: string | null;
+            prefix?: string | null;
+            suffix?: string | null;
             emails?: components["schemas"]["Email"][];
             phones?: components["schemas"]["Phone"][];
             addresses?: components["schemas"]["Address"][];
             socialProfiles?: components["schemas"]["SocialProfile"][];
             loyaltyTier?: string | null;
+            excludeFromCampaigns?: boolean;
+            image?: string | null;
+            attributes?: components["schemas"]["AttributeValue"][];
+            /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
+            disabled?: boolean;
         };
         /** CustomerNoteCreate */
         CustomerNoteCreate: {
@@ -1298,11 +1452,18 @@ export interface components {
             externalId?: string;
             firstName?: string | null;
             lastName?: string | null;
+            prefix?: string | null;
+            suffix?: string | null;
             emails?: components["schemas"]["Email"][];
             phones?: components["schemas"]["Phone"][];
             addresses?: components["schemas"]["Address"][];
             socialProfiles?: components["schemas"]["SocialProfile"][];
             loyaltyTier?: string | null;
+            excludeFromCampaigns?: boolean;
+            image?: string | null;
+            attributes?: components["schemas"]["AttributeValue"][];
+            /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
+            disabled?: boolean;
         };
         /**
          * CustomerRef
@@ -1321,11 +1482,18 @@ export interface components {
             externalId?: string;
             firstName?: string | null;
             lastName?: string | null;
+            prefix?: string | null;
+            suffix?: string | null;
             emails?: components["schemas"]["Email"][];
             phones?: components["schemas"]["Phone"][];
             addresses?: components["schemas"]["Address"][];
             socialProfiles?: components["schemas"]["SocialProfile"][];
             loyaltyTier?: string | null;
+            excludeFromCampaigns?: boolean;
+            image?: string | null;
+            attributes?: components["schemas"]["AttributeValue"][];
+            /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
+            disabled?: boolean;
         };
         /**
          * Delivery
@@ -2703,6 +2871,430 @@ export interface operations {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
                      *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customerAttributesList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerAttributePage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customerAttributesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CustomerAttributeCreate"];
+            };
+        };
+        responses: {
+            /** @description A custom attribute customers can carry a value of */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerAttribute"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    customerAttributesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description attribute uuid or externalId */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A custom attribute customers can carry a value of */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerAttribute"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
                      *         }
                      *       ]
                      *     }

@@ -7,9 +7,10 @@ import type { RouteDef } from '../../http/versioning/route.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import * as S from './schema.ts';
-import { shapeCustomer } from './service.ts';
+import { shapeCustomer } from './wire.ts';
 import { BulkItem, insertIfAllNew, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
 import { Type } from '@sinclair/typebox';
+import { attributeProblems, unknownAttributeIds } from './validate.ts';
 
 export function bulkRoutes(s: Services): RouteDef[] {
   const bulk: Omit<RouteDef, 'id' | 'method' | 'summary'> = {
@@ -20,8 +21,12 @@ export function bulkRoutes(s: Services): RouteDef[] {
       const results: unknown[] = new Array(items.length);
       const valid: BulkItemT[] = [];
       const at: number[] = [];
+      const checked = items.map((item) => itemErrors(item));
+      // Attribute values must name existing customer attributes: one look-up for every item.
+      const unknown = await unknownAttributeIds(s.db, items.filter((_, i) => checked[i].length === 0) as BulkItemT[]);
       items.forEach((item, index) => {
-        const errors = itemErrors(item);
+        const errors = checked[index].length > 0 ? checked[index]
+          : attributeProblems(item as BulkItemT, unknown).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
         if (errors.length > 0) results[index] = { index, status: 400, errors };
         else {
           valid.push(item as BulkItemT);

@@ -8,34 +8,25 @@
 import type { Queryable } from '../../db/db.ts';
 import { outboxCtes } from '../../events/emit.ts';
 import type { CustomerRow } from './store.ts';
+import { DATA_COLUMNS, rowColumns, sqlType, type WritableColumn } from './wire.ts';
 
-/** Column values of one customer as the statements below read them (jsonb_to_recordset). */
-export interface CustomerCols {
-  id?: string;
-  external_id: string;
-  first_name: string | null;
-  last_name: string | null;
-  emails: unknown[];
-  phones: unknown[];
-  addresses: unknown[];
-  social_profiles: unknown[];
-  loyalty_tier: string | null;
-  email_keys: string[];
-}
+/**
+ * Column values of one customer as the statements below read them (jsonb_to_recordset): the writable columns (in
+ * their stored form), the email keys, and `disabled` (null: the status stays; a new customer is active).
+ */
+export type CustomerCols = { id?: string; external_id: string; email_keys: string[]; disabled: boolean | null } & Record<WritableColumn, unknown>;
 
-const RECORD = `external_id text, first_name text, last_name text, emails jsonb, phones jsonb, addresses jsonb,
-  social_profiles jsonb, loyalty_tier text, email_keys jsonb`;
+const RECORD = `external_id text, ${DATA_COLUMNS.map((c) => `${c} ${sqlType(c)}`).join(', ')}, email_keys jsonb, disabled boolean`;
 const KEYS = `ARRAY(SELECT jsonb_array_elements_text(x.email_keys))`;
-const RETURNING_ROWS = (t: string) => `${t}.id, ${t}.uuid, ${t}.external_id, ${t}.status, ${t}.first_name, ${t}.last_name, ${t}.emails,
-  ${t}.phones, ${t}.addresses, ${t}.social_profiles, ${t}.loyalty_tier, NULL::uuid AS merged_into_uuid,
-  NULL::text AS merged_into_external_id, ${t}.created_at, ${t}.updated_at`;
+const RETURNING_ROWS = (t: string) => `${rowColumns(t)}, NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id`;
+/** x's value of a column, addresses with their uuids kept from `current` (bulb_address_uuids, migration 027). */
+const value = (c: string, current: string) => (c === 'addresses' ? `bulb_address_uuids(x.addresses, ${current})` : `x.${c}`);
 
 /** Existing customers with these externalIds, locked FOR UPDATE in id order (concurrent bulks queue, never deadlock). */
 export async function lockByExternalIds(tx: Queryable, externalIds: string[]): Promise<CustomerRow[]> {
   if (externalIds.length === 0) return [];
   const r = await tx.query<CustomerRow>(
-    `SELECT c.id, c.uuid, c.external_id, c.status, c.first_name, c.last_name, c.emails, c.phones, c.addresses,
-       c.social_profiles, c.loyalty_tier, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id, c.created_at, c.updated_at
+    `SELECT ${rowColumns('c')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
      FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
      WHERE c.external_id = ANY($1::text[]) ORDER BY c.id FOR UPDATE OF c`,
     [externalIds],
@@ -44,8 +35,9 @@ export async function lockByExternalIds(tx: Queryable, externalIds: string[]): P
 }
 
 /** The insert of rows `x`: its column and value lists (each statement adds its FROM, order and RETURNING). */
-const INSERT_X = `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
-       SELECT x.external_id, x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier, ${KEYS}`;
+const INSERT_X = `INSERT INTO customers (external_id, ${DATA_COLUMNS.join(', ')}, email_keys, status)
+       SELECT x.external_id, ${DATA_COLUMNS.map((c) => value(c, 'NULL')).join(', ')}, ${KEYS},
+         CASE WHEN x.disabled THEN 'disabled' ELSE 'active' END`;
 /** Rows as insertMany/insertAllNew read them ($1): in order, numbered. */
 const ordered = (rows: CustomerCols[]) => JSON.stringify(rows.map((row, ord) => ({ ord, ...row })));
 
@@ -90,16 +82,17 @@ export async function insertAllNew(db: Queryable, rows: CustomerCols[], eventSou
   return r.rows;
 }
 
+const STATUS = `CASE WHEN x.disabled IS NULL THEN c.status WHEN x.disabled THEN 'disabled' ELSE 'active' END`;
+
 /** Writes the new values of existing (locked) customers; rows whose values did not change are not written nor returned. */
 export async function updateMany(tx: Queryable, rows: CustomerCols[]): Promise<CustomerRow[]> {
   if (rows.length === 0) return [];
   const r = await tx.query<CustomerRow>(
-    `UPDATE customers c SET first_name = x.first_name, last_name = x.last_name, emails = x.emails, phones = x.phones,
-       addresses = x.addresses, social_profiles = x.social_profiles, loyalty_tier = x.loyalty_tier, email_keys = ${KEYS},
-       updated_at = clock_timestamp()
+    `UPDATE customers c SET ${DATA_COLUMNS.map((col) => `${col} = ${value(col, 'c.addresses')}`).join(', ')}, email_keys = ${KEYS},
+       status = ${STATUS}, updated_at = clock_timestamp()
      FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, ${RECORD})
-     WHERE c.id = x.id AND (c.first_name, c.last_name, c.emails, c.phones, c.addresses, c.social_profiles, c.loyalty_tier)
-       IS DISTINCT FROM (x.first_name, x.last_name, x.emails, x.phones, x.addresses, x.social_profiles, x.loyalty_tier)
+     WHERE c.id = x.id AND (${DATA_COLUMNS.map((col) => `c.${col}`).join(', ')}, c.status)
+       IS DISTINCT FROM (${DATA_COLUMNS.map((col) => value(col, 'c.addresses')).join(', ')}, ${STATUS})
      RETURNING ${RETURNING_ROWS('c')}`,
     [JSON.stringify(rows)],
   );

@@ -11,9 +11,11 @@ import '../../http/formats.ts';
 import type { Queryable } from '../../db/db.ts';
 import type { ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
-import { Address, Email, ExternalId, Phone, SocialProfile } from './schema.ts';
-import { customerDisabled } from './service.ts';
+import { Address, AttributeValue, Email, ExternalId, Phone, SocialProfile } from './schema.ts';
+import { customerDisabled, mergedAway } from './service.ts';
 import type { CustomerRow } from './store.ts';
+import { normalInput, WRITABLE } from './wire.ts';
+import { inputProblems } from './validate.ts';
 import { insertAllNew, insertMany, lockByExternalIds, updateMany, type CustomerCols } from './bulk-store.ts';
 
 const NullableStr = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
@@ -23,22 +25,26 @@ const List = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union
 export const BulkItem = Type.Object(
   {
     externalId: ExternalId,
-    firstName: Type.Optional(NullableStr(255)),
-    lastName: Type.Optional(NullableStr(255)),
+    firstName: Type.Optional(NullableStr(64)),
+    lastName: Type.Optional(NullableStr(64)),
+    prefix: Type.Optional(NullableStr(64)),
+    suffix: Type.Optional(NullableStr(64)),
     emails: Type.Optional(List(Email)),
     phones: Type.Optional(List(Phone)),
     addresses: Type.Optional(List(Address)),
     socialProfiles: Type.Optional(List(SocialProfile)),
     loyaltyTier: Type.Optional(NullableStr(100)),
+    excludeFromCampaigns: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+    image: Type.Optional(Type.Union([Type.String({ maxLength: 255, format: 'uri' }), Type.Null()])),
+    attributes: Type.Optional(Type.Union([Type.Array(AttributeValue, { maxItems: 100 }), Type.Null()])),
+    disabled: Type.Optional(Type.Boolean({ description: 'true deactivates, false re-activates one deactivated (not merged away); omitted: unchanged' })),
   },
   { additionalProperties: false, title: 'CustomerBulkItem', description: 'externalId is the key; from 2026-11 an item for an existing customer is a patch (null clears a field), until 2025-04 it replaces the record' },
 );
 export type BulkItemT = Static<typeof BulkItem>;
 
-/** The fields a bulk item can carry besides externalId, with the value that empties each. */
-export const ITEM_FIELDS = {
-  firstName: null, lastName: null, emails: [], phones: [], addresses: [], socialProfiles: [], loyaltyTier: null,
-} as const;
+/** The fields a bulk item can carry besides externalId (and disabled, which a replace leaves alone), with the value that empties each. */
+export const ITEM_FIELDS: Readonly<Record<string, unknown>> = Object.fromEntries(WRITABLE.map(([key, , empty]) => [key, empty]));
 
 const check = TypeCompiler.Compile(BulkItem);
 
@@ -59,7 +65,8 @@ function unstorable(v: unknown): string | undefined {
 export function itemErrors(item: unknown): ErrorEntry[] {
   if (check.Check(item)) {
     const bad = unstorable(item);
-    return bad === undefined ? [] : [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
+    if (bad !== undefined) return [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
+    return inputProblems(item).slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
   }
   const all = [...check.Errors(item)];
   // A missing field is reported once (TypeBox adds "Expected string" for the same path).
@@ -88,21 +95,11 @@ export interface UpsertOptions {
 }
 
 function cols(item: BulkItemT, cur?: CustomerRow): CustomerCols {
-  const pick = <K extends keyof typeof ITEM_FIELDS>(k: K, current: unknown) =>
-    (k in item ? (item[k] ?? ITEM_FIELDS[k]) : cur ? current : ITEM_FIELDS[k]) as any;
-  const emails = pick('emails', cur?.emails) as { email: string }[];
-  return {
-    ...(cur ? { id: cur.id } : {}),
-    external_id: item.externalId,
-    first_name: pick('firstName', cur?.first_name),
-    last_name: pick('lastName', cur?.last_name),
-    emails,
-    phones: pick('phones', cur?.phones),
-    addresses: pick('addresses', cur?.addresses),
-    social_profiles: pick('socialProfiles', cur?.social_profiles),
-    loyalty_tier: pick('loyaltyTier', cur?.loyalty_tier),
-    email_keys: emailKeys(emails),
-  };
+  const n = normalInput(item) as Record<string, unknown>;
+  const out: Record<string, unknown> = { ...(cur ? { id: cur.id } : {}), external_id: item.externalId, disabled: item.disabled ?? null };
+  for (const [key, column, empty] of WRITABLE) out[column] = key in n ? (n[key] ?? empty) : cur ? cur[column] : empty;
+  out.email_keys = emailKeys(out.emails as { email: string }[]);
+  return out as CustomerCols;
 }
 
 /** customers.email_keys of a list of emails: lower-cased, each once, in order. */
@@ -129,7 +126,7 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
   const toUpdate: CustomerCols[] = [];
   for (const [xid, g] of groups) {
     const cur = current.get(xid);
-    if (cur?.status === 'disabled') {
+    if (cur && mergedAway(cur)) {
       for (const i of g.indexes) outcomes[i] = { status: 403, errors: customerDisabled(cur).entries };
     } else if (cur) toUpdate.push(cols(g.patch, cur));
     else toInsert.push(cols(g.patch));

@@ -13,6 +13,7 @@ import { openCopyExport, openCursorExport } from './export-stream.ts';
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { StringEnum } from '../../http/schema.ts';
+import { customerJsonSql } from './wire.ts';
 
 export const ExportQuery = Type.Object(
   {
@@ -22,8 +23,6 @@ export const ExportQuery = Type.Object(
   { additionalProperties: false },
 );
 export type ExportQueryT = Static<typeof ExportQuery>;
-
-const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /** The export's query: one JSON text per customer, keys in the order of GET /crm/customers/{id}. */
 export function exportSql(q: ExportQueryT): { sql: string; params: unknown[] } {
@@ -37,12 +36,7 @@ export function exportSql(q: ExportQueryT): { sql: string; params: unknown[] } {
     params.push(q.updatedSince);
     where.push(`c.updated_at >= $${params.length}::timestamptz`);
   }
-  const sql = `SELECT json_build_object(
-      'uuid', c.uuid, 'externalId', c.external_id, 'status', c.status, 'firstName', c.first_name, 'lastName', c.last_name,
-      'emails', c.emails, 'phones', c.phones, 'addresses', c.addresses, 'socialProfiles', c.social_profiles,
-      'loyaltyTier', c.loyalty_tier,
-      'mergedInto', CASE WHEN m.id IS NULL THEN NULL ELSE json_build_object('uuid', m.uuid, 'externalId', m.external_id) END,
-      'createdAt', ${TS('c.created_at')}, 'updatedAt', ${TS('c.updated_at')})::text AS j
+  const sql = `SELECT ${customerJsonSql('c', 'm')}::text AS j
     FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
     ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
     ORDER BY c.id`;

@@ -9,7 +9,8 @@ import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import * as S from './schema.ts';
 import * as store from './store.ts';
-import { createCustomer, patchCustomer, putCustomer, shapeCustomer } from './service.ts';
+import { createCustomer, patchCustomer, putCustomer } from './service.ts';
+import { shapeCustomer } from './wire.ts';
 
 export function customerRoutes(s: Services): RouteDef[] {
   const base = { tag: 'Customers' };

@@ -14,27 +14,78 @@ export const Phone = Type.Object(
   { number: Str(50, { minLength: 1 }), type: Type.Optional(NullableStr(50)), isPrimary: Type.Optional(Type.Boolean()) },
   { ...closed, title: 'Phone' },
 );
+// Tulip's address (docs.tulip.com/tgen/addresses), its limits; every field optional (accepting more than Tulip breaks
+// no ported integration). countryCode must be in ISO 3166-1, zoneCode start with it, phone be E.164: checked in
+// ./validate.ts (no schema can say so).
 export const Address = Type.Object(
   {
-    line1: Type.Optional(NullableStr(255)), line2: Type.Optional(NullableStr(255)), city: Type.Optional(NullableStr(255)),
-    region: Type.Optional(NullableStr(255)), postalCode: Type.Optional(NullableStr(50)), country: Type.Optional(NullableStr(100)),
-    type: Type.Optional(NullableStr(50)), isPrimary: Type.Optional(Type.Boolean()),
+    uuid: Type.Optional(Type.String({ format: 'uuid', description: "the address's own id, assigned by Bulb; send it back to keep it" })),
+    externalId: Type.Optional(NullableStr(255)),
+    address1: Type.Optional(NullableStr(64)),
+    address2: Type.Optional(NullableStr(64)),
+    city: Type.Optional(NullableStr(32)),
+    countryCode: Type.Optional(Type.Union([Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2, e.g. US' }), Type.Null()])),
+    zoneCode: Type.Optional(Type.Union([Type.String({ pattern: '^[A-Z]{2}-[A-Z0-9]{1,3}$', description: 'ISO 3166-2, starting with the countryCode, e.g. US-CA' }), Type.Null()])),
+    postCode: Type.Optional(NullableStr(10)),
+    firstName: Type.Optional(NullableStr(64)),
+    lastName: Type.Optional(NullableStr(64)),
+    phone: Type.Optional(Type.Union([Type.String({ maxLength: 32, description: 'E.164, e.g. +14155550100' }), Type.Null()])),
+    emailAddress: Type.Optional(Type.Union([Type.String({ maxLength: 255, format: 'email' }), Type.Null()])),
+    type: Type.Optional(NullableStr(255)),
+    disabled: Type.Optional(Type.Boolean()),
+    isPrimary: Type.Optional(Type.Boolean()),
   },
   { ...closed, title: 'Address' },
+);
+/** An address as every version serves it: every key present (null, or false for the booleans). */
+export const StoredAddress = Type.Object(
+  {
+    uuid: Type.String({ format: 'uuid' }),
+    externalId: Type.Union([Type.String(), Type.Null()]),
+    address1: Type.Union([Type.String(), Type.Null()]),
+    address2: Type.Union([Type.String(), Type.Null()]),
+    city: Type.Union([Type.String(), Type.Null()]),
+    countryCode: Type.Union([Type.String(), Type.Null()]),
+    zoneCode: Type.Union([Type.String(), Type.Null()]),
+    postCode: Type.Union([Type.String(), Type.Null()]),
+    firstName: Type.Union([Type.String(), Type.Null()]),
+    lastName: Type.Union([Type.String(), Type.Null()]),
+    phone: Type.Union([Type.String(), Type.Null()]),
+    emailAddress: Type.Union([Type.String(), Type.Null()]),
+    type: Type.Union([Type.String(), Type.Null()]),
+    disabled: Type.Boolean(),
+    isPrimary: Type.Boolean(),
+  },
+  { title: 'CustomerAddress', description: "A customer's address with Tulip's names (SPEC §16)" },
+);
+/** A custom attribute's value on a customer (docs.tulip.com/integrating/aerial/customattributes). */
+export const AttributeValue = Type.Object(
+  {
+    attributeExternalId: Str(255, { minLength: 1, description: 'externalId of a customer attribute (POST /crm/customerAttributes)' }),
+    value: Str(4096, { description: 'the value (attributes are of type string)' }),
+    languageExternalId: Type.Optional(NullableStr(255)),
+  },
+  { ...closed, title: 'AttributeValue' },
 );
 export const SocialProfile = Type.Object({ network: Str(100, { minLength: 1 }), handle: Str(255, { minLength: 1 }) }, { ...closed, title: 'SocialProfile' });
 
 export const ExternalId = Type.String({ minLength: 1, maxLength: 255, description: "the integrator's identifier, unique" });
 
-/** Writable fields. */
+/** Writable fields (Tulip's limits: names, prefix, suffix 64; image 255, docs.tulip.com/tgen/customers_partialupdate). */
 const writable = {
-  firstName: Type.Optional(NullableStr(255)),
-  lastName: Type.Optional(NullableStr(255)),
+  firstName: Type.Optional(NullableStr(64)),
+  lastName: Type.Optional(NullableStr(64)),
+  prefix: Type.Optional(NullableStr(64)),
+  suffix: Type.Optional(NullableStr(64)),
   emails: Type.Optional(Type.Array(Email, { maxItems: 50 })),
   phones: Type.Optional(Type.Array(Phone, { maxItems: 50 })),
   addresses: Type.Optional(Type.Array(Address, { maxItems: 50 })),
   socialProfiles: Type.Optional(Type.Array(SocialProfile, { maxItems: 50 })),
   loyaltyTier: Type.Optional(NullableStr(100)),
+  excludeFromCampaigns: Type.Optional(Type.Boolean()),
+  image: Type.Optional(Type.Union([Type.String({ maxLength: 255, format: 'uri', description: 'image URL' }), Type.Null()])),
+  attributes: Type.Optional(Type.Array(AttributeValue, { maxItems: 100 })),
+  disabled: Type.Optional(Type.Boolean({ description: 'true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged' })),
 };
 
 export const CustomerCreate = Type.Object({ externalId: ExternalId, ...writable }, { ...closed, title: 'CustomerCreate', description: 'A new customer' });
@@ -52,15 +103,22 @@ export const CustomerRef = Type.Object({ uuid: Type.String(), externalId: Type.S
 
 export const Customer = Type.Object({
   uuid: Type.String({ format: 'uuid' }),
+  id: Type.Integer({ description: "Tulip's numeric id: stable, assigned at creation" }),
   externalId: Type.String(),
   status: StringEnum(['active', 'disabled']),
+  disabled: Type.Boolean({ description: 'true exactly when status is not active (merged away, or deactivated with disabled: true)' }),
+  prefix: Type.Union([Type.String(), Type.Null()]),
   firstName: Type.Union([Type.String(), Type.Null()]),
   lastName: Type.Union([Type.String(), Type.Null()]),
+  suffix: Type.Union([Type.String(), Type.Null()]),
   emails: Type.Array(Email),
   phones: Type.Array(Phone),
-  addresses: Type.Array(Address),
+  addresses: Type.Array(StoredAddress),
   socialProfiles: Type.Array(SocialProfile),
   loyaltyTier: Type.Union([Type.String(), Type.Null()]),
+  excludeFromCampaigns: Type.Boolean(),
+  image: Type.Union([Type.String(), Type.Null()]),
+  attributes: Type.Array(Type.Object({ attributeExternalId: Type.String(), value: Type.String(), languageExternalId: Type.Union([Type.String(), Type.Null()]) })),
   mergedInto: Type.Union([CustomerRef, Type.Null()]),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
@@ -68,9 +126,10 @@ export const Customer = Type.Object({
   title: 'Customer',
   description: 'A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer.',
   examples: [{
-    uuid: '0b0f6a8e-5d0c-4a43-9e3a-2f5d7c1e9a10', externalId: 'ext-2155', status: 'active', firstName: 'Ada', lastName: 'Lovelace',
+    uuid: '0b0f6a8e-5d0c-4a43-9e3a-2f5d7c1e9a10', id: 2155, externalId: 'ext-2155', status: 'active', disabled: false,
+    prefix: 'Ms', firstName: 'Ada', lastName: 'Lovelace', suffix: null,
     emails: [{ email: 'ada@example.org', type: 'home', isPrimary: true }], phones: [], addresses: [], socialProfiles: [],
-    loyaltyTier: 'gold', mergedInto: null, createdAt: '2026-11-02T10:00:00.000Z', updatedAt: '2026-11-02T10:00:00.000Z',
+    loyaltyTier: 'gold', excludeFromCampaigns: false, image: null, attributes: [], mergedInto: null, createdAt: '2026-11-02T10:00:00.000Z', updatedAt: '2026-11-02T10:00:00.000Z',
   }],
 });
 export type CustomerT = Static<typeof Customer>;

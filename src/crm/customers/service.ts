@@ -2,28 +2,11 @@
 import type { Queryable } from '../../db/db.ts';
 import { sqlState } from '../../db/db.ts';
 import { ApiError, conflict, invalid } from '../../http/errors.ts';
-import { iso, isoNN } from '../../http/time.ts';
 import { emitEvent } from '../../events/emit.ts';
-import type { CustomerInput, CustomerT } from './schema.ts';
+import type { CustomerInput } from './schema.ts';
 import * as store from './store.ts';
-
-export function shapeCustomer(r: store.CustomerRow): CustomerT {
-  return {
-    uuid: r.uuid,
-    externalId: r.external_id,
-    status: r.status,
-    firstName: r.first_name,
-    lastName: r.last_name,
-    emails: r.emails,
-    phones: r.phones,
-    addresses: r.addresses,
-    socialProfiles: r.social_profiles,
-    loyaltyTier: r.loyalty_tier,
-    mergedInto: r.merged_into_uuid ? { uuid: r.merged_into_uuid, externalId: r.merged_into_external_id! } : null,
-    createdAt: isoNN(r.created_at),
-    updatedAt: iso(r.updated_at)!,
-  };
-}
+import { WRITABLE } from './wire.ts';
+import { checkAttributes, checkInput } from './validate.ts';
 
 const customerEvent = (eventType: 'customerCreate' | 'customerUpdate', row: store.CustomerRow, source: string) => ({
   eventType,
@@ -32,20 +15,36 @@ const customerEvent = (eventType: 'customerCreate' | 'customerUpdate', row: stor
   source,
 });
 
+/** 403 CustomerDisabled for a write to a customer merged away (only undoing its merge brings it back). */
 export function customerDisabled(row: Pick<store.CustomerRow, 'external_id' | 'merged_into_uuid' | 'merged_into_external_id'>): ApiError {
-  return new ApiError('CustomerDisabled', `customer ${row.external_id} is disabled`, row.merged_into_uuid ? `merged into ${row.merged_into_external_id} (${row.merged_into_uuid})` : 'disabled');
+  return row.merged_into_uuid
+    ? new ApiError('CustomerDisabled', `customer ${row.external_id} is disabled: merged into ${row.merged_into_external_id}; only undoing the merge brings it back`, `merged into ${row.merged_into_external_id} (${row.merged_into_uuid})`)
+    : new ApiError('CustomerDisabled', `customer ${row.external_id} is disabled`, 'disabled');
+}
+
+/** Whether a customer was merged away (disabled by a merge, not by `disabled: true`): no write may change it. */
+export const mergedAway = (row: Pick<store.CustomerRow, 'merged_into_uuid'>) => row.merged_into_uuid !== null;
+
+/** The checks of a write that need more than the schema (400 naming the field; nothing is written). */
+async function checkWrite(tx: Queryable, input: CustomerInput): Promise<void> {
+  checkInput(input);
+  await checkAttributes(tx, input);
 }
 
 /** Creates a customer with its event in one statement: on its own (db, autocommit) one round trip. */
 export async function createCustomer(tx: Queryable, input: CustomerInput & { externalId: string }, source: string): Promise<store.CustomerRow> {
+  await checkWrite(tx, input);
   const row = await store.insertCustomerWithEvent(tx, input, source);
   if (!row) throw conflict(`a customer with externalId "${input.externalId}" already exists`, 'externalId');
   return row;
 }
 
-/** Full replace of an existing (locked) customer; emits customerUpdate only if something changed. */
+/**
+ * Full replace of an existing (locked) customer; emits customerUpdate only if something changed. A customer merged
+ * away is refused (403 CustomerDisabled); one deactivated with `disabled: true` takes writes (and `disabled: false` re-activates it).
+ */
 export async function replaceExisting(tx: Queryable, current: store.CustomerRow, input: CustomerInput & { externalId: string }, source: string): Promise<store.CustomerRow> {
-  if (current.status === 'disabled') throw customerDisabled(current);
+  if (mergedAway(current)) throw customerDisabled(current);
   let changed: boolean;
   try {
     changed = await store.replaceCustomer(tx, current.id, input);
@@ -61,6 +60,7 @@ export async function replaceExisting(tx: Queryable, current: store.CustomerRow,
 
 /** PUT /customers/{id}: replace, or create when the id is unknown. */
 export async function putCustomer(tx: Queryable, id: string, body: CustomerInput, source: string): Promise<{ row: store.CustomerRow; created: boolean }> {
+  await checkWrite(tx, body);
   const current = await store.findCustomer(tx, id, true);
   if (current) {
     return { row: await replaceExisting(tx, current, { ...body, externalId: body.externalId ?? current.external_id }, source), created: false };
@@ -77,17 +77,10 @@ export async function putCustomer(tx: Queryable, id: string, body: CustomerInput
   return { row: await replaceExisting(tx, now, { ...body, externalId: id }, source), created: false };
 }
 
-/** PATCH: fields present replace, absent ones stay. */
+/** PATCH: fields present replace, absent ones stay (`disabled` absent: the status stays). */
 export async function patchCustomer(tx: Queryable, current: store.CustomerRow, patch: CustomerInput, source: string): Promise<store.CustomerRow> {
-  const merged = {
-    externalId: patch.externalId ?? current.external_id,
-    firstName: 'firstName' in patch ? patch.firstName : current.first_name,
-    lastName: 'lastName' in patch ? patch.lastName : current.last_name,
-    emails: patch.emails ?? current.emails,
-    phones: patch.phones ?? current.phones,
-    addresses: patch.addresses ?? current.addresses,
-    socialProfiles: patch.socialProfiles ?? current.social_profiles,
-    loyaltyTier: 'loyaltyTier' in patch ? patch.loyaltyTier : current.loyalty_tier,
-  };
-  return replaceExisting(tx, current, merged, source);
+  await checkWrite(tx, patch);
+  const merged: Record<string, unknown> = { externalId: patch.externalId ?? current.external_id, disabled: patch.disabled };
+  for (const [key, column] of WRITABLE) merged[key] = key in patch ? (patch as Record<string, unknown>)[key] : current[column];
+  return replaceExisting(tx, current, merged as CustomerInput & { externalId: string }, source);
 }

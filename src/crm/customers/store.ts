@@ -2,47 +2,41 @@
 import { statementName, type Queryable } from '../../db/db.ts';
 import { outboxCtes } from '../../events/emit.ts';
 import type { CustomerInput, ListQueryT } from './schema.ts';
+import { DATA_COLUMNS, JSON_COLUMNS, normalInput, rowColumns, sqlType, WRITABLE, type CustomerRow } from './wire.ts';
 
-export interface CustomerRow {
-  id: string;
-  uuid: string;
-  external_id: string;
-  status: 'active' | 'disabled';
-  first_name: string | null;
-  last_name: string | null;
-  emails: any[];
-  phones: any[];
-  addresses: any[];
-  social_profiles: any[];
-  loyalty_tier: string | null;
-  merged_into_uuid: string | null;
-  merged_into_external_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type { CustomerRow } from './wire.ts';
 
-const SELECT = `SELECT c.id, c.uuid, c.external_id, c.status, c.first_name, c.last_name, c.emails, c.phones, c.addresses,
-  c.social_profiles, c.loyalty_tier, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id, c.created_at, c.updated_at
+const SELECT = `SELECT ${rowColumns('c')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
   FROM customers c LEFT JOIN customers m ON m.id = c.merged_into`;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const looksLikeUuid = (s: string) => UUID_RE.test(s);
 
-/** Full column values from an input (absent fields become empty/null). */
-export function columnsOf(input: CustomerInput & { externalId: string }) {
-  const emails = input.emails ?? [];
+/** A write's full values: every writable field (absent ones empty) in the stored form, and the status it asks for. */
+export type CustomerValues = CustomerInput & { externalId: string };
+
+/**
+ * Parameters $1… of a write: externalId, the WRITABLE columns in order (addresses and attributes normalised), email
+ * keys, disabled (null: status unchanged, active for a new customer).
+ */
+export function columnsOf(input: CustomerValues): unknown[] {
+  const n = normalInput(input) as Record<string, any>;
+  const emails: { email: string }[] = n.emails ?? [];
   return [
     input.externalId,
-    input.firstName ?? null,
-    input.lastName ?? null,
-    JSON.stringify(emails),
-    JSON.stringify(input.phones ?? []),
-    JSON.stringify(input.addresses ?? []),
-    JSON.stringify(input.socialProfiles ?? []),
-    input.loyaltyTier ?? null,
+    ...WRITABLE.map(([key, col, empty]) => (JSON_COLUMNS.has(col) ? JSON.stringify(n[key] ?? empty) : (n[key] ?? empty))),
     [...new Set(emails.map((e) => e.email.toLowerCase()))],
+    input.disabled ?? null,
   ];
 }
+const N = WRITABLE.length;
+/** $n of a column in columnsOf's parameters, after `shift` leading ones. */
+const param = (col: string, shift = 0) => `$${shift + 2 + DATA_COLUMNS.indexOf(col as any)}`;
+const KEYS_PARAM = (shift = 0) => `$${shift + 2 + N}`;
+const DISABLED_PARAM = (shift = 0) => `$${shift + 3 + N}`;
+/** A column's new value: addresses get their uuids (bulb_address_uuids, migration 027) against `current`. */
+const valueOf = (col: string, shift: number, current: string) =>
+  col === 'addresses' ? `bulb_address_uuids(${param(col, shift)}::jsonb, ${current})` : `${param(col, shift)}::${sqlType(col)}`;
 
 /** Row lock of a lookup: true = FOR UPDATE (to change it), 'share' = FOR SHARE (to attach data to it). */
 type Lock = boolean | 'share';
@@ -70,13 +64,13 @@ export async function findCustomerById(db: Queryable, internalId: string): Promi
   return r.rows[0];
 }
 
-const INSERT_CUSTOMER = `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier, email_keys)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (external_id) DO NOTHING
-     RETURNING id, uuid, external_id, status, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier,
-       NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id, created_at, updated_at`;
+const INSERT_CUSTOMER = `INSERT INTO customers (external_id, ${DATA_COLUMNS.join(', ')}, email_keys, status)
+     VALUES ($1, ${DATA_COLUMNS.map((c) => valueOf(c, 0, 'NULL')).join(', ')}, ${KEYS_PARAM()},
+       CASE WHEN ${DISABLED_PARAM()}::boolean THEN 'disabled' ELSE 'active' END) ON CONFLICT (external_id) DO NOTHING
+     RETURNING ${rowColumns('customers')}, NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id`;
 
 /** Inserts; returns undefined when the externalId is taken. */
-export async function insertCustomer(db: Queryable, input: CustomerInput & { externalId: string }): Promise<CustomerRow | undefined> {
+export async function insertCustomer(db: Queryable, input: CustomerValues): Promise<CustomerRow | undefined> {
   // A new customer is merged into nobody: RETURNING gives the whole row without a second round trip.
   const r = await db.query<CustomerRow>(INSERT_CUSTOMER, columnsOf(input), 'customer_insert');
   return r.rows[0];
@@ -84,7 +78,7 @@ export async function insertCustomer(db: Queryable, input: CustomerInput & { ext
 
 // The customer, its customerCreate event and the deliveries (whose trigger NOTIFYs): one statement, one round trip.
 const CREATE_CUSTOMER = `WITH c AS (${INSERT_CUSTOMER}),
-     ${outboxCtes(`SELECT 'customerCreate', 'Customer', c.uuid, c.external_id, $10::text FROM c`)}
+     ${outboxCtes(`SELECT 'customerCreate', 'Customer', c.uuid, c.external_id, $${N + 4}::text FROM c`)}
      SELECT c.* FROM c`;
 
 /**
@@ -92,21 +86,24 @@ const CREATE_CUSTOMER = `WITH c AS (${INSERT_CUSTOMER}),
  * own (autocommit) it is one round trip and one transaction. Returns undefined (and writes nothing) when
  * the externalId is taken.
  */
-export async function insertCustomerWithEvent(db: Queryable, input: CustomerInput & { externalId: string }, source: string): Promise<CustomerRow | undefined> {
+export async function insertCustomerWithEvent(db: Queryable, input: CustomerValues, source: string): Promise<CustomerRow | undefined> {
   const r = await db.query<CustomerRow>(CREATE_CUSTOMER, [...columnsOf(input), source], 'customer_create');
   return r.rows[0];
 }
 
 /**
- * Replaces every writable column of one customer. Returns false when nothing differed (no write, no event).
+ * Replaces every writable column of one customer, and its status when `disabled` is given (only for one that is
+ * not merged away: the caller checks). Returns false when nothing differed (no write, no event).
  * Throws a unique violation (23505) when the new externalId is taken.
  */
-export async function replaceCustomer(db: Queryable, internalId: string, input: CustomerInput & { externalId: string }): Promise<boolean> {
+export async function replaceCustomer(db: Queryable, internalId: string, input: CustomerValues): Promise<boolean> {
+  const values = DATA_COLUMNS.map((c) => valueOf(c, 1, 'c.addresses'));
+  const status = `CASE WHEN ${DISABLED_PARAM(1)}::boolean IS NULL THEN c.status WHEN ${DISABLED_PARAM(1)}::boolean THEN 'disabled' ELSE 'active' END`;
   const r = await db.query(
-    `UPDATE customers SET external_id = $2, first_name = $3, last_name = $4, emails = $5, phones = $6, addresses = $7,
-       social_profiles = $8, loyalty_tier = $9, email_keys = $10, updated_at = clock_timestamp()
-     WHERE id = $1 AND (external_id, first_name, last_name, emails, phones, addresses, social_profiles, loyalty_tier)
-       IS DISTINCT FROM ($2, $3, $4, $5::jsonb, $6::jsonb, $7::jsonb, $8::jsonb, $9)`,
+    `UPDATE customers c SET external_id = $2, ${DATA_COLUMNS.map((col, i) => `${col} = ${values[i]}`).join(', ')},
+       email_keys = ${KEYS_PARAM(1)}, status = ${status}, updated_at = clock_timestamp()
+     WHERE id = $1 AND (c.external_id, ${DATA_COLUMNS.map((col) => `c.${col}`).join(', ')}, c.status)
+       IS DISTINCT FROM ($2, ${values.join(', ')}, ${status})`,
     [internalId, ...columnsOf(input)],
   );
   return r.rowCount > 0;

@@ -20,7 +20,7 @@ export interface CustomerSignals {
   last_name: string | null;
   emails: { email?: unknown }[];
   phones: { number?: unknown }[];
-  addresses: { city?: unknown; postalCode?: unknown }[];
+  addresses: { city?: unknown; postCode?: unknown }[];
 }
 
 const uniq = (xs: (string | null)[]) => [...new Set(xs.filter((x): x is string => !!x))].sort();
@@ -58,7 +58,7 @@ export function profileOf(c: CustomerSignals, region: string): Profile {
     emails: uniq((Array.isArray(c.emails) ? c.emails : []).map((e) => normalizeEmail(str(e?.email)))),
     phones: uniq((Array.isArray(c.phones) ? c.phones : []).map((p) => normalizePhone(str(p?.number), region))),
     postalCodes: uniq(addresses.map((a) => {
-      const code = str(a?.postalCode).replace(/[\s-]+/g, '').toUpperCase();
+      const code = str(a?.postCode).replace(/[\s-]+/g, '').toUpperCase();
       return code || null;
     })),
     cities: uniq(addresses.map((a) => {

@@ -7,7 +7,7 @@ import type { RouteDef } from '../../http/versioning/route.ts';
 import { invalid, notFound } from '../../http/errors.ts';
 import { RETRYABLE_SQLSTATES, sqlState } from '../../db/db.ts';
 import { CustomerIdParams } from '../customers/schema.ts';
-import { shapeCustomer } from '../customers/service.ts';
+import { shapeCustomer } from '../customers/wire.ts';
 import { errorsFor } from '../merge/schema.ts';
 import { refreshDuplicates } from './refresh.ts';
 import { DEFAULT_MIN_SCORE } from './score.ts';

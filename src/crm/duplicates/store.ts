@@ -2,6 +2,7 @@
 // shared key by one btree join) and the pairs table the routes read. Every statement is set-based.
 import type { Queryable } from '../../db/db.ts';
 import { looksLikeUuid, type CustomerRow } from '../customers/store.ts';
+import { rowColumns } from '../customers/wire.ts';
 import type { CustomerSignals, Profile } from './normalize.ts';
 import { NAME_PREFILTER, type Reason } from './score.ts';
 
@@ -203,8 +204,7 @@ export async function insertPairs(tx: Queryable, pairs: NewPair[]): Promise<void
   );
 }
 
-const CUSTOMER_COLS = `c.id, c.uuid, c.external_id, c.status, c.first_name, c.last_name, c.emails, c.phones, c.addresses,
-  c.social_profiles, c.loyalty_tier, NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id, c.created_at, c.updated_at`;
+const CUSTOMER_COLS = `${rowColumns('c')}, NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id`;
 
 export interface DuplicateRow extends CustomerRow {
   pair_score: number;

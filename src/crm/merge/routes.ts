@@ -15,7 +15,7 @@ import { sourceOf } from '../../http/context.ts';
 import { isoNN } from '../../http/time.ts';
 import { withRetry, type Queryable } from '../../db/db.ts';
 import { Customer, CustomerIdParams } from '../customers/schema.ts';
-import { shapeCustomer } from '../customers/service.ts';
+import { shapeCustomer } from '../customers/wire.ts';
 import * as customers from '../customers/store.ts';
 import { idempotent, keyOf } from '../idempotency/service.ts';
 import * as S from './schema.ts';

@@ -24,9 +24,13 @@ export function summary(buckets, hours = buckets.length) {
 
 const hourLabel = (iso) => `${String(new Date(iso).getHours()).padStart(2, '0')}:00`;
 
+/** Hour labels every 1, 2, 3, 4, 6 or 12 hours: the fewest that leave each label 40 px. */
+const labelEvery = (step) => [1, 2, 3, 4, 6, 12].find((k) => k * step >= 40) ?? 24;
+
 /**
  * An hourly chart. opts: { width, height, axis (hour labels and a 0–100% scale), label }.
  * Each bar has a <title> (hour, attempts, successes) so a pointer shows the figures.
+ * Drawn at its size in CSS pixels (no viewBox scaling), so its labels render at their font size.
  */
 export function hourlyChart(buckets, { width = 168, height = 32, axis = false, label } = {}) {
   const padL = axis ? 34 : 0;
@@ -37,7 +41,8 @@ export function hourlyChart(buckets, { width = 168, height = 32, axis = false, l
   const max = Math.max(1, ...buckets.map((b) => b.attempts));
   const step = w / buckets.length;
   const bw = Math.max(1, step - (axis ? 3 : 1));
-  const svg = s('svg', { viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', class: `chart${axis ? ' chart-large' : ''}`, 'aria-label': label ?? summary(buckets) });
+  const every = labelEvery(step);
+  const svg = s('svg', { viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', class: 'chart', 'aria-label': label ?? summary(buckets) });
   svg.append(s('title', {}, label ?? summary(buckets)));
   svg.append(s('line', { x1: padL, y1: padT + hgt + 0.5, x2: width, y2: padT + hgt + 0.5, class: 'chart-base' }));
   const points = [];
@@ -53,7 +58,7 @@ export function hourlyChart(buckets, { width = 168, height = 32, axis = false, l
       g.append(s('rect', { x, y: padT + hgt - okH, width: bw, height: okH, class: 'chart-ok' }));
       points.push(`${x + bw / 2},${padT + hgt - (b.successes / b.attempts) * hgt}`);
     }
-    if (axis && i % 3 === 0) svg.append(s('text', { x: x + bw / 2, y: height - 4, class: 'chart-label', 'text-anchor': 'middle' }, hourLabel(b.hour)));
+    if (axis && i % every === 0) svg.append(s('text', { x: x + bw / 2, y: height - 4, class: 'chart-label', 'text-anchor': 'middle' }, hourLabel(b.hour)));
     svg.append(g);
   });
   if (axis) {
@@ -62,4 +67,22 @@ export function hourlyChart(buckets, { width = 168, height = 32, axis = false, l
     if (points.length > 1) svg.append(s('polyline', { points: points.join(' '), class: 'chart-rate' }));
   }
   return svg;
+}
+
+/**
+ * Keeps box filled with draw(width): a chart as wide as the box, redrawn when the box changes width (a phone
+ * turned, a window resized), until signal aborts.
+ */
+export function fitChart(box, draw, signal) {
+  let drawn = 0;
+  const observer = new ResizeObserver(() => {
+    if (!box.isConnected) return observer.disconnect(); // replaced by a newer chart
+    const w = Math.floor(box.clientWidth);
+    if (w > 0 && w !== drawn) {
+      drawn = w;
+      box.replaceChildren(draw(w));
+    }
+  });
+  observer.observe(box);
+  signal?.addEventListener('abort', () => observer.disconnect(), { once: true });
 }

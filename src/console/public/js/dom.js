@@ -51,13 +51,33 @@ export function select(name, options, value) {
 }
 
 const pad = (n) => String(n).padStart(2, '0');
-/** Local date-time "2025-04-01 13:05:09"; the element's title carries the exact UTC timestamp. */
+
+/** The browser's offset from UTC at that instant (DST included): "UTC", "UTC+2", "UTC-4", "UTC+5:30". */
+export function zoneOf(d = new Date()) {
+  const off = -d.getTimezoneOffset();
+  if (off === 0) return 'UTC';
+  const a = Math.abs(off);
+  return `UTC${off < 0 ? '-' : '+'}${Math.floor(a / 60)}${a % 60 ? `:${pad(a % 60)}` : ''}`;
+}
+
+/** Local date-time with its zone, "2025-04-01 13:05:09 UTC+2"; the element's title carries the exact UTC timestamp. */
 export function fmtTime(iso) {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zoneOf(d)}`;
 }
+/** An ISO instant as a datetime-local value ("2025-04-01T13:05", the browser's zone); '' if none or invalid. */
+export function toLocalInput(iso) {
+  const d = new Date(iso || '');
+  if (Number.isNaN(d.getTime())) return '';
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+/** A datetime-local value (the browser's zone) as an ISO instant; '' stays ''. */
+export const fromLocalInput = (v) => (v ? new Date(v).toISOString() : '');
+/** The hint under a datetime-local field: which zone its time is in. */
+export const zoneHint = () => `In your time zone, ${zoneOf()}`;
+
 export const time = (iso) => (iso ? h('time', { datetime: iso, title: iso }, fmtTime(iso)) : '—');
 
 export function fmtJson(text) {
@@ -211,13 +231,63 @@ export async function busy(button, fn) {
   }
 }
 
-/** A table with a caption (visually hidden if asked) and a header row. rows: arrays of cells (nodes or text). */
-export function table({ caption, hideCaption = true, columns, rows, className = '' }) {
-  return h('div', { class: 'table-wrap' },
-    h('table', { class: `table ${className}` },
-      caption ? h('caption', { class: hideCaption ? 'visually-hidden' : '' }, caption) : null,
-      h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', null, rows)));
+/**
+ * A table with a caption (visually hidden if asked) and a header row. rows: arrays of cells (nodes or text).
+ * stack: on a narrow screen each row becomes a card, each cell labelled with its column (console.css).
+ * A table wider than its box scrolls inside it; the box is then a focusable region named
+ * "<caption>, scrolls sideways" (so keyboard users can scroll it too), and is plain again once it fits.
+ */
+export function table({ caption, hideCaption = true, columns, rows, className = '', stack = false }) {
+  const tbl = h('table', { class: `table ${stack ? 'table-stack ' : ''}${className}` },
+    caption ? h('caption', { class: hideCaption ? 'visually-hidden' : '' }, caption) : null,
+    h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', null, rows));
+  if (stack) labelCells(tbl, columns);
+  const wrap = h('div', { class: 'table-wrap' }, tbl);
+  if (caption) watchOverflow(wrap, `${caption}, scrolls sideways`);
+  return wrap;
+}
+
+/**
+ * Stacked tables lose their table layout (display: block), so their roles are made explicit, and each
+ * cell carries its column's name (data-label) for the CSS to show before it.
+ */
+function labelCells(tbl, columns) {
+  const names = columns.map((c) => (typeof c === 'string' ? c : c.textContent));
+  tbl.setAttribute('role', 'table');
+  for (const tr of tbl.rows) {
+    tr.setAttribute('role', 'row');
+    [...tr.cells].forEach((cell, i) => {
+      const head = cell.tagName === 'TH';
+      cell.setAttribute('role', head ? (cell.scope === 'row' ? 'rowheader' : 'columnheader') : 'cell');
+      if (!head || cell.scope === 'row') cell.dataset.label = names[i] ?? '';
+    });
+  }
+  for (const part of tbl.querySelectorAll('thead, tbody')) part.setAttribute('role', 'rowgroup');
+}
+
+const overflowing = new ResizeObserver((entries) => {
+  for (const { target } of entries) {
+    if (!target.isConnected) {
+      overflowing.unobserve(target); // left the page (a removed box reports a last, empty size)
+      continue;
+    }
+    const wrap = target.classList.contains('table-wrap') ? target : target.parentElement;
+    if (!wrap?.dataset.scrollLabel) continue;
+    if (wrap.scrollWidth > wrap.clientWidth + 1) {
+      wrap.setAttribute('role', 'region');
+      wrap.setAttribute('tabindex', '0');
+      wrap.setAttribute('aria-label', wrap.dataset.scrollLabel);
+    } else {
+      for (const a of ['role', 'tabindex', 'aria-label']) wrap.removeAttribute(a);
+    }
+  }
+});
+/** Watches the box and its table (either may change width) while they are in the page. */
+function watchOverflow(wrap, label) {
+  wrap.dataset.scrollLabel = label;
+  overflowing.observe(wrap);
+  overflowing.observe(wrap.firstElementChild);
 }
 
 export const dl = (pairs) => h('dl', { class: 'props' }, pairs.filter(Boolean).map(([k, v]) => [h('dt', null, k), h('dd', null, v ?? '—')]));

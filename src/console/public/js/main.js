@@ -4,14 +4,16 @@ import { ApiError, get, session } from './api.js';
 import { announce, clear, errorBox, field, h } from './dom.js';
 import { customersPage } from './pages/customers.js';
 import { customerPage } from './pages/customer.js';
+import { duplicatePairsPage } from './pages/duplicate-pairs.js';
 import { webhooksPage } from './pages/webhooks.js';
 import { logsPage } from './pages/logs.js';
-import { importsPage } from './pages/imports.js';
+import { importPage, importsPage } from './pages/imports.js';
 import { apiKeysPage, authClientsPage } from './pages/credentials.js';
 import { auditPage } from './pages/audit.js';
 
 const NAV = [
   { href: '#/customers', text: 'Customers', key: 'customers' },
+  { href: '#/duplicates', text: 'Possible duplicates', key: 'duplicates' },
   { href: '#/imports', text: 'Imports', key: 'imports' },
   {
     text: 'Integrations',
@@ -28,7 +30,9 @@ const NAV = [
 const ROUTES = [
   { re: /^\/customers$/, nav: 'customers', page: customersPage },
   { re: /^\/customers\/([^/]+)$/, nav: 'customers', page: customerPage },
+  { re: /^\/duplicates$/, nav: 'duplicates', page: duplicatePairsPage },
   { re: /^\/imports$/, nav: 'imports', page: importsPage },
+  { re: /^\/imports\/([^/]+)$/, nav: 'imports', page: importPage },
   { re: /^\/integrations\/webhooks$/, nav: 'webhooks', page: webhooksPage },
   { re: /^\/integrations\/webhooks\/logs$/, nav: 'logs', page: logsPage },
   { re: /^\/integrations\/api-keys$/, nav: 'apiKeys', page: apiKeysPage },

@@ -1,7 +1,7 @@
 // Integrations → Audit log: administrative and destructive acts, newest first, filtered by action, actor
 // (API key or auth client uuid or name, or "system") and time; read-only (the log is append-only).
 import { get } from '../api.js';
-import { busy, clear, empty, errorBox, field, h, load, select, table, time } from '../dom.js';
+import { busy, clear, empty, errorBox, field, h, load, select, table, time, toLocalInput, fromLocalInput, zoneHint } from '../dom.js';
 
 const PAGE = 50;
 // GET /integrations/auditLog is served from 2026-11 on, whatever version the rest of the console uses.
@@ -14,13 +14,6 @@ const ACTIONS = [
 ];
 const ACTOR_TYPE = { apiKey: 'API key', authClient: 'Auth client', system: 'System' };
 
-const pad = (n) => String(n).padStart(2, '0');
-function toLocalInput(iso) {
-  const d = new Date(iso || '');
-  if (Number.isNaN(d.getTime())) return '';
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-const fromLocalInput = (v) => (v ? new Date(v).toISOString() : '');
 
 function actorCell(a) {
   if (a.type === 'system') return h('span', null, 'System');
@@ -41,7 +34,7 @@ export function auditPage({ main, query, signal, navigate }) {
   const apply = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Apply filters');
   const reset = h('button', { type: 'button', class: 'btn' }, 'Clear filters');
   const form = h('form', { class: 'card filters', role: 'search', 'aria-label': 'Filter the audit log' },
-    field('Action', action), field('Actor', actor, 'An API key or auth client name or uuid, or "system".'), field('From', since),
+    field('Action', action), field('Actor', actor, 'An API key or auth client name or uuid, or "system".'), field('From', since, zoneHint()),
     h('div', { class: 'actions' }, apply, reset));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -69,7 +62,7 @@ export function auditPage({ main, query, signal, navigate }) {
     h('td', null, actorCell(e.actor)),
     h('td', null, e.target.type, e.target.id ? [h('br'), h('code', { class: 'muted' }, e.target.id)] : null),
     h('td', null, e.ipAddress ?? '—'),
-    h('td', null, detailsText(e.details)));
+    h('td', { class: 'details' }, detailsText(e.details)));
 
   function render(page) {
     clear(listBox);

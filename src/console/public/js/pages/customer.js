@@ -1,6 +1,7 @@
 // One customer: its fields, the data attached to it (counts and lists), its merge history, and the merge
 // history with Undo (merge-history.js), its possible duplicates (duplicates.js) and the merge form (preview
 // with ?dryRun=true, then confirm). A disabled customer links to the customer it was merged into.
+// #/customers/{id}?merge={externalIds} opens with that merge previewed (the duplicates page links so).
 import { ApiError, get, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
 import { displayName, statusBadge } from './customers.js';
@@ -38,7 +39,7 @@ function movedTable(moved, duplicates, caption) {
   return table({ caption, hideCaption: false, columns: ['Data', 'Rows'], rows, className: 'table-compact' });
 }
 
-export function customerPage({ main, params, signal, navigate }) {
+export function customerPage({ main, params, query, signal, navigate }) {
   const id = params[0];
   const heading = h('h1', null, 'Customer');
   const body = h('div');
@@ -53,11 +54,14 @@ export function customerPage({ main, params, signal, navigate }) {
 
   function render(c) {
     const cid = encodeURIComponent(c.uuid);
-    if (c.status === 'disabled') {
+    if (c.status === 'disabled' && c.mergedInto) {
       body.append(h('div', { class: 'notice notice-disabled', role: 'note' },
         h('p', null, h('strong', null, 'This customer is disabled.'), ' It was merged into ',
-          c.mergedInto ? customerLink(c.mergedInto) : 'another customer',
+          customerLink(c.mergedInto),
           '; its orders, notes and other attached data now belong to that customer. Its own emails, phones and addresses stay here.')));
+    } else if (c.status === 'disabled') {
+      body.append(h('div', { class: 'notice notice-disabled', role: 'note' },
+        h('p', null, h('strong', null, 'This customer is disabled.'), ' It was deactivated (disabled: true), not merged; writing disabled: false re-activates it.')));
     }
 
     // ---- profile ----
@@ -68,13 +72,22 @@ export function customerPage({ main, params, signal, navigate }) {
         c.mergedInto ? ['Merged into', customerLink(c.mergedInto)] : null,
         ['External ID', h('code', null, c.externalId)],
         ['UUID', h('code', null, c.uuid)],
+        ['ID', h('code', null, String(c.id))],
+        ['Prefix', text(c.prefix)],
         ['First name', text(c.firstName)],
         ['Last name', text(c.lastName)],
+        ['Suffix', text(c.suffix)],
         ['Loyalty tier', text(c.loyaltyTier)],
+        ['Excluded from campaigns', c.excludeFromCampaigns ? 'yes' : 'no'],
+        ['Image', c.image ? h('a', { href: c.image, rel: 'noopener noreferrer', target: '_blank' }, c.image) : text(null)],
         ['Emails', list(c.emails, (e) => [e.email, e.type ? ` (${e.type})` : '', e.isPrimary ? [' ', badge('primary', 'info')] : ''])],
         ['Phones', list(c.phones, (p) => [p.number, p.type ? ` (${p.type})` : '', p.isPrimary ? [' ', badge('primary', 'info')] : ''])],
-        ['Addresses', list(c.addresses, (a) => [[a.line1, a.line2, a.city, a.region, a.postalCode, a.country].filter(Boolean).join(', ') || '—', a.type ? ` (${a.type})` : ''])],
+        ['Addresses', list(c.addresses, (a) => [
+          [[a.firstName, a.lastName].filter(Boolean).join(' '), a.address1, a.address2, a.city, a.zoneCode, a.postCode, a.countryCode].filter(Boolean).join(', ') || '—',
+          [a.phone, a.emailAddress].filter(Boolean).length ? ` · ${[a.phone, a.emailAddress].filter(Boolean).join(' · ')}` : '',
+          a.type ? ` (${a.type})` : '', a.isPrimary ? [' ', badge('primary', 'info')] : '', a.disabled ? [' ', badge('disabled', 'warn')] : ''])],
         ['Social profiles', list(c.socialProfiles, (s) => `${s.network}: ${s.handle}`)],
+        ['Attributes', list(c.attributes, (v) => [h('code', null, v.attributeExternalId), `: ${v.value}`, v.languageExternalId ? ` (${v.languageExternalId})` : ''])],
         ['Created', time(c.createdAt)],
         ['Updated', time(c.updatedAt)],
       ])));
@@ -105,6 +118,7 @@ export function customerPage({ main, params, signal, navigate }) {
     if (c.status === 'active') {
       const merge = mergeSection(c, navigate);
       body.append(duplicatesSection({ c, signal, customerLink, previewMerge: merge.preview }), merge.section);
+      if (query.merge) merge.preview(parseIds(query.merge));
     }
   }
 }

@@ -1,20 +1,12 @@
 // Integrations → Webhooks Logs: delivery attempts, newest first, filtered by subscription, event type, outcome
 // and time; a detail view (request headers and body, response, error, timing, next attempt); retry; live refresh.
 import { get, post } from '../api.js';
-import { announce, badge, busy, clear, dl, empty, errorBox, field, fmtJson, h, load, openDialog, select, table, time } from '../dom.js';
+import { announce, badge, busy, clear, dl, empty, errorBox, field, fmtJson, fmtTime, h, load, openDialog, select, table, time, toLocalInput, fromLocalInput, zoneHint } from '../dom.js';
 import { listSubscriptions } from './webhooks.js';
 
 const PAGE = 50;
 const LIVE_MS = 3000;
 
-const pad = (n) => String(n).padStart(2, '0');
-function toLocalInput(iso) {
-  if (!iso) return '';
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return '';
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-const fromLocalInput = (v) => (v ? new Date(v).toISOString() : '');
 
 const outcomeBadge = (a) => (a.outcome === 'success' ? badge('Success', 'ok') : badge('Failure', 'bad'));
 const statusText = (a) => (a.statusCode ? String(a.statusCode) : a.errorCode ? a.errorCode : '—');
@@ -40,7 +32,7 @@ export function logsPage({ main, query, signal, navigate }) {
 
   const form = h('form', { class: 'card filters', role: 'search', 'aria-label': 'Filter attempts' },
     field('Subscription', subSelect), field('Event type', typeSelect), field('Outcome', outcome),
-    field('From', since), field('Until', until),
+    field('From', since, zoneHint()), field('Until', until, zoneHint()),
     h('div', { class: 'actions' }, apply, reset));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -134,7 +126,7 @@ export function logsPage({ main, query, signal, navigate }) {
     }
   }
 
-  const stamp = () => (updated.textContent = `Updated ${new Date().toLocaleTimeString()}`);
+  const stamp = () => (updated.textContent = `Updated ${fmtTime(new Date().toISOString()).slice(11)}`);
   function initial() {
     return load(listBox, 'attempts', () => get('/integrations/webhooks/logs', q(), { signal }), (page) => {
       attempts = page.data;

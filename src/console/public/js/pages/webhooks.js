@@ -3,8 +3,8 @@
 // request; create, edit, activate / re-activate or deactivate, delete (confirmed), reveal and rotate the
 // signing secret, send a test event.
 import { del, get, getPages, patch, post } from '../api.js';
-import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid } from '../dom.js';
-import { hourlyChart, summary } from '../chart.js';
+import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid, zoneOf } from '../dom.js';
+import { fitChart, hourlyChart, summary } from '../chart.js';
 
 const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)']];
 const HOURS = 24; // the charts' window
@@ -181,17 +181,18 @@ export function webhooksPage({ main, signal }) {
     return b;
   }
 
-  /** The health cell: state, and since when it fails or why Bulb disabled it. */
-  function healthCell(sub) {
+  /** The state cell: active or not, then health: since when it fails, or why Bulb disabled it. */
+  function stateCell(sub) {
     const hl = sub.health;
+    const active = sub.isActive ? badge('Active', 'ok') : badge('Inactive', 'muted');
     if (hl.state === 'disabled') {
-      return h('td', null, badge('Disabled', 'bad'), h('span', { class: 'health-note' }, hl.disabledReason));
+      return h('td', null, active, badge('Disabled', 'bad'), h('span', { class: 'health-note' }, hl.disabledReason));
     }
     if (hl.state === 'failing') {
-      return h('td', null, badge('Failing', 'warn'),
+      return h('td', null, active, badge('Failing', 'warn'),
         h('span', { class: 'health-note' }, `${hl.consecutiveFailures} failed attempt${hl.consecutiveFailures === 1 ? '' : 's'} in a row since `, time(hl.failingSince)));
     }
-    return h('td', null, badge('Healthy', 'ok'), hl.lastSuccessAt ? h('span', { class: 'health-note' }, 'Last success ', time(hl.lastSuccessAt)) : null);
+    return h('td', null, active, badge('Healthy', 'ok'), hl.lastSuccessAt ? h('span', { class: 'health-note' }, 'Last success ', time(hl.lastSuccessAt)) : null);
   }
 
   function chartCell(sub) {
@@ -208,10 +209,8 @@ export function webhooksPage({ main, signal }) {
     return h('tr', null,
       h('th', { scope: 'row', class: 'url' }, h('span', { class: 'mono break' }, sub.url)),
       h('td', null, h('span', { class: 'types-list' }, sub.eventTypes.map((t) => h('code', null, t)))),
-      h('td', null, sub.isActive ? badge('Active', 'ok') : badge('Inactive', 'muted')),
-      healthCell(sub),
-      h('td', null, AUTH_METHODS.find(([v]) => v === sub.authMethod)?.[1] ?? sub.authMethod),
-      h('td', null, sub.webhookVersion),
+      stateCell(sub),
+      h('td', null, AUTH_METHODS.find(([v]) => v === sub.authMethod)?.[1] ?? sub.authMethod, h('span', { class: 'health-note' }, `Version ${sub.webhookVersion}`)),
       chartCell(sub),
       h('td', { class: 'row-actions row-actions-wide' },
         actionButton('Edit', `Edit ${target}`, () => subscriptionDialog(sub, () => {
@@ -273,13 +272,15 @@ export function webhooksPage({ main, signal }) {
     try {
       const r = await get('/integrations/webhooks/stats', { hours: HOURS }, { signal });
       stats = { bySub: new Map(r.subscriptions.map((x) => [x.subscriptionUuid, x.buckets])), empty: r.overall.map((b) => ({ ...b, attempts: 0, successes: 0 })) };
-      clear(overallBox,
-        hourlyChart(r.overall, { width: 720, height: 150, axis: true, label: `All subscriptions: ${summary(r.overall, HOURS)}` }),
+      const chartBox = h('div', { class: 'chart-box' });
+      clear(overallBox, chartBox,
         h('p', { class: 'chart-legend' },
           h('span', null, h('span', { class: 'key key-ok', 'aria-hidden': 'true' }), 'successful attempts'),
           h('span', null, h('span', { class: 'key key-fail', 'aria-hidden': 'true' }), 'failed attempts'),
           h('span', null, h('span', { class: 'key key-rate', 'aria-hidden': 'true' }), 'success rate'),
-          h('span', null, summary(r.overall, HOURS))));
+          h('span', null, summary(r.overall, HOURS)),
+          h('span', null, `Hours in ${zoneOf()}`)));
+      fitChart(chartBox, (width) => hourlyChart(r.overall, { width, height: 150, axis: true, label: `All subscriptions: ${summary(r.overall, HOURS)}` }), signal);
     } catch (err) {
       stats = undefined;
       if (err.name !== 'AbortError') clear(overallBox, errorBox(err, 'Could not load the delivery statistics'));
@@ -294,7 +295,8 @@ export function webhooksPage({ main, signal }) {
       }
       listBox.append(table({
         caption: 'Webhook subscriptions',
-        columns: ['URL', 'Event types', 'State', 'Health', 'Authentication', 'Version', `Last ${HOURS} hours`, h('span', { class: 'visually-hidden' }, 'Actions')],
+        stack: true,
+        columns: ['URL', 'Event types', 'State and health', 'Authentication', `Last ${HOURS} hours`, h('span', { class: 'visually-hidden' }, 'Actions')],
         rows: subs.map(row),
       }));
     });

@@ -1,0 +1,41 @@
+// SQL for customer attributes (migration 027).
+import type { Queryable } from '../../db/db.ts';
+import { looksLikeUuid } from '../customers/store.ts';
+import type { CustomerAttributeCreateT } from './schema.ts';
+
+export interface AttributeRow {
+  id: string;
+  uuid: string;
+  external_id: string;
+  type: 'string';
+  description: string | null;
+  created_at: string;
+}
+
+const COLS = 'id, uuid, external_id, type, description, created_at';
+
+/** Inserts; undefined when the externalId is taken. */
+export async function insertAttribute(db: Queryable, a: CustomerAttributeCreateT): Promise<AttributeRow | undefined> {
+  const r = await db.query<AttributeRow>(
+    `INSERT INTO customer_attributes (external_id, type, description) VALUES ($1, $2, $3) ON CONFLICT (external_id) DO NOTHING RETURNING ${COLS}`,
+    [a.externalId, a.type ?? 'string', a.description ?? null],
+  );
+  return r.rows[0];
+}
+
+/** By uuid or externalId (a uuid match wins). */
+export async function findAttribute(db: Queryable, id: string): Promise<AttributeRow | undefined> {
+  if (looksLikeUuid(id)) {
+    const r = await db.query<AttributeRow>(`SELECT ${COLS} FROM customer_attributes WHERE uuid = $1`, [id]);
+    if (r.rows[0]) return r.rows[0];
+  }
+  return (await db.query<AttributeRow>(`SELECT ${COLS} FROM customer_attributes WHERE external_id = $1`, [id])).rows[0];
+}
+
+export async function listAttributes(db: Queryable, afterId: string | null, limit: number): Promise<AttributeRow[]> {
+  const r = await db.query<AttributeRow>(
+    `SELECT ${COLS} FROM customer_attributes WHERE ($1::bigint IS NULL OR id > $1) ORDER BY id LIMIT $2`,
+    [afterId, limit + 1],
+  );
+  return r.rows;
+}

@@ -1,0 +1,111 @@
+// The customer's wire shape (Tulip's names, SPEC §4 and §16), owned here for every reader and writer: the columns a
+// row holds, how a row becomes the JSON every version serves (routes, bulk, merge, duplicates) and the same in SQL
+// (the export), the normal form an address is stored in, and the writable fields with the value that empties each.
+import { iso, isoNN } from '../../http/time.ts';
+import type { CustomerT } from './schema.ts';
+
+export interface CustomerRow {
+  id: string;
+  uuid: string;
+  external_id: string;
+  status: 'active' | 'disabled';
+  first_name: string | null;
+  last_name: string | null;
+  prefix: string | null;
+  suffix: string | null;
+  emails: any[];
+  phones: any[];
+  addresses: any[];
+  social_profiles: any[];
+  loyalty_tier: string | null;
+  exclude_from_campaigns: boolean;
+  image: string | null;
+  attributes: any[];
+  merged_into_uuid: string | null;
+  merged_into_external_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Writable fields: API name, column, the value that empties it (a full replace writes it for an omitted field). */
+export const WRITABLE = [
+  ['firstName', 'first_name', null], ['lastName', 'last_name', null], ['prefix', 'prefix', null], ['suffix', 'suffix', null],
+  ['emails', 'emails', []], ['phones', 'phones', []], ['addresses', 'addresses', []], ['socialProfiles', 'social_profiles', []],
+  ['loyaltyTier', 'loyalty_tier', null], ['excludeFromCampaigns', 'exclude_from_campaigns', false], ['image', 'image', null],
+  ['attributes', 'attributes', []],
+] as const;
+export type WritableKey = (typeof WRITABLE)[number][0];
+export type WritableColumn = (typeof WRITABLE)[number][1];
+/** The writable columns, in WRITABLE's order. */
+export const DATA_COLUMNS: WritableColumn[] = WRITABLE.map((f) => f[1]);
+/** The jsonb ones (the others are text, but exclude_from_campaigns: boolean). */
+export const JSON_COLUMNS = new Set<string>(['emails', 'phones', 'addresses', 'social_profiles', 'attributes']);
+export const sqlType = (c: string) => (JSON_COLUMNS.has(c) ? 'jsonb' : c === 'exclude_from_campaigns' ? 'boolean' : 'text');
+
+/** The columns of a customer row of table alias `t` (mergedInto comes from the caller's join, or NULL). */
+export const rowColumns = (t: string) =>
+  `${t}.id, ${t}.uuid, ${t}.external_id, ${t}.status, ${DATA_COLUMNS.map((c) => `${t}.${c}`).join(', ')}, ${t}.created_at, ${t}.updated_at`;
+
+/** The address keys in the order every version serves them; each is present (null, false for the booleans). */
+export const ADDRESS_KEYS = [
+  'uuid', 'externalId', 'address1', 'address2', 'city', 'countryCode', 'zoneCode', 'postCode', 'firstName', 'lastName',
+  'phone', 'emailAddress', 'type', 'disabled', 'isPrimary',
+] as const;
+const BOOLEAN_KEYS = new Set(['disabled', 'isPrimary']);
+
+/** An address as sent → as stored (every key; a missing uuid stays null until the write assigns one in SQL). */
+export function normalAddress(a: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of ADDRESS_KEYS) out[k] = a[k] ?? (BOOLEAN_KEYS.has(k) ? false : null);
+  return out;
+}
+
+/** An attribute value as sent → as stored (languageExternalId always present). */
+export const normalAttribute = (v: { attributeExternalId: string; value: string; languageExternalId?: string | null }) =>
+  ({ attributeExternalId: v.attributeExternalId, value: v.value, languageExternalId: v.languageExternalId ?? null });
+
+/** Addresses and attributes of an input in their stored form; other fields as they are. */
+export function normalInput<T extends { addresses?: unknown; attributes?: unknown }>(input: T): T {
+  const out = { ...input };
+  if (Array.isArray(input.addresses)) out.addresses = input.addresses.map(normalAddress) as any;
+  if (Array.isArray(input.attributes)) out.attributes = input.attributes.map(normalAttribute) as any;
+  return out;
+}
+
+// Addresses and attributes are stored in their normal form (above), so a row reads out as it is.
+export function shapeCustomer(r: CustomerRow): CustomerT {
+  return {
+    uuid: r.uuid,
+    id: Number(r.id),
+    externalId: r.external_id,
+    status: r.status,
+    disabled: r.status !== 'active',
+    prefix: r.prefix,
+    firstName: r.first_name,
+    lastName: r.last_name,
+    suffix: r.suffix,
+    emails: r.emails,
+    phones: r.phones,
+    addresses: r.addresses,
+    socialProfiles: r.social_profiles,
+    loyaltyTier: r.loyalty_tier,
+    excludeFromCampaigns: r.exclude_from_campaigns,
+    image: r.image,
+    attributes: r.attributes,
+    mergedInto: r.merged_into_uuid ? { uuid: r.merged_into_uuid, externalId: r.merged_into_external_id! } : null,
+    createdAt: isoNN(r.created_at),
+    updatedAt: iso(r.updated_at)!,
+  };
+}
+
+const TS = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** shapeCustomer in SQL, for customers `c` left-joined to their survivor `m`: the same keys in the same order. */
+export const customerJsonSql = (c: string, m: string) => `json_build_object(
+      'uuid', ${c}.uuid, 'id', ${c}.id, 'externalId', ${c}.external_id, 'status', ${c}.status, 'disabled', ${c}.status <> 'active',
+      'prefix', ${c}.prefix, 'firstName', ${c}.first_name, 'lastName', ${c}.last_name, 'suffix', ${c}.suffix,
+      'emails', ${c}.emails, 'phones', ${c}.phones, 'addresses', ${c}.addresses, 'socialProfiles', ${c}.social_profiles,
+      'loyaltyTier', ${c}.loyalty_tier, 'excludeFromCampaigns', ${c}.exclude_from_campaigns, 'image', ${c}.image,
+      'attributes', ${c}.attributes,
+      'mergedInto', CASE WHEN ${m}.id IS NULL THEN NULL ELSE json_build_object('uuid', ${m}.uuid, 'externalId', ${m}.external_id) END,
+      'createdAt', ${TS(`${c}.created_at`)}, 'updatedAt', ${TS(`${c}.updated_at`)})`;

@@ -1,0 +1,218 @@
+// Tulip's customer and address shapes (SPEC §16): every field Tulip documents, read back the same on every version;
+// Tulip's limits and codes refused with a 400 naming the field (nothing written); custom attributes; `disabled`
+// (deactivation without a merge) beside merges; address uuids kept across writes.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { errorCodes, type Res } from '../helpers/server.ts';
+import { VERSION_IDS } from '../../src/http/versioning/versions.ts';
+
+/** A customer with every field Tulip documents (docs.tulip.com/tgen/customers, docs.tulip.com/tgen/addresses). */
+const tulipCustomer = (externalId: string) => ({
+  externalId,
+  prefix: 'Dr',
+  firstName: 'Ada',
+  lastName: 'Lovelace',
+  suffix: 'PhD',
+  excludeFromCampaigns: true,
+  image: 'https://cdn.example.com/ada.png',
+  disabled: false,
+  attributes: [{ attributeExternalId: 'shoeSize', value: '38' }, { attributeExternalId: 'nickname', value: 'Countess', languageExternalId: 'en' }],
+  addresses: [{
+    externalId: `${externalId}-home`, address1: '12 St James Square', address2: 'Flat 2', city: 'London', countryCode: 'GB', zoneCode: 'GB-LND',
+    postCode: 'SW1Y 4JH', firstName: 'Ada', lastName: 'Lovelace', phone: '+442079460000', emailAddress: 'ada@example.org', type: 'home',
+    disabled: false, isPrimary: true,
+  }],
+});
+
+const versionsWithCustomers = VERSION_IDS; // customers are served from the first version on
+
+await describeEachDb('Tulip customer shapes', (ctx) => {
+  const api = () => ctx.srv.api;
+  const count = async (sql: string) => Number((await ctx.tdb.db.query(sql)).rows[0].n);
+  const snapshot = async () => (await ctx.tdb.db.query(
+    'SELECT (SELECT count(*) FROM customers)::int AS customers, (SELECT max(updated_at)::text FROM customers) AS updated, (SELECT count(*) FROM events)::int AS events')).rows[0];
+  const attribute = (externalId: string) => api().post('/crm/customerAttributes', { externalId, type: 'string', description: `${externalId} of the customer` });
+  /** A refused write: 400, InvalidParameterError naming the field, and nothing written (customers, events). */
+  const refused = async (write: () => Promise<Res>, field: string) => {
+    const before = await snapshot();
+    const r = await write();
+    assert.equal(r.status, 400, r.text);
+    assert.ok(errorCodes(r).every((c) => c === 'InvalidParameterError'), r.text);
+    assert.ok(r.body.errors.some((e: any) => e.moreInfo === field), `an error names ${field}: ${r.text}`);
+    assert.deepEqual(await snapshot(), before, 'nothing written');
+  };
+
+  it('customer attributes: POST (write scope) creates, 409 on a taken externalId, GET lists and finds; read scope cannot create', async () => {
+    // https://docs.tulip.com/integrating/aerial/customattributes — fields externalId (required), type ("string"), description
+    const r = await attribute('shoeSize');
+    assert.equal(r.status, 201, r.text);
+    assert.deepEqual([r.body.externalId, r.body.type, r.body.description], ['shoeSize', 'string', 'shoeSize of the customer']);
+    assert.equal((await api().post('/crm/customerAttributes', { externalId: 'nickname' })).body.type, 'string', 'type defaults to string');
+    const dup = await attribute('shoeSize');
+    assert.equal(dup.status, 409);
+    assert.deepEqual(errorCodes(dup), ['Conflict']);
+    assert.equal((await api().post('/crm/customerAttributes', { externalId: 'x', type: 'integer' })).status, 400, 'Tulip documents the type string only');
+    const list = await api().get('/crm/customerAttributes');
+    assert.deepEqual(list.body.data.map((a: any) => a.externalId), ['shoeSize', 'nickname']);
+    assert.equal((await api().get('/crm/customerAttributes/shoeSize')).body.uuid, r.body.uuid);
+    assert.equal((await api().get(`/crm/customerAttributes/${r.body.uuid}`)).body.externalId, 'shoeSize');
+    for (const v of versionsWithCustomers) assert.equal((await api().withVersion(v).get('/crm/customerAttributes')).status, 200, v);
+    const key = (await api().post('/integrations/apiKeys', { name: 'reader', scopes: ['read'] })).body.key;
+    const reader = api().withToken(key);
+    assert.equal((await reader.get('/crm/customerAttributes')).status, 200);
+    const denied = await reader.post('/crm/customerAttributes', { externalId: 'nope' });
+    assert.equal(denied.status, 403);
+  });
+
+  it('a customer created with every Tulip field (on 2025-04, on 2025-08) reads back with the same names and values on every version', async () => {
+    // https://docs.tulip.com/tgen/customers — prefix, suffix, disabled, excludeFromCampaigns, image, attributes, addresses[…]
+    await attribute('shoeSize');
+    await attribute('nickname');
+    for (const [externalId, createdOn] of [['tulip-1', '2025-04'], ['tulip-2', '2025-08']]) {
+      const sent = tulipCustomer(externalId);
+      const r = await api().withVersion(createdOn).post('/crm/customers', sent);
+      assert.equal(r.status, 201, `${createdOn}: ${r.text}`);
+      assert.equal(typeof r.body.id, 'number');
+      assert.equal(r.body.disabled, false);
+      for (const v of versionsWithCustomers) {
+        const got = await api().withVersion(v).get(`/crm/customers/${externalId}`);
+        assert.equal(got.status, 200, `${v}: ${got.text}`);
+        const c = got.body;
+        for (const k of ['externalId', 'prefix', 'firstName', 'lastName', 'suffix', 'excludeFromCampaigns', 'image', 'disabled'] as const) {
+          assert.deepEqual(c[k], (sent as any)[k], `${v}: ${k}`);
+        }
+        assert.equal(c.id, r.body.id, `${v}: the numeric id is stable`);
+        assert.deepEqual(c.attributes, sent.attributes.map((a) => ({ languageExternalId: null, ...a })), `${v}: attributes`);
+        assert.equal(c.addresses.length, 1);
+        const { uuid, ...rest } = c.addresses[0];
+        assert.match(uuid, /^[0-9a-f-]{36}$/, `${v}: the address has its own uuid`);
+        assert.deepEqual(rest, sent.addresses[0], `${v}: the address, Tulip's names and values`);
+      }
+    }
+    // The export serves the same shape.
+    const exp = await api().withVersion('2026-11').get('/crm/customers/export');
+    const line = exp.text.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((c) => c.externalId === 'tulip-1');
+    assert.deepEqual(line, (await api().get('/crm/customers/tulip-1')).body);
+  });
+
+  it("Tulip's limits and codes: a too-long field, a non-ISO countryCode, a zoneCode of another country, a non-E.164 phone, an unknown attribute: 400 naming it, nothing written", async () => {
+    const base = () => tulipCustomer('tulip-bad');
+    // https://docs.tulip.com/tgen/customers — firstName, lastName, prefix, suffix: Max Length 64; externalId 255
+    for (const field of ['firstName', 'lastName', 'prefix', 'suffix'] as const) {
+      await refused(() => api().post('/crm/customers', { ...base(), [field]: 'x'.repeat(65) }), `body.${field}`);
+    }
+    assert.equal((await api().post('/crm/customers', { externalId: 'tulip-64', firstName: 'x'.repeat(64), prefix: 'p'.repeat(64) })).status, 201, '64 is allowed');
+    await refused(() => api().post('/crm/customers', { ...base(), externalId: 'x'.repeat(256) }), 'body.externalId');
+    // https://docs.tulip.com/tgen/addresses — address1/address2 64, city 32, postCode 10; countryCode ISO-3166-1 alpha-2
+    const addr = (patch: Record<string, unknown>) => ({ ...base(), addresses: [{ ...base().addresses[0], ...patch }] });
+    await refused(() => api().post('/crm/customers', addr({ address1: 'a'.repeat(65) })), 'body.addresses.0.address1');
+    await refused(() => api().post('/crm/customers', addr({ address2: 'a'.repeat(65) })), 'body.addresses.0.address2');
+    await refused(() => api().post('/crm/customers', addr({ city: 'c'.repeat(33) })), 'body.addresses.0.city');
+    await refused(() => api().post('/crm/customers', addr({ postCode: '12345678901' })), 'body.addresses.0.postCode');
+    await refused(() => api().post('/crm/customers', addr({ countryCode: 'XX', zoneCode: null })), 'body.addresses.0.countryCode');
+    await refused(() => api().post('/crm/customers', addr({ countryCode: 'France', zoneCode: null })), 'body.addresses.0.countryCode');
+    // zoneCode: "The ISO-3166-2 region code (including the country code portion)"
+    await refused(() => api().post('/crm/customers', addr({ countryCode: 'US', zoneCode: 'CA-ON' })), 'body.addresses.0.zoneCode');
+    await refused(() => api().post('/crm/customers', addr({ zoneCode: 'LND' })), 'body.addresses.0.zoneCode');
+    // phone: "Phone number associated to the address (E.164 standard)"
+    await refused(() => api().post('/crm/customers', addr({ phone: '020 7946 0000' })), 'body.addresses.0.phone');
+    await refused(() => api().post('/crm/customers', addr({ emailAddress: 'not an email' })), 'body.addresses.0.emailAddress');
+    // https://docs.tulip.com/integrating/aerial/customattributes — values name an attribute created first
+    await attribute('shoeSize');
+    const unknown = await api().post('/crm/customers', { ...base(), attributes: [{ attributeExternalId: 'shoeSize', value: '38' }, { attributeExternalId: 'eyeColour', value: 'grey' }] });
+    assert.equal(unknown.status, 400);
+    assert.deepEqual(unknown.body.errors.map((e: any) => e.moreInfo), ['body.attributes.1.attributeExternalId']);
+    assert.match(unknown.body.errors[0].message, /eyeColour/);
+    await refused(() => api().post('/crm/customers', { ...base(), attributes: [{ attributeExternalId: 'eyeColour', value: 'grey' }] }), 'body.attributes.0.attributeExternalId');
+    // The same checks on PUT, PATCH and bulk (per item).
+    await api().post('/crm/customers', { externalId: 'tulip-ok' });
+    await refused(() => api().put('/crm/customers/tulip-ok', { addresses: [{ countryCode: 'ZZ' }] }), 'body.addresses.0.countryCode');
+    await refused(() => api().patch('/crm/customers/tulip-ok', { attributes: [{ attributeExternalId: 'eyeColour', value: 'grey' }] }), 'body.attributes.0.attributeExternalId');
+    const bulk = await api().post('/crm/customers/bulk', [
+      { externalId: 'tulip-b1', addresses: [{ countryCode: 'ZZ' }] },
+      { externalId: 'tulip-b2', attributes: [{ attributeExternalId: 'eyeColour', value: 'grey' }] },
+      { externalId: 'tulip-b3', prefix: 'Ms', attributes: [{ attributeExternalId: 'shoeSize', value: '40' }], addresses: [{ countryCode: 'US', zoneCode: 'US-CA' }] },
+    ]);
+    assert.deepEqual(bulk.body.results.map((x: any) => [x.status, x.errors?.[0].moreInfo]), [[400, 'addresses.0.countryCode'], [400, 'attributes.0.attributeExternalId'], [201, undefined]]);
+    assert.equal((await api().get('/crm/customers/tulip-b1')).status, 404);
+  });
+
+  it('disabled: true deactivates without a merge, false re-activates; a merged-away customer comes back only by undoing its merge', async () => {
+    // https://docs.tulip.com/tgen/customers_partialupdate — "disabled: Boolean dictating if customer status is disabled or not"
+    await api().post('/crm/customers', { externalId: 'dis-1', firstName: 'Dee' });
+    const off = await api().patch('/crm/customers/dis-1', { disabled: true });
+    assert.equal(off.status, 200, off.text);
+    assert.deepEqual([off.body.status, off.body.disabled, off.body.mergedInto], ['disabled', true, null]);
+    assert.deepEqual((await api().get('/crm/customers?status=disabled')).body.data.map((c: any) => c.externalId), ['dis-1']);
+    assert.deepEqual((await api().get('/crm/customers?status=active&externalId=dis-1')).body.data, []);
+    // A deactivated customer still takes writes, and stays deactivated unless the write says otherwise.
+    const renamed = await api().put('/crm/customers/dis-1', { firstName: 'Dora' });
+    assert.deepEqual([renamed.status, renamed.body.firstName, renamed.body.disabled], [200, 'Dora', true]);
+    // It cannot be merged (either side) while deactivated.
+    await api().post('/crm/customers', { externalId: 'dis-p' });
+    const merge = await api().post('/crm/customers/dis-p/merge', { mergeWithCustomerIds: ['dis-1'] });
+    // 403 CustomerDisabled: https://docs.tulip.com/integrating/aerial/errors/troubleshooterrors (refused for the resource's state)
+    assert.equal(merge.status, 403);
+    assert.deepEqual(errorCodes(merge), ['CustomerDisabled']);
+    assert.equal((await api().post('/crm/customers/dis-1/merge', { mergeWithCustomerIds: ['dis-p'] })).status, 403);
+    const on = await api().patch('/crm/customers/dis-1', { disabled: false });
+    assert.deepEqual([on.body.status, on.body.disabled], ['active', false]);
+
+    // Merged away: disabled reads true, and disabled: false is refused (403) until the merge is undone.
+    await api().post('/crm/customers', { externalId: 'dis-2' });
+    const merged = await api().withVersion('2026-11').post('/crm/customers/dis-p/merge', { mergeWithCustomerIds: ['dis-2'] });
+    assert.equal(merged.status, 200, merged.text);
+    const gone = (await api().get('/crm/customers/dis-2')).body;
+    assert.deepEqual([gone.status, gone.disabled, gone.mergedInto?.externalId], ['disabled', true, 'dis-p']);
+    for (const write of [
+      () => api().patch('/crm/customers/dis-2', { disabled: false }),
+      () => api().put('/crm/customers/dis-2', { disabled: false }),
+    ]) {
+      const r = await write();
+      assert.equal(r.status, 403, r.text);
+      assert.deepEqual(errorCodes(r), ['CustomerDisabled']);
+      assert.match(r.body.errors[0].message, /undo/);
+    }
+    const bulk = await api().post('/crm/customers/bulk', [{ externalId: 'dis-2', disabled: false }]);
+    assert.equal(bulk.body.results[0].status, 403);
+    const undo = await api().withVersion('2026-11').post(`/crm/merges/${merged.body.mergeUuid ?? merged.body.uuid}/undo`, {});
+    assert.equal(undo.status, 200, undo.text);
+    assert.deepEqual([(await api().get('/crm/customers/dis-2')).body.disabled, (await api().get('/crm/customers/dis-2')).body.mergedInto], [false, null]);
+
+    // Bulk writes disabled too (2026-11 patch semantics: omitted keeps the status).
+    const b = await api().withVersion('2026-11').post('/crm/customers/bulk', [{ externalId: 'dis-1', disabled: true }, { externalId: 'dis-3', disabled: true }]);
+    assert.deepEqual(b.body.results.map((x: any) => [x.status, x.customer.disabled]), [[200, true], [201, true]]);
+    const keep = await api().withVersion('2026-11').post('/crm/customers/bulk', [{ externalId: 'dis-1', lastName: 'Kept' }]);
+    assert.deepEqual([keep.body.results[0].customer.lastName, keep.body.results[0].customer.disabled], ['Kept', true]);
+  });
+
+  it('address uuids stay across PUT and PATCH when the uuid or externalId is sent back, or the address is sent unchanged; new addresses get new uuids', async () => {
+    // https://docs.tulip.com/tgen/customers_partialupdate — addresses[0].uuid: "Unique Tulip identifier of the address. Required for patching."
+    const c = await api().post('/crm/customers', { externalId: 'addr-1', addresses: [{ address1: '1 A St', city: 'Albany', countryCode: 'US' }, { externalId: 'work', address1: '2 B St' }] });
+    const [home, work] = c.body.addresses;
+    assert.notEqual(home.uuid, work.uuid);
+    const events = () => count(`SELECT count(*) AS n FROM events WHERE resource_external_id = 'addr-1'`);
+    const before = await events();
+    // Sent again as it was (no uuids): the same uuids, no change, no event.
+    const same = await api().put('/crm/customers/addr-1', { addresses: [{ address1: '1 A St', city: 'Albany', countryCode: 'US' }, { externalId: 'work', address1: '2 B St' }] });
+    assert.deepEqual(same.body.addresses.map((a: any) => a.uuid), [home.uuid, work.uuid]);
+    assert.equal(await events(), before, 'nothing changed');
+    // Changed, named by uuid and by externalId, reordered, plus a new one.
+    const put = await api().put('/crm/customers/addr-1', { addresses: [
+      { externalId: 'work', address1: '3 C St', city: 'Boston' }, { uuid: home.uuid, address1: '1 A Street', city: 'Albany' }, { address1: '9 New Rd' },
+    ] });
+    assert.deepEqual(put.body.addresses.slice(0, 2).map((a: any) => [a.uuid, a.address1]), [[work.uuid, '3 C St'], [home.uuid, '1 A Street']]);
+    const fresh = put.body.addresses[2].uuid;
+    assert.ok(![home.uuid, work.uuid].includes(fresh));
+    // PATCH with the addresses as read keeps every uuid.
+    const patched = await api().patch('/crm/customers/addr-1', { addresses: put.body.addresses.map((a: any) => ({ ...a, isPrimary: a.uuid === fresh })) });
+    assert.deepEqual(patched.body.addresses.map((a: any) => a.uuid), [work.uuid, home.uuid, fresh]);
+    assert.deepEqual(patched.body.addresses.map((a: any) => a.isPrimary), [false, false, true]);
+    // Bulk (an item for an existing customer) keeps them the same way.
+    const bulk = await api().post('/crm/customers/bulk', [{ externalId: 'addr-1', addresses: [{ externalId: 'work', address1: '4 D St' }] }]);
+    assert.deepEqual(bulk.body.results[0].customer.addresses.map((a: any) => [a.uuid, a.address1]), [[work.uuid, '4 D St']]);
+    // Two addresses may not share a uuid.
+    await refused(() => api().put('/crm/customers/addr-1', { addresses: [{ uuid: home.uuid }, { uuid: home.uuid }] }), 'body.addresses.1.uuid');
+  });
+});
