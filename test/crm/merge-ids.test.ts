@@ -21,7 +21,10 @@ await describeEachDb('merge: customers named by Tulip id, uuid or externalId', (
     const s3 = await makeCustomer(db(), 'tid-s3');
     for (const c of [p, s1, s2, s3]) await attach(db(), c.id, 2);
     const before = [await countsOf(db(), p.id), await countsOf(db(), s1.id), await countsOf(db(), s2.id), await countsOf(db(), s3.id)];
-    const r = await legacy(Number(p.id), [Number(s1.id), String(s2.id), s3.uuid]);
+    // The ids as an integrator reads them: the customer's numeric `id`.
+    const idOf = async (x: string) => (await api().get(`/crm/customers/${x}`)).body.id as number;
+    assert.equal(String(await idOf('tid-p')), String(p.id));
+    const r = await legacy(await idOf('tid-p'), [await idOf('tid-s1'), String(await idOf('tid-s2')), s3.uuid]);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.uuid, p.uuid, 'answers the primary customer');
     assert.equal(r.body.status, 'active');
