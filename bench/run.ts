@@ -1,5 +1,5 @@
 // `npm run bench`: runs every benchmark and rewrites BENCHMARKS.md (one row per figure, the machine, the date).
-// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,export,duplicates,lookups`
+// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,export,duplicates,lookups,pooler`
 // runs some parts (also written to the .cache file; with `--write` they replace their sections of BENCHMARKS.md).
 // `--seconds N` sets the soak length.
 import fs from 'node:fs';
@@ -84,6 +84,8 @@ if (hasPg) {
   await optional('ingest.ts', 'runIngestBench', 'ingest', 'Bulk and imports (PostgreSQL)', args.quick, args.quick ? 30 : 120);
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));
 }
+// Through a transaction-mode PgBouncer vs direct (GET by id, POST create, the delivery drain): about 3 minutes (--quick: 1.5).
+if (hasPg) await part('PgBouncer vs direct (PostgreSQL)', 'pooler', async () => (await import('./pooler.ts')).runPoolerBench({ quick: args.quick }));
 
 // ---------------------------------------------------------------- BENCHMARKS.md
 

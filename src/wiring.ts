@@ -20,10 +20,10 @@ import { auditRoutes } from './audit/routes.ts';
 import { withAudit } from './audit/record.ts';
 import { subscriptionEventTypes } from './http/versioning/changes/2026-11-subscription-event-types.ts';
 
-/** Routes that declare `audit` have their act recorded in the audit log (src/audit/record.ts). */
+/** Routes that declare `audit` record their act in the audit log, in the act's transaction (src/audit/record.ts). */
 export function allRoutes(s: Services): RouteDef[] {
   const routes = [...customerRoutes(s), ...attributeRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s), ...importRoutes(s)];
-  return withAudit(s.db, [...routes, ...auditRoutes(s)]);
+  return withAudit([...routes, ...auditRoutes(s)]);
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */

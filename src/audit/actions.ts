@@ -38,9 +38,9 @@ export function changesOf(body: unknown): Record<string, unknown> {
 }
 
 /**
- * On a RouteDef: `audit: { action, target: (req, body) => ({ type, id }) }`. Recorded after the handler
- * succeeds, from the request and its answer (newest shape); target returning null records nothing (a dry run).
- * An answer replayed for an Idempotency-Key is not a new act and is not recorded again.
+ * On a RouteDef: `audit: { action, target: (req, body) => ({ type, id }) }`. The handler records it in the act's own
+ * transaction (auditOf(req), src/audit/record.ts), from the request and its answer (newest shape); target returning
+ * null records nothing (a dry run). An answer replayed for an Idempotency-Key is not a new act: not recorded again.
  */
 export interface AuditDecl {
   action: AuditAction;

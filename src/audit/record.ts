@@ -1,10 +1,25 @@
-// Honours the `audit` field of route declarations: after the handler succeeds, one audit row with the
-// caller (API key or auth client), the act, its target and the request's IP address.
+// Honours the `audit` field of route declarations: one audit row per act (the caller, API key or auth client, the
+// act, its target and the request's IP address), written in the act's own transaction, so that the act and its
+// row commit together or not at all. An audited handler takes its request's hook with auditOf(req) and calls it
+// inside the transaction that does the act, with the answer it will give; if the row cannot be written the act
+// rolls back and the request fails as a whole (500 InternalError, nothing changed: a retry is safe).
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from '../db/db.ts';
+import { RETRYABLE_SQLSTATES, sqlState, type Queryable } from '../db/db.ts';
+import { ApiError } from '../http/errors.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
 import type { AuditDecl } from './actions.ts';
 import { appendAudit, type Actor } from './store.ts';
+
+/** Records the request's act in tx, the act's transaction; `answer` is the body the handler will answer with. */
+export type AuditHook = (tx: Queryable, answer: unknown) => Promise<void>;
+
+interface Pending {
+  decl: AuditDecl;
+  recorded: boolean;
+}
+
+/** The audited requests being handled, with their route's declaration. */
+const pending = new WeakMap<FastifyRequest, Pending>();
 
 export function actorOf(req: FastifyRequest): Actor {
   const p = req.principal;
@@ -12,24 +27,43 @@ export function actorOf(req: FastifyRequest): Actor {
   return { type: p.kind === 'oauth' ? 'authClient' : 'apiKey', uuid: p.uuid };
 }
 
-/** Records the act a request performed (a replayed Idempotency-Key answer is not a new act). */
-export async function recordRequestAct(db: Db, decl: AuditDecl, req: FastifyRequest, reply: FastifyReply, body: unknown): Promise<void> {
-  if (reply.statusCode >= 400 || reply.getHeader('idempotent-replayed') === 'true') return; // refused, or not a new act
-  const target = decl.target(req, body);
-  if (!target) return;
-  await appendAudit(db, { actor: actorOf(req), action: target.action ?? decl.action, targetType: target.type, targetId: target.id, ip: req.ip ?? null, details: target.details });
+/** The hook of a request to a route that declares `audit` (a programming error for any other route). */
+export function auditOf(req: FastifyRequest): AuditHook {
+  const p = pending.get(req);
+  if (!p) throw new Error(`route ${req.routeOptions.config.routeId} declares no audit`);
+  return async (tx, answer) => {
+    const target = p.decl.target(req, answer);
+    if (target) {
+      const entry = { actor: actorOf(req), action: target.action ?? p.decl.action, targetType: target.type, targetId: target.id, ip: req.ip ?? null, details: target.details };
+      try {
+        await appendAudit(tx, entry);
+      } catch (err) {
+        if (RETRYABLE_SQLSTATES.has(sqlState(err) ?? '')) throw err; // the transaction is retried whole
+        const e = new ApiError('InternalError', 'the act could not be recorded in the audit log, so it was not done (nothing changed: retrying is safe)', 'audit log', []);
+        e.cause = err;
+        throw e;
+      }
+    }
+    p.recorded = true;
+  };
 }
 
-/** Wraps the handler of every route that declares `audit`. */
-export function withAudit(db: Db, routes: RouteDef[]): RouteDef[] {
+/**
+ * Wraps the handler of every route that declares `audit`: makes its hook available (auditOf), and reports a
+ * handler that succeeded without recording its act (a route whose domain function does not take the hook).
+ */
+export function withAudit(routes: RouteDef[]): RouteDef[] {
   return routes.map((def) => {
     const decl = def.audit;
     if (!decl) return def;
     return {
       ...def,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
+        const p: Pending = { decl, recorded: false };
+        pending.set(req, p);
         const body = await def.handler(req, reply);
-        await recordRequestAct(db, decl, req, reply, body);
+        const newAct = reply.statusCode < 400 && reply.getHeader('idempotent-replayed') !== 'true';
+        if (newAct && !p.recorded && decl.target(req, body)) req.log.error({ route: def.id }, 'audited route answered without recording its act (auditOf(req) not called in its transaction)');
         return body;
       },
     };

@@ -7,6 +7,7 @@ import type { RouteDef } from '../http/versioning/route.ts';
 import { notFound } from '../http/errors.ts';
 import { Page, PageQuery, decodeCursor, pageOf } from '../http/pagination.ts';
 import { isoNN, iso } from '../http/time.ts';
+import { auditOf } from '../audit/record.ts';
 import { createApiKey, createAuthClient } from './service.ts';
 import * as store from './store.ts';
 
@@ -41,9 +42,14 @@ export function credentialRoutes(s: Services): RouteDef[] {
       schema: { body: CreateBody, response: { 201: ApiKeyCreated } },
       handler: async (req: FastifyRequest, reply) => {
         const b = req.body as { name: string; scopes: any[] };
-        const { row, key } = await createApiKey(s.db, b.name, b.scopes);
+        const out = await s.db.transaction(async (tx) => {
+          const { row, key } = await createApiKey(tx, b.name, b.scopes);
+          const answer = { ...shapeKey(row), key };
+          await auditOf(req)(tx, answer);
+          return answer;
+        });
         reply.code(201);
-        return { ...shapeKey(row), key };
+        return out;
       },
     },
     {
@@ -59,7 +65,10 @@ export function credentialRoutes(s: Services): RouteDef[] {
       audit: { action: 'apiKey.revoked', target: (req) => ({ type: 'ApiKey', id: (req.params as any).uuid }) },
       schema: { params: UuidParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
-        if (!(await store.revokeApiKey(s.db, (req.params as any).uuid))) throw notFound('API key not found');
+        await s.db.transaction(async (tx) => {
+          if (!(await store.revokeApiKey(tx, (req.params as any).uuid))) throw notFound('API key not found');
+          await auditOf(req)(tx, undefined);
+        });
         s.auth.forget();
         reply.code(204);
         return undefined;
@@ -71,9 +80,14 @@ export function credentialRoutes(s: Services): RouteDef[] {
       schema: { body: CreateBody, response: { 201: AuthClientCreated } },
       handler: async (req, reply) => {
         const b = req.body as { name: string; scopes: any[] };
-        const { row, clientSecret } = await createAuthClient(s.db, b.name, b.scopes);
+        const out = await s.db.transaction(async (tx) => {
+          const { row, clientSecret } = await createAuthClient(tx, b.name, b.scopes);
+          const answer = { ...shapeClient(row), clientSecret };
+          await auditOf(req)(tx, answer);
+          return answer;
+        });
         reply.code(201);
-        return { ...shapeClient(row), clientSecret };
+        return out;
       },
     },
     {
@@ -89,7 +103,10 @@ export function credentialRoutes(s: Services): RouteDef[] {
       audit: { action: 'authClient.revoked', target: (req) => ({ type: 'AuthClient', id: (req.params as any).uuid }) },
       schema: { params: UuidParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
-        if (!(await store.revokeAuthClient(s.db, (req.params as any).uuid))) throw notFound('auth client not found');
+        await s.db.transaction(async (tx) => {
+          if (!(await store.revokeAuthClient(tx, (req.params as any).uuid))) throw notFound('auth client not found');
+          await auditOf(req)(tx, undefined);
+        });
         s.auth.forget();
         reply.code(204);
         return undefined;

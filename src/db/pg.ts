@@ -12,14 +12,26 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
 // parameter (PgBouncer: "unsupported startup parameter: options"), while it tracks TimeZone per client and
 // restores it on whichever server connection serves the client's next transaction.
 const SET_UTC = "SET TimeZone TO 'UTC'";
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** A client that sets the session's TimeZone as part of connecting, before anyone can send it a query. */
+class UtcClient extends pg.Client {
+  // node-postgres's pool calls connect(callback); everyone else awaits connect().
+  connect(): Promise<pg.Client>;
+  connect(callback: (err: Error | null, c?: pg.Client) => void): void;
+  connect(callback?: (err: Error | null, c?: pg.Client) => void): Promise<pg.Client> | void {
+    const ready = super.connect().then(() => this.query(SET_UTC)).then(() => this as pg.Client);
+    if (!callback) return ready;
+    ready.then((c) => callback(null, c), (err) => callback(err));
+  }
+}
 
 /** A client outside the pool (LISTEN, a session, an import's COPY, an export), in UTC like every pooled one. */
 export async function connectClient(url: string, applicationName: string, extra: pg.ClientConfig = {}): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, application_name: applicationName, ...extra });
+  const client = new UtcClient({ connectionString: url, application_name: applicationName, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, ...extra });
   client.on('error', () => {}); // a dead connection surfaces as the next query's error
   try {
     await client.connect();
-    await client.query(SET_UTC);
   } catch (err) {
     client.end().catch(() => {});
     throw err;
@@ -84,9 +96,9 @@ export class PgDb implements Db {
   constructor(readonly url: string, poolSize = 10, opts: PgDbOptions = {}) {
     this.sessionUrl = opts.directUrl ?? url;
     this.preparedStatements = opts.preparedStatements ?? true;
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: 'bulb' });
-    // Queued before any query of the pool's on that client (node-postgres runs a client's queries in order).
-    this.pool.on('connect', (client) => void client.query(SET_UTC).catch(() => {}));
+    // connectionTimeoutMillis: a request waits at most this long for a connection (also for a free one in the
+    // pool), then fails as unavailable (503) instead of hanging while the database is down or failing over.
+    this.pool = new pg.Pool({ Client: UtcClient, connectionString: url, max: poolSize, application_name: 'bulb', connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
     // An idle client dying (e.g. pg_terminate_backend) must not crash the process.
     this.pool.on('error', () => {});
   }
@@ -103,6 +115,10 @@ export class PgDb implements Db {
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken = false;
+    // A checked-out client has no listener of the pool's: a connection cut between two statements (a failover, a
+    // network partition) would be an unhandled 'error' event, which ends the process. The next query fails instead.
+    const onError = () => (broken = true);
+    client.on('error', onError);
     const tx = onClient(client, this.preparedStatements);
     try {
       await client.query('BEGIN');
@@ -117,6 +133,7 @@ export class PgDb implements Db {
       }
       throw err;
     } finally {
+      client.off('error', onError);
       client.release(broken ? true : undefined);
     }
   }
@@ -153,7 +170,13 @@ export class PgDb implements Db {
   /** The one LISTEN connection (shared by every channel); a new one LISTENs every channel subscribed so far. */
   private listenClient(): Promise<pg.Client> {
     this.connecting ??= (async () => {
-      const client = await connectClient(this.sessionUrl, 'bulb-listen', { keepAlive: true });
+      let client: pg.Client;
+      try {
+        client = await connectClient(this.sessionUrl, 'bulb-listen', { keepAlive: true });
+      } catch (err) {
+        this.connecting = undefined; // the next attempt connects anew
+        throw err;
+      }
       client.on('notification', (msg) => {
         for (const s of this.listeners.get(msg.channel) ?? []) s.onPayload(msg.payload ?? '');
       });

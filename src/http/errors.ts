@@ -1,5 +1,6 @@
 // The one error shape of SPEC §3, and the mapping of every failure (ours and Fastify's) onto it.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { databaseUnavailable } from '../db/unavailable.ts';
 
 export interface ErrorEntry {
   message: string;
@@ -125,6 +126,9 @@ export function toApiError(err: unknown): { status: number; entries: ErrorEntry[
       return simple('InvalidParameterError', 'a path segment is longer than 500 characters', 400);
   }
   if (e instanceof SyntaxError || (e as any)?.name === 'SyntaxError') return simple('InvalidJson', 'request body is not valid JSON');
+  if (databaseUnavailable(e)) {
+    return { ...simple('ServiceUnavailable', 'the database is unavailable (restarting or failing over); retry shortly'), headers: { 'retry-after': '1' } };
+  }
   // Safety net for input the schemas let through but PostgreSQL refuses: a client error, never a 500.
   const sqlstate = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && 'severity' in (e as object) ? code : undefined;
   if (sqlstate?.startsWith('22') || sqlstate === '54000') return simple('InvalidParameterError', 'a value in the request is out of range or cannot be stored', 400);

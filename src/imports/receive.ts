@@ -4,12 +4,12 @@
 import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Services } from '../services.ts';
+import type { Queryable } from '../db/db.ts';
 import { ApiError } from '../http/errors.ts';
 import { csvError, csvRows, ndjsonRows, textGuard, type StagedLine } from './parse.ts';
 import { batchSink, pgCopySink } from './staging.ts';
 import { PgDb } from '../db/pg.ts';
 import * as store from './store.ts';
-import type { Queryable } from '../db/db.ts';
 import { attributeProblems, unknownAttributeIds } from '../crm/customers/validate.ts';
 
 export interface ImportRequest {
@@ -79,7 +79,8 @@ async function refuseUnknownAttributes(db: Queryable, batch: StagedLine[]): Prom
   }
 }
 
-export async function receiveImport(s: Services, body: Readable, r: ImportRequest): Promise<store.ImportRow> {
+/** audit: records the act in the transaction that queues the import, with the import as queued. */
+export async function receiveImport(s: Services, body: Readable, r: ImportRequest, audit: (tx: Queryable, queued: store.ImportRow) => Promise<void>): Promise<store.ImportRow> {
   const imp = await store.createImport(s.db, { format: r.format, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
   const sink = s.db instanceof PgDb ? await pgCopySink(s.db.sessionUrl, imp.id, s.db) : batchSink(s.db, imp.id);
   let rows = 0;
@@ -102,7 +103,7 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
   try {
     await pipeline([body, ...stages, into]);
     if (rows === 0) throw new ApiError('InvalidParameterError', 'the file has no data lines', 'body');
-    queued = await sink.finish(rows);
+    queued = await sink.finish(rows, async (tx) => audit(tx, await store.getImportById(tx, imp.id)));
   } catch (err) {
     await sink.abort();
     const refusal = err instanceof ApiError ? err : typeof (err as any)?.code === 'string' && (err as any).code.startsWith('CSV_') ? csvError(err) : undefined;

@@ -13,6 +13,7 @@ import * as S from './schema.ts';
 import { ErrorBody } from '../http/schema.ts';
 import * as store from './store.ts';
 import { receiveImport } from './receive.ts';
+import { auditOf } from '../audit/record.ts';
 
 /** Content types of an import body; the route receives them as a raw stream (see rawBody in app.ts). */
 export const IMPORT_TYPES: Record<string, 'ndjson' | 'csv'> = {
@@ -81,7 +82,9 @@ export function importRoutes(s: Services): RouteDef[] {
           if (length > s.config.importMaxBytes) {
             throw new ApiError('PayloadTooLarge', `the file is larger than ${s.config.importMaxBytes} bytes`, `limit: ${s.config.importMaxBytes} bytes`);
           }
-          const imp = await receiveImport(s, req.raw, { format: kind, withEvents: q.events ?? true, source: sourceOf(req, s), tokenUuid: req.principal?.uuid ?? null });
+          const audit = auditOf(req);
+          const request = { format: kind, withEvents: q.events ?? true, source: sourceOf(req, s), tokenUuid: req.principal?.uuid ?? null };
+          const imp = await receiveImport(s, req.raw, request, (tx, queued) => audit(tx, shapeImport(queued)));
           reply.code(202);
           return shapeImport(imp);
         } catch (err) {
@@ -134,10 +137,14 @@ export function importRoutes(s: Services): RouteDef[] {
       audit: { action: 'import.cancelled', target: (_req, b) => ({ type: 'Import', id: b.uuid, details: { rowsDone: b.rowsDone, rowsReceived: b.rowsReceived } }) },
       handler: async (req) => {
         const imp = await found(s, req);
-        const cancelled = await store.cancelImport(s.db, imp.uuid);
-        if (!cancelled) throw conflict(`import ${imp.uuid} is ${imp.status} already`, 'status');
-        await store.dropApplied(s.db, imp.id);
-        return shapeImport(cancelled);
+        return s.db.transaction(async (tx) => {
+          const cancelled = await store.cancelImport(tx, imp.uuid);
+          if (!cancelled) throw conflict(`import ${imp.uuid} is ${imp.status} already`, 'status');
+          await store.dropApplied(tx, imp.id);
+          const answer = shapeImport(cancelled);
+          await auditOf(req)(tx, answer);
+          return answer;
+        });
       },
     },
   ];

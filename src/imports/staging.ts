@@ -15,8 +15,8 @@ import { markQueued } from './store.ts';
 
 export interface StagingSink {
   write(rows: StagedLine[]): Promise<void>;
-  /** Makes the rows durable and queues the import for the workers. */
-  finish(rowsReceived: number): Promise<boolean>;
+  /** Makes the rows durable and queues the import for the workers; inQueueTx runs in the transaction that queues it. */
+  finish(rowsReceived: number, inQueueTx: (tx: Queryable) => Promise<void>): Promise<boolean>;
   /** Leaves no row behind. */
   abort(): Promise<void>;
 }
@@ -113,11 +113,12 @@ export async function pgCopySink(url: string, importId: string, db: Queryable): 
         if (!copy.write(text)) await once(copy, 'drain');
         await rotate();
       }),
-    finish: (rowsReceived) =>
+    finish: (rowsReceived, inQueueTx) =>
       serial(async () => {
         clearInterval(timer);
         await endCopy();
         const queued = await markQueued(tx, importId, rowsReceived);
+        await inQueueTx(tx);
         await client.query('COMMIT');
         await client.end().catch(() => {}); // committed: the upload is queued whatever happens to the connection now
         return queued;
@@ -148,7 +149,12 @@ export function batchSink(db: Db, importId: string): StagingSink {
       await db.query(BATCH_INSERT, [importId, json]);
     },
     // Rows already inserted are invisible to workers until the import is queued.
-    finish: (rowsReceived) => markQueued(db, importId, rowsReceived),
+    finish: (rowsReceived, inQueueTx) =>
+      db.transaction(async (tx) => {
+        const queued = await markQueued(tx, importId, rowsReceived);
+        await inQueueTx(tx);
+        return queued;
+      }),
     abort: async () => void (await db.query(`DELETE FROM import_rows WHERE import_id = $1`, [importId])),
   };
 }

@@ -9,9 +9,10 @@ import { wireNames } from '../config.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk } from './queue-store.ts';
 import { recordOutcomes } from './health.ts';
-import { buildRequest, redactEchoed } from './request.ts';
+import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
+import { credentialsOf, redactCredentials } from './redact.ts';
 import { housekeep } from '../housekeeping.ts';
-import { Abort, Sender } from './sender.ts';
+import { Abort, Sender, type SendResult } from './sender.ts';
 import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { nextDelayMs } from './schedule.ts';
@@ -76,6 +77,8 @@ export class Dispatcher {
   private completed = 0;
   private firstCompletedAt = 0;
   private sleeper: (() => void) | undefined;
+  /** Date.now() at which the loop's current sleep ends (0 while it is awake). */
+  private sleepsUntil = 0;
   private loop: Promise<void> | undefined;
   private retention: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
@@ -145,6 +148,18 @@ export class Dispatcher {
     return l;
   }
 
+  /**
+   * Work of a lane falls due at `at` (Date.now() time): the lane is claimed for then, and a loop asleep past then
+   * wakes now to sleep until then instead (a retry the result writer scheduled while the loop slept until the sweep).
+   */
+  private dueBy(lane: Lane<InFlight>, at: number): void {
+    lane.addDue(at);
+    if (this.sleepsUntil > 0 && at < this.sleepsUntil) {
+      this.lookNow = true;
+      this.wake();
+    }
+  }
+
   /** Run the loop again (a finished attempt, or poke()). */
   private wake(): void {
     this.woken = true;
@@ -159,8 +174,10 @@ export class Dispatcher {
         this.lookNow = true;
         this.wake();
       }, ms);
+      this.sleepsUntil = Date.now() + ms;
       this.sleeper = () => {
         clearTimeout(t);
+        this.sleepsUntil = 0;
         resolve();
       };
       if (this.woken || this.stopping) this.wake();
@@ -226,11 +243,15 @@ export class Dispatcher {
     for (const [id, l] of this.lanes) if (l.idle(now)) this.lanes.delete(id);
     this.sweeping = discoverLanes(this.db)
       .then((found) => {
+        // due_in_ms is counted from the query's own clock reading: add it to the time its answer arrived, never to a
+        // time before the query (that made the lane due early by the query's latency: its claim, run before the
+        // database's now() reached the due time, found nothing, and the lane waited for the next sweep).
+        const answered = Date.now();
         for (const d of found) {
           const l = this.laneOf(d.subscription_id, d.max_in_flight);
           l.setMax(d.max_in_flight);
           if (d.due_in_ms <= 0) l.due = true;
-          else l.dueAt = Math.min(l.dueAt, now + d.due_in_ms);
+          else this.dueBy(l, answered + d.due_in_ms);
         }
         this.lookNow = true;
       })
@@ -250,10 +271,7 @@ export class Dispatcher {
     const now = Date.now();
     const ready: Lane<InFlight>[] = [];
     for (const l of this.lanes.values()) {
-      if (l.dueAt <= now) {
-        l.due = true;
-        l.dueAt = Infinity;
-      }
+      if (l.takeDue(now)) l.due = true;
       if (l.due && l.room(now) > 0) ready.push(l);
     }
     if (ready.length === 0) return false;
@@ -336,8 +354,16 @@ export class Dispatcher {
   private async attempt(f: InFlight): Promise<void> {
     const { row, lane } = f;
     const startedAt = new Date();
-    const req = buildRequest(row, this.hmacHeader, startedAt.getTime());
-    const res = await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.abort);
+    let req: BuiltRequest;
+    let res: SendResult;
+    if (row.secret_error !== null) {
+      // A secret of this subscription cannot be opened: nothing can be signed or authenticated, so nothing is sent.
+      req = { body: eventBody(row), headers: {}, logHeaders: {}, credential: null };
+      res = { ok: false, statusCode: null, errorCode: 'SECRET_UNREADABLE', responseBody: row.secret_error, retryAfterMs: null, durationMs: 0 };
+    } else {
+      req = buildRequest(row, this.hmacHeader, startedAt.getTime());
+      res = await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.abort);
+    }
     if (f.released) return; // shutdown gave the claim back; another worker will attempt it
     lane.feedback(signalOf(res));
     if (res.retryAfterMs !== null) {
@@ -362,7 +388,7 @@ export class Dispatcher {
       retryAfterMs: res.retryAfterMs,
       requestHeaders: req.logHeaders,
       requestBody: req.body,
-      responseBody: redactEchoed(res.responseBody, req.credential), // a receiver may echo the credential back
+      responseBody: redactCredentials(res.responseBody, credentialsOf(row)), // a receiver may echo a credential back, in any form
     });
     if (this.completed++ === 0) this.firstCompletedAt = performance.now();
   }
@@ -400,11 +426,13 @@ export class Dispatcher {
     const batch = this.results.splice(0, 500);
     try {
       const states = await recordOutcomes(this.db, this.config, batch);
+      const answered = Date.now();
       for (const st of states) {
         deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
-        // A retry this worker scheduled: its lane wakes at that time (other workers learn of it by the sweep).
+        // A retry this worker scheduled: its lane is claimed at that time, the loop woken for it if it sleeps past it
+        // (other workers learn of it by the sweep). Counted from the statement's clock, as the sweep's due times.
         const lane = this.inflight.get(String(st.id))?.lane;
-        if (st.status === 'pending' && st.next_attempt_at && lane) lane.dueAt = Math.min(lane.dueAt, Date.parse(st.next_attempt_at));
+        if (st.status === 'pending' && st.due_in_ms !== null && lane) this.dueBy(lane, answered + Number(st.due_in_ms));
       }
       for (const r of batch) this.inflight.delete(String(r.deliveryId));
     } catch (err) {

@@ -4,7 +4,7 @@
 import type { Db } from '../db/db.ts';
 import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
-import { recordResults, type AttemptResult, type SubOutcome } from './queue-store.ts';
+import { recordResults, type AttemptResult, type DeliveryState, type SubOutcome } from './queue-store.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { disableFailing, emitOperational } from './health-store.ts';
 import { auditSubscriptionsDisabled } from '../audit/store.ts';
@@ -34,6 +34,7 @@ export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
       lastOkAt: lastOk >= 0 ? list[lastOk].startedAt : null,
       failures: after.length,
       firstFailureAt: after[0]?.startedAt ?? null,
+      lastFailureAt: last?.startedAt ?? null,
       lastError: last ? [last.errorCode, last.statusCode].filter((x) => x !== null).join(' ') || 'failure' : null,
       pauseMs,
     });
@@ -48,13 +49,15 @@ export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
  * healthy endpoint) is that one statement alone, its own transaction; any other batch runs in one transaction
  * with what follows. Returns the deliveries' new states.
  */
-export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
+export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]): Promise<DeliveryState[]> {
   if (rs.length === 0) return [];
   const outs = outcomesBySubscription(rs);
   const mayFollow = outs.some((o) => o.failures > 0 && o.lastOkAt === null) || rs.some((r) => !r.ok && r.retryDelayMs === null && r.retryAfterMs === null);
-  if (!mayFollow) return recordResults(db, rs, outs);
+  // A failing streak ends at a silence as long as the disable window (docs/webhook-retries.md).
+  const gap = config.webhookDisableAfterHours;
+  if (!mayFollow) return recordResults(db, rs, outs, gap);
   return db.transaction(async (tx) => {
-    const final = await recordResults(tx, rs, outs);
+    const final = await recordResults(tx, rs, outs, gap);
     const disabled = await disableFailing(tx, outs, config.webhookDisableAfterHours);
     await auditSubscriptionsDisabled(tx, disabled); // audit log (SPEC §15): actor system
     const failed = final.filter((s) => s.status === 'failed').map((s) => s.id);

@@ -15,6 +15,11 @@ export const MAX_IN_FLIGHT_LIMIT = 64;
  * delivery (fewer, fuller claims).
  */
 export const HELD_CEILINGS = 4;
+/**
+ * Most due times a lane remembers (the earliest are kept; a later one dropped here is found by the fallback sweep).
+ * One per retry this worker scheduled: a lane with more retries pending than this is a failing endpoint with a backlog.
+ */
+export const DUE_TIMES_KEPT = 1024;
 /** A lane idle this long closes its pool (and is forgotten if nothing else is known about it). */
 export const LANE_IDLE_MS = 30_000;
 
@@ -50,8 +55,12 @@ export class Lane<W = unknown> {
   waiting: W[] = [];
   /** Claimable work may exist now (a notification, a full claim, a due time reached). */
   due = false;
-  /** Date.now() when known work falls due (a retry this worker scheduled, the sweep); Infinity: none known. */
-  dueAt = Infinity;
+  /**
+   * Date.now() times when known work falls due (each retry this worker scheduled, the sweep's next due time), ascending.
+   * Every one is kept, not only the earliest: a claim at the first takes only what is due then, and the retries due
+   * later must each wake the lane in turn (remembering the earliest alone left them to the next sweep, up to 2 s late).
+   */
+  private dueTimes: number[] = [];
   /** Date.now() before which no attempt may start (Retry-After). */
   pausedUntil = 0;
   /** When this lane was last given a claim (round-robin between ready lanes). */
@@ -64,6 +73,35 @@ export class Lane<W = unknown> {
     // Slow start: one attempt until the endpoint has answered; each success adds one (so a healthy lane
     // doubles per round trip), and an endpoint that never answers costs a single attempt.
     this.cap = 1;
+  }
+
+  /** The earliest known due time; Infinity: none known. */
+  get dueAt(): number {
+    return this.dueTimes.length > 0 ? this.dueTimes[0] : Infinity;
+  }
+
+  /** Work falls due at `at` (Date.now() time). */
+  addDue(at: number): void {
+    const t = this.dueTimes;
+    if (t.length >= DUE_TIMES_KEPT && at >= t[t.length - 1]) return;
+    let lo = 0;
+    let hi = t.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (t[mid] <= at) lo = mid + 1;
+      else hi = mid;
+    }
+    if (t[lo - 1] === at) return;
+    t.splice(lo, 0, at);
+    if (t.length > DUE_TIMES_KEPT) t.pop();
+  }
+
+  /** Forgets the due times reached by `now`; true when there was one (the lane has due work). */
+  takeDue(now: number): boolean {
+    let n = 0;
+    while (n < this.dueTimes.length && this.dueTimes[n] <= now) n++;
+    if (n > 0) this.dueTimes.splice(0, n);
+    return n > 0;
   }
 
   /** How many more attempts may start now. */
@@ -95,7 +133,7 @@ export class Lane<W = unknown> {
 
   pause(untilMs: number): void {
     this.pausedUntil = Math.max(this.pausedUntil, untilMs);
-    this.dueAt = Math.min(this.dueAt, this.pausedUntil);
+    this.addDue(this.pausedUntil);
   }
 
   pool(): Agent {

@@ -3,6 +3,7 @@
 import type { Queryable } from '../db/db.ts';
 import { RETIRED_SECRETS_SQL, type SubscriptionRow } from './store.ts';
 import { openSecret } from '../secrets/active.ts';
+import { SecretError } from '../secrets/box.ts';
 import { memoize } from '../memo.ts';
 import { HELD_CEILINGS } from './lanes.ts';
 
@@ -26,6 +27,11 @@ export interface Claimed
   max_in_flight: number;
   /** Rotated-out secrets still signing (24 h after each rotation), oldest first. */
   previous_secrets: string[];
+  /**
+   * Why a stored secret of the subscription cannot be opened (then its secrets are null and nothing is sent: the
+   * attempt fails with SECRET_UNREADABLE), or null. One subscription's unreadable value never fails the claim.
+   */
+  secret_error: string | null;
 }
 
 /** What the dispatcher asks of one subscription's lane: at most `room` due deliveries. */
@@ -46,7 +52,7 @@ const CLAIMED_FIELDS = [
 type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string];
 
 /** One claimed lane: the subscription's columns, its deliveries as JSON (CLAIMED_FIELDS per delivery). */
-type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0]> & { deliveries: string };
+type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error'> & { deliveries: string };
 
 /** The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane. Exported for the bench's EXPLAIN. */
 export const CLAIM_SQL = `WITH w AS (
@@ -102,11 +108,12 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
   const out: Claimed[] = [];
   for (const l of r.rows) {
     // Secrets are stored sealed (SPEC §15): open them for signing and sending (once per sealed value, not per row).
+    const sec = openLane(l);
     const sub = {
       subscription_id: String(l.subscription_id), subscription_uuid: l.subscription_uuid, url: l.url, auth_method: l.auth_method,
-      bearer_token: opened(l.bearer_token), basic_username: l.basic_username, basic_password: opened(l.basic_password),
-      webhook_version: l.webhook_version, signing_secret: opened(l.signing_secret), max_in_flight: l.max_in_flight,
-      previous_secrets: l.previous_secrets.map(opened),
+      bearer_token: sec.bearer_token, basic_username: l.basic_username, basic_password: sec.basic_password,
+      webhook_version: l.webhook_version, signing_secret: sec.signing_secret, max_in_flight: l.max_in_flight,
+      previous_secrets: sec.previous_secrets, secret_error: sec.error,
     };
     for (const d of JSON.parse(l.deliveries) as ClaimedTuple[]) {
       out.push({
@@ -115,7 +122,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
         subscription_id: sub.subscription_id, subscription_uuid: sub.subscription_uuid, url: sub.url, auth_method: sub.auth_method,
         bearer_token: sub.bearer_token, basic_username: sub.basic_username, basic_password: sub.basic_password,
         webhook_version: sub.webhook_version, signing_secret: sub.signing_secret, max_in_flight: sub.max_in_flight,
-        previous_secrets: sub.previous_secrets,
+        previous_secrets: sub.previous_secrets, secret_error: sub.secret_error,
       });
     }
   }
@@ -127,6 +134,32 @@ const openSealed = memoize((sealed: string) => openSecret(sealed));
 
 function opened<T extends string | null>(sealed: T): T {
   return (sealed === null ? sealed : openSealed(sealed)) as T;
+}
+
+/**
+ * A claimed lane's secrets in clear, or, when one of them cannot be opened (sealed under a key this process lacks,
+ * altered), none and the reason: that subscription's attempts fail, the other lanes of the claim go on.
+ */
+function openLane(l: ClaimedLane): { bearer_token: string | null; basic_password: string | null; signing_secret: string; previous_secrets: string[]; error: string | null } {
+  const field = { bearer_token: 'bearerToken', basic_password: 'basicPassword', signing_secret: 'signing secret' } as const;
+  let which = '';
+  try {
+    which = field.bearer_token;
+    const bearer_token = opened(l.bearer_token);
+    which = field.basic_password;
+    const basic_password = opened(l.basic_password);
+    which = field.signing_secret;
+    const signing_secret = opened(l.signing_secret);
+    which = 'a rotated-out signing secret';
+    const previous_secrets = l.previous_secrets.map(opened);
+    return { bearer_token, basic_password, signing_secret, previous_secrets, error: null };
+  } catch (err) {
+    const why = err instanceof SecretError ? err.message : String(err);
+    return {
+      bearer_token: null, basic_password: null, signing_secret: '', previous_secrets: [],
+      error: `not sent: the subscription's ${which} cannot be opened (${why}); start the workers with the key it was sealed under, or set the value again (PATCH the credential, or rotate the signing secret)`,
+    };
+  }
 }
 
 /** A subscription with pending work and when its first claimable delivery falls due (ms from now, ≤ 0: due). */
@@ -205,10 +238,20 @@ export interface SubOutcome {
   failures: number;
   /** The first of those failures. */
   firstFailureAt: string | null;
+  /** The last of those failures. */
+  lastFailureAt: string | null;
   /** e.g. "HTTP_STATUS 500", "TIMEOUT": the last failure's error. */
   lastError: string | null;
   /** The longest Retry-After in the batch (ms): the subscription's attempts wait that long (paused_until). */
   pauseMs: number | null;
+}
+
+/** A delivery's state after a result: when pending, its next attempt's time and how far off it was (ms) at the write. */
+export interface DeliveryState {
+  id: string;
+  status: string;
+  next_attempt_at: string | null;
+  due_in_ms: number | string | null;
 }
 
 /**
@@ -225,22 +268,25 @@ export interface SubOutcome {
  * - the attempt rows.
  * Returns the new states. The one place attempt results reach the database.
  */
-export async function recordResults(db: Queryable, rs: AttemptResult[], outs: SubOutcome[]): Promise<{ id: string; status: string; next_attempt_at: string | null }[]> {
+export async function recordResults(db: Queryable, rs: AttemptResult[], outs: SubOutcome[], streakGapHours: number): Promise<DeliveryState[]> {
   if (rs.length === 0) return [];
-  const r = await db.query<{ id: string; status: string; next_attempt_at: string | null }>(
+  const r = await db.query<DeliveryState>(
     `WITH r AS (
        SELECT * FROM json_to_recordset($2::json) AS r(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
          attempt_number int, url text, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
          delay_ms float8, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
      ), x AS (
-       SELECT * FROM json_to_recordset($3::json) AS x(sub bigint, last_ok timestamptz, fails int, first_fail timestamptz, pause_ms float8)
+       SELECT * FROM json_to_recordset($3::json) AS x(sub bigint, last_ok timestamptz, fails int, first_fail timestamptz, last_fail timestamptz, pause_ms float8)
      ), locked AS (
        SELECT id FROM webhook_subscriptions WHERE id IN (SELECT sub FROM x) ORDER BY id FOR NO KEY UPDATE
      ), health AS (
        UPDATE webhook_subscriptions s SET
          last_success_at = CASE WHEN x.last_ok IS NULL THEN s.last_success_at ELSE greatest(s.last_success_at, x.last_ok) END,
          consecutive_failures = CASE WHEN x.last_ok IS NULL THEN s.consecutive_failures + x.fails ELSE x.fails END,
-         failing_since = CASE WHEN x.last_ok IS NULL THEN coalesce(s.failing_since, x.first_fail) ELSE x.first_fail END,
+         failing_since = CASE WHEN x.last_ok IS NOT NULL OR s.failing_since IS NULL
+             OR x.first_fail - coalesce(s.last_failure_at, s.failing_since) >= $4 * interval '1 hour' THEN x.first_fail
+           ELSE s.failing_since END,
+         last_failure_at = coalesce(x.last_fail, s.last_failure_at),
          paused_until = CASE WHEN x.pause_ms IS NULL THEN s.paused_until
            ELSE greatest(s.paused_until, clock_timestamp() + x.pause_ms * interval '1 millisecond') END
        FROM x WHERE s.id = x.sub AND (SELECT count(*) FROM locked) >= 0
@@ -268,7 +314,7 @@ export async function recordResults(db: Queryable, rs: AttemptResult[], outs: Su
          r.error_code, CASE WHEN r.ok THEN 'success' ELSE 'failure' END, upd.next_attempt_at, r.request_headers, r.request_body, r.response_body
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
-     SELECT id, status, next_attempt_at FROM upd`,
+     SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms FROM upd`,
     // One JSON text rather than an array per column: serialised natively, not element by element.
     [
       rs.map((x) => x.deliveryId),
@@ -278,7 +324,8 @@ export async function recordResults(db: Queryable, rs: AttemptResult[], outs: Su
         delay_ms: x.retryDelayMs, request_headers: x.requestHeaders, request_body: x.requestBody,
         response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
       }))),
-      JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, pause_ms: o.pauseMs }))),
+      JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, last_fail: o.lastFailureAt, pause_ms: o.pauseMs }))),
+      streakGapHours,
     ],
     'webhook_record',
   );

@@ -31,11 +31,6 @@ export interface BuiltRequest {
 
 export const REDACTED = '[redacted]';
 
-/** A response body without the credential sent (SPEC §15: a receiver that echoes it back must not get it stored). */
-export function redactEchoed(responseBody: string | null, credential: string | null): string | null {
-  return responseBody === null || credential === null || !responseBody.includes(credential) ? responseBody : responseBody.split(credential).join(REDACTED);
-}
-
 export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.now()): BuiltRequest {
   const body = eventBody(c);
   const timestamp = Math.floor(nowMs / 1000);

@@ -11,6 +11,7 @@ import * as store from './store.ts';
 import * as svc from './service.ts';
 import { watchQueue } from './metrics.ts';
 import { changesOf } from '../audit/actions.ts';
+import { auditOf } from '../audit/record.ts';
 import { invalid } from '../http/errors.ts';
 
 const BASE = '/integrations/webhooks';
@@ -55,7 +56,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       summary: 'Create a subscription; the answer shows its signingSecret',
       schema: { body: S.SubscriptionCreate, response: { 201: S.SubscriptionWithSecret } },
       handler: async (req, reply) => {
-        const out = await svc.createSubscription(s.db, req.body as S.SubscriptionCreateT, allowPrivate);
+        const out = await svc.createSubscription(s.db, req.body as S.SubscriptionCreateT, allowPrivate, auditOf(req));
         reply.code(201);
         return out;
       },
@@ -70,8 +71,8 @@ export function webhookRoutes(s: Services): RouteDef[] {
       ...base, id: 'webhooks.subscriptions.patch', method: 'PATCH', path: `${SUBS}/:uuid`,
       audit: { action: 'subscription.changed', target: (req) => ({ ...target(req), details: changesOf(req.body), action: (req.body as any).isActive === false ? 'subscription.disabled' : undefined }) },
       summary: 'Change a subscription (activate/deactivate with isActive)',
-      schema: { params: S.UuidParams, body: S.SubscriptionPatch, response: { 200: S.Subscription } },
-      handler: async (req) => svc.patchSubscription(s.db, uuidOf(req), req.body as S.SubscriptionPatchT, allowPrivate),
+      schema: { params: S.UuidParams, body: S.SubscriptionPatch, response: { 200: S.Subscription, 409: ErrorBody } },
+      handler: async (req) => svc.patchSubscription(s.db, uuidOf(req), req.body as S.SubscriptionPatchT, allowPrivate, auditOf(req)),
     },
     {
       ...base, id: 'webhooks.subscriptions.delete', method: 'DELETE', path: `${SUBS}/:uuid`,
@@ -79,7 +80,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       summary: 'Delete a subscription; its pending deliveries are cancelled',
       schema: { params: S.UuidParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
-        await svc.removeSubscription(s.db, uuidOf(req));
+        await svc.removeSubscription(s.db, uuidOf(req), auditOf(req));
         reply.code(204);
         return null;
       },
@@ -88,15 +89,15 @@ export function webhookRoutes(s: Services): RouteDef[] {
       ...base, id: 'webhooks.subscriptions.secret', method: 'GET', path: `${SUBS}/:uuid/secret`,
       audit: { action: 'subscription.secretRevealed', target },
       summary: 'Reveal the signing secret',
-      schema: { params: S.UuidParams, response: { 200: S.SecretAnswer } },
-      handler: async (req) => svc.shapeSecret(await svc.mustFind(s.db, uuidOf(req))),
+      schema: { params: S.UuidParams, response: { 200: S.SecretAnswer, 409: ErrorBody } },
+      handler: async (req) => svc.revealSecret(s.db, uuidOf(req), auditOf(req)),
     },
     {
       ...base, id: 'webhooks.subscriptions.rotateSecret', method: 'POST', path: `${SUBS}/:uuid/rotateSecret`,
       audit: { action: 'subscription.secretRotated', target },
       summary: 'Make a new signing secret; the previous one keeps signing for 24 h',
       schema: { params: S.UuidParams, response: { 200: S.SecretAnswer } },
-      handler: async (req) => svc.rotate(s.db, uuidOf(req)),
+      handler: async (req) => svc.rotate(s.db, uuidOf(req), auditOf(req)),
     },
     {
       ...base, id: 'webhooks.subscriptions.test', method: 'POST', path: `${SUBS}/:uuid/test`,

@@ -125,7 +125,8 @@ export const DeliveryListQuery = Type.Object(
   closed,
 );
 
-export const ErrorCode = StringEnum(['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS'], { title: 'AttemptErrorCode' });
+/** SECRET_UNREADABLE: not sent, a stored credential or signing secret of the subscription cannot be opened (responseBody says why). */
+export const ErrorCode = StringEnum(['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS', 'SECRET_UNREADABLE'], { title: 'AttemptErrorCode' });
 export const Attempt = Type.Object({
   uuid: Type.String(),
   deliveryUuid: Type.String(),

@@ -5,7 +5,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
 import { memoize } from '../memo.ts';
 
-export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS';
+export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS' | 'SECRET_UNREADABLE';
 
 export interface SendResult {
   ok: boolean;

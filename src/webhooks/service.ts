@@ -1,6 +1,8 @@
 // Subscriptions and deliveries as domain operations: URL and credential rules, secrets, test events,
-// manual retry and recovery. Route handlers call these; SQL lives in store.ts.
+// manual retry and recovery. Route handlers call these; SQL lives in store.ts. An administrative act takes the
+// request's audit hook and records itself in its own transaction (src/audit/record.ts).
 import type { Db, Queryable } from '../db/db.ts';
+import type { AuditHook } from '../audit/record.ts';
 import { ApiError, invalid, notFound } from '../http/errors.ts';
 import { iso, isoNN } from '../http/time.ts';
 import { checkHost } from './address.ts';
@@ -40,7 +42,14 @@ export function shapeSubscription(r: store.SubscriptionRow) {
   };
 }
 
+/** A stored secret that cannot be opened: 409 naming it and how to replace it (nothing changed). */
+function unreadable(field: string, why: string, fix: string): ApiError {
+  return new ApiError('Conflict', `the stored ${field} of this subscription cannot be opened (${why}): ${fix}`, field);
+}
+
 export function shapeSecret(r: store.SubscriptionRow) {
+  const why = r.unreadable.signingSecret;
+  if (why) throw unreadable('signingSecret', why, 'rotate it (POST …/rotateSecret) to make a new one');
   return { signingSecret: r.signing_secret, previousSecretExpiresAt: iso(r.retired_secret_expires_at) };
 }
 
@@ -99,7 +108,7 @@ function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string 
   return w.bearerToken ? 'BEARER' : w.basicUsername || w.basicPassword ? 'BASIC' : undefined;
 }
 
-export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean) {
+export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook) {
   await validateUrl(body.url, allowPrivate);
   const w = credentialRules({
     url: body.url,
@@ -112,8 +121,12 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     webhookVersion: body.webhookVersion ?? '2022-08',
     maxInFlight: body.maxInFlight,
   });
-  const row = await store.insertSubscription(db, w, newSigningSecret());
-  return { ...shapeSubscription(row), signingSecret: row.signing_secret };
+  return db.transaction(async (tx) => {
+    const row = await store.insertSubscription(tx, w, newSigningSecret());
+    const answer = { ...shapeSubscription(row), signingSecret: row.signing_secret };
+    await audit(tx, answer);
+    return answer;
+  });
 }
 
 export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'share' = false): Promise<store.SubscriptionRow> {
@@ -122,15 +135,22 @@ export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'sha
   return row;
 }
 
-export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean) {
+export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean, audit: AuditHook) {
   if (patch.url !== undefined) await validateUrl(patch.url, allowPrivate);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
+    // A credential kept as it is must be readable (it is written back): one that cannot be opened is given anew,
+    // unless the method no longer uses it.
+    const method = patch.authMethod ?? impliedMethod(patch) ?? cur.auth_method;
+    for (const [field, uses] of [['bearerToken', 'BEARER'], ['basicPassword', 'BASIC']] as const) {
+      const why = cur.unreadable[field];
+      if (why && method === uses && patch[field] === undefined) throw unreadable(field, why, `give "${field}" again in this PATCH`);
+    }
     const w = credentialRules({
       url: patch.url ?? cur.url,
       eventTypes: patch.eventTypes ?? cur.event_types,
       isActive: patch.isActive ?? cur.is_active,
-      authMethod: patch.authMethod ?? impliedMethod(patch) ?? cur.auth_method,
+      authMethod: method,
       bearerToken: patch.bearerToken !== undefined ? patch.bearerToken : cur.bearer_token,
       basicUsername: patch.basicUsername !== undefined ? patch.basicUsername : cur.basic_username,
       basicPassword: patch.basicPassword !== undefined ? patch.basicPassword : cur.basic_password,
@@ -140,21 +160,35 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     const row = await store.updateSubscription(tx, cur.id, w);
     // Re-activated: its waiting deliveries are due now.
     if (row.is_active && !cur.is_active) await store.notifyWorkers(tx);
-    return shapeSubscription(row);
+    const answer = shapeSubscription(row);
+    await audit(tx, answer);
+    return answer;
   });
 }
 
-export async function removeSubscription(db: Db, uuid: string): Promise<void> {
+export async function removeSubscription(db: Db, uuid: string, audit: AuditHook): Promise<void> {
   await db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
     await store.deleteSubscription(tx, cur.id);
+    await audit(tx, undefined);
   });
 }
 
-export async function rotate(db: Db, uuid: string) {
+/** The signing secret, shown only once the reveal is in the audit log. */
+export async function revealSecret(db: Db, uuid: string, audit: AuditHook) {
+  return db.transaction(async (tx) => {
+    const answer = shapeSecret(await mustFind(tx, uuid));
+    await audit(tx, answer);
+    return answer;
+  });
+}
+
+export async function rotate(db: Db, uuid: string, audit: AuditHook) {
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
-    return shapeSecret(await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC));
+    const answer = shapeSecret(await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC));
+    await audit(tx, answer);
+    return answer;
   });
 }
 

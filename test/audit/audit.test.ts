@@ -164,8 +164,8 @@ await describeEachDb('audit log', (ctx) => {
     const worker = await startWorker(ctx.tdb.db, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '600' });
     try {
       const sub = (await api().withVersion('2025-04').post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'customerCreate' })).body;
-      // It has been failing for longer than BULB_WEBHOOK_DISABLE_AFTER_HOURS (120): the next failure disables it.
-      await ctx.tdb.db.query(`UPDATE webhook_subscriptions SET failing_since = now() - interval '200 hours', consecutive_failures = 40 WHERE uuid = $1`, [sub.uuid]);
+      // It has been failing for longer than BULB_WEBHOOK_DISABLE_AFTER_HOURS (120), the last time an hour ago: the next failure disables it.
+      await ctx.tdb.db.query(`UPDATE webhook_subscriptions SET failing_since = now() - interval '200 hours', last_failure_at = now() - interval '1 hour', consecutive_failures = 40 WHERE uuid = $1`, [sub.uuid]);
       assert.equal((await api().post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`)).status, 202);
       const row = await waitFor(async () => (await log('&actor=system&action=subscription.disabled')).find((x) => x.target.id === sub.uuid), 'the system audit row');
       assert.deepEqual(row.actor, { type: 'system', uuid: null, name: null });

@@ -10,6 +10,8 @@ export const PGBOUNCER = process.env.PGBOUNCER_PATH || '/usr/sbin/pgbouncer';
 
 export interface Bouncer {
   port: number;
+  /** The pgbouncer process (for its CPU time in benches). */
+  pid: number;
   /** The URL of `database` through the pooler. */
   url(database: string): string;
   /** PgBouncer's admin console (SHOW STATS …). */
@@ -90,6 +92,7 @@ export async function startPgBouncer(opts: { poolSize?: number } = {}): Promise<
   };
   return {
     port,
+    pid: child.pid!,
     url,
     adminUrl: url('pgbouncer'),
     async stop() {

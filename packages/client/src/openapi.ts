@@ -1129,7 +1129,7 @@ export interface components {
          * AttemptErrorCode
          * @enum {string}
          */
-        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS";
+        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS" | "SECRET_UNREADABLE";
         /**
          * AttemptPage
          * @description One page of a list
@@ -9864,6 +9864,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body over 1 MiB */
             413: {
                 headers: {
@@ -10044,6 +10064,26 @@ export interface operations {
                      *           "message": "customer \"ext-404\" not found",
                      *           "errorCode": "NotFound",
                      *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
                      *         }
                      *       ]
                      *     }

@@ -150,9 +150,13 @@ export async function listCustomers(db: Queryable, q: ListQueryT, afterId: strin
   // how many customers share an email, or changed since a time it has not seen: 0.5% and 1/3 of the table
   // assumed) walked the primary key in id order for a page of matches, reading the whole table for one.
   if (q.email !== undefined) add('c.id = ANY (ARRAY(SELECT e.id FROM customers e WHERE e.email_keys @> ARRAY[?]::text[]))', q.email.toLowerCase());
+  // q: the trigram index customers_search (migration 038) finds the rows whose name, externalId and emails hold the
+  // term; the three exact conditions then keep those where one of them does. Planned for the term's value (not
+  // prepared: see below), so a rare term reads the index and a common one walks the primary key for a page.
   if (q.q !== undefined) {
     const like = '%' + q.q.toLowerCase().replace(/[\\%_]/g, (ch) => '\\' + ch) + '%';
-    add(`(lower(coalesce(c.first_name, '') || ' ' || coalesce(c.last_name, '')) LIKE ? OR lower(c.external_id) LIKE ? OR array_to_string(c.email_keys, ' ') LIKE ?)`, like);
+    add(`customer_search_text(c.first_name, c.last_name, c.external_id, c.email_keys) LIKE ?
+      AND (lower(coalesce(c.first_name, '') || ' ' || coalesce(c.last_name, '')) LIKE ? OR lower(c.external_id) LIKE ? OR array_to_string(c.email_keys, ' ') LIKE ?)`, like);
   }
   if (q.updatedSince !== undefined) {
     const ids = q.externalId === undefined && q.email === undefined ? await changedIds(db, q.updatedSince, afterId) : null;
@@ -160,8 +164,10 @@ export async function listCustomers(db: Queryable, q: ListQueryT, afterId: strin
     else add('c.updated_at >= ?', q.updatedSince);
   }
   params.push((q.limit ?? 50) + 1);
-  // The text depends only on which filters are present (a handful of shapes), each prepared under its own name.
+  // The text depends only on which filters are present (a handful of shapes), each prepared under its own name;
+  // but a search: a generic plan cannot tell a rare term from a common one (it read the trigram index for every term,
+  // all of the table's rows for a term most customers hold, to sort them for one page).
   const sql = `${SELECT} ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY c.id LIMIT $${params.length}`;
-  const r = await db.query<CustomerRow>(sql, params, statementName('customer_list', sql));
+  const r = await db.query<CustomerRow>(sql, params, q.q === undefined ? statementName('customer_list', sql) : undefined);
   return r.rows;
 }

@@ -22,6 +22,7 @@ export async function claim(tx: Queryable, principal: string, key: string, hash:
   return r.rows[0];
 }
 
+/** Stores the answer as its JSON text (a json column, migration 037): replayed with its keys in the order answered. */
 export async function complete(tx: Queryable, principal: string, key: string, status: number, body: unknown): Promise<void> {
   await tx.query('UPDATE idempotency_keys SET status = $3, body = $4 WHERE principal = $1 AND key = $2', [principal, key, status, JSON.stringify(body)]);
 }

@@ -18,6 +18,7 @@ import { Customer, CustomerIdParams } from '../customers/schema.ts';
 import { shapeCustomer } from '../customers/wire.ts';
 import * as customers from '../customers/store.ts';
 import { idempotent, keyOf } from '../idempotency/service.ts';
+import { auditOf } from '../../audit/record.ts';
 import * as S from './schema.ts';
 import { checkRequest, DryRunRollback, mergeCustomers, type MergeInput, type MergeOutcome } from './service.ts';
 import * as store from './store.ts';
@@ -49,13 +50,18 @@ const shapeRecord = (m: store.MergeRow) => ({
 const shapeUndo = (o: UndoOutcome): S.UndoResultT => ({ ...o, primary: shapeCustomer(o.primary) });
 
 /**
- * Runs a merge or an undo under the request's Idempotency-Key (if any) in a retried transaction and answers
- * it (a replay says so); a dry run rolls back by throwing `DryRun`, whose outcome is the answer.
+ * Runs a merge or an undo under the request's Idempotency-Key (if any) in a retried transaction, with its audit
+ * row, and answers it (a replay says so); a dry run rolls back by throwing `DryRun`, whose outcome is the answer.
  */
 async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: FastifyReply, run: (tx: Queryable) => Promise<O>, shape: (o: O) => unknown, DryRun: new (outcome: O) => { outcome: O }) {
   const key = keyOf(req);
+  const audit = auditOf(req);
   try {
-    const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => ({ status: 200, body: shape(await run(tx)) })), 10);
+    const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => {
+      const body = shape(await run(tx));
+      await audit(tx, body);
+      return { status: 200, body };
+    }), 10);
     if (answer.replayed) reply.header('idempotent-replayed', 'true');
     reply.code(answer.status);
     return answer.body;

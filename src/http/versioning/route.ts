@@ -44,7 +44,7 @@ export interface RouteDef {
   description?: string;
   tag: string;
   schema: RouteSchema;
-  /** An administrative or destructive act: recorded in the audit log after success (src/audit/, SPEC §15). */
+  /** An administrative or destructive act: the handler records it in its transaction with auditOf(req) (src/audit/, SPEC §15). */
   audit?: AuditDecl;
   /** The body is not parsed: the handler reads req.raw (imports; content types listed in app.ts). */
   rawBody?: boolean;

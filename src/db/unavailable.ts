@@ -1,0 +1,29 @@
+// Errors that mean "the database cannot serve right now" (unreachable, restarting, a failover under way, a standby
+// not yet promoted), as opposed to a fault in the request or in Bulb: the API answers them 503 with Retry-After,
+// so a client retries instead of treating the write as failed for good (docs/operations.md, Failover).
+
+/** SQLSTATE classes and codes of an unavailable server. */
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01', // admin_shutdown (a fast or immediate stop, pg_terminate_backend)
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, recovering)
+  '25006', // read_only_sql_transaction: connected to a standby (not yet promoted)
+  '53300', // too_many_connections
+]);
+
+/** Socket-level failures of the connection to the database. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** node-postgres's own messages for a connection that broke or could not be had in time (no code is set). */
+const PG_MESSAGES = [/^Connection terminated/, /^timeout exceeded when trying to connect/, /^Client has encountered a connection error/, /^Connection ended/];
+
+export function databaseUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if ('severity' in err) return code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code); // a server's ErrorResponse
+    if (NETWORK_CODES.has(code) && 'syscall' in err) return true;
+  }
+  const message = (err as { message?: unknown }).message;
+  return typeof message === 'string' && PG_MESSAGES.some((re) => re.test(message));
+}

@@ -1,0 +1,50 @@
+// Redaction of credentials a receiver echoes back (SPEC §15: neither the logs API nor a database dump may reveal
+// one). A response body, or an error text, is stored only after every form of the subscription's credentials that a
+// receiver could plausibly send back is replaced: the bearer token, the Basic password and the decoded
+// "user:password", each as sent, JSON-escaped, URL-encoded, in base64 (standard or URL-safe, padded or not) and in
+// hex, all matched without regard to case (an echo upper- or lower-cased still reveals the secret).
+import { memoize } from '../memo.ts';
+import type { Claimed } from './queue-store.ts';
+import { REDACTED } from './request.ts';
+
+/** The secrets a request to this subscription carries in its Authorization header (none without credentials). */
+export function credentialsOf(c: Pick<Claimed, 'bearer_token' | 'basic_username' | 'basic_password'>): string[] {
+  const out: string[] = [];
+  if (c.bearer_token) out.push(c.bearer_token);
+  if (c.basic_password) out.push(c.basic_password, `${c.basic_username ?? ''}:${c.basic_password}`);
+  return out;
+}
+
+/** Every encoding of one secret that is redacted. */
+export function variantsOf(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const b64 = bytes.toString('base64');
+  const json = JSON.stringify(secret).slice(1, -1);
+  const forms = [
+    secret,
+    json,
+    json.replace(/\//g, '\\/'),
+    encodeURIComponent(secret),
+    encodeURI(secret),
+    b64,
+    b64.replace(/=+$/, ''),
+    bytes.toString('base64url'),
+    bytes.toString('hex'),
+  ];
+  return [...new Set(forms.filter((f) => f.length > 0))];
+}
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+
+/** One case-insensitive pattern for every variant of every secret (longest first), per set of secrets. */
+const patternOf = memoize((key: string): RegExp => {
+  const secrets = JSON.parse(key) as string[];
+  const all = [...new Set(secrets.flatMap(variantsOf))].sort((a, b) => b.length - a.length);
+  return new RegExp(all.map(escapeRe).join('|'), 'gi');
+}, 1000);
+
+/** `text` with every variant of `secrets` replaced by [redacted]; null stays null. */
+export function redactCredentials(text: string | null, secrets: string[]): string | null {
+  if (text === null || secrets.length === 0) return text;
+  return text.replace(patternOf(JSON.stringify(secrets)), REDACTED);
+}

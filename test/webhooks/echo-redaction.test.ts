@@ -1,0 +1,91 @@
+// Credentials a receiver echoes back, in any form, are never stored (issue 24 item 3, SPEC §15): a real receiver
+// echoes the Authorization it got as the decoded "user:password", the password alone, upper- and lower-cased,
+// URL-encoded, JSON-escaped, base64 (lower-cased too) and hex, and the bearer token likewise; the logs API shows
+// none of them, and neither does a database dump (pg_dump on PostgreSQL, every table read on PGlite).
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { it } from 'node:test';
+import type http from 'node:http';
+import { describeEachDb } from '../helpers/suite.ts';
+import { useWorkerAndReceiver } from '../helpers/worker.ts';
+import type { Db } from '../../src/db/db.ts';
+import { startReceiver, waitFor } from './receiver.ts';
+
+const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.1' };
+// Visible ASCII, with the characters that JSON, URLs and base64 each encode differently.
+const USER = 'echo-user';
+const PASSWORD = 'Pw/"Echo\\+Se=cr?&t-9Q';
+const TOKEN = 'Tok/En+ECHO=77"x\\yZ&q';
+
+/** What a careless receiver answers: the credential it was sent, in every form it might print. */
+function echoes(secret: string): Record<string, string> {
+  const b64 = Buffer.from(secret).toString('base64');
+  return {
+    asIs: secret, upper: secret.toUpperCase(), lower: secret.toLowerCase(), url: encodeURIComponent(secret), urlLower: encodeURIComponent(secret).toLowerCase(),
+    base64: b64, base64Lower: b64.toLowerCase(), base64Url: Buffer.from(secret).toString('base64url'), hex: Buffer.from(secret).toString('hex').toUpperCase(),
+  };
+}
+const echoing = (req: http.IncomingMessage, res: http.ServerResponse) => {
+  const auth = String(req.headers.authorization ?? '');
+  const [scheme, value] = auth.split(' ');
+  const body: Record<string, unknown> = { note: 'echo-ok', header: auth };
+  if (scheme === 'Basic') {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    body.decoded = echoes(decoded);
+    body.password = echoes(decoded.slice(decoded.indexOf(':') + 1));
+  } else body.token = echoes(value);
+  res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+};
+
+/** Every form, lower-cased, that must appear nowhere (searched in lower-cased text). */
+const forbidden = (secrets: string[]) => [...new Set(secrets.flatMap((s) => [...Object.values(echoes(s)), JSON.stringify(s).slice(1, -1)]).map((x) => x.toLowerCase()))];
+
+async function readEveryTable(db: Db): Promise<string> {
+  const tables = await db.query<{ s: string; t: string }>(
+    `SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')`,
+  );
+  let out = '';
+  for (const { s, t } of tables.rows) out += (await db.query<{ row: string }>(`SELECT x::text AS row FROM "${s}"."${t}" x`)).rows.map((x) => x.row).join('\n') + '\n';
+  return out;
+}
+
+await describeEachDb('echoed credentials are redacted in every form', (ctx) => {
+  useWorkerAndReceiver(ctx, ENV, () => {});
+
+  it('a receiver echoing a BASIC password or a bearer token in any case or encoding gets none of it stored', async () => {
+    const rx = await startReceiver(echoing);
+    try {
+      const api = ctx.srv.api;
+      const basic = await api.post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'webhookTest', authMethod: 'BASIC', basicUsername: USER, basicPassword: PASSWORD });
+      const bearer = await api.post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'webhookTest', authMethod: 'BEARER', bearerToken: TOKEN });
+      assert.equal(basic.status, 201, basic.text);
+      assert.equal(bearer.status, 201, bearer.text);
+      for (const s of [basic.body, bearer.body]) assert.equal((await api.post(`/integrations/webhooks/subscriptions/${s.uuid}/test`)).status, 202);
+      await waitFor(() => rx.received.length >= 2, 'both deliveries');
+      assert.deepEqual(rx.received.map((r) => r.headers.authorization).sort(), [`Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}`, `Bearer ${TOKEN}`].sort(), 'sent in clear on the wire');
+      const logs = await waitFor(async () => {
+        const d = (await api.get('/integrations/webhooks/logs?limit=250')).body.data as any[];
+        const mine = d.filter((a) => a.subscriptionUuid === basic.body.uuid || a.subscriptionUuid === bearer.body.uuid);
+        return mine.length >= 2 ? mine : null;
+      }, 'the attempts in the logs');
+      const secrets = [PASSWORD, `${USER}:${PASSWORD}`, TOKEN];
+      const bad = forbidden(secrets);
+      for (const a of logs) {
+        assert.match(a.responseBody, /echo-ok/, 'the rest of the body is kept');
+        assert.match(a.responseBody, /\[redacted\]/);
+        const text = JSON.stringify(a).toLowerCase();
+        for (const f of bad) assert.ok(!text.includes(f), `the logs API shows ${JSON.stringify(f)}: ${a.responseBody}`);
+      }
+      const dumps: [string, string][] = [['every table', await readEveryTable(ctx.tdb.db)]];
+      if (ctx.backend === 'pg') dumps.push(['pg_dump', (await promisify(execFile)('pg_dump', ['--no-owner', ctx.tdb.url!], { maxBuffer: 256 * 1024 * 1024 })).stdout]);
+      for (const [what, text] of dumps) {
+        assert.ok(text.includes('echo-ok'), `${what} holds the response bodies`);
+        const lower = text.toLowerCase();
+        for (const f of bad) assert.ok(!lower.includes(f), `${what} holds ${JSON.stringify(f)}`);
+      }
+    } finally {
+      await rx.close();
+    }
+  });
+}, ENV);
