@@ -60,6 +60,8 @@ await describeEachDb('merge: customers named by Tulip id, uuid or externalId', (
       ['a fraction', () => legacy(p.id, [1.5]), 400, ['InvalidParameterError']],
       ['zero and negative', () => legacy(p.id, [0, -3]), 400, ['InvalidParameterError', 'InvalidParameterError']],
       ['a number past bigint', () => legacy(p.id, ['99999999999999999999']), 400, ['InvalidParameterError']],
+      // JSON.parse would round it to another id: refused (send such an id as a numeric string).
+      ['a JSON number past 2^53', () => api().put(`/tulip_api/v2/crm/customers/${p.id}/merge`, '{"ids":[9007199254740993]}'), 400, ['InvalidParameterError']],
       ['an externalId on the id form', () => legacy(p.id, ['tidv-s']), 400, ['InvalidParameterError']],
       ['a non-numeric primary on the id form', () => legacy('tidv-p', [Number(s.id)]), 400, ['InvalidParameterError']],
     ];
