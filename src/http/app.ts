@@ -54,11 +54,21 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // A request that says Content-Type: application/json but sends no body (many HTTP clients set the header
   // on every call) is served when its route takes no body (DELETE, POST …/test, …/rotateSecret, …/retry);
   // on a route that takes a body, an empty JSON body is InvalidJson.
+  // Bytes that are not UTF-8 are an encoding error, 400 as Tulip documents it ("Encoding errors will generally
+  // return the 400 error code", https://docs.tulip.com/integrating/aerial/gettingstartedwithaerial), never text
+  // silently stored with U+FFFD in their place.
   const json = app.getDefaultJsonParser('error', 'error');
+  const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (body === '' && !req.routeOptions.schema?.body) return done(null, undefined);
-    return json(req, body as string, done);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    if ((body as Buffer).length === 0 && !req.routeOptions.schema?.body) return done(null, undefined);
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      return done(new ApiError('InvalidJson', 'Request body JSON couldn\'t be parsed: it is not valid UTF-8', 'send the body encoded as UTF-8 (Content-Type: application/json; charset=UTF-8)'), undefined);
+    }
+    return json(req, text, done);
   });
   // Import files (NDJSON, CSV) are streamed by their route (rawBody), never buffered; other routes refuse them. Any other
   // type, or none, reaches the catch-all: a rawBody route is handed the body unread, to refuse with the types it takes.
