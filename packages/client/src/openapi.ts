@@ -950,8 +950,8 @@ export interface paths {
         get: operations["importsList"];
         put?: never;
         /**
-         * Import customers from an NDJSON (application/x-ndjson) or CSV (text/csv) file sent as the body, up to 2 GiB; answers 202 once received
-         * @description Import customers from an NDJSON (application/x-ndjson) or CSV (text/csv) file sent as the body, up to 2 GiB; answers 202 once received
+         * Import customers from an NDJSON (application/x-ndjson), CSV (text/csv) or Tulip TGEN (text/csv, format=tgen) file sent as the body, up to 2 GiB; answers 202 once received
+         * @description Import customers from an NDJSON (application/x-ndjson), CSV (text/csv) or Tulip TGEN (text/csv, format=tgen) file sent as the body, up to 2 GiB; answers 202 once received
          */
         post: operations["importsCreate"];
         delete?: never;
@@ -12503,7 +12503,9 @@ export interface operations {
                             /** @enum {string} */
                             status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                             /** @enum {string} */
-                            format: "ndjson" | "csv";
+                            format: "ndjson" | "csv" | "tgen";
+                            /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
+                            tgenFile: string | null;
                             /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                             events: boolean;
                             /** @description data lines received (blank lines not counted) */
@@ -12640,8 +12642,10 @@ export interface operations {
     importsCreate: {
         parameters: {
             query?: {
-                /** @description default: from the Content-Type */
-                format?: "ndjson" | "csv";
+                /** @description default: from the Content-Type (tgen when a name is given); tgen: a Tulip TGEN CSV file, sent as text/csv */
+                format?: "ndjson" | "csv" | "tgen";
+                /** @description format tgen: the TGEN file's name (TGEN_customers_partialupdate_2025-08_x.csv), which gives its kind, import type and API version */
+                name?: string;
                 /** @description false: write no events (first loads) */
                 events?: boolean;
             };
@@ -12668,7 +12672,9 @@ export interface operations {
                         /** @enum {string} */
                         status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                         /** @enum {string} */
-                        format: "ndjson" | "csv";
+                        format: "ndjson" | "csv" | "tgen";
+                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
+                        tgenFile: string | null;
                         /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                         events: boolean;
                         /** @description data lines received (blank lines not counted) */
@@ -12863,7 +12869,9 @@ export interface operations {
                         /** @enum {string} */
                         status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                         /** @enum {string} */
-                        format: "ndjson" | "csv";
+                        format: "ndjson" | "csv" | "tgen";
+                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
+                        tgenFile: string | null;
                         /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                         events: boolean;
                         /** @description data lines received (blank lines not counted) */
@@ -13185,7 +13193,9 @@ export interface operations {
                         /** @enum {string} */
                         status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                         /** @enum {string} */
-                        format: "ndjson" | "csv";
+                        format: "ndjson" | "csv" | "tgen";
+                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
+                        tgenFile: string | null;
                         /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                         events: boolean;
                         /** @description data lines received (blank lines not counted) */
