@@ -7,6 +7,7 @@ import { purgeExpired } from './crm/idempotency/store.ts';
 import { purgeEvents } from './events/store.ts';
 import { cancelStranded } from './webhooks/store.ts';
 import { purgeTimeMarks } from './events/time-marks.ts';
+import { startLoop } from './loop.ts';
 
 export async function housekeep(db: Queryable, config: Config): Promise<{ attempts: number; events: number; idempotencyKeys: number }> {
   await cancelStranded(db); // first: an event kept only by such a delivery may then go
@@ -16,4 +17,9 @@ export async function housekeep(db: Queryable, config: Config): Promise<{ attemp
   await purgeTimeMarks(db, config.eventRetentionDays);
   const idempotencyKeys = await purgeExpired(db);
   return { attempts, events, idempotencyKeys };
+}
+
+/** The housekeeping job: a pass at start, then every `everyMs` (the scheduler's room for it, src/scheduler.ts). */
+export function startHousekeeping(db: Queryable, config: Config, everyMs: number, onError: (err: unknown) => void): () => Promise<void> {
+  return startLoop(() => housekeep(db, config), everyMs, onError, 0);
 }

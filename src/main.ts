@@ -6,14 +6,9 @@ import { migrate } from './db/migrate.ts';
 import { makeServices } from './services.ts';
 import { buildApp } from './http/app.ts';
 import { bootstrapAdminKey } from './auth/service.ts';
-import { Dispatcher } from './webhooks/dispatcher.ts';
-import { startTimeMarks } from './events/time-marks.ts';
+import { backgroundJobs, startJobs, type Stop } from './scheduler.ts';
 import { resolveSecretBox } from './secrets/keys.ts';
 import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
-import { startDuplicateRefresher } from './crm/duplicates/refresh.ts';
-import { ImportWorker } from './imports/worker.ts';
-import { ReplayWorker } from './webhooks/replay-worker.ts';
-import { startAutovacuum } from './db/autovacuum.ts';
 
 async function main() {
   const cmd = process.argv[2] ?? 'serve';
@@ -37,34 +32,16 @@ async function main() {
   }
 
   const services = makeServices(db, config);
-  const stops: (() => Promise<void>)[] = [];
-  // PGlite has no autovacuum daemon: Bulb vacuums and analyzes its tables itself (src/db/autovacuum.ts).
-  stops.push(startAutovacuum(db, 60_000, (err) => console.error('autovacuum failed', err)));
-  // The events API's since/until read a time → transaction-id map: every process marks the time once a minute.
-  stops.push(startTimeMarks(db, 60_000, (err) => console.error('time mark failed', err)));
   const { created } = await bootstrapAdminKey(db, config.adminKey);
+  const stops: Stop[] = [];
   let address = '';
   if (config.role !== 'worker') {
     const app = await buildApp(services);
     address = await app.listen({ port: config.port, host: config.host });
     stops.push(() => app.close());
   }
-  if (config.role !== 'api') {
-    // Webhook delivery: claims due deliveries, wakes on NOTIFY; stop() stops claiming and drains.
-    const dispatcher = new Dispatcher(db, config);
-    await dispatcher.start();
-    stops.push(() => dispatcher.stop());
-    // Possible duplicates: folds changed customers into the pairs table (SPEC §14).
-    stops.push(startDuplicateRefresher(db, config.defaultPhoneRegion, 1000, (err) => console.error('duplicate refresh failed', err)));
-    // Imports: applies uploaded files in committed chunks.
-    const imports = new ImportWorker(db, config, (m, e) => console.error(m, e));
-    await imports.start();
-    stops.push(() => imports.stop());
-    // Webhook replays: queues a replay's deliveries in committed chunks (one INSERT … SELECT each).
-    const replays = new ReplayWorker(db, { log: (m, e) => console.error(m, e) });
-    await replays.start();
-    stops.push(() => replays.stop());
-  }
+  // Background jobs (delivery, housekeeping, duplicates, imports, replays, …): one scheduler, src/scheduler.ts.
+  stops.push(...(await startJobs(backgroundJobs(db, config, (m, e) => console.error(m, e)), config.role)));
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);
   if (address) {

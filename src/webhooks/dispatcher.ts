@@ -11,7 +11,6 @@ import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Clai
 import { recordOutcomes } from './health.ts';
 import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
 import { credentialsOf, redactCredentials } from './redact.ts';
-import { housekeep } from '../housekeeping.ts';
 import { Abort, Sender, type SendResult } from './sender.ts';
 import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
@@ -80,7 +79,6 @@ export class Dispatcher {
   /** Date.now() at which the loop's current sleep ends (0 while it is awake). */
   private sleepsUntil = 0;
   private loop: Promise<void> | undefined;
-  private retention: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private stopping = false;
   private started = false;
@@ -102,10 +100,6 @@ export class Dispatcher {
     this.started = true;
     watchQueue(this.db);
     this.unlisten = await this.db.listen(WEBHOOK_CHANNEL, (p) => this.onNotify(p));
-    const purge = () => housekeep(this.db, this.config).catch((e) => this.log('housekeeping failed', e));
-    void purge();
-    this.retention = setInterval(purge, 3_600_000);
-    this.retention.unref();
     this.loop = this.run();
   }
 
@@ -448,7 +442,6 @@ export class Dispatcher {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    if (this.retention) clearInterval(this.retention);
     this.wake();
     await this.unlisten?.().catch(() => {});
     await this.loop;

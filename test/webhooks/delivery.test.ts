@@ -7,10 +7,11 @@ import { it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
-import { startWorker, useWorkerAndReceiver } from '../helpers/worker.ts';
+import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { emitEvents } from '../../src/events/emit.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { housekeep } from '../../src/housekeeping.ts';
+import { backgroundJobs } from '../../src/scheduler.ts';
 import { loadConfig } from '../../src/config.ts';
 import { mustFind } from '../../src/webhooks/service.ts';
 import * as store from '../../src/webhooks/store.ts';
@@ -382,7 +383,7 @@ await describeEachDb('webhook delivery', (ctx) => {
     assert.equal(missing.status, 404);
   });
 
-  it('housekeeping: a starting worker deletes attempts older than BULB_WEBHOOK_RETENTION_DAYS and expired Idempotency-Keys', async () => {
+  it('housekeeping: the job a starting worker runs (src/scheduler.ts) deletes attempts older than BULB_WEBHOOK_RETENTION_DAYS and expired Idempotency-Keys', async () => {
     const before = Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM webhook_attempts`)).rows[0].n);
     assert.ok(before >= 3);
     await ctx.tdb.db.query(`UPDATE webhook_attempts SET started_at = now() - interval '8 days' WHERE id IN (SELECT id FROM webhook_attempts ORDER BY id LIMIT 2)`);
@@ -391,13 +392,15 @@ await describeEachDb('webhook delivery', (ctx) => {
        VALUES ('p', 'old', 'h', 200, '{}', now() - interval '25 hours'), ('p', 'fresh', 'h', 200, '{}', now() - interval '23 hours')`,
     );
     const keys = async () => (await ctx.tdb.db.query<{ key: string }>(`SELECT key FROM idempotency_keys WHERE principal = 'p' ORDER BY key`)).rows.map((r) => r.key);
-    const w = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_RETENTION_DAYS: '7' });
+    const job = backgroundJobs(ctx.tdb.db, loadConfig({ ...ENV, BULB_WEBHOOK_RETENTION_DAYS: '7' }), () => {}).find((j) => j.name === 'housekeeping')!;
+    assert.equal(job.runs, 'worker');
+    const stop = await job.start();
     try {
       await waitFor(async () => Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM webhook_attempts`)).rows[0].n) === before - 2, 'two old attempts purged');
       await waitFor(async () => (await keys()).length === 1, 'the expired key purged');
       assert.deepEqual(await keys(), ['fresh']);
     } finally {
-      await w.stop();
+      await stop();
     }
   });
 
