@@ -15,7 +15,6 @@ import { housekeep } from '../housekeeping.ts';
 import { Abort, Sender, type SendResult } from './sender.ts';
 import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
-import { nextDelayMs } from './schedule.ts';
 
 /** A claim triggered only by finished attempts waits for this many of them… */
 const CLAIM_MIN = 8;
@@ -370,7 +369,6 @@ export class Dispatcher {
       lane.pause(Date.now() + res.retryAfterMs);
       this.giveBack.push(...lane.waiting.splice(0));
     }
-    const retryDelayMs = res.ok ? null : nextDelayMs(this.config.webhookRetrySchedule, row.schedule_pos);
     observeAttempt(res.ok, res.errorCode, res.durationMs / 1000);
     this.results.push({
       deliveryId: row.id,
@@ -384,7 +382,7 @@ export class Dispatcher {
       statusCode: res.statusCode,
       errorCode: res.errorCode,
       ok: res.ok,
-      retryDelayMs,
+      schedulePos: row.schedule_pos,
       retryAfterMs: res.retryAfterMs,
       requestHeaders: req.logHeaders,
       requestBody: req.body,

@@ -217,8 +217,8 @@ export interface AttemptResult {
   statusCode: number | null;
   errorCode: string | null;
   ok: boolean;
-  /** Delay before the next attempt after a failure; null: no more attempts (failed). */
-  retryDelayMs: number | null;
+  /** Where the delivery stood in its retry schedule when claimed: a failure waits the schedule's step at this index. */
+  schedulePos: number;
   /**
    * Retry-After of a 429/503 (ms, capped at 1 h): the delivery waits that long without moving along its
    * schedule, and the subscription's other deliveries wait too (paused_until).
@@ -244,6 +244,14 @@ export interface SubOutcome {
   lastError: string | null;
   /** The longest Retry-After in the batch (ms): the subscription's attempts wait that long (paused_until). */
   pauseMs: number | null;
+  /** When one of those failures was a 410 Gone (the first): the subscription is disabled at once. */
+  goneAt: string | null;
+}
+
+/** The service's retry schedule (seconds; for subscriptions without their own) and how long a second of it lasts (ms). */
+export interface RetryDefaults {
+  defaultSchedule: number[];
+  unitMs: number;
 }
 
 /** A delivery's state after a result: when pending, its next attempt's time and how far off it was (ms) at the write. */
@@ -262,19 +270,29 @@ export interface DeliveryState {
  *   folded from `outs` and their Retry-After pauses set (one UPDATE: a row updated twice in one statement keeps
  *   only one of the two);
  * - then (each step waits for the one before through a one-time filter) each delivery's new state, only if this
- *   claim still holds it and it was not cancelled meanwhile; a manual retry of a pending delivery (resume_at set)
+ *   claim still holds it and it was not cancelled meanwhile; a failure's next attempt waits the next step of the
+ *   subscription's retry schedule as it stands at this write (a PATCH applies to the next retry of pending deliveries),
+ *   jittered by its retryJitter, and past the schedule's end the delivery is failed; a manual retry of a pending delivery (resume_at set)
  *   that does not deliver goes back to the schedule it interrupted (the manual attempt consumed nothing), and its
  *   log row shows that next attempt; a delivered one forgets the saved schedule;
  * - the attempt rows.
  * Returns the new states. The one place attempt results reach the database.
  */
-export async function recordResults(db: Queryable, rs: AttemptResult[], outs: SubOutcome[], streakGapHours: number): Promise<DeliveryState[]> {
+export async function recordResults(
+  db: Queryable, rs: AttemptResult[], outs: SubOutcome[], streakGapHours: number, policy: RetryDefaults,
+): Promise<DeliveryState[]> {
   if (rs.length === 0) return [];
   const r = await db.query<DeliveryState>(
-    `WITH r AS (
-       SELECT * FROM json_to_recordset($2::json) AS r(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
+    `WITH j AS (
+       SELECT * FROM json_to_recordset($2::json) AS j(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
          attempt_number int, url text, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
-         delay_ms float8, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
+         schedule_pos int, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
+     ), r AS (
+       -- A failure's delay before the next attempt: the subscription's schedule as it stands now (or the service's, $5),
+       -- step schedule_pos, in units of $6 ms, jittered uniformly by ±retry_jitter %; null past its end (failed).
+       SELECT j.*, CASE WHEN NOT j.ok THEN (coalesce(s.retry_schedule::float8[], $5::float8[]))[j.schedule_pos + 1] * $6
+           * (1 + coalesce(s.retry_jitter, 0)::float8 / 100 * (2 * random() - 1)) END AS delay_ms
+       FROM j LEFT JOIN webhook_subscriptions s ON s.id = j.subscription_id
      ), x AS (
        SELECT * FROM json_to_recordset($3::json) AS x(sub bigint, last_ok timestamptz, fails int, first_fail timestamptz, last_fail timestamptz, pause_ms float8)
      ), locked AS (
@@ -321,11 +339,13 @@ export async function recordResults(db: Queryable, rs: AttemptResult[], outs: Su
       JSON.stringify(rs.map((x) => ({
         delivery_id: x.deliveryId, token: x.lockToken, subscription_id: x.subscriptionId, event_id: x.eventId, attempt_number: x.attemptNumber,
         url: x.url, started_at: x.startedAt, duration_ms: x.durationMs, status_code: x.statusCode, error_code: x.errorCode, ok: x.ok,
-        delay_ms: x.retryDelayMs, request_headers: x.requestHeaders, request_body: x.requestBody,
+        schedule_pos: x.schedulePos, request_headers: x.requestHeaders, request_body: x.requestBody,
         response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
       }))),
       JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, last_fail: o.lastFailureAt, pause_ms: o.pauseMs }))),
       streakGapHours,
+      policy.defaultSchedule,
+      policy.unitMs,
     ],
     'webhook_record',
   );
