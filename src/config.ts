@@ -14,6 +14,11 @@ export interface Config {
   serviceName: string;
   role: Role;
   webhookRetrySchedule: number[]; // seconds between attempts
+  /**
+   * BULB_WEBHOOK_RETRY_UNIT_MS, for tests only: how many ms a second of a retry schedule lasts (default 1000), so that
+   * a schedule spanning hours runs in seconds (docs/delivery-policies.md).
+   */
+  webhookRetryUnitMs: number;
   webhookTimeoutMs: number;
   webhookAllowPrivate: boolean;
   webhookRetentionDays: number;
@@ -110,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     serviceName,
     role,
     webhookRetrySchedule: parseRetrySchedule(env.BULB_WEBHOOK_RETRY_SCHEDULE || '5,20,125'),
+    webhookRetryUnitMs: int(env, 'BULB_WEBHOOK_RETRY_UNIT_MS', 1000, 1, 1000),
     webhookTimeoutMs: int(env, 'BULB_WEBHOOK_TIMEOUT_MS', 20000, 1, 600000),
     webhookAllowPrivate: bool(env, 'BULB_WEBHOOK_ALLOW_PRIVATE', false),
     webhookRetentionDays: int(env, 'BULB_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),

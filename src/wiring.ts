@@ -20,6 +20,7 @@ import { exportRoutes } from './crm/customers/export.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { withAudit } from './audit/record.ts';
 import { subscriptionEventTypes } from './http/versioning/changes/2026-11-subscription-event-types.ts';
+import { deliveryPolicies } from './http/versioning/changes/2026-11-delivery-policies.ts';
 
 /** Routes that declare `audit` record their act in the audit log, in the act's transaction (src/audit/record.ts). */
 export function allRoutes(s: Services): RouteDef[] {
@@ -28,4 +29,4 @@ export function allRoutes(s: Services): RouteDef[] {
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */
-export const allChanges: VersionChange[] = [bulkItemsArePatches, mergeUndoneAt, subscriptionEventTypes];
+export const allChanges: VersionChange[] = [bulkItemsArePatches, mergeUndoneAt, subscriptionEventTypes, deliveryPolicies];

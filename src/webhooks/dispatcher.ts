@@ -14,7 +14,6 @@ import { credentialsOf, redactCredentials } from './redact.ts';
 import { Abort, Sender, type SendResult } from './sender.ts';
 import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
-import { nextDelayMs } from './schedule.ts';
 
 /** A claim triggered only by finished attempts waits for this many of them… */
 const CLAIM_MIN = 8;
@@ -47,6 +46,8 @@ interface InFlight {
   row: Claimed;
   lane: Lane<InFlight>;
   token: string;
+  /** Date.now() before which it may not be sent: its rate-cap slot (0: none). Waiting for it is not part of the deadline. */
+  notBefore: number;
   abort: Abort;
   released: boolean;
   done: Promise<void>;
@@ -61,6 +62,8 @@ export class Dispatcher {
   private readonly drainMs: number;
   private readonly log: (msg: string, err?: unknown) => void;
   private lanes = new Map<string, Lane<InFlight>>();
+  /** Lanes whose next waiting delivery has a rate-cap slot later than now: the timer that starts it then. */
+  private slotTimers = new Map<Lane<InFlight>, NodeJS.Timeout>();
   /** Waiting deliveries of lanes paused by Retry-After: their claims are given back on the next turn. */
   private giveBack: InFlight[] = [];
   private inflight = new Map<string, InFlight>();
@@ -281,14 +284,16 @@ export class Dispatcher {
       total += n;
     }
     const token = crypto.randomUUID();
-    const rows = await claimLanes(this.db, asks, this.leaseMs, token);
+    const { claimed: rows, holds } = await claimLanes(this.db, asks, this.leaseMs, token);
+    // Slot and reclaim times are counted from the statement's clock: added to when its answer arrived (as due times are).
+    const answered = Date.now();
     const got = new Map<string, number>();
     for (const row of rows) {
       const id = String(row.subscription_id);
       got.set(id, (got.get(id) ?? 0) + 1);
       const l = this.laneOf(id, row.max_in_flight);
       l.setMax(row.max_in_flight);
-      this.hold(row, l, token);
+      this.hold(row, l, token, row.send_in_ms === null ? 0 : answered + row.send_in_ms);
     }
     for (const id of got.keys()) this.pump(this.lanes.get(id)!);
     // A lane that gave less than asked has nothing more claimable now: it waits for a notification or a due time.
@@ -296,6 +301,11 @@ export class Dispatcher {
     for (const a of asks) {
       const l = this.lanes.get(a.subscriptionId)!;
       if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, HELD_CEILINGS * l.max - a.held)) l.due = false;
+    }
+    // A rate-capped lane that took every slot it had may have more: claimed again once half its slots have passed.
+    for (const h of holds) {
+      const l = this.lanes.get(h.subscription_id);
+      if (l && (got.get(h.subscription_id) ?? 0) >= h.slots) this.dueBy(l, answered + Math.max(1, h.reclaim_in_ms));
     }
     return ready.length > asks.length || asks.some((a) => this.lanes.get(a.subscriptionId)!.due && this.lanes.get(a.subscriptionId)!.room(Date.now()) > 0);
   }
@@ -308,15 +318,28 @@ export class Dispatcher {
   }
 
   /** A claimed delivery joins its lane's waiting list (pump starts it as soon as the lane has a slot). */
-  private hold(row: Claimed, lane: Lane<InFlight>, token: string): void {
-    const f: InFlight = { row, lane, token, abort: new Abort(), released: false, done: Promise.resolve() };
+  private hold(row: Claimed, lane: Lane<InFlight>, token: string, notBefore: number): void {
+    const f: InFlight = { row, lane, token, notBefore, abort: new Abort(), released: false, done: Promise.resolve() };
     this.inflight.set(String(row.id), f);
     lane.waiting.push(f);
   }
 
-  /** Starts waiting deliveries while the lane has slots (not while paused, not while stopping). */
+  /**
+   * Starts waiting deliveries while the lane has slots (not while paused, not while stopping), each not before its
+   * rate-cap slot (they wait in claim order, which is slot order): the first one not yet due starts by a timer.
+   */
   private pump(lane: Lane<InFlight>): void {
     while (!this.stopping && lane.waiting.length > 0 && lane.startRoom(Date.now()) > 0) {
+      const wait = lane.waiting[0].notBefore - Date.now();
+      if (wait > 0) {
+        if (!this.slotTimers.has(lane)) {
+          this.slotTimers.set(lane, setTimeout(() => {
+            this.slotTimers.delete(lane);
+            this.pump(lane);
+          }, wait));
+        }
+        return;
+      }
       const f = lane.waiting.shift()!;
       lane.inflight++;
       f.done = this.attempt(f)
@@ -364,7 +387,6 @@ export class Dispatcher {
       lane.pause(Date.now() + res.retryAfterMs);
       this.giveBack.push(...lane.waiting.splice(0));
     }
-    const retryDelayMs = res.ok ? null : nextDelayMs(this.config.webhookRetrySchedule, row.schedule_pos);
     observeAttempt(res.ok, res.errorCode, res.durationMs / 1000);
     this.results.push({
       deliveryId: row.id,
@@ -378,7 +400,7 @@ export class Dispatcher {
       statusCode: res.statusCode,
       errorCode: res.errorCode,
       ok: res.ok,
-      retryDelayMs,
+      schedulePos: row.schedule_pos,
       retryAfterMs: res.retryAfterMs,
       requestHeaders: req.logHeaders,
       requestBody: req.body,
@@ -442,6 +464,8 @@ export class Dispatcher {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    for (const t of this.slotTimers.values()) clearTimeout(t);
+    this.slotTimers.clear();
     this.wake();
     await this.unlisten?.().catch(() => {});
     await this.loop;

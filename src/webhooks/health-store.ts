@@ -7,20 +7,24 @@ import { WEBHOOK_CHANNEL } from '../events/emit.ts';
 
 /**
  * Disables (isActive false, with a reason) every active subscription among `outs` that has had no successful
- * attempt for `hours` while its attempts kept failing. Returns the ids disabled now.
+ * attempt for `hours` while its attempts kept failing, or whose endpoint answered 410 Gone since its last success
+ * (at once: the receiver says to stop sending). Returns the ids disabled now.
  */
 export async function disableFailing(db: Queryable, outs: SubOutcome[], hours: number): Promise<string[]> {
-  const failing = outs.filter((o) => o.failures > 0 && o.lastOkAt === null);
+  const failing = outs.filter((o) => (o.failures > 0 && o.lastOkAt === null) || o.goneAt !== null);
   if (failing.length === 0) return [];
   const r = await db.query<{ id: string }>(
     `UPDATE webhook_subscriptions s SET is_active = false, updated_at = clock_timestamp(),
-       disabled_reason = format('no successful delivery attempt for %s hours while attempts kept failing (failing since %s; last error: %s)',
-         $3::int, to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), coalesce(x.last_error, 'unknown'))
-     FROM unnest($1::bigint[], $2::text[]) AS x(sub, last_error)
-     WHERE s.id = x.sub AND s.is_active AND s.deleted_at IS NULL AND s.consecutive_failures > 0
-       AND s.failing_since <= clock_timestamp() - $3 * interval '1 hour'
+       disabled_reason = CASE WHEN x.gone_at IS NOT NULL
+         THEN format('the endpoint answered 410 Gone at %s: Bulb stopped sending to it (re-activate it to resume)',
+           to_char(x.gone_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))
+         ELSE format('no successful delivery attempt for %s hours while attempts kept failing (failing since %s; last error: %s)',
+           $3::int, to_char(s.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), coalesce(x.last_error, 'unknown')) END
+     FROM unnest($1::bigint[], $2::text[], $4::timestamptz[]) AS x(sub, last_error, gone_at)
+     WHERE s.id = x.sub AND s.is_active AND s.deleted_at IS NULL
+       AND (x.gone_at IS NOT NULL OR (s.consecutive_failures > 0 AND s.failing_since <= clock_timestamp() - $3 * interval '1 hour'))
      RETURNING s.id`,
-    [failing.map((o) => o.subscriptionId), failing.map((o) => o.lastError), hours],
+    [failing.map((o) => o.subscriptionId), failing.map((o) => o.lastError), hours, failing.map((o) => o.goneAt)],
   );
   return r.rows.map((x) => x.id);
 }

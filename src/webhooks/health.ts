@@ -1,5 +1,6 @@
 // Endpoint health (SPEC §11): what follows from a batch of attempt results, in the transaction that records
-// them — health counters, automatic disabling after BULB_WEBHOOK_DISABLE_AFTER_HOURS of continuous failure,
+// them — health counters, automatic disabling after BULB_WEBHOOK_DISABLE_AFTER_HOURS of continuous failure or at
+// once on a 410 Gone,
 // a manual retry's kept schedule, and the operational events webhookDeliveryFailed / webhookSubscriptionDisabled.
 import type { Db } from '../db/db.ts';
 import type { Config } from '../config.ts';
@@ -8,6 +9,9 @@ import { recordResults, type AttemptResult, type DeliveryState, type SubOutcome 
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { disableFailing, emitOperational } from './health-store.ts';
 import { auditSubscriptionsDisabled } from '../audit/store.ts';
+
+/** 410 Gone: the receiver says to stop sending (Standard Webhooks); the subscription is disabled at once. */
+const GONE = 410;
 
 /** Folds a batch of results into one outcome per subscription (results taken in the order they started). */
 export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
@@ -29,6 +33,7 @@ export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
     });
     const after = list.slice(lastOk + 1);
     const last = after[after.length - 1];
+    const gone = after.find((r) => r.statusCode === GONE);
     out.push({
       subscriptionId,
       lastOkAt: lastOk >= 0 ? list[lastOk].startedAt : null,
@@ -37,6 +42,7 @@ export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
       lastFailureAt: last?.startedAt ?? null,
       lastError: last ? [last.errorCode, last.statusCode].filter((x) => x !== null).join(' ') || 'failure' : null,
       pauseMs,
+      goneAt: gone?.startedAt ?? null,
     });
   }
   return out.sort((a, b) => Number(a.subscriptionId) - Number(b.subscriptionId));
@@ -52,12 +58,15 @@ export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
 export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]): Promise<DeliveryState[]> {
   if (rs.length === 0) return [];
   const outs = outcomesBySubscription(rs);
-  const mayFollow = outs.some((o) => o.failures > 0 && o.lastOkAt === null) || rs.some((r) => !r.ok && r.retryDelayMs === null && r.retryAfterMs === null);
+  // Whether a failure is a delivery's last is decided by the statement (it reads the subscription's schedule as it
+  // stands then): any failure not deferred by Retry-After may be one.
+  const mayFollow = outs.some((o) => (o.failures > 0 && o.lastOkAt === null) || o.goneAt !== null) || rs.some((r) => !r.ok && r.retryAfterMs === null);
   // A failing streak ends at a silence as long as the disable window (docs/webhook-retries.md).
   const gap = config.webhookDisableAfterHours;
-  if (!mayFollow) return recordResults(db, rs, outs, gap);
+  const policy = { defaultSchedule: config.webhookRetrySchedule, unitMs: config.webhookRetryUnitMs };
+  if (!mayFollow) return recordResults(db, rs, outs, gap, policy);
   return db.transaction(async (tx) => {
-    const final = await recordResults(tx, rs, outs, gap);
+    const final = await recordResults(tx, rs, outs, gap, policy);
     const disabled = await disableFailing(tx, outs, config.webhookDisableAfterHours);
     await auditSubscriptionsDisabled(tx, disabled); // audit log (SPEC §15): actor system
     const failed = final.filter((s) => s.status === 'failed').map((s) => s.id);

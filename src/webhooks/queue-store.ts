@@ -32,6 +32,8 @@ export interface Claimed
    * attempt fails with SECRET_UNREADABLE), or null. One subscription's unreadable value never fails the claim.
    */
   secret_error: string | null;
+  /** A rate-capped subscription's send slot for this delivery, in ms from the claim's answer (null: no cap, send at once). */
+  send_in_ms: number | null;
 }
 
 /** What the dispatcher asks of one subscription's lane: at most `room` due deliveries. */
@@ -51,17 +53,61 @@ const CLAIMED_FIELDS = [
 ] as const;
 type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string];
 
-/** One claimed lane: the subscription's columns, its deliveries as JSON (CLAIMED_FIELDS per delivery). */
-type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error'> & { deliveries: string };
+/**
+ * One claimed lane: the subscription's columns, its deliveries as JSON (CLAIMED_FIELDS per delivery; null: a
+ * rate-capped lane that got none), and for a rate-capped one its rate, the slots it could take, when its first slot
+ * falls and when its next claim is worth making (ms from the statement's clock).
+ */
+type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error' | 'send_in_ms'> & {
+  deliveries: string | null;
+  max_per_second: number | null;
+  rate_slots: number | null;
+  send_in_ms: number | null;
+  reclaim_in_ms: number | null;
+};
 
-/** The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane. Exported for the bench's EXPLAIN. */
+/** What a claim says of a rate-capped lane: the rate held it back (it had slots for fewer than asked), and until when. */
+export interface RateHold {
+  subscription_id: string;
+  /** Slots the claim could give (≥ what it took). */
+  slots: number;
+  /** When its next claim is worth making (ms from the answer). */
+  reclaim_in_ms: number;
+}
+
+/**
+ * How far ahead a claim takes send slots of a rate-capped subscription (ms): at most this much of its rate at a time.
+ * Its next claim is worth making once half of it has passed (RATE_RECLAIM_MS before the last slot taken).
+ */
+export const RATE_HORIZON_MS = 1000;
+const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
+
+/**
+ * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane. Exported for the bench's EXPLAIN.
+ * A rate-capped subscription (max_per_second) is locked first, in id order (claims of one capped subscription take its
+ * slots one after another, whichever process runs them), before any delivery row (the InitPlan counting `capped` in
+ * `ws`), so a claim never waits for a subscription while holding deliveries. Its slots run from rate_tat (or now)
+ * at 1/max_per_second apart, at most RATE_HORIZON_MS ahead; the claim takes as many deliveries as slots (live and
+ * replayed together) and moves
+ * rate_tat past them, in the same statement.
+ */
 export const CLAIM_SQL = `WITH w AS (
        SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, held)
        WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL -- the lease only: see claimLanes
+     ), capped AS (
+       SELECT s.id, s.max_per_second::float8 AS rate, n.start,
+         floor(extract(epoch FROM (t.now + ${RATE_HORIZON_MS} * interval '1 millisecond' - n.start)) * s.max_per_second)::int AS slots
+       FROM webhook_subscriptions s
+       CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t
+       CROSS JOIN LATERAL (SELECT greatest(s.rate_tat, t.now) AS start) n
+       WHERE s.id = ANY($1::bigint[]) AND s.max_per_second IS NOT NULL
+       ORDER BY s.id FOR NO KEY UPDATE OF s
      ), ws AS (
-       SELECT w.sub, greatest(0, least(w.room, ${HELD_CEILINGS} * s.max_in_flight - w.held)) AS lim FROM w
+       SELECT w.sub, greatest(0, least(w.room, ${HELD_CEILINGS} * s.max_in_flight - w.held, cap.slots)) AS lim FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
          AND (s.paused_until IS NULL OR s.paused_until <= now())
+       LEFT JOIN capped cap ON cap.id = w.sub
+       WHERE (SELECT count(*) FROM capped) >= 0
      ), live AS MATERIALIZED (
        SELECT ws.sub, c.id FROM ws CROSS JOIN LATERAL (
          SELECT d.id FROM webhook_deliveries d
@@ -86,14 +132,23 @@ export const CLAIM_SQL = `WITH w AS (
        WHERE d.id = ANY(ARRAY(SELECT id FROM live UNION ALL SELECT id FROM replayed))
        RETURNING d.id, d.uuid, d.attempt_count, d.schedule_pos, d.event_id, d.subscription_id, d.next_attempt_at
      ), lanes AS (
-       SELECT u.subscription_id, json_agg(json_build_array(${CLAIMED_FIELDS.map(([, sql]) => sql).join(', ')})
+       SELECT u.subscription_id, count(*) AS taken, json_agg(json_build_array(${CLAIMED_FIELDS.map(([, sql]) => sql).join(', ')})
          ORDER BY u.next_attempt_at, u.id)::text AS deliveries
        FROM upd u JOIN events e ON e.id = u.event_id GROUP BY u.subscription_id
+     ), tat AS (
+       UPDATE webhook_subscriptions s SET rate_tat = cap.start + lanes.taken / cap.rate * interval '1 second'
+       FROM capped cap JOIN lanes ON lanes.subscription_id = cap.id WHERE s.id = cap.id
+       RETURNING s.id
      )
      SELECT s.id AS subscription_id, s.uuid AS subscription_uuid, s.url, s.auth_method, s.bearer_token, s.basic_username,
        s.basic_password, s.webhook_version, s.signing_secret, s.max_in_flight, ${RETIRED_SECRETS_SQL} AS previous_secrets,
-       lanes.deliveries
-     FROM lanes JOIN webhook_subscriptions s ON s.id = lanes.subscription_id`;
+       lanes.deliveries, cap.rate AS max_per_second, cap.slots AS rate_slots,
+       extract(epoch FROM (cap.start - clock_timestamp())) * 1000 AS send_in_ms,
+       extract(epoch FROM (cap.start + coalesce(lanes.taken, 0) / cap.rate * interval '1 second'
+         - ${RATE_RECLAIM_MS} * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms
+     FROM lanes FULL JOIN capped cap ON cap.id = lanes.subscription_id
+       JOIN webhook_subscriptions s ON s.id = coalesce(lanes.subscription_id, cap.id)
+     WHERE (SELECT count(*) FROM tat) >= 0`;
 
 /**
  * Claims due deliveries from the named subscriptions only, at most `room` from each (a worker never holds more
@@ -109,16 +164,27 @@ export const CLAIM_SQL = `WITH w AS (
  * The answer is one row per lane: the subscription's columns (and its retired secrets) once, its claimed deliveries
  * with their events as one JSON array of arrays (CLAIMED_FIELDS), oldest first, which JSON.parse reads natively
  * instead of the driver parsing every column of every row (measured over 20,000-delivery drains: the worker's CPU per delivery −6%).
+ * A rate-capped subscription's deliveries come with their send slots (send_in_ms); `holds` names the capped lanes that
+ * had slots for fewer than asked, and when their next claim is worth making (docs/delivery-policies.md).
  */
-export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<Claimed[]> {
-  if (asks.length === 0) return [];
+export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<{ claimed: Claimed[]; holds: RateHold[] }> {
+  if (asks.length === 0) return { claimed: [], holds: [] };
   const r = await db.query<ClaimedLane>(
     CLAIM_SQL,
     [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held)],
     'webhook_claim',
   );
-  const out: Claimed[] = [];
+  const claimed: Claimed[] = [];
+  const holds: RateHold[] = [];
   for (const l of r.rows) {
+    const rate = l.max_per_second === null ? null : Number(l.max_per_second);
+    const list = l.deliveries === null ? [] : (JSON.parse(l.deliveries) as ClaimedTuple[]);
+    if (rate !== null) {
+      const ask = asks.find((a) => a.subscriptionId === String(l.subscription_id));
+      const slots = Number(l.rate_slots);
+      if (ask && slots < ask.room) holds.push({ subscription_id: String(l.subscription_id), slots, reclaim_in_ms: Number(l.reclaim_in_ms) });
+    }
+    if (list.length === 0) continue;
     // Secrets are stored sealed (SPEC §15): open them for signing and sending (once per sealed value, not per row).
     const sec = openLane(l);
     const sub = {
@@ -127,18 +193,21 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
       webhook_version: l.webhook_version, signing_secret: sec.signing_secret, max_in_flight: l.max_in_flight,
       previous_secrets: sec.previous_secrets, secret_error: sec.error,
     };
-    for (const d of JSON.parse(l.deliveries) as ClaimedTuple[]) {
-      out.push({
+    const sendIn = l.send_in_ms === null ? null : Number(l.send_in_ms);
+    list.forEach((d, i) => {
+      claimed.push({
         id: d[0], uuid: d[1], attempt_count: d[2], schedule_pos: d[3], event_id: d[4], event_uuid: d[5],
         event_type: d[6], resource_type: d[7], resource_uuid: d[8], resource_external_id: d[9], source: d[10], event_created_at: d[11],
         subscription_id: sub.subscription_id, subscription_uuid: sub.subscription_uuid, url: sub.url, auth_method: sub.auth_method,
         bearer_token: sub.bearer_token, basic_username: sub.basic_username, basic_password: sub.basic_password,
         webhook_version: sub.webhook_version, signing_secret: sub.signing_secret, max_in_flight: sub.max_in_flight,
         previous_secrets: sub.previous_secrets, secret_error: sub.secret_error,
+        // The i-th slot of this claim: 1/rate after the one before (oldest delivery first, as the claim ordered them).
+        send_in_ms: sendIn === null || rate === null ? null : sendIn + (i * 1000) / rate,
       });
-    }
+    });
   }
-  return out;
+  return { claimed, holds };
 }
 
 /** Sealed secret → clear text, for the claims of this process (a few per subscription). */
@@ -237,8 +306,8 @@ export interface AttemptResult {
   statusCode: number | null;
   errorCode: string | null;
   ok: boolean;
-  /** Delay before the next attempt after a failure; null: no more attempts (failed). */
-  retryDelayMs: number | null;
+  /** Where the delivery stood in its retry schedule when claimed: a failure waits the schedule's step at this index. */
+  schedulePos: number;
   /**
    * Retry-After of a 429/503 (ms, capped at 1 h): the delivery waits that long without moving along its
    * schedule, and the subscription's other deliveries wait too (paused_until).
@@ -264,6 +333,14 @@ export interface SubOutcome {
   lastError: string | null;
   /** The longest Retry-After in the batch (ms): the subscription's attempts wait that long (paused_until). */
   pauseMs: number | null;
+  /** When one of those failures was a 410 Gone (the first): the subscription is disabled at once. */
+  goneAt: string | null;
+}
+
+/** The service's retry schedule (seconds; for subscriptions without their own) and how long a second of it lasts (ms). */
+export interface RetryDefaults {
+  defaultSchedule: number[];
+  unitMs: number;
 }
 
 /** A delivery's state after a result: when pending, its next attempt's time and how far off it was (ms) at the write. */
@@ -282,19 +359,29 @@ export interface DeliveryState {
  *   folded from `outs` and their Retry-After pauses set (one UPDATE: a row updated twice in one statement keeps
  *   only one of the two);
  * - then (each step waits for the one before through a one-time filter) each delivery's new state, only if this
- *   claim still holds it and it was not cancelled meanwhile; a manual retry of a pending delivery (resume_at set)
+ *   claim still holds it and it was not cancelled meanwhile; a failure's next attempt waits the next step of the
+ *   subscription's retry schedule as it stands at this write (a PATCH applies to the next retry of pending deliveries),
+ *   jittered by its retryJitter, and past the schedule's end the delivery is failed; a manual retry of a pending delivery (resume_at set)
  *   that does not deliver goes back to the schedule it interrupted (the manual attempt consumed nothing), and its
  *   log row shows that next attempt; a delivered one forgets the saved schedule;
  * - the attempt rows.
  * Returns the new states. The one place attempt results reach the database.
  */
-export async function recordResults(db: Queryable, rs: AttemptResult[], outs: SubOutcome[], streakGapHours: number): Promise<DeliveryState[]> {
+export async function recordResults(
+  db: Queryable, rs: AttemptResult[], outs: SubOutcome[], streakGapHours: number, policy: RetryDefaults,
+): Promise<DeliveryState[]> {
   if (rs.length === 0) return [];
   const r = await db.query<DeliveryState>(
-    `WITH r AS (
-       SELECT * FROM json_to_recordset($2::json) AS r(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
+    `WITH j AS (
+       SELECT * FROM json_to_recordset($2::json) AS j(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
          attempt_number int, url text, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
-         delay_ms float8, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
+         schedule_pos int, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
+     ), r AS (
+       -- A failure's delay before the next attempt: the subscription's schedule as it stands now (or the service's, $5),
+       -- step schedule_pos, in units of $6 ms, jittered uniformly by ±retry_jitter %; null past its end (failed).
+       SELECT j.*, CASE WHEN NOT j.ok THEN (coalesce(s.retry_schedule::float8[], $5::float8[]))[j.schedule_pos + 1] * $6
+           * (1 + coalesce(s.retry_jitter, 0)::float8 / 100 * (2 * random() - 1)) END AS delay_ms
+       FROM j LEFT JOIN webhook_subscriptions s ON s.id = j.subscription_id
      ), x AS (
        SELECT * FROM json_to_recordset($3::json) AS x(sub bigint, last_ok timestamptz, fails int, first_fail timestamptz, last_fail timestamptz, pause_ms float8)
      ), locked AS (
@@ -341,11 +428,13 @@ export async function recordResults(db: Queryable, rs: AttemptResult[], outs: Su
       JSON.stringify(rs.map((x) => ({
         delivery_id: x.deliveryId, token: x.lockToken, subscription_id: x.subscriptionId, event_id: x.eventId, attempt_number: x.attemptNumber,
         url: x.url, started_at: x.startedAt, duration_ms: x.durationMs, status_code: x.statusCode, error_code: x.errorCode, ok: x.ok,
-        delay_ms: x.retryDelayMs, request_headers: x.requestHeaders, request_body: x.requestBody,
+        schedule_pos: x.schedulePos, request_headers: x.requestHeaders, request_body: x.requestBody,
         response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
       }))),
       JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, last_fail: o.lastFailureAt, pause_ms: o.pauseMs }))),
       streakGapHours,
+      policy.defaultSchedule,
+      policy.unitMs,
     ],
     'webhook_record',
   );

@@ -30,6 +30,8 @@ const DESCRIPTION_OF: Record<string, string> = {
 export function webhookRoutes(s: Services): RouteDef[] {
   watchQueue(s.db);
   const allowPrivate = s.config.webhookAllowPrivate;
+  const retryDefault = s.config.webhookRetrySchedule;
+  const shape = (r: store.SubscriptionRow) => svc.shapeSubscription(r, retryDefault);
   const base = { tag: 'Webhooks', scope: 'admin' as const, since: '2022-08' };
   const uuidOf = (req: any) => (req.params as { uuid: string }).uuid;
   const target = (req: any) => ({ type: 'WebhookSubscription', id: uuidOf(req) });
@@ -47,7 +49,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       handler: async (req) => {
         const q = req.query as any;
         const rows = await store.listSubscriptions(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
-        return pageOf(rows, q.limit ?? 50, svc.shapeSubscription);
+        return pageOf(rows, q.limit ?? 50, shape);
       },
     },
     {
@@ -56,7 +58,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       summary: 'Create a subscription; the answer shows its signingSecret',
       schema: { body: S.SubscriptionCreate, response: { 201: S.SubscriptionWithSecret } },
       handler: async (req, reply) => {
-        const out = await svc.createSubscription(s.db, req.body as S.SubscriptionCreateT, allowPrivate, auditOf(req));
+        const out = await svc.createSubscription(s.db, req.body as S.SubscriptionCreateT, allowPrivate, auditOf(req), retryDefault);
         reply.code(201);
         return out;
       },
@@ -65,14 +67,14 @@ export function webhookRoutes(s: Services): RouteDef[] {
       ...base, id: 'webhooks.subscriptions.get', method: 'GET', path: `${SUBS}/:uuid`,
       summary: 'Get a subscription (credentials are never returned)',
       schema: { params: S.UuidParams, response: { 200: S.Subscription } },
-      handler: async (req) => svc.shapeSubscription(await svc.mustFind(s.db, uuidOf(req))),
+      handler: async (req) => shape(await svc.mustFind(s.db, uuidOf(req))),
     },
     {
       ...base, id: 'webhooks.subscriptions.patch', method: 'PATCH', path: `${SUBS}/:uuid`,
       audit: { action: 'subscription.changed', target: (req) => ({ ...target(req), details: changesOf(req.body), action: (req.body as any).isActive === false ? 'subscription.disabled' : undefined }) },
       summary: 'Change a subscription (activate/deactivate with isActive)',
       schema: { params: S.UuidParams, body: S.SubscriptionPatch, response: { 200: S.Subscription, 409: ErrorBody } },
-      handler: async (req) => svc.patchSubscription(s.db, uuidOf(req), req.body as S.SubscriptionPatchT, allowPrivate, auditOf(req)),
+      handler: async (req) => svc.patchSubscription(s.db, uuidOf(req), req.body as S.SubscriptionPatchT, allowPrivate, auditOf(req), retryDefault),
     },
     {
       ...base, id: 'webhooks.subscriptions.delete', method: 'DELETE', path: `${SUBS}/:uuid`,

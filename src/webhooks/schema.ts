@@ -17,6 +17,25 @@ export const EventTypeList = Type.Array(EventType, {
 });
 const Version = StringEnum([...VERSION_IDS], { description: 'sent as X-Webhook-Version' });
 
+/** 2026-11 delivery policies (docs/delivery-policies.md); bounds also in policy.ts (the 7-day total) and migrations 046–047. */
+const policyWritable = {
+  retrySchedule: Type.Union([
+    Type.Array(Type.Integer({ minimum: 1, maximum: 86400 }), {
+      minItems: 1, maxItems: 20, description: 'delays in seconds before each retry (1–20 of them, each 1 s–24 h, at most 7 days in all)',
+    }),
+    Type.Null(),
+  ], { description: "null: the service's schedule (BULB_WEBHOOK_RETRY_SCHEDULE)" }),
+  retryJitter: Type.Integer({ minimum: 0, maximum: 50, description: 'percent: each retry delay d is drawn from [d·(1−j/100), d·(1+j/100)] (default 0)' }),
+  maxPerSecond: Type.Union([Type.Integer({ minimum: 1, maximum: 10000 }), Type.Null()], {
+    description: 'most attempts per second to this endpoint across every worker (null: no cap)',
+  }),
+};
+const policyFields = {
+  retrySchedule: Type.Array(Type.Number(), { description: "the delays in seconds this subscription's retries follow (its own, or the service's)" }),
+  retryJitter: Type.Integer({ description: 'percent of each retry delay drawn at random either way' }),
+  maxPerSecond: Type.Union([Type.Integer(), Type.Null()], { description: 'attempts per second across every worker (null: no cap)' }),
+};
+
 const writable = {
   url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL, at most 2048 characters' }),
   eventTypes: EventTypeList,
@@ -30,6 +49,7 @@ const writable = {
   basicPassword: Type.Union([Secret('write-only'), Type.Null()]),
   webhookVersion: Version,
   maxInFlight: Type.Integer({ minimum: 1, maximum: 64, description: 'most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it' }),
+  ...policyWritable,
 };
 
 export const SubscriptionCreate = Type.Object(
@@ -43,6 +63,9 @@ export const SubscriptionCreate = Type.Object(
     basicPassword: Type.Optional(writable.basicPassword),
     webhookVersion: Type.Optional(writable.webhookVersion),
     maxInFlight: Type.Optional(writable.maxInFlight),
+    retrySchedule: Type.Optional(writable.retrySchedule),
+    retryJitter: Type.Optional(writable.retryJitter),
+    maxPerSecond: Type.Optional(writable.maxPerSecond),
   },
   { ...closed, title: 'SubscriptionCreate' },
 );
@@ -71,6 +94,7 @@ const subscriptionFields = {
   authMethod: AuthMethod,
   webhookVersion: Type.String(),
   maxInFlight: Type.Integer(),
+  ...policyFields,
   health: Health,
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
@@ -78,12 +102,15 @@ const subscriptionFields = {
 export const Subscription = Type.Object(subscriptionFields, { title: 'Subscription', description: 'A webhook subscription (credentials are write-only, never returned)' });
 export const SubscriptionWithSecret = Type.Object({ ...subscriptionFields, signingSecret: Type.String() }, { title: 'SubscriptionCreated' });
 
-/** Versions before 2026-11: one eventType (the first of the list), written as one. */
-const { eventTypes: _t, ...oldFields } = subscriptionFields;
+/**
+ * Versions before 2026-11: one eventType (the first of the list), written as one; no delivery policy fields
+ * (2026-11-subscription-event-types.ts, 2026-11-delivery-policies.ts).
+ */
+const { eventTypes: _t, retrySchedule: _rs, retryJitter: _rj, maxPerSecond: _mp, ...oldFields } = subscriptionFields;
 export const SubscriptionBefore202611 = Type.Object({ ...oldFields, eventType: Type.String() });
 export const SubscriptionWithSecretBefore202611 = Type.Object({ ...oldFields, eventType: Type.String(), signingSecret: Type.String() });
-const { eventTypes: _w, ...oldWritable } = writable;
-const { eventTypes: _c, url: _u, ...oldCreate } = SubscriptionCreate.properties;
+const { eventTypes: _w, retrySchedule: _ws, retryJitter: _wj, maxPerSecond: _wm, ...oldWritable } = writable;
+const { eventTypes: _c, url: _u, retrySchedule: _cs, retryJitter: _cj, maxPerSecond: _cm, ...oldCreate } = SubscriptionCreate.properties;
 export const SubscriptionCreateBefore202611 = Type.Object({ url: writable.url, eventType: EventType, ...oldCreate }, closed);
 export const SubscriptionPatchBefore202611 = Type.Partial(Type.Object({ ...oldWritable, eventType: EventType }, closed), { ...closed, minProperties: 1 });
 export const SecretAnswer = Type.Object({

@@ -8,6 +8,7 @@ import { iso, isoNN } from '../http/time.ts';
 import { checkHost } from './address.ts';
 import { newSigningSecret } from './signing.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
+import { checkPolicy } from './policy.ts';
 import * as store from './store.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
 
@@ -27,7 +28,8 @@ export function shapeHealth(r: store.SubscriptionRow) {
   };
 }
 
-export function shapeSubscription(r: store.SubscriptionRow) {
+/** A subscription as the API shows it; `retryDefault`: the service's schedule, shown where it has none of its own. */
+export function shapeSubscription(r: store.SubscriptionRow, retryDefault: number[]) {
   return {
     uuid: r.uuid,
     url: r.url,
@@ -36,6 +38,9 @@ export function shapeSubscription(r: store.SubscriptionRow) {
     authMethod: r.auth_method,
     webhookVersion: r.webhook_version,
     maxInFlight: r.max_in_flight,
+    retrySchedule: r.retry_schedule ?? retryDefault,
+    retryJitter: r.retry_jitter,
+    maxPerSecond: r.max_per_second,
     health: shapeHealth(r),
     createdAt: isoNN(r.created_at),
     updatedAt: isoNN(r.updated_at),
@@ -108,7 +113,8 @@ function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string 
   return w.bearerToken ? 'BEARER' : w.basicUsername || w.basicPassword ? 'BASIC' : undefined;
 }
 
-export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook) {
+export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook, retryDefault: number[]) {
+  checkPolicy(body);
   await validateUrl(body.url, allowPrivate);
   const w = credentialRules({
     url: body.url,
@@ -120,10 +126,13 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     basicPassword: body.basicPassword ?? null,
     webhookVersion: body.webhookVersion ?? '2022-08',
     maxInFlight: body.maxInFlight,
+    retrySchedule: body.retrySchedule,
+    retryJitter: body.retryJitter,
+    maxPerSecond: body.maxPerSecond,
   });
   return db.transaction(async (tx) => {
     const row = await store.insertSubscription(tx, w, newSigningSecret());
-    const answer = { ...shapeSubscription(row), signingSecret: row.signing_secret };
+    const answer = { ...shapeSubscription(row, retryDefault), signingSecret: row.signing_secret };
     await audit(tx, answer);
     return answer;
   });
@@ -135,7 +144,8 @@ export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'sha
   return row;
 }
 
-export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean, audit: AuditHook) {
+export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean, audit: AuditHook, retryDefault: number[]) {
+  checkPolicy(patch);
   if (patch.url !== undefined) await validateUrl(patch.url, allowPrivate);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
@@ -156,11 +166,14 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       basicPassword: patch.basicPassword !== undefined ? patch.basicPassword : cur.basic_password,
       webhookVersion: patch.webhookVersion ?? cur.webhook_version,
       maxInFlight: patch.maxInFlight,
+      retrySchedule: patch.retrySchedule,
+      retryJitter: patch.retryJitter,
+      maxPerSecond: patch.maxPerSecond,
     });
     const row = await store.updateSubscription(tx, cur.id, w);
     // Re-activated: its waiting deliveries are due now.
     if (row.is_active && !cur.is_active) await store.notifyWorkers(tx);
-    const answer = shapeSubscription(row);
+    const answer = shapeSubscription(row, retryDefault);
     await audit(tx, answer);
     return answer;
   });

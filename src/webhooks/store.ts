@@ -14,6 +14,10 @@ export interface SubscriptionRow {
   webhook_version: string;
   signing_secret: string;
   max_in_flight: number;
+  /** Delays in seconds (null: the service's schedule), jitter in percent, rate cap (null: none): policy.ts. */
+  retry_schedule: number[] | null;
+  retry_jitter: number;
+  max_per_second: number | null;
   /** Expiry of the newest rotated-out secret still signing (null: none). */
   retired_secret_expires_at: string | null;
   consecutive_failures: number;
@@ -54,7 +58,7 @@ function clear<R extends SubscriptionRow | undefined>(r: R): R {
 }
 
 const SUB_COLS = `id, uuid, url, event_types, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version,
-  signing_secret, max_in_flight, consecutive_failures, last_success_at, failing_since, disabled_reason, created_at, updated_at,
+  signing_secret, max_in_flight, retry_schedule, retry_jitter, max_per_second, consecutive_failures, last_success_at, failing_since, disabled_reason, created_at, updated_at,
   (SELECT max(r.expires_at) FROM webhook_retired_secrets r WHERE r.subscription_id = webhook_subscriptions.id AND r.expires_at > clock_timestamp())
     AS retired_secret_expires_at`;
 
@@ -69,13 +73,24 @@ export interface SubscriptionWrite {
   webhookVersion: string;
   /** Ceiling of concurrent attempts (1–64); omitted: 16 on insert, unchanged on update. */
   maxInFlight?: number;
+  /** Delivery policies (policy.ts); each omitted: its default on insert, unchanged on update. */
+  retrySchedule?: number[] | null;
+  retryJitter?: number;
+  maxPerSecond?: number | null;
 }
+
+/** The policy columns as an update's parameters: for a nullable one, whether it is written and its value. */
+const policyParams = (w: SubscriptionWrite) => [
+  w.retrySchedule !== undefined, w.retrySchedule ?? null, w.retryJitter ?? null, w.maxPerSecond !== undefined, w.maxPerSecond ?? null,
+];
 
 export async function insertSubscription(db: Queryable, w: SubscriptionWrite, secret: string): Promise<SubscriptionRow> {
   const r = await db.query<SubscriptionRow>(
-    `INSERT INTO webhook_subscriptions (url, event_types, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version, signing_secret, max_in_flight)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, 16)) RETURNING ${SUB_COLS}`,
-    [w.url, w.eventTypes, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, sealSecret(secret), w.maxInFlight ?? null],
+    `INSERT INTO webhook_subscriptions (url, event_types, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version, signing_secret, max_in_flight,
+       retry_schedule, retry_jitter, max_per_second)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, 16), $11::int[], coalesce($12::int, 0), $13::int) RETURNING ${SUB_COLS}`,
+    [w.url, w.eventTypes, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, sealSecret(secret), w.maxInFlight ?? null,
+      w.retrySchedule ?? null, w.retryJitter ?? null, w.maxPerSecond ?? null],
   );
   return clear(r.rows[0]);
 }
@@ -88,12 +103,15 @@ export async function updateSubscription(db: Queryable, id: string, w: Subscript
   const r = await db.query<SubscriptionRow>(
     `UPDATE webhook_subscriptions SET url = $2, event_types = $3, auth_method = $5, bearer_token = $6,
        basic_username = $7, basic_password = $8, webhook_version = $9, max_in_flight = coalesce($10, max_in_flight), updated_at = clock_timestamp(),
+       retry_schedule = CASE WHEN $11::boolean THEN $12::int[] ELSE retry_schedule END, retry_jitter = coalesce($13::int, retry_jitter),
+       max_per_second = CASE WHEN $14::boolean THEN $15::int ELSE max_per_second END,
        disabled_reason = CASE WHEN $4 THEN NULL ELSE disabled_reason END,
        consecutive_failures = CASE WHEN $4 AND NOT is_active THEN 0 ELSE consecutive_failures END,
        failing_since = CASE WHEN $4 AND NOT is_active THEN NULL ELSE failing_since END,
        is_active = $4
      WHERE id = $1 RETURNING ${SUB_COLS}`,
-    [id, w.url, w.eventTypes, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, w.maxInFlight ?? null],
+    [id, w.url, w.eventTypes, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, w.maxInFlight ?? null,
+      ...policyParams(w)],
   );
   return clear(r.rows[0]);
 }

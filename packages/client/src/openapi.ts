@@ -2024,6 +2024,12 @@ export interface components {
             authMethod: components["schemas"]["AuthMethod"];
             webhookVersion: string;
             maxInFlight: number;
+            /** @description the delays in seconds this subscription's retries follow (its own, or the service's) */
+            retrySchedule: number[];
+            /** @description percent of each retry delay drawn at random either way */
+            retryJitter: number;
+            /** @description attempts per second across every worker (null: no cap) */
+            maxPerSecond: number | null;
             health: components["schemas"]["SubscriptionHealth"];
             /** Format: date-time */
             createdAt: string;
@@ -2048,6 +2054,12 @@ export interface components {
             webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2025-08" | "2025-12" | "2026-11";
             /** @description most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it */
             maxInFlight?: number;
+            /** @description null: the service's schedule (BULB_WEBHOOK_RETRY_SCHEDULE) */
+            retrySchedule?: number[] | null;
+            /** @description percent: each retry delay d is drawn from [d·(1−j/100), d·(1+j/100)] (default 0) */
+            retryJitter?: number;
+            /** @description most attempts per second to this endpoint across every worker (null: no cap) */
+            maxPerSecond?: number | null;
         };
         /** SubscriptionCreated */
         SubscriptionCreated: {
@@ -2059,6 +2071,12 @@ export interface components {
             authMethod: components["schemas"]["AuthMethod"];
             webhookVersion: string;
             maxInFlight: number;
+            /** @description the delays in seconds this subscription's retries follow (its own, or the service's) */
+            retrySchedule: number[];
+            /** @description percent of each retry delay drawn at random either way */
+            retryJitter: number;
+            /** @description attempts per second across every worker (null: no cap) */
+            maxPerSecond: number | null;
             health: components["schemas"]["SubscriptionHealth"];
             /** Format: date-time */
             createdAt: string;
@@ -2108,6 +2126,12 @@ export interface components {
             webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2025-08" | "2025-12" | "2026-11";
             /** @description most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it */
             maxInFlight?: number;
+            /** @description null: the service's schedule (BULB_WEBHOOK_RETRY_SCHEDULE) */
+            retrySchedule?: number[] | null;
+            /** @description percent: each retry delay d is drawn from [d·(1−j/100), d·(1+j/100)] (default 0) */
+            retryJitter?: number;
+            /** @description most attempts per second to this endpoint across every worker (null: no cap) */
+            maxPerSecond?: number | null;
         };
         /** TestResult */
         TestResult: {

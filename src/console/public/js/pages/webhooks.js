@@ -1,7 +1,8 @@
 // Integrations → Webhooks (API 2026-11): subscriptions with their event types, endpoint health (and why one
 // was disabled) and a 24 h chart of attempts and success rate, per subscription and overall, from ONE stats
-// request; create, edit, activate / re-activate or deactivate, delete (confirmed), reveal and rotate the
-// signing secret, send a test event, replay a window of events (webhook-replay.js).
+// request; create, edit (with its delivery policy: retry schedule, jitter, rate cap), activate / re-activate or
+// deactivate, delete (confirmed), reveal and rotate the signing secret, send a test event, replay a window of
+// events (webhook-replay.js).
 import { del, get, getPages, patch, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid, zoneOf } from '../dom.js';
 import { fitChart, hourlyChart, summary } from '../chart.js';
@@ -68,6 +69,15 @@ async function subscriptionDialog(existing, onSaved, signal) {
   authMethod.addEventListener('change', showCreds);
   showCreds();
 
+  // Delivery policy (docs/delivery-policies.md): the retry schedule in seconds (blank: the service's), jitter, rate cap.
+  const schedule = h('input', { type: 'text', name: 'retrySchedule', value: existing?.retrySchedule?.join(', ') ?? '', placeholder: '5, 20, 125', spellcheck: 'false', autocomplete: 'off', inputmode: 'numeric' });
+  const jitter = h('input', { type: 'number', name: 'retryJitter', min: '0', max: '50', step: '1', value: String(existing?.retryJitter ?? 0) });
+  const rate = h('input', { type: 'number', name: 'maxPerSecond', min: '1', max: '10000', step: '1', value: existing?.maxPerSecond == null ? '' : String(existing.maxPerSecond), placeholder: 'no cap' });
+  const policyBox = h('fieldset', { class: 'delivery-policy' }, h('legend', null, 'Delivery policy'),
+    field('Retry schedule (seconds)', schedule, "Delays before each retry, comma-separated: 1–20 of them, each 1 s to 24 h, at most 7 days in all. Blank: the service's schedule."),
+    field('Retry jitter (%)', jitter, 'Each delay is drawn at random within ± this percent (0–50).'),
+    field('Rate cap (requests per second)', rate, 'Most attempts per second to this endpoint, across every worker (1–10,000). Blank: no cap.'));
+
   const msg = h('div');
   const save = h('button', { type: 'submit', class: 'btn btn-primary' }, existing ? 'Save changes' : 'Create subscription');
   const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
@@ -77,6 +87,7 @@ async function subscriptionDialog(existing, onSaved, signal) {
     field('Authentication', authMethod),
     bearerBox, basicBox,
     field('Webhook version', version, 'Sent as the X-Webhook-Version header.'),
+    policyBox,
     h('div', { class: 'check' }, active, h('label', { for: active.id }, 'Active (deliver events)')),
     msg,
     h('div', { class: 'dialog-actions' }, cancel, save));
@@ -96,6 +107,12 @@ async function subscriptionDialog(existing, onSaved, signal) {
     const methodChanged = !existing || existing.authMethod !== method;
     if (method === 'BEARER' && methodChanged && !token.value) problems.push('Enter the bearer token.');
     if (method === 'BASIC' && methodChanged && (!user.value || !pass.value)) problems.push('Enter the username and password.');
+    const steps = schedule.value.split(',').map((x) => x.trim()).filter((x) => x !== '');
+    // Left as shown: not sent (the service's own schedule may have fractions, which a subscription's may not).
+    const scheduleKept = existing && steps.join() === existing.retrySchedule.map(String).join();
+    if (!scheduleKept && steps.some((x) => !/^\d+$/.test(x))) problems.push('Write the retry schedule as whole seconds separated by commas, e.g. 5, 20, 125.');
+    if (!/^\d+$/.test(jitter.value.trim())) problems.push('Enter the retry jitter as a whole percent from 0 to 50.');
+    if (rate.value.trim() !== '' && !/^\d+$/.test(rate.value.trim())) problems.push('Enter the rate cap as a whole number of requests per second, or leave it blank.');
     if (problems.length) {
       msg.append(errorBox({ errors: problems.map((message) => ({ message, errorCode: '', moreInfo: '' })) }, 'Check the form'));
       return;
@@ -103,9 +120,19 @@ async function subscriptionDialog(existing, onSaved, signal) {
     const body = { url: url.value.trim(), eventTypes, authMethod: method, webhookVersion: version.value, isActive: active.checked };
     if (method === 'BEARER' && token.value) body.bearerToken = token.value;
     if (method === 'BASIC' && (user.value || pass.value)) Object.assign(body, { basicUsername: user.value, basicPassword: pass.value });
+    // The server checks the bounds (400 naming the field, shown below).
+    body.retrySchedule = steps.length ? steps.map(Number) : null;
+    body.retryJitter = Number(jitter.value.trim());
+    body.maxPerSecond = rate.value.trim() === '' ? null : Number(rate.value.trim());
     if (existing) {
       // PATCH only what changed (credentials are write-only: sent when typed).
-      for (const k of ['url', 'authMethod', 'webhookVersion', 'isActive']) if (body[k] === existing[k]) delete body[k];
+      for (const k of ['url', 'authMethod', 'webhookVersion', 'isActive', 'retryJitter', 'maxPerSecond']) if (body[k] === existing[k]) delete body[k];
+      if (scheduleKept) delete body.retrySchedule;
+    } else {
+      if (body.retrySchedule === null) delete body.retrySchedule;
+      if (body.maxPerSecond === null) delete body.maxPerSecond;
+    }
+    if (existing) {
       if (eventTypes.join() === existing.eventTypes.join()) delete body.eventTypes;
       if (Object.keys(body).length === 0) return close();
     }
