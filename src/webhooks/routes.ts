@@ -5,7 +5,7 @@ import type { Services } from '../services.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
 import { decodeCursor, Page, pageOf } from '../http/pagination.ts';
 import { sourceOf } from '../http/context.ts';
-import { EVENT_TYPES } from '../events/emit.ts';
+import { CATALOG } from '../events/catalog.ts';
 import * as S from './schema.ts';
 import * as store from './store.ts';
 import * as svc from './service.ts';
@@ -17,15 +17,6 @@ import { invalid } from '../http/errors.ts';
 const BASE = '/integrations/webhooks';
 const SUBS = `${BASE}/subscriptions`;
 
-const RESOURCE_OF: Record<string, string> = {
-  customerCreate: 'Customer', customerUpdate: 'Customer', customerMerge: 'Customer', customerUnmerge: 'Customer',
-  customerNoteCreate: 'CustomerNote', customerNoteUpdate: 'CustomerNote', webhookTest: 'WebhookSubscription',
-  webhookDeliveryFailed: 'WebhookDelivery', webhookSubscriptionDisabled: 'WebhookSubscription',
-};
-const DESCRIPTION_OF: Record<string, string> = {
-  webhookDeliveryFailed: 'a delivery to another subscription exhausted its retry schedule',
-  webhookSubscriptionDisabled: 'another subscription was disabled automatically after failing for too long',
-};
 
 export function webhookRoutes(s: Services): RouteDef[] {
   watchQueue(s.db);
@@ -38,9 +29,9 @@ export function webhookRoutes(s: Services): RouteDef[] {
   return [
     {
       ...base, id: 'webhooks.eventTypes', method: 'GET', path: `${BASE}/eventTypes`,
-      summary: 'List the event types a subscription can listen for',
-      schema: { response: { 200: S.EventTypes } },
-      handler: async () => ({ data: EVENT_TYPES.map((t) => ({ eventType: t, resourceType: RESOURCE_OF[t], description: DESCRIPTION_OF[t] ?? `${t} event` })) }),
+      summary: 'List the event types a subscription can listen for (2026-11: the event catalog, with the schema of each body)',
+      schema: { response: { 200: S.EventCatalog } },
+      handler: async () => ({ data: CATALOG.map(({ name, resourceType, description, schema, example }) => ({ name, resourceType, description, schema, example })) }),
     },
     {
       ...base, id: 'webhooks.subscriptions.list', method: 'GET', path: SUBS,

@@ -128,7 +128,18 @@ export const SubscriptionListQuery = Type.Object(
 );
 
 export const TestAnswer = Type.Object({ eventUuid: Type.String(), deliveryUuid: Type.String() }, { title: 'TestResult' });
+/** Versions before 2026-11: the names, with resource type and description. */
 export const EventTypes = Type.Object({ data: Type.Array(Type.Object({ eventType: Type.String(), resourceType: Type.String(), description: Type.String() }, { title: 'EventTypeInfo' })) }, { title: 'EventTypeList' });
+/** 2026-11: the event catalog (src/events/catalog.ts). */
+export const EventCatalog = Type.Object({
+  data: Type.Array(Type.Object({
+    name: Type.String({ description: 'the event type, as subscriptions name it' }),
+    resourceType: Type.String({ description: 'the resourceType of its bodies' }),
+    description: Type.String(),
+    schema: Type.Object({}, { additionalProperties: true, description: 'JSON Schema (2020-12) of the body delivered for this type' }),
+    example: Type.Object({}, { additionalProperties: true, description: 'an example body' }),
+  }, { title: 'EventCatalogEntry' })),
+}, { title: 'EventCatalog' });
 
 export const DeliveryStatus = StringEnum(['pending', 'delivered', 'failed', 'cancelled'], { title: 'DeliveryStatus' });
 export const Delivery = Type.Object({

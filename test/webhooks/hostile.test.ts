@@ -131,8 +131,10 @@ await describeEachDb('a hanging endpoint does not delay a healthy one', (ctx) =>
     const mk = (eventType: string, url: string) => ctx.srv.api.post('/integrations/webhooks/subscriptions', { url, eventType });
     const slowSub = (await mk('customerUpdate', slow.url)).body.uuid;
     await mk('customerCreate', fast.url);
-    const upd = (): NewEvent => ({ ...note(), eventType: 'customerUpdate', resourceType: 'Customer' });
-    const create = (): NewEvent => ({ ...note(), eventType: 'customerCreate', resourceType: 'Customer' });
+    // A customer always has an externalId (the event catalog's Customer bodies say so; the receiver checks it).
+    const customer = () => ({ uuid: crypto.randomUUID(), externalId: `hostile-${crypto.randomUUID()}` });
+    const upd = (): NewEvent => ({ ...note(), eventType: 'customerUpdate', resourceType: 'Customer', resource: customer() });
+    const create = (): NewEvent => ({ ...note(), eventType: 'customerCreate', resourceType: 'Customer', resource: customer() });
     await ctx.tdb.db.transaction((tx) => emitEvents(tx, Array.from({ length: 100 }, upd)));
     await ctx.tdb.db.transaction((tx) => emitEvents(tx, Array.from({ length: 40 }, create)));
     await waitFor(() => fast.received.length === 40, 'all 40 healthy deliveries', 14_000);

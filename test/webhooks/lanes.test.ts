@@ -55,7 +55,8 @@ describe('lane rules', () => {
   });
 });
 
-const ev = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: null }, source: 'TULIP_API' });
+// A customer always has an externalId (the event catalog's Customer bodies say so; the receiver checks it).
+const ev = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: `c-${crypto.randomUUID()}` }, source: 'TULIP_API' });
 
 /** A receiver that counts requests being answered at once, and notes that count at each arrival. */
 async function gauge() {

@@ -14,7 +14,8 @@ import { spawnBulb, type Child } from './child.ts';
 const hasPg = await postgresAvailable();
 if (!hasPg) console.log('# SKIP multi-process webhook tests: they need PostgreSQL');
 
-const ev = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: null }, source: 'TULIP_API' });
+// A customer always has an externalId (the event catalog's Customer bodies say so; the receiver checks it).
+const ev = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: `c-${crypto.randomUUID()}` }, source: 'TULIP_API' });
 
 async function subscribe(tdb: TestDb, url: string) {
   return insertSubscription(tdb.db, {

@@ -592,8 +592,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List the event types a subscription can listen for
-         * @description The event types a subscription can listen for.
+         * List the event types a subscription can listen for (2026-11: the event catalog, with the schema of each body)
+         * @description The event types a subscription can listen for. From 2026-11 each comes with the JSON Schema of the body delivered for it and an example (the event catalog; the document's `webhooks` section shows the same); earlier versions answer `eventType`, `resourceType` and `description` per type.
          */
         get: operations["webhooksEventTypes"];
         put?: never;
@@ -1061,7 +1061,188 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    customerCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * customerCreate (Customer)
+         * @description A customer was created (POST, PUT of an unknown externalId, bulk upsert, import). Sent as a signed POST to every subscription listening for customerCreate (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         */
+        post: operations["customerCreateEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    customerUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * customerUpdate (Customer)
+         * @description A customer changed (PATCH, PUT, bulk upsert, import, or its data moved by a merge or an undo). Sent as a signed POST to every subscription listening for customerUpdate (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         */
+        post: operations["customerUpdateEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    customerMerge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * customerMerge (Customer)
+         * @description Secondary customers were merged into this primary customer; each secondary gets a customerUpdate. Sent as a signed POST to every subscription listening for customerMerge (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         */
+        post: operations["customerMergeEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    customerUnmerge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * customerUnmerge (Customer)
+         * @description A merge into this primary customer was undone (POST /crm/merges/{uuid}/undo); each restored customer gets a customerUpdate. Sent as a signed POST to every subscription listening for customerUnmerge (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         */
+        post: operations["customerUnmergeEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    customerNoteCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * customerNoteCreate (CustomerNote)
+         * @description A note was added to a customer. Sent as a signed POST to every subscription listening for customerNoteCreate (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         */
+        post: operations["customerNoteCreateEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    customerNoteUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * customerNoteUpdate (CustomerNote)
+         * @description A customer note was replaced (PUT) and something changed. Sent as a signed POST to every subscription listening for customerNoteUpdate (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         */
+        post: operations["customerNoteUpdateEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    webhookTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhookTest (WebhookSubscription)
+         * @description A test event sent on request (POST …/subscriptions/{uuid}/test), only to that subscription. Sent as a signed POST to every subscription listening for webhookTest (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         */
+        post: operations["webhookTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    webhookDeliveryFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhookDeliveryFailed (WebhookDelivery)
+         * @description A delivery to another subscription exhausted its retry schedule and is failed (never sent to the subscription it is about; a failed delivery of this type emits nothing). Sent as a signed POST to every subscription listening for webhookDeliveryFailed (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         */
+        post: operations["webhookDeliveryFailedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    webhookSubscriptionDisabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhookSubscriptionDisabled (WebhookSubscription)
+         * @description Another subscription was disabled automatically after failing for too long (never sent to the subscription it is about). Sent as a signed POST to every subscription listening for webhookSubscriptionDisabled (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         */
+        post: operations["webhookSubscriptionDisabledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** Address */
@@ -1494,6 +1675,78 @@ export interface components {
             /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
             disabled?: boolean;
         };
+        /**
+         * CustomerCreateEvent
+         * @description The body of a customerCreate delivery. A customer was created (POST, PUT of an unknown externalId, bulk upsert, import).
+         */
+        CustomerCreateEvent: {
+            /**
+             * Format: uuid
+             * @description the event (the same for every subscription and every attempt: dedupe on it); also the webhook-id header
+             */
+            uuid: string;
+            /**
+             * Format: uuid
+             * @description the subscription this delivery is for
+             */
+            subscription: string;
+            /**
+             * Format: date-time
+             * @description when the event occurred (RFC 3339, UTC with Z)
+             */
+            createdAt: string;
+            /** @constant */
+            eventType: "customerCreate";
+            /** @constant */
+            resourceType: "Customer";
+            resource: {
+                /**
+                 * Format: uuid
+                 * @description the new customer
+                 */
+                uuid: string;
+                /** @description the resource's externalId */
+                externalId: string;
+            };
+            /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
+            source: string;
+        };
+        /**
+         * CustomerMergeEvent
+         * @description The body of a customerMerge delivery. Secondary customers were merged into this primary customer; each secondary gets a customerUpdate.
+         */
+        CustomerMergeEvent: {
+            /**
+             * Format: uuid
+             * @description the event (the same for every subscription and every attempt: dedupe on it); also the webhook-id header
+             */
+            uuid: string;
+            /**
+             * Format: uuid
+             * @description the subscription this delivery is for
+             */
+            subscription: string;
+            /**
+             * Format: date-time
+             * @description when the event occurred (RFC 3339, UTC with Z)
+             */
+            createdAt: string;
+            /** @constant */
+            eventType: "customerMerge";
+            /** @constant */
+            resourceType: "Customer";
+            resource: {
+                /**
+                 * Format: uuid
+                 * @description the primary (surviving) customer
+                 */
+                uuid: string;
+                /** @description the resource's externalId */
+                externalId: string;
+            };
+            /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
+            source: string;
+        };
         /** CustomerNoteCreate */
         CustomerNoteCreate: {
             /** @description the customer of the note: uuid or externalId */
@@ -1513,6 +1766,78 @@ export interface components {
             /** @default false */
             isDeleted: boolean;
             wishListId?: number | null;
+        };
+        /**
+         * CustomerNoteCreateEvent
+         * @description The body of a customerNoteCreate delivery. A note was added to a customer.
+         */
+        CustomerNoteCreateEvent: {
+            /**
+             * Format: uuid
+             * @description the event (the same for every subscription and every attempt: dedupe on it); also the webhook-id header
+             */
+            uuid: string;
+            /**
+             * Format: uuid
+             * @description the subscription this delivery is for
+             */
+            subscription: string;
+            /**
+             * Format: date-time
+             * @description when the event occurred (RFC 3339, UTC with Z)
+             */
+            createdAt: string;
+            /** @constant */
+            eventType: "customerNoteCreate";
+            /** @constant */
+            resourceType: "CustomerNote";
+            resource: {
+                /**
+                 * Format: uuid
+                 * @description the new note
+                 */
+                uuid: string;
+                /** @description the resource's externalId, null when it has none */
+                externalId: string | null;
+            };
+            /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
+            source: string;
+        };
+        /**
+         * CustomerNoteUpdateEvent
+         * @description The body of a customerNoteUpdate delivery. A customer note was replaced (PUT) and something changed.
+         */
+        CustomerNoteUpdateEvent: {
+            /**
+             * Format: uuid
+             * @description the event (the same for every subscription and every attempt: dedupe on it); also the webhook-id header
+             */
+            uuid: string;
+            /**
+             * Format: uuid
+             * @description the subscription this delivery is for
+             */
+            subscription: string;
+            /**
+             * Format: date-time
+             * @description when the event occurred (RFC 3339, UTC with Z)
+             */
+            createdAt: string;
+            /** @constant */
+            eventType: "customerNoteUpdate";
+            /** @constant */
+            resourceType: "CustomerNote";
+            resource: {
+                /**
+                 * Format: uuid
+                 * @description the note
+                 */
+                uuid: string;
+                /** @description the resource's externalId, null when it has none */
+                externalId: string | null;
+            };
+            /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
+            source: string;
         };
         /**
          * CustomerPage
@@ -1576,6 +1901,78 @@ export interface components {
             disabled?: boolean;
         };
         /**
+         * CustomerUnmergeEvent
+         * @description The body of a customerUnmerge delivery. A merge into this primary customer was undone (POST /crm/merges/{uuid}/undo); each restored customer gets a customerUpdate.
+         */
+        CustomerUnmergeEvent: {
+            /**
+             * Format: uuid
+             * @description the event (the same for every subscription and every attempt: dedupe on it); also the webhook-id header
+             */
+            uuid: string;
+            /**
+             * Format: uuid
+             * @description the subscription this delivery is for
+             */
+            subscription: string;
+            /**
+             * Format: date-time
+             * @description when the event occurred (RFC 3339, UTC with Z)
+             */
+            createdAt: string;
+            /** @constant */
+            eventType: "customerUnmerge";
+            /** @constant */
+            resourceType: "Customer";
+            resource: {
+                /**
+                 * Format: uuid
+                 * @description the primary customer of the undone merge
+                 */
+                uuid: string;
+                /** @description the resource's externalId */
+                externalId: string;
+            };
+            /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
+            source: string;
+        };
+        /**
+         * CustomerUpdateEvent
+         * @description The body of a customerUpdate delivery. A customer changed (PATCH, PUT, bulk upsert, import, or its data moved by a merge or an undo).
+         */
+        CustomerUpdateEvent: {
+            /**
+             * Format: uuid
+             * @description the event (the same for every subscription and every attempt: dedupe on it); also the webhook-id header
+             */
+            uuid: string;
+            /**
+             * Format: uuid
+             * @description the subscription this delivery is for
+             */
+            subscription: string;
+            /**
+             * Format: date-time
+             * @description when the event occurred (RFC 3339, UTC with Z)
+             */
+            createdAt: string;
+            /** @constant */
+            eventType: "customerUpdate";
+            /** @constant */
+            resourceType: "Customer";
+            resource: {
+                /**
+                 * Format: uuid
+                 * @description the changed customer
+                 */
+                uuid: string;
+                /** @description the resource's externalId */
+                externalId: string;
+            };
+            /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
+            source: string;
+        };
+        /**
          * Delivery
          * @description One event to one subscription
          */
@@ -1632,21 +2029,31 @@ export interface components {
             /** @description the field or detail concerned (may be empty) */
             moreInfo: string;
         };
+        /** EventCatalog */
+        EventCatalog: {
+            data: components["schemas"]["EventCatalogEntry"][];
+        };
+        /** EventCatalogEntry */
+        EventCatalogEntry: {
+            /** @description the event type, as subscriptions name it */
+            name: string;
+            /** @description the resourceType of its bodies */
+            resourceType: string;
+            description: string;
+            /** @description JSON Schema (2020-12) of the body delivered for this type */
+            schema: {
+                [key: string]: unknown;
+            };
+            /** @description an example body */
+            example: {
+                [key: string]: unknown;
+            };
+        };
         /**
          * EventType
          * @enum {string}
          */
         EventType: "customerCreate" | "customerUpdate" | "customerMerge" | "customerUnmerge" | "customerNoteCreate" | "customerNoteUpdate" | "webhookTest" | "webhookDeliveryFailed" | "webhookSubscriptionDisabled";
-        /** EventTypeInfo */
-        EventTypeInfo: {
-            eventType: string;
-            resourceType: string;
-            description: string;
-        };
-        /** EventTypeList */
-        EventTypeList: {
-            data: components["schemas"]["EventTypeInfo"][];
-        };
         /** FollowUp */
         FollowUp: {
             /** Format: uuid */
@@ -2167,6 +2574,42 @@ export interface components {
             expires_in: number;
             scope: string;
         };
+        /**
+         * WebhookDeliveryFailedEvent
+         * @description The body of a webhookDeliveryFailed delivery. A delivery to another subscription exhausted its retry schedule and is failed (never sent to the subscription it is about; a failed delivery of this type emits nothing).
+         */
+        WebhookDeliveryFailedEvent: {
+            /**
+             * Format: uuid
+             * @description the event (the same for every subscription and every attempt: dedupe on it); also the webhook-id header
+             */
+            uuid: string;
+            /**
+             * Format: uuid
+             * @description the subscription this delivery is for
+             */
+            subscription: string;
+            /**
+             * Format: date-time
+             * @description when the event occurred (RFC 3339, UTC with Z)
+             */
+            createdAt: string;
+            /** @constant */
+            eventType: "webhookDeliveryFailed";
+            /** @constant */
+            resourceType: "WebhookDelivery";
+            resource: {
+                /**
+                 * Format: uuid
+                 * @description the failed delivery
+                 */
+                uuid: string;
+                /** @description always null for this resource type */
+                externalId: null;
+            };
+            /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
+            source: string;
+        };
         /** WebhookReplay */
         WebhookReplay: {
             /** Format: uuid */
@@ -2200,6 +2643,78 @@ export interface components {
             data: components["schemas"]["WebhookReplay"][];
             /** @description pass as `cursor` for the next page; null on the last page */
             nextCursor: string | null;
+        };
+        /**
+         * WebhookSubscriptionDisabledEvent
+         * @description The body of a webhookSubscriptionDisabled delivery. Another subscription was disabled automatically after failing for too long (never sent to the subscription it is about).
+         */
+        WebhookSubscriptionDisabledEvent: {
+            /**
+             * Format: uuid
+             * @description the event (the same for every subscription and every attempt: dedupe on it); also the webhook-id header
+             */
+            uuid: string;
+            /**
+             * Format: uuid
+             * @description the subscription this delivery is for
+             */
+            subscription: string;
+            /**
+             * Format: date-time
+             * @description when the event occurred (RFC 3339, UTC with Z)
+             */
+            createdAt: string;
+            /** @constant */
+            eventType: "webhookSubscriptionDisabled";
+            /** @constant */
+            resourceType: "WebhookSubscription";
+            resource: {
+                /**
+                 * Format: uuid
+                 * @description the disabled subscription
+                 */
+                uuid: string;
+                /** @description always null for this resource type */
+                externalId: null;
+            };
+            /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
+            source: string;
+        };
+        /**
+         * WebhookTestEvent
+         * @description The body of a webhookTest delivery. A test event sent on request (POST …/subscriptions/{uuid}/test), only to that subscription.
+         */
+        WebhookTestEvent: {
+            /**
+             * Format: uuid
+             * @description the event (the same for every subscription and every attempt: dedupe on it); also the webhook-id header
+             */
+            uuid: string;
+            /**
+             * Format: uuid
+             * @description the subscription this delivery is for
+             */
+            subscription: string;
+            /**
+             * Format: date-time
+             * @description when the event occurred (RFC 3339, UTC with Z)
+             */
+            createdAt: string;
+            /** @constant */
+            eventType: "webhookTest";
+            /** @constant */
+            resourceType: "WebhookSubscription";
+            resource: {
+                /**
+                 * Format: uuid
+                 * @description the subscription tested
+                 */
+                uuid: string;
+                /** @description always null for this resource type */
+                externalId: null;
+            };
+            /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
+            source: string;
         };
     };
     responses: never;
@@ -9168,7 +9683,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EventTypeList"];
+                    "application/json": components["schemas"]["EventCatalog"];
                 };
             };
             /** @description Invalid input */
@@ -13691,6 +14206,627 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["OAuthError"];
                 };
+            };
+        };
+    };
+    customerCreateEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the signing secret string as shown (whsec_ included), the oldest still valid during a rotation
+                 * @example 5f0c3c1e8d1f4e1a9b7c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6
+                 */
+                "X-Tulip-Hmac-256": string;
+                /**
+                 * @description Standard Webhooks: the event uuid (dedupe on it)
+                 * @example 03a4eabd-2551-41d9-9828-e105b1eb5cf5
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Standard Webhooks: unix seconds of the attempt
+                 * @example 1793713530
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks: "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>" keyed with the base64-decoded secret, one per valid secret, space-separated
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description the subscription's webhookVersion
+                 * @example 2022-08
+                 */
+                "X-Webhook-Version": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "uuid": "03a4eabd-2551-41d9-9828-e105b1eb5cf5",
+                 *       "subscription": "1fec24e8-f02c-4ff6-a1a5-37bbdac42b1b",
+                 *       "createdAt": "2026-11-02T13:45:30.123Z",
+                 *       "eventType": "customerCreate",
+                 *       "resourceType": "Customer",
+                 *       "resource": {
+                 *         "uuid": "03b4eabd-2551-41d9-9828-e105b1eb5cf5",
+                 *         "externalId": "c-2154"
+                 *       },
+                 *       "source": "TULIP_APP"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerCreateEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 20 s acknowledges the delivery (the body is ignored) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    customerUpdateEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the signing secret string as shown (whsec_ included), the oldest still valid during a rotation
+                 * @example 5f0c3c1e8d1f4e1a9b7c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6
+                 */
+                "X-Tulip-Hmac-256": string;
+                /**
+                 * @description Standard Webhooks: the event uuid (dedupe on it)
+                 * @example 03a4eabd-2551-41d9-9828-e105b1eb5cf5
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Standard Webhooks: unix seconds of the attempt
+                 * @example 1793713530
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks: "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>" keyed with the base64-decoded secret, one per valid secret, space-separated
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description the subscription's webhookVersion
+                 * @example 2022-08
+                 */
+                "X-Webhook-Version": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "uuid": "03a4eb1e-2551-41d9-9828-e105b1eb5cf5",
+                 *       "subscription": "1fec24e8-f02c-4ff6-a1a5-37bbdac42b1b",
+                 *       "createdAt": "2026-11-02T13:45:30.123Z",
+                 *       "eventType": "customerUpdate",
+                 *       "resourceType": "Customer",
+                 *       "resource": {
+                 *         "uuid": "03b4eb1e-2551-41d9-9828-e105b1eb5cf5",
+                 *         "externalId": "c-2154"
+                 *       },
+                 *       "source": "TULIP_APP"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerUpdateEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 20 s acknowledges the delivery (the body is ignored) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    customerMergeEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the signing secret string as shown (whsec_ included), the oldest still valid during a rotation
+                 * @example 5f0c3c1e8d1f4e1a9b7c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6
+                 */
+                "X-Tulip-Hmac-256": string;
+                /**
+                 * @description Standard Webhooks: the event uuid (dedupe on it)
+                 * @example 03a4eabd-2551-41d9-9828-e105b1eb5cf5
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Standard Webhooks: unix seconds of the attempt
+                 * @example 1793713530
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks: "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>" keyed with the base64-decoded secret, one per valid secret, space-separated
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description the subscription's webhookVersion
+                 * @example 2022-08
+                 */
+                "X-Webhook-Version": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "uuid": "03a4eb7f-2551-41d9-9828-e105b1eb5cf5",
+                 *       "subscription": "1fec24e8-f02c-4ff6-a1a5-37bbdac42b1b",
+                 *       "createdAt": "2026-11-02T13:45:30.123Z",
+                 *       "eventType": "customerMerge",
+                 *       "resourceType": "Customer",
+                 *       "resource": {
+                 *         "uuid": "03b4eb7f-2551-41d9-9828-e105b1eb5cf5",
+                 *         "externalId": "c-2154"
+                 *       },
+                 *       "source": "TULIP_APP"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerMergeEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 20 s acknowledges the delivery (the body is ignored) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    customerUnmergeEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the signing secret string as shown (whsec_ included), the oldest still valid during a rotation
+                 * @example 5f0c3c1e8d1f4e1a9b7c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6
+                 */
+                "X-Tulip-Hmac-256": string;
+                /**
+                 * @description Standard Webhooks: the event uuid (dedupe on it)
+                 * @example 03a4eabd-2551-41d9-9828-e105b1eb5cf5
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Standard Webhooks: unix seconds of the attempt
+                 * @example 1793713530
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks: "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>" keyed with the base64-decoded secret, one per valid secret, space-separated
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description the subscription's webhookVersion
+                 * @example 2022-08
+                 */
+                "X-Webhook-Version": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "uuid": "03a4ebe0-2551-41d9-9828-e105b1eb5cf5",
+                 *       "subscription": "1fec24e8-f02c-4ff6-a1a5-37bbdac42b1b",
+                 *       "createdAt": "2026-11-02T13:45:30.123Z",
+                 *       "eventType": "customerUnmerge",
+                 *       "resourceType": "Customer",
+                 *       "resource": {
+                 *         "uuid": "03b4ebe0-2551-41d9-9828-e105b1eb5cf5",
+                 *         "externalId": "c-2154"
+                 *       },
+                 *       "source": "TULIP_APP"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerUnmergeEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 20 s acknowledges the delivery (the body is ignored) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    customerNoteCreateEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the signing secret string as shown (whsec_ included), the oldest still valid during a rotation
+                 * @example 5f0c3c1e8d1f4e1a9b7c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6
+                 */
+                "X-Tulip-Hmac-256": string;
+                /**
+                 * @description Standard Webhooks: the event uuid (dedupe on it)
+                 * @example 03a4eabd-2551-41d9-9828-e105b1eb5cf5
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Standard Webhooks: unix seconds of the attempt
+                 * @example 1793713530
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks: "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>" keyed with the base64-decoded secret, one per valid secret, space-separated
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description the subscription's webhookVersion
+                 * @example 2022-08
+                 */
+                "X-Webhook-Version": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "uuid": "03a4ec41-2551-41d9-9828-e105b1eb5cf5",
+                 *       "subscription": "1fec24e8-f02c-4ff6-a1a5-37bbdac42b1b",
+                 *       "createdAt": "2026-11-02T13:45:30.123Z",
+                 *       "eventType": "customerNoteCreate",
+                 *       "resourceType": "CustomerNote",
+                 *       "resource": {
+                 *         "uuid": "03b4ec41-2551-41d9-9828-e105b1eb5cf5",
+                 *         "externalId": "note-77"
+                 *       },
+                 *       "source": "TULIP_APP"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerNoteCreateEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 20 s acknowledges the delivery (the body is ignored) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    customerNoteUpdateEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the signing secret string as shown (whsec_ included), the oldest still valid during a rotation
+                 * @example 5f0c3c1e8d1f4e1a9b7c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6
+                 */
+                "X-Tulip-Hmac-256": string;
+                /**
+                 * @description Standard Webhooks: the event uuid (dedupe on it)
+                 * @example 03a4eabd-2551-41d9-9828-e105b1eb5cf5
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Standard Webhooks: unix seconds of the attempt
+                 * @example 1793713530
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks: "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>" keyed with the base64-decoded secret, one per valid secret, space-separated
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description the subscription's webhookVersion
+                 * @example 2022-08
+                 */
+                "X-Webhook-Version": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "uuid": "03a4eca2-2551-41d9-9828-e105b1eb5cf5",
+                 *       "subscription": "1fec24e8-f02c-4ff6-a1a5-37bbdac42b1b",
+                 *       "createdAt": "2026-11-02T13:45:30.123Z",
+                 *       "eventType": "customerNoteUpdate",
+                 *       "resourceType": "CustomerNote",
+                 *       "resource": {
+                 *         "uuid": "03b4eca2-2551-41d9-9828-e105b1eb5cf5",
+                 *         "externalId": null
+                 *       },
+                 *       "source": "TULIP_APP"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerNoteUpdateEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 20 s acknowledges the delivery (the body is ignored) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTestEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the signing secret string as shown (whsec_ included), the oldest still valid during a rotation
+                 * @example 5f0c3c1e8d1f4e1a9b7c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6
+                 */
+                "X-Tulip-Hmac-256": string;
+                /**
+                 * @description Standard Webhooks: the event uuid (dedupe on it)
+                 * @example 03a4eabd-2551-41d9-9828-e105b1eb5cf5
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Standard Webhooks: unix seconds of the attempt
+                 * @example 1793713530
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks: "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>" keyed with the base64-decoded secret, one per valid secret, space-separated
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description the subscription's webhookVersion
+                 * @example 2022-08
+                 */
+                "X-Webhook-Version": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "uuid": "03a4ed03-2551-41d9-9828-e105b1eb5cf5",
+                 *       "subscription": "1fec24e8-f02c-4ff6-a1a5-37bbdac42b1b",
+                 *       "createdAt": "2026-11-02T13:45:30.123Z",
+                 *       "eventType": "webhookTest",
+                 *       "resourceType": "WebhookSubscription",
+                 *       "resource": {
+                 *         "uuid": "03b4ed03-2551-41d9-9828-e105b1eb5cf5",
+                 *         "externalId": null
+                 *       },
+                 *       "source": "TULIP_APP"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 20 s acknowledges the delivery (the body is ignored) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookDeliveryFailedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the signing secret string as shown (whsec_ included), the oldest still valid during a rotation
+                 * @example 5f0c3c1e8d1f4e1a9b7c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6
+                 */
+                "X-Tulip-Hmac-256": string;
+                /**
+                 * @description Standard Webhooks: the event uuid (dedupe on it)
+                 * @example 03a4eabd-2551-41d9-9828-e105b1eb5cf5
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Standard Webhooks: unix seconds of the attempt
+                 * @example 1793713530
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks: "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>" keyed with the base64-decoded secret, one per valid secret, space-separated
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description the subscription's webhookVersion
+                 * @example 2022-08
+                 */
+                "X-Webhook-Version": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "uuid": "03a4ed64-2551-41d9-9828-e105b1eb5cf5",
+                 *       "subscription": "1fec24e8-f02c-4ff6-a1a5-37bbdac42b1b",
+                 *       "createdAt": "2026-11-02T13:45:30.123Z",
+                 *       "eventType": "webhookDeliveryFailed",
+                 *       "resourceType": "WebhookDelivery",
+                 *       "resource": {
+                 *         "uuid": "03b4ed64-2551-41d9-9828-e105b1eb5cf5",
+                 *         "externalId": null
+                 *       },
+                 *       "source": "TULIP_API"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookDeliveryFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 20 s acknowledges the delivery (the body is ignored) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookSubscriptionDisabledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the signing secret string as shown (whsec_ included), the oldest still valid during a rotation
+                 * @example 5f0c3c1e8d1f4e1a9b7c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6
+                 */
+                "X-Tulip-Hmac-256": string;
+                /**
+                 * @description Standard Webhooks: the event uuid (dedupe on it)
+                 * @example 03a4eabd-2551-41d9-9828-e105b1eb5cf5
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Standard Webhooks: unix seconds of the attempt
+                 * @example 1793713530
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks: "v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>" keyed with the base64-decoded secret, one per valid secret, space-separated
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description the subscription's webhookVersion
+                 * @example 2022-08
+                 */
+                "X-Webhook-Version": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "uuid": "03a4edc5-2551-41d9-9828-e105b1eb5cf5",
+                 *       "subscription": "1fec24e8-f02c-4ff6-a1a5-37bbdac42b1b",
+                 *       "createdAt": "2026-11-02T13:45:30.123Z",
+                 *       "eventType": "webhookSubscriptionDisabled",
+                 *       "resourceType": "WebhookSubscription",
+                 *       "resource": {
+                 *         "uuid": "03b4edc5-2551-41d9-9828-e105b1eb5cf5",
+                 *         "externalId": null
+                 *       },
+                 *       "source": "TULIP_API"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookSubscriptionDisabledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 20 s acknowledges the delivery (the body is ignored) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

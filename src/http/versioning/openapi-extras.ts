@@ -13,6 +13,7 @@ export const TAGS: Record<string, string> = {
   Associates: 'Store employees.',
   Integrations: 'API keys and OAuth clients (admin scope). Secrets are shown once, on creation.',
   Webhooks: 'Signed webhook subscriptions, deliveries and the attempt log (SPEC §7, admin scope).',
+  'Webhook events': 'What Bulb sends to a subscription: one signed POST per event, its body described per event type (the event catalog; GET …/webhooks/eventTypes in 2026-11).',
   OAuth: 'OAuth 2.0 client credentials: exchange a client id and secret for a one-hour access token.',
 };
 
@@ -37,7 +38,7 @@ export const DESCRIPTIONS: Record<string, string> = {
   'authClients.create': 'Answers 201 with `clientSecret`, shown in this answer only. Exchange it at POST /auth/oauth2/token.',
   'authClients.list': 'Active OAuth clients, without their secret.',
   'authClients.revoke': 'Revokes the client and every access token it obtained; 204.',
-  'webhooks.eventTypes': 'The event types a subscription can listen for.',
+  'webhooks.eventTypes': 'The event types a subscription can listen for. From 2026-11 each comes with the JSON Schema of the body delivered for it and an example (the event catalog; the document\'s `webhooks` section shows the same); earlier versions answer `eventType`, `resourceType` and `description` per type.',
   'webhooks.subscriptions.create': 'Answers 201 including `signingSecret` (`whsec_` + base64 of 32 random bytes). The URL must be http(s), at most 2048 characters, and (unless BULB_WEBHOOK_ALLOW_PRIVATE) must not resolve to a loopback, private, link-local, CGNAT, multicast or unspecified address.',
   'webhooks.subscriptions.rotateSecret': 'Makes a new signing secret; every rotated-out secret keeps signing for 24 h after its rotation (`webhook-signature` carries one signature per valid secret).',
   'webhooks.subscriptions.test': 'Sends a `webhookTest` event to this subscription now (409 when the subscription is inactive).',

@@ -5,6 +5,7 @@ import type { Registry, VersionedRoute } from './registry.ts';
 import { versionInfo } from './versions.ts';
 import { ErrorBody } from '../schema.ts';
 import { DESCRIPTIONS, TAGS, TOKEN_PATH, tokenOperation } from './openapi-extras.ts';
+import { WEBHOOK_EVENTS_TAG, webhooksSection } from './openapi-webhooks.ts';
 
 type Json = any;
 type Components = Record<string, Json>;
@@ -127,6 +128,8 @@ export function openApiDocument(registry: Registry, version: string, serviceName
   }
   paths[TOKEN_PATH] = { post: tokenOperation((s) => lift(s, components)) };
   tags.add('OAuth');
+  const webhooks = webhooksSection(registry, version, serviceName, (s) => lift(s, components));
+  if (webhooks) tags.add(WEBHOOK_EVENTS_TAG);
   return {
     openapi: '3.1.0',
     info: {
@@ -145,6 +148,7 @@ export function openApiDocument(registry: Registry, version: string, serviceName
     'x-legacy-prefix': `/${serviceName}_api/v2`,
     tags: [...tags].sort().map((name) => ({ name, description: TAGS[name] ?? `${name} routes` })),
     paths,
+    ...(webhooks ? { webhooks } : {}),
     components: {
       schemas: Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
       securitySchemes: {

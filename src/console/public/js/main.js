@@ -7,6 +7,7 @@ import { customerPage } from './pages/customer.js';
 import { duplicatePairsPage } from './pages/duplicate-pairs.js';
 import { webhooksPage } from './pages/webhooks.js';
 import { logsPage } from './pages/logs.js';
+import { eventTypesPage } from './pages/event-types.js';
 import { importPage, importsPage } from './pages/imports.js';
 import { apiKeysPage, authClientsPage } from './pages/credentials.js';
 import { auditPage } from './pages/audit.js';
@@ -20,6 +21,7 @@ const NAV = [
     children: [
       { href: '#/integrations/webhooks', text: 'Webhooks', key: 'webhooks' },
       { href: '#/integrations/webhooks/logs', text: 'Webhooks Logs', key: 'logs' },
+      { href: '#/integrations/webhooks/event-types', text: 'Webhook Event Types', key: 'eventTypes' },
       { href: '#/integrations/api-keys', text: 'API Keys', key: 'apiKeys' },
       { href: '#/integrations/auth-clients', text: 'Auth Clients', key: 'authClients' },
       { href: '#/integrations/audit-log', text: 'Audit log', key: 'audit' },
@@ -35,6 +37,7 @@ const ROUTES = [
   { re: /^\/imports\/([^/]+)$/, nav: 'imports', page: importPage },
   { re: /^\/integrations\/webhooks$/, nav: 'webhooks', page: webhooksPage },
   { re: /^\/integrations\/webhooks\/logs$/, nav: 'logs', page: logsPage },
+  { re: /^\/integrations\/webhooks\/event-types$/, nav: 'eventTypes', page: eventTypesPage },
   { re: /^\/integrations\/api-keys$/, nav: 'apiKeys', page: apiKeysPage },
   { re: /^\/integrations\/auth-clients$/, nav: 'authClients', page: authClientsPage },
   { re: /^\/integrations\/audit-log$/, nav: 'audit', page: auditPage },
