@@ -9,6 +9,7 @@ import { checkHost } from './address.ts';
 import { newSigningSecret } from './signing.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
 import * as store from './store.ts';
+import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, splitCredential } from './destinations/url.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
 
 /** How long the previous secret keeps signing after a rotation. */
@@ -49,7 +50,10 @@ export function shapeSecret(r: store.SubscriptionRow) {
 /** What a refused private address says: the setting that allows it, and that it is not for production. */
 const ALLOW_PRIVATE_HINT = 'set BULB_WEBHOOK_ALLOW_PRIVATE=true to allow private and loopback addresses, for development only';
 
-/** http(s), ≤ 2048 chars, no userinfo, and (unless allowed) no host that is or resolves to a private address. */
+/**
+ * http(s) (no userinfo), or a broker destination (amqp, amqps, nats: docs/destinations.md, with its exchange or subject),
+ * ≤ 2048 chars, and (unless allowed) no host that is or resolves to a private address.
+ */
 export async function validateUrl(raw: string, allowPrivate: boolean): Promise<void> {
   let u: URL;
   try {
@@ -57,9 +61,11 @@ export async function validateUrl(raw: string, allowPrivate: boolean): Promise<v
   } catch {
     throw invalid('"url" is not a valid URL', 'url');
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalid('"url" must use http or https', 'url');
+  const kind = kindOfScheme(u.protocol);
+  if (!kind) throw invalid('"url" must use http or https, or amqp, amqps or nats for a broker destination', 'url');
   if (raw.length > 2048) throw invalid('"url" must be at most 2048 characters', 'url');
-  if (u.username || u.password) throw invalid('"url" must not carry credentials; use authMethod BASIC', 'url');
+  if (kind !== 'http') checkBrokerUrl(u, kind);
+  else if (u.username || u.password) throw invalid('"url" must not carry credentials; use authMethod BASIC', 'url');
   if (u.port === '0') throw invalid('"url" must not name port 0 (nothing can be reached there)', 'url');
   if (allowPrivate) return;
   const r = await checkHost(u.hostname);
@@ -68,6 +74,13 @@ export async function validateUrl(raw: string, allowPrivate: boolean): Promise<v
 }
 
 type Write = store.SubscriptionWrite;
+
+/** A broker destination's credentials are its URL's: no Authorization header to send. */
+function brokerRules(w: Write): void {
+  if (destinationKind(w.url) !== 'http' && w.authMethod !== 'NONE') {
+    throw invalid('"authMethod" must be NONE for a broker destination (amqp, nats): its credentials go in the URL', 'authMethod');
+  }
+}
 
 /** Visible ASCII only (0x21–0x7E): what can be sent in an HTTP header unchanged (SPEC §11). */
 const HEADER_SAFE = /^[\x21-\x7e]+$/;
@@ -103,8 +116,9 @@ function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string 
 
 export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook) {
   await validateUrl(body.url, allowPrivate);
+  const dest = splitCredential(body.url); // a broker URL's password is sealed apart; the URL shows it as ***
   const w = credentialRules({
-    url: body.url,
+    url: dest.url,
     eventTypes: body.eventTypes,
     isActive: body.isActive ?? true,
     authMethod: body.authMethod ?? impliedMethod(body) ?? 'NONE',
@@ -114,8 +128,10 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     webhookVersion: body.webhookVersion ?? '2022-08',
     maxInFlight: body.maxInFlight,
   });
+  brokerRules(w);
   return db.transaction(async (tx) => {
     const row = await store.insertSubscription(tx, w, newSigningSecret());
+    if (dest.password !== null) await store.setDestinationPassword(tx, row.id, dest.password);
     const answer = { ...shapeSubscription(row), signingSecret: row.signing_secret };
     await audit(tx, answer);
     return answer;
@@ -130,10 +146,11 @@ export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'sha
 
 export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean, audit: AuditHook) {
   if (patch.url !== undefined) await validateUrl(patch.url, allowPrivate);
+  const dest = patch.url === undefined ? undefined : splitCredential(patch.url);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
     const w = credentialRules({
-      url: patch.url ?? cur.url,
+      url: dest?.url ?? cur.url,
       eventTypes: patch.eventTypes ?? cur.event_types,
       isActive: patch.isActive ?? cur.is_active,
       authMethod: patch.authMethod ?? impliedMethod(patch) ?? cur.auth_method,
@@ -143,7 +160,10 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       webhookVersion: patch.webhookVersion ?? cur.webhook_version,
       maxInFlight: patch.maxInFlight,
     });
+    brokerRules(w);
     const row = await store.updateSubscription(tx, cur.id, w);
+    // A new URL brings its own password; one written back as shown (***) keeps the stored password.
+    if (dest && dest.password !== REDACTED_PASSWORD) await store.setDestinationPassword(tx, cur.id, dest.password);
     // Re-activated: its waiting deliveries are due now.
     if (row.is_active && !cur.is_active) await store.notifyWorkers(tx);
     const answer = shapeSubscription(row);
