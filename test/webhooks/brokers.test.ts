@@ -10,36 +10,12 @@ import { after, before, it } from 'node:test';
 import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
 import { connect as natsConnect, type NatsConnection, type JetStreamManager } from 'nats';
 import { describeEachDb } from '../helpers/suite.ts';
-import { CI } from '../helpers/db.ts';
+import { AMQP, brokersUp, NATS } from '../helpers/brokers.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
 import { createSubscription } from '../../src/webhooks/service.ts';
 import { waitFor } from './receiver.ts';
-
-export const AMQP = 'amqp://guest:guest@127.0.0.1:5672';
-export const NATS = 'nats://127.0.0.1:4222';
-
-/** Whether something answers on a local port. */
-export function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-  });
-}
-
-/** Both brokers up, or (outside CI) the reason to skip; with CI=true a missing broker fails the run. */
-export async function brokersUp(): Promise<string | false> {
-  const missing = [];
-  if (!(await listening(5672))) missing.push('RabbitMQ on 127.0.0.1:5672');
-  if (!(await listening(4222))) missing.push('NATS on 127.0.0.1:4222');
-  if (missing.length === 0) return false;
-  if (CI) throw new Error(`CI=true but ${missing.join(' and ')} is not answering (.ci/run starts them)`);
-  return `no ${missing.join(', no ')}`;
-}
 
 const skip = await brokersUp();
 if (skip) console.log(`# SKIP broker destination tests: ${skip}`);
