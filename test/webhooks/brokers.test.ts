@@ -168,6 +168,9 @@ await describeEachDb('broker destinations', (ctx) => {
       assert.equal(a.statusCode, null, url);
       assert.equal(a.errorCode, code, `${url}: ${a.responseBody}`);
       assert.ok(!String(a.responseBody).includes('wrong-pass'), 'no password in the log');
+      const health = (await api().get(`/integrations/webhooks/subscriptions/${sub.uuid}`)).body.health;
+      assert.equal(health.state, 'failing', url);
+      assert.ok(health.consecutiveFailures >= 1);
     }
     // Replay: bind a queue for the NO_ROUTE one, let its retries run out, then retry by hand: it arrives.
     const noRoute = subs[2];

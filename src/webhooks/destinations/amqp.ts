@@ -4,7 +4,7 @@
 // before its ack: NO_ROUTE). Any channel or connection loss marks the publisher broken; the registry opens a new one.
 import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { withPassword } from './url.ts';
-import { failure, guardedAddress, OK, socketFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import { closeWithin, failure, openedWithin, guardedAddress, OK, socketFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 
 interface Open {
   conn: ChannelModel;
@@ -19,6 +19,7 @@ function replyCode(err: any): number | undefined {
 export class AmqpPublisher implements Publisher {
   broken = false;
   private opening: Promise<Open> | undefined;
+  private closing = false;
   /** Message ids the broker returned as unroutable, until their confirm arrives (the return comes first). */
   private readonly returned = new Set<string>();
   /** Why the broker closed the channel or connection, when it said (e.g. 404 NOT_FOUND - no exchange). */
@@ -59,11 +60,15 @@ export class AmqpPublisher implements Publisher {
       ch.on('error', (err) => (this.closedBy ??= err));
       ch.on('close', () => {
         this.broken = true;
-        void conn.close().catch(() => {});
+        void closeWithin(() => conn.close()).then((done) => done || (conn.connection as any).stream?.destroy?.());
       });
       ch.on('return', (m) => {
         if (typeof m.properties.messageId === 'string') this.returned.add(m.properties.messageId);
       });
+      if (this.closing) {
+        void closeWithin(() => conn.close());
+        throw new Error('the publisher was closed while its connection opened');
+      }
       return { conn, ch };
     })().catch((err) => {
       this.broken = true;
@@ -118,10 +123,13 @@ export class AmqpPublisher implements Publisher {
     return failure('BROKER_UNREACHABLE', message);
   }
 
+  /** Closes the connection; a broker that does not answer the close (hanging, cut off) gets its socket dropped. */
   async close(): Promise<void> {
     this.broken = true;
-    const o = await this.opening?.catch(() => undefined);
-    await o?.conn.close().catch(() => {});
+    // A connection still opening is closed as soon as it opens (open() checks this.closing).
+    this.closing = true;
+    const o = await openedWithin(this.opening);
+    if (o && !(await closeWithin(() => o.conn.close()))) (o.conn.connection as any).stream?.destroy?.();
   }
 }
 

@@ -4,7 +4,7 @@
 // stream drops a second publish of it within its duplicate window and acknowledges it as a duplicate: delivered).
 import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
 import { decoded, withPassword } from './url.ts';
-import { failure, guardedAddress, OK, socketFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import { closeWithin, failure, openedWithin, guardedAddress, OK, socketFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 
 interface Open {
   nc: NatsConnection;
@@ -28,6 +28,7 @@ function outcomeOf(err: any): PublishOutcome {
 
 export class NatsPublisher implements Publisher {
   private opening: Promise<Open> | undefined;
+  private closing = false;
   private closed = false;
   private readonly subject: string;
 
@@ -54,6 +55,10 @@ export class NatsPublisher implements Publisher {
         ignoreClusterUpdates: true,
       });
       void nc.closed().then(() => (this.closed = true));
+      if (this.closing) {
+        void closeWithin(() => nc.close());
+        throw new Error('the publisher was closed while its connection opened');
+      }
       return { nc, js: nc.jetstream({ timeout: this.opts.timeoutMs }) };
     })().catch((err) => {
       this.closed = true;
@@ -76,7 +81,9 @@ export class NatsPublisher implements Publisher {
 
   async close(): Promise<void> {
     this.closed = true;
-    const o = await this.opening?.catch(() => undefined);
-    await o?.nc.close().catch(() => {});
+    // A connection still opening is closed as soon as it opens (open() checks this.closing).
+    this.closing = true;
+    const o = await openedWithin(this.opening);
+    if (o) await closeWithin(() => o.nc.close());
   }
 }

@@ -77,3 +77,26 @@ export async function guardedAddress(host: string, allowPrivate: boolean): Promi
   }
   return all[0].address;
 }
+
+/** How long a publisher's close may wait for the broker's goodbye before the socket is simply dropped. */
+export const CLOSE_WAIT_MS = 1_000;
+
+/** `close` bounded by CLOSE_WAIT_MS: resolves false when it did not finish in time (the caller then drops the socket). */
+export async function closeWithin(close: () => Promise<unknown>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const done = await Promise.race([
+    close().then(() => true, () => true),
+    new Promise<boolean>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS, false))),
+  ]);
+  clearTimeout(timer);
+  return done;
+}
+
+/** What a connection's opening came to, waiting at most CLOSE_WAIT_MS for it (undefined: failed, or still opening). */
+export async function openedWithin<T>(opening: Promise<T> | undefined): Promise<T | undefined> {
+  if (!opening) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const o = await Promise.race([opening.catch(() => undefined), new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), CLOSE_WAIT_MS)))]);
+  clearTimeout(timer);
+  return o;
+}
