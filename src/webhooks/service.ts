@@ -43,7 +43,14 @@ export function shapeSubscription(r: store.SubscriptionRow) {
   };
 }
 
+/** A stored secret that cannot be opened: 409 naming it and how to replace it (nothing changed). */
+function unreadable(field: string, why: string, fix: string): ApiError {
+  return new ApiError('Conflict', `the stored ${field} of this subscription cannot be opened (${why}): ${fix}`, field);
+}
+
 export function shapeSecret(r: store.SubscriptionRow) {
+  const why = r.unreadable.signingSecret;
+  if (why) throw unreadable('signingSecret', why, 'rotate it (POST …/rotateSecret) to make a new one');
   return { signingSecret: r.signing_secret, previousSecretExpiresAt: iso(r.retired_secret_expires_at) };
 }
 
@@ -149,11 +156,18 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
   const dest = patch.url === undefined ? undefined : splitCredential(patch.url);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
+    // A credential kept as it is must be readable (it is written back): one that cannot be opened is given anew,
+    // unless the method no longer uses it.
+    const method = patch.authMethod ?? impliedMethod(patch) ?? cur.auth_method;
+    for (const [field, uses] of [['bearerToken', 'BEARER'], ['basicPassword', 'BASIC']] as const) {
+      const why = cur.unreadable[field];
+      if (why && method === uses && patch[field] === undefined) throw unreadable(field, why, `give "${field}" again in this PATCH`);
+    }
     const w = credentialRules({
       url: dest?.url ?? cur.url,
       eventTypes: patch.eventTypes ?? cur.event_types,
       isActive: patch.isActive ?? cur.is_active,
-      authMethod: patch.authMethod ?? impliedMethod(patch) ?? cur.auth_method,
+      authMethod: method,
       bearerToken: patch.bearerToken !== undefined ? patch.bearerToken : cur.bearer_token,
       basicUsername: patch.basicUsername !== undefined ? patch.basicUsername : cur.basic_username,
       basicPassword: patch.basicPassword !== undefined ? patch.basicPassword : cur.basic_password,
