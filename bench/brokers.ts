@@ -69,7 +69,8 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals): Promise<nu
     await subscribe(db, url);
     for (let i = 0; i < n; i += 500) await db.transaction((tx) => emitEvents(tx, Array.from({ length: Math.min(500, n - i) }, event)));
     const from = arrivals.at.length;
-    const w = await bulbWorker(pgdb.url);
+    // BENCH_CPU_PROF=dir: a .cpuprofile of the draining worker (bench/profile-summary.ts summarises it).
+    const w = await bulbWorker(pgdb.url, {}, process.env.BENCH_CPU_PROF);
     try {
       await waitArrivals(arrivals, from + n);
       const at = arrivals.at.slice(from, from + n);
