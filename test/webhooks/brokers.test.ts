@@ -15,6 +15,7 @@ import { errorCodes } from '../helpers/server.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
 import { createSubscription } from '../../src/webhooks/service.ts';
+import type { Claimed } from '../../src/webhooks/queue-store.ts';
 import { waitFor } from './receiver.ts';
 
 const skip = await brokersUp();
@@ -225,3 +226,21 @@ await describeEachDb('broker destinations', (ctx) => {
     assert.equal(await subscriptionCount(), before + 1, 'only the valid subscription was created');
   });
 }, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
+
+// The address guard again at connect time (a URL written while private addresses were allowed, or a name that
+// resolves elsewhere since): the worker's publisher refuses the address without connecting.
+it('a broker address the guard refuses at connect time is a BLOCKED_ADDRESS attempt', { skip: skip || false }, async () => {
+  const { BrokerDestinations } = await import('../../src/webhooks/destinations/registry.ts');
+  const brokers = new BrokerDestinations({ timeoutMs: 2000, allowPrivate: false });
+  try {
+    for (const url of ['amqp://guest:***@127.0.0.1:5672?exchange=x', 'nats://localhost:4222?subject=a']) {
+      const row = { subscription_id: '1', subscription_uuid: crypto.randomUUID(), url, destination_password: 'guest' } as Claimed;
+      const r = await brokers.send(row, { id: crypto.randomUUID(), body: '{}', headers: { 'Content-Type': 'application/json' } });
+      assert.equal(r.ok, false, url);
+      assert.equal(r.errorCode, 'BLOCKED_ADDRESS', `${url}: ${r.responseBody}`);
+      assert.equal(r.statusCode, null);
+    }
+  } finally {
+    await brokers.close();
+  }
+});
