@@ -54,7 +54,7 @@ export class AmqpPublisher implements Publisher {
       try {
         ch = await conn.createConfirmChannel();
       } catch (err) {
-        await conn.close().catch(() => {});
+        await closeWithin(() => conn.close());
         throw err;
       }
       ch.on('error', (err) => (this.closedBy ??= err));
