@@ -1,5 +1,5 @@
 // `npm run bench`: runs every benchmark and rewrites BENCHMARKS.md (one row per figure, the machine, the date).
-// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,export,duplicates,lookups,pooler`
+// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,export,duplicates,lookups,pooler,brokers`
 // runs some parts (also written to the .cache file; with `--write` they replace their sections of BENCHMARKS.md).
 // `--seconds N` sets the soak length.
 import fs from 'node:fs';
@@ -88,6 +88,8 @@ if (hasPg) {
 }
 // Through a transaction-mode PgBouncer vs direct (GET by id, POST create, the delivery drain): about 3 minutes (--quick: 1.5).
 if (hasPg) await part('PgBouncer vs direct (PostgreSQL)', 'pooler', async () => (await import('./pooler.ts')).runPoolerBench({ quick: args.quick }));
+// Broker destinations: Bulb's drain to RabbitMQ and to NATS JetStream vs each broker's client publishing directly (docs/destinations.md).
+if (hasPg) await part('Broker destinations (PostgreSQL)', 'brokers', async () => (await import('./brokers.ts')).runBrokersBench({ quick: args.quick }));
 
 // ---------------------------------------------------------------- BENCHMARKS.md
 

@@ -14,6 +14,7 @@ import { credentialsOf, redactCredentials } from './redact.ts';
 import { Abort, Sender, type SendResult } from './sender.ts';
 import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
+import { BrokerDestinations, destinationKind } from './destinations/registry.ts';
 
 /** A claim triggered only by finished attempts waits for this many of them… */
 const CLAIM_MIN = 8;
@@ -55,6 +56,8 @@ interface InFlight {
 
 export class Dispatcher {
   private readonly sender: Sender;
+  /** Subscriptions whose URL is a broker (amqp, nats): one publisher each (destinations/registry.ts). */
+  private readonly brokers: BrokerDestinations;
   private readonly hmacHeader: string;
   private readonly leaseMs: number;
   private readonly batch: number;
@@ -88,6 +91,7 @@ export class Dispatcher {
 
   constructor(private db: Db, private config: Config, opts: DispatcherOptions = {}) {
     this.sender = new Sender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+    this.brokers = new BrokerDestinations({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
     this.hmacHeader = wireNames(config.serviceName).hmacHeader;
     // A lease outlives the longest attempt (deadline-bounded) plus the batched result write, with room for
     // a starved process (an expired lease means a second attempt): at least 30 s.
@@ -379,7 +383,9 @@ export class Dispatcher {
       res = { ok: false, statusCode: null, errorCode: 'SECRET_UNREADABLE', responseBody: row.secret_error, retryAfterMs: null, durationMs: 0 };
     } else {
       req = buildRequest(row, this.hmacHeader, startedAt.getTime());
-      res = await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.abort);
+      res = destinationKind(row.url) === 'http'
+        ? await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.abort)
+        : await this.brokers.send(row, { id: row.event_uuid, body: req.body, headers: req.headers }, f.abort);
     }
     if (f.released) return; // shutdown gave the claim back; another worker will attempt it
     lane.feedback(signalOf(res));
@@ -494,5 +500,6 @@ export class Dispatcher {
     for (const [token, ids] of byToken) await releaseClaims(this.db, ids, token).catch((e) => this.log('release failed', e));
     for (const f of left) this.inflight.delete(String(f.row.id));
     await Promise.all([...this.lanes.values()].map((l) => l.closePool()));
+    await this.brokers.close();
   }
 }

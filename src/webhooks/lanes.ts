@@ -33,6 +33,8 @@ export function signalOf(res: Pick<SendResult, 'ok' | 'statusCode' | 'errorCode'
     case 'CONNECTION':
     case 'DNS':
     case 'TLS':
+    case 'BROKER_UNREACHABLE':
+    case 'BROKER_TIMEOUT':
       return 'down';
     case 'HTTP_STATUS':
       return res.statusCode !== null && (res.statusCode >= 500 || res.statusCode === 429) ? 'down' : 'keep';

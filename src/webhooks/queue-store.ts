@@ -27,6 +27,8 @@ export interface Claimed
   max_in_flight: number;
   /** Rotated-out secrets still signing (24 h after each rotation), oldest first. */
   previous_secrets: string[];
+  /** The password of a broker destination's URL (its stored URL shows it redacted: destinations/url.ts), or null. */
+  destination_password: string | null;
   /**
    * Why a stored secret of the subscription cannot be opened (then its secrets are null and nothing is sent: the
    * attempt fails with SECRET_UNREADABLE), or null. One subscription's unreadable value never fails the claim.
@@ -142,7 +144,7 @@ export const CLAIM_SQL = `WITH w AS (
      )
      SELECT s.id AS subscription_id, s.uuid AS subscription_uuid, s.url, s.auth_method, s.bearer_token, s.basic_username,
        s.basic_password, s.webhook_version, s.signing_secret, s.max_in_flight, ${RETIRED_SECRETS_SQL} AS previous_secrets,
-       lanes.deliveries, cap.rate AS max_per_second, cap.slots AS rate_slots,
+       s.destination_password, lanes.deliveries, cap.rate AS max_per_second, cap.slots AS rate_slots,
        extract(epoch FROM (cap.start - clock_timestamp())) * 1000 AS send_in_ms,
        extract(epoch FROM (cap.start + coalesce(lanes.taken, 0) / cap.rate * interval '1 second'
          - ${RATE_RECLAIM_MS} * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms
@@ -191,7 +193,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
       subscription_id: String(l.subscription_id), subscription_uuid: l.subscription_uuid, url: l.url, auth_method: l.auth_method,
       bearer_token: sec.bearer_token, basic_username: l.basic_username, basic_password: sec.basic_password,
       webhook_version: l.webhook_version, signing_secret: sec.signing_secret, max_in_flight: l.max_in_flight,
-      previous_secrets: sec.previous_secrets, secret_error: sec.error,
+      previous_secrets: sec.previous_secrets, destination_password: sec.destination_password, secret_error: sec.error,
     };
     const sendIn = l.send_in_ms === null ? null : Number(l.send_in_ms);
     list.forEach((d, i) => {
@@ -201,7 +203,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
         subscription_id: sub.subscription_id, subscription_uuid: sub.subscription_uuid, url: sub.url, auth_method: sub.auth_method,
         bearer_token: sub.bearer_token, basic_username: sub.basic_username, basic_password: sub.basic_password,
         webhook_version: sub.webhook_version, signing_secret: sub.signing_secret, max_in_flight: sub.max_in_flight,
-        previous_secrets: sub.previous_secrets, secret_error: sub.secret_error,
+        previous_secrets: sub.previous_secrets, destination_password: sub.destination_password, secret_error: sub.secret_error,
         // The i-th slot of this claim: 1/rate after the one before (oldest delivery first, as the claim ordered them).
         send_in_ms: sendIn === null || rate === null ? null : sendIn + (i * 1000) / rate,
       });
@@ -221,7 +223,7 @@ function opened<T extends string | null>(sealed: T): T {
  * A claimed lane's secrets in clear, or, when one of them cannot be opened (sealed under a key this process lacks,
  * altered), none and the reason: that subscription's attempts fail, the other lanes of the claim go on.
  */
-function openLane(l: ClaimedLane): { bearer_token: string | null; basic_password: string | null; signing_secret: string; previous_secrets: string[]; error: string | null } {
+function openLane(l: ClaimedLane): { bearer_token: string | null; basic_password: string | null; signing_secret: string; previous_secrets: string[]; destination_password: string | null; error: string | null } {
   const field = { bearer_token: 'bearerToken', basic_password: 'basicPassword', signing_secret: 'signing secret' } as const;
   let which = '';
   try {
@@ -233,12 +235,14 @@ function openLane(l: ClaimedLane): { bearer_token: string | null; basic_password
     const signing_secret = opened(l.signing_secret);
     which = 'a rotated-out signing secret';
     const previous_secrets = l.previous_secrets.map(opened);
-    return { bearer_token, basic_password, signing_secret, previous_secrets, error: null };
+    which = "URL's password";
+    const destination_password = opened(l.destination_password);
+    return { bearer_token, basic_password, signing_secret, previous_secrets, destination_password, error: null };
   } catch (err) {
     const why = err instanceof SecretError ? err.message : String(err);
     return {
-      bearer_token: null, basic_password: null, signing_secret: '', previous_secrets: [],
-      error: `not sent: the subscription's ${which} cannot be opened (${why}); start the workers with the key it was sealed under, or set the value again (PATCH the credential, or rotate the signing secret)`,
+      bearer_token: null, basic_password: null, signing_secret: '', previous_secrets: [], destination_password: null,
+      error: `not sent: the subscription's ${which} cannot be opened (${why}); start the workers with the key it was sealed under, or set the value again (PATCH the credential or the URL, or rotate the signing secret)`,
     };
   }
 }

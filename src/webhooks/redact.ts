@@ -6,10 +6,12 @@
 import { memoize } from '../memo.ts';
 import type { Claimed } from './queue-store.ts';
 import { REDACTED } from './request.ts';
+import { decoded } from './destinations/url.ts';
 
-/** The secrets a request to this subscription carries in its Authorization header (none without credentials). */
-export function credentialsOf(c: Pick<Claimed, 'bearer_token' | 'basic_username' | 'basic_password'>): string[] {
+/** The secrets a request to this subscription carries in its Authorization header or its broker URL (none without credentials). */
+export function credentialsOf(c: Pick<Claimed, 'bearer_token' | 'basic_username' | 'basic_password'> & Partial<Pick<Claimed, 'destination_password'>>): string[] {
   const out: string[] = [];
+  if (c.destination_password) out.push(c.destination_password, decoded(c.destination_password)); // a broker's error text
   if (c.bearer_token) out.push(c.bearer_token);
   if (c.basic_password) out.push(c.basic_password, `${c.basic_username ?? ''}:${c.basic_password}`);
   return out;

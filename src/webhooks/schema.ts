@@ -4,6 +4,7 @@ import { StringEnum } from '../http/schema.ts';
 import { PageQuery } from '../http/pagination.ts';
 import { EVENT_TYPES } from '../events/emit.ts';
 import { VERSION_IDS } from '../http/versioning/versions.ts';
+import { BROKER_ERROR_CODES } from './destinations/publisher.ts';
 
 const closed = { additionalProperties: false } as const;
 // Credentials must be sendable in an HTTP header (visible ASCII); service.ts checks it with a clear message.
@@ -37,7 +38,7 @@ const policyFields = {
 };
 
 const writable = {
-  url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL, at most 2048 characters' }),
+  url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=…&routingKey=… or nats://user:pass@host?subject=… (docs/destinations.md; the password is sealed and shown as ***); at most 2048 characters' }),
   eventTypes: EventTypeList,
   isActive: Type.Boolean(),
   authMethod: AuthMethod,
@@ -163,8 +164,11 @@ export const DeliveryListQuery = Type.Object(
   closed,
 );
 
-/** SECRET_UNREADABLE: not sent, a stored credential or signing secret of the subscription cannot be opened (responseBody says why). */
-export const ErrorCode = StringEnum(['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS', 'SECRET_UNREADABLE'], { title: 'AttemptErrorCode' });
+/**
+ * SECRET_UNREADABLE: not sent, a stored credential or signing secret of the subscription cannot be opened (responseBody says why).
+ * Broker destinations (docs/destinations.md): BROKER_UNREACHABLE, BROKER_REFUSED, BROKER_TIMEOUT, NO_ROUTE.
+ */
+export const ErrorCode = StringEnum(['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS', 'SECRET_UNREADABLE', ...BROKER_ERROR_CODES], { title: 'AttemptErrorCode' });
 export const Attempt = Type.Object({
   uuid: Type.String(),
   deliveryUuid: Type.String(),

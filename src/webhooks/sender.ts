@@ -4,8 +4,9 @@
 import { Agent, type Dispatcher } from 'undici';
 import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
 import { memoize } from '../memo.ts';
+import type { BrokerErrorCode } from './destinations/publisher.ts';
 
-export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS' | 'SECRET_UNREADABLE';
+export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS' | 'SECRET_UNREADABLE' | BrokerErrorCode;
 
 export interface SendResult {
   ok: boolean;

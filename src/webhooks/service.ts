@@ -10,6 +10,7 @@ import { newSigningSecret } from './signing.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { checkPolicy } from './policy.ts';
 import * as store from './store.ts';
+import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, splitCredential } from './destinations/url.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
 
 /** How long the previous secret keeps signing after a rotation. */
@@ -61,7 +62,10 @@ export function shapeSecret(r: store.SubscriptionRow) {
 /** What a refused private address says: the setting that allows it, and that it is not for production. */
 const ALLOW_PRIVATE_HINT = 'set BULB_WEBHOOK_ALLOW_PRIVATE=true to allow private and loopback addresses, for development only';
 
-/** http(s), ≤ 2048 chars, no userinfo, and (unless allowed) no host that is or resolves to a private address. */
+/**
+ * http(s) (no userinfo), or a broker destination (amqp, amqps, nats: docs/destinations.md, with its exchange or subject),
+ * ≤ 2048 chars, and (unless allowed) no host that is or resolves to a private address.
+ */
 export async function validateUrl(raw: string, allowPrivate: boolean): Promise<void> {
   let u: URL;
   try {
@@ -69,9 +73,11 @@ export async function validateUrl(raw: string, allowPrivate: boolean): Promise<v
   } catch {
     throw invalid('"url" is not a valid URL', 'url');
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw invalid('"url" must use http or https', 'url');
+  const kind = kindOfScheme(u.protocol);
+  if (!kind) throw invalid('"url" must use http or https, or amqp, amqps or nats for a broker destination', 'url');
   if (raw.length > 2048) throw invalid('"url" must be at most 2048 characters', 'url');
-  if (u.username || u.password) throw invalid('"url" must not carry credentials; use authMethod BASIC', 'url');
+  if (kind !== 'http') checkBrokerUrl(u, kind);
+  else if (u.username || u.password) throw invalid('"url" must not carry credentials; use authMethod BASIC', 'url');
   if (u.port === '0') throw invalid('"url" must not name port 0 (nothing can be reached there)', 'url');
   if (allowPrivate) return;
   const r = await checkHost(u.hostname);
@@ -80,6 +86,13 @@ export async function validateUrl(raw: string, allowPrivate: boolean): Promise<v
 }
 
 type Write = store.SubscriptionWrite;
+
+/** A broker destination's credentials are its URL's: no Authorization header to send. */
+function brokerRules(w: Write): void {
+  if (destinationKind(w.url) !== 'http' && w.authMethod !== 'NONE') {
+    throw invalid('"authMethod" must be NONE for a broker destination (amqp, nats): its credentials go in the URL', 'authMethod');
+  }
+}
 
 /** Visible ASCII only (0x21–0x7E): what can be sent in an HTTP header unchanged (SPEC §11). */
 const HEADER_SAFE = /^[\x21-\x7e]+$/;
@@ -116,8 +129,9 @@ function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string 
 export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook, retryDefault: number[]) {
   checkPolicy(body);
   await validateUrl(body.url, allowPrivate);
+  const dest = splitCredential(body.url); // a broker URL's password is sealed apart; the URL shows it as ***
   const w = credentialRules({
-    url: body.url,
+    url: dest.url,
     eventTypes: body.eventTypes,
     isActive: body.isActive ?? true,
     authMethod: body.authMethod ?? impliedMethod(body) ?? 'NONE',
@@ -130,8 +144,10 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     retryJitter: body.retryJitter,
     maxPerSecond: body.maxPerSecond,
   });
+  brokerRules(w);
   return db.transaction(async (tx) => {
     const row = await store.insertSubscription(tx, w, newSigningSecret());
+    if (dest.password !== null) await store.setDestinationPassword(tx, row.id, dest.password);
     const answer = { ...shapeSubscription(row, retryDefault), signingSecret: row.signing_secret };
     await audit(tx, answer);
     return answer;
@@ -147,6 +163,7 @@ export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'sha
 export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean, audit: AuditHook, retryDefault: number[]) {
   checkPolicy(patch);
   if (patch.url !== undefined) await validateUrl(patch.url, allowPrivate);
+  const dest = patch.url === undefined ? undefined : splitCredential(patch.url);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
     // A credential kept as it is must be readable (it is written back): one that cannot be opened is given anew,
@@ -157,7 +174,7 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       if (why && method === uses && patch[field] === undefined) throw unreadable(field, why, `give "${field}" again in this PATCH`);
     }
     const w = credentialRules({
-      url: patch.url ?? cur.url,
+      url: dest?.url ?? cur.url,
       eventTypes: patch.eventTypes ?? cur.event_types,
       isActive: patch.isActive ?? cur.is_active,
       authMethod: method,
@@ -170,7 +187,10 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       retryJitter: patch.retryJitter,
       maxPerSecond: patch.maxPerSecond,
     });
+    brokerRules(w);
     const row = await store.updateSubscription(tx, cur.id, w);
+    // A new URL brings its own password; one written back as shown (***) keeps the stored password.
+    if (dest && dest.password !== REDACTED_PASSWORD) await store.setDestinationPassword(tx, cur.id, dest.password);
     // Re-activated: its waiting deliveries are due now.
     if (row.is_active && !cur.is_active) await store.notifyWorkers(tx);
     const answer = shapeSubscription(row, retryDefault);

@@ -116,6 +116,11 @@ export async function updateSubscription(db: Queryable, id: string, w: Subscript
   return clear(r.rows[0]);
 }
 
+/** A broker destination's URL password (destinations/url.ts), sealed; null: none (an HTTP URL, or a broker URL without one). */
+export async function setDestinationPassword(db: Queryable, id: string, password: string | null): Promise<void> {
+  await db.query(`UPDATE webhook_subscriptions SET destination_password = $2 WHERE id = $1`, [id, sealSecret(password)]);
+}
+
 /** lock 'share': held against a delete or change, while the fan-out's foreign-key checks (KEY SHARE) go on. */
 export async function findSubscription(db: Queryable, uuid: string, lock: boolean | 'share' = false): Promise<SubscriptionRow | undefined> {
   const r = await db.query<SubscriptionRow>(

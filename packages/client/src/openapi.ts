@@ -1390,7 +1390,7 @@ export interface components {
          * AttemptErrorCode
          * @enum {string}
          */
-        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS" | "SECRET_UNREADABLE";
+        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS" | "SECRET_UNREADABLE" | "BROKER_UNREACHABLE" | "BROKER_REFUSED" | "BROKER_TIMEOUT" | "NO_ROUTE";
         /**
          * AttemptPage
          * @description One page of a list
@@ -2445,7 +2445,7 @@ export interface components {
         };
         /** SubscriptionCreate */
         SubscriptionCreate: {
-            /** @description http(s) URL, at most 2048 characters */
+            /** @description http(s) URL, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=…&routingKey=… or nats://user:pass@host?subject=… (docs/destinations.md; the password is sealed and shown as ***); at most 2048 characters */
             url: string;
             /** @description 1–20 distinct event types; the first is what versions before 2026-11 show */
             eventTypes: components["schemas"]["EventType"][];
@@ -2517,7 +2517,7 @@ export interface components {
         };
         /** SubscriptionPatch */
         SubscriptionPatch: {
-            /** @description http(s) URL, at most 2048 characters */
+            /** @description http(s) URL, or a broker destination: amqp(s)://user:pass@host/vhost?exchange=…&routingKey=… or nats://user:pass@host?subject=… (docs/destinations.md; the password is sealed and shown as ***); at most 2048 characters */
             url?: string;
             /** @description 1–20 distinct event types; the first is what versions before 2026-11 show */
             eventTypes?: components["schemas"]["EventType"][];

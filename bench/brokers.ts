@@ -1,0 +1,160 @@
+// Broker destinations (docs/destinations.md; issue 27, goal ≥ 0.5 × direct): N deliveries queued on PostgreSQL for
+// one subscription whose URL is the machine's RabbitMQ (an exchange with a bound queue) or NATS JetStream (a stream's
+// subject), drained by one worker process (BULB_ROLE=worker), against the broker's own client publishing the same
+// bodies and headers directly from this process, as many at a time as the lane's default ceiling (16), with the same
+// acknowledgement (publisher confirms; JetStream acks), in the same run. Each rate is counted at the broker's side: a
+// consumer of the bound queue, a core NATS subscriber of the subject (which sees every publish the stream stores),
+// from the first arrival to the last.
+// `npm run bench -- --only brokers [--quick]`, or `node --import tsx bench/brokers.ts [--quick]`.
+import crypto from 'node:crypto';
+import { connect as amqpConnect } from 'amqplib';
+import { connect as natsConnect, headers as natsHeaders } from 'nats';
+import { PgDb } from '../src/db/pg.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { emitEvents } from '../src/events/emit.ts';
+import { buildRequest } from '../src/webhooks/request.ts';
+import type { Claimed } from '../src/webhooks/queue-store.ts';
+import { newSigningSecret } from '../src/webhooks/signing.ts';
+import { createPgDatabase, log, pgAvailable, ratioGoal, round, type Row } from './lib.ts';
+import { bulbWorker, event, subscribe } from './webhooks.ts';
+
+const AMQP = 'amqp://guest:guest@127.0.0.1:5672';
+const NATS = '127.0.0.1:4222';
+/** The lane's default ceiling (maxInFlight 16): what the direct publisher keeps in flight too. */
+const IN_FLIGHT = 16;
+const GOAL = 0.5;
+const COMMAND = 'npm run bench -- --only brokers';
+
+/** Arrival times (performance.now()) at the broker's side. */
+interface Arrivals {
+  at: number[];
+  close(): Promise<void>;
+}
+
+async function waitArrivals(a: Arrivals, n: number, timeoutMs = 600_000): Promise<number> {
+  const end = Date.now() + timeoutMs;
+  while (a.at.length < n) {
+    if (Date.now() > end) throw new Error(`only ${a.at.length}/${n} arrived`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return (n - 1) / ((a.at[n - 1] - a.at[0]) / 1000);
+}
+
+/** A same-sized signed body and its headers, as a delivery carries them. */
+function sample(): { body: string; headers: Record<string, string> } {
+  const e = event();
+  const c = {
+    event_uuid: crypto.randomUUID(), subscription_uuid: crypto.randomUUID(), event_created_at: new Date().toISOString(), event_type: e.eventType,
+    resource_type: e.resourceType, resource_uuid: e.resource.uuid, resource_external_id: e.resource.externalId, source: e.source,
+    signing_secret: newSigningSecret(), previous_secrets: [], webhook_version: '2022-08', auth_method: 'NONE',
+  } as unknown as Claimed;
+  const r = buildRequest(c, 'X-Tulip-Hmac-256');
+  return { body: r.body, headers: r.headers };
+}
+
+/** `n` publishes, IN_FLIGHT at a time, each awaited (a confirm, an ack). */
+async function directly(n: number, publish: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    while (next < n) await publish(next++);
+  }));
+}
+
+/** Bulb's drain of `n` queued deliveries to `url` by one worker process, counted by `arrivals`. */
+async function bulbDrain(url: string, n: number, arrivals: Arrivals): Promise<number> {
+  const pgdb = await createPgDatabase('brokers');
+  const db = new PgDb(pgdb.url, 4);
+  try {
+    await migrate(db);
+    await subscribe(db, url);
+    for (let i = 0; i < n; i += 500) await db.transaction((tx) => emitEvents(tx, Array.from({ length: Math.min(500, n - i) }, event)));
+    const from = arrivals.at.length;
+    // BENCH_CPU_PROF=dir: a .cpuprofile of the draining worker (bench/profile-summary.ts summarises it).
+    const w = await bulbWorker(pgdb.url, {}, process.env.BENCH_CPU_PROF);
+    try {
+      await waitArrivals(arrivals, from + n);
+      const at = arrivals.at.slice(from, from + n);
+      return (n - 1) / ((at[n - 1] - at[0]) / 1000);
+    } finally {
+      await w.stop();
+    }
+  } finally {
+    await db.close();
+    await pgdb.drop();
+  }
+}
+
+async function amqpRows(n: number): Promise<Row[]> {
+  const conn = await amqpConnect(AMQP);
+  try {
+    const ch = await conn.createConfirmChannel();
+    const exchange = `bulb-bench-${crypto.randomBytes(4).toString('hex')}`;
+    await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: true });
+    const { queue } = await ch.assertQueue('', { exclusive: true });
+    await ch.bindQueue(queue, exchange, '#');
+    const arrivals: Arrivals = { at: [], close: async () => {} };
+    const rx = await conn.createChannel();
+    await rx.consume(queue, () => arrivals.at.push(performance.now()), { noAck: true });
+    const s = sample();
+    await directly(n, (i) => new Promise<void>((resolve, reject) => {
+      ch.publish(exchange, 'customer.events', Buffer.from(s.body), { mandatory: true, persistent: true, contentType: 'application/json', messageId: `direct-${i}`, headers: s.headers }, (err) => (err ? reject(err) : resolve()));
+    }));
+    const direct = await waitArrivals(arrivals, n);
+    log(`amqp direct: ${direct.toFixed(0)}/s`);
+    arrivals.at.length = 0;
+    const bulb = await bulbDrain(`amqp://127.0.0.1:5672?exchange=${exchange}&routingKey=customer.events`, n, arrivals);
+    log(`amqp bulb: ${bulb.toFixed(0)}/s`);
+    const ratio = bulb / direct;
+    return [{
+      what: `RabbitMQ: drain of ${n} queued deliveries (publisher confirms) vs amqplib publishing the same bodies directly, ${IN_FLIGHT} in flight`,
+      value: round(bulb, 0), unit: 'deliveries/s', baseline: round(direct, 0), ratio: round(ratio), goal: ratioGoal(ratio, GOAL), command: COMMAND,
+    }];
+  } finally {
+    await conn.close().catch(() => {});
+  }
+}
+
+async function natsRows(n: number): Promise<Row[]> {
+  const nc = await natsConnect({ servers: NATS });
+  const tag = crypto.randomBytes(4).toString('hex');
+  const stream = `BULB_BENCH_${tag}`;
+  const subject = `bulb.bench.${tag}`;
+  const jsm = await nc.jetstreamManager();
+  await jsm.streams.add({ name: stream, subjects: [subject] });
+  try {
+    const arrivals: Arrivals = { at: [], close: async () => {} };
+    nc.subscribe(subject, { callback: () => arrivals.at.push(performance.now()) });
+    await nc.flush();
+    const js = nc.jetstream();
+    const s = sample();
+    await directly(n, async (i) => {
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(s.headers)) h.set(k, v);
+      await js.publish(subject, Buffer.from(s.body), { msgID: `direct-${tag}-${i}`, headers: h });
+    });
+    const direct = await waitArrivals(arrivals, n);
+    log(`nats direct: ${direct.toFixed(0)}/s`);
+    arrivals.at.length = 0;
+    const bulb = await bulbDrain(`nats://127.0.0.1:4222?subject=${subject}`, n, arrivals);
+    log(`nats bulb: ${bulb.toFixed(0)}/s`);
+    const ratio = bulb / direct;
+    return [{
+      what: `NATS JetStream: drain of ${n} queued deliveries (acknowledged publish) vs the nats client publishing the same bodies directly, ${IN_FLIGHT} in flight`,
+      value: round(bulb, 0), unit: 'deliveries/s', baseline: round(direct, 0), ratio: round(ratio), goal: ratioGoal(ratio, GOAL), command: COMMAND,
+    }];
+  } finally {
+    await jsm.streams.delete(stream).catch(() => {});
+    await nc.close();
+  }
+}
+
+export async function runBrokersBench(opts: { quick?: boolean } = {}): Promise<Row[]> {
+  if (!(await pgAvailable())) throw new Error('the broker bench needs PostgreSQL');
+  const n = opts.quick ? 2_000 : 10_000;
+  return [...(await amqpRows(n)), ...(await natsRows(n))];
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rows = await runBrokersBench({ quick: process.argv.includes('--quick') });
+  console.log(JSON.stringify(rows, null, 2));
+}

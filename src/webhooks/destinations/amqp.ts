@@ -1,0 +1,135 @@
+// An AMQP 0-9-1 (RabbitMQ) destination with amqplib: one connection and one confirm channel per subscription,
+// opened on the first publish; each event published to the URL's exchange and routing key as a persistent,
+// mandatory message with the webhook headers, settled by the broker's confirm (an unroutable message comes back
+// before its ack: NO_ROUTE). Any channel or connection loss marks the publisher broken; the registry opens a new one.
+import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { withPassword } from './url.ts';
+import { closeWithin, failure, openedWithin, guardedAddress, OK, socketFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+
+interface Open {
+  conn: ChannelModel;
+  ch: ConfirmChannel;
+}
+
+/** A reply code of the broker on an error (403 ACCESS_REFUSED, 404 NOT_FOUND, 530 NOT_ALLOWED…), or undefined. */
+function replyCode(err: any): number | undefined {
+  return typeof err?.code === 'number' ? err.code : undefined;
+}
+
+export class AmqpPublisher implements Publisher {
+  broken = false;
+  private opening: Promise<Open> | undefined;
+  private closing = false;
+  /** Message ids the broker returned as unroutable, until their confirm arrives (the return comes first). */
+  private readonly returned = new Set<string>();
+  /** Why the broker closed the channel or connection, when it said (e.g. 404 NOT_FOUND - no exchange). */
+  private closedBy: Error | undefined;
+  private readonly exchange: string;
+  private readonly routingKey: string;
+
+  constructor(private readonly url: string, private readonly password: string | null, private readonly opts: PublisherOptions) {
+    const u = new URL(url);
+    this.exchange = u.searchParams.get('exchange')!;
+    this.routingKey = u.searchParams.get('routingKey') ?? '';
+  }
+
+  private open(): Promise<Open> {
+    this.opening ??= (async () => {
+      const u = withPassword(this.url, this.password);
+      const host = u.hostname.replace(/^\[|\]$/g, '');
+      const address = await guardedAddress(host, this.opts.allowPrivate);
+      // amqplib reads credentials and the vhost from the URL; the socket goes to the address the guard checked.
+      const target = new URL(u.href);
+      target.hostname = address.includes(':') ? `[${address}]` : address;
+      target.search = '';
+      const conn = await connect(target.href, {
+        timeout: this.opts.timeoutMs,
+        servername: address === host ? undefined : host,
+        clientProperties: { connection_name: this.opts.name },
+      });
+      conn.on('error', (err) => (this.closedBy ??= err));
+      conn.on('close', () => (this.broken = true));
+      conn.on('blocked', () => {}); // a broker low on resources: publishes wait for it, bounded by the deadline
+      let ch: ConfirmChannel;
+      try {
+        ch = await conn.createConfirmChannel();
+      } catch (err) {
+        await closeWithin(() => conn.close());
+        throw err;
+      }
+      ch.on('error', (err) => (this.closedBy ??= err));
+      ch.on('close', () => {
+        this.broken = true;
+        void closeWithin(() => conn.close()).then((done) => done || (conn.connection as any).stream?.destroy?.());
+      });
+      ch.on('return', (m) => {
+        if (typeof m.properties.messageId === 'string') this.returned.add(m.properties.messageId);
+      });
+      if (this.closing) {
+        void closeWithin(() => conn.close());
+        throw new Error('the publisher was closed while its connection opened');
+      }
+      return { conn, ch };
+    })().catch((err) => {
+      this.broken = true;
+      throw err;
+    });
+    return this.opening;
+  }
+
+  async publish(msg: BrokerMessage): Promise<PublishOutcome> {
+    let ch: ConfirmChannel;
+    try {
+      ({ ch } = await this.open());
+    } catch (err) {
+      return this.openFailure(err);
+    }
+    return new Promise<PublishOutcome>((resolve) => {
+      try {
+        ch.publish(this.exchange, this.routingKey, Buffer.from(msg.body), {
+          mandatory: true,
+          persistent: true,
+          contentType: msg.headers['Content-Type'],
+          messageId: msg.id,
+          timestamp: Math.floor(Date.now() / 1000),
+          headers: msg.headers,
+        }, (err) => {
+          const unroutable = this.returned.delete(msg.id);
+          if (err) return resolve(this.lost(err));
+          if (unroutable) return resolve(failure('NO_ROUTE', `the broker returned the message: no queue is bound to exchange "${this.exchange}" for routing key "${this.routingKey}"`));
+          resolve(OK);
+        });
+      } catch (err) {
+        resolve(this.lost(err)); // the channel closed before this publish
+      }
+    });
+  }
+
+  /** A publish that ended with the channel: the broker's reason when it gave one (a 404 for a missing exchange…). */
+  private lost(err: any): PublishOutcome {
+    this.broken = true;
+    const by = this.closedBy;
+    if (replyCode(by) !== undefined) return failure('BROKER_REFUSED', String(by!.message));
+    if (/nack/i.test(String(err?.message))) return failure('BROKER_REFUSED', 'the broker did not accept the message (nack)');
+    return socketFailure(by ?? err);
+  }
+
+  /** The connection could not be opened: unreachable, or the broker said no during the handshake. */
+  private openFailure(err: any): PublishOutcome {
+    const message = String(err?.message ?? err);
+    if (typeof err?.code === 'string') return socketFailure(err);
+    if (/ETIMEDOUT/.test(message)) return failure('BROKER_TIMEOUT', message);
+    if (/ACCESS.REFUSED|NOT_ALLOWED|NOT.FOUND|vhost|\b(403|404|530)\b/i.test(message) || replyCode(err) !== undefined) return failure('BROKER_REFUSED', message);
+    return failure('BROKER_UNREACHABLE', message);
+  }
+
+  /** Closes the connection; a broker that does not answer the close (hanging, cut off) gets its socket dropped. */
+  async close(): Promise<void> {
+    this.broken = true;
+    // A connection still opening is closed as soon as it opens (open() checks this.closing).
+    this.closing = true;
+    const o = await openedWithin(this.opening);
+    if (o && !(await closeWithin(() => o.conn.close()))) (o.conn.connection as any).stream?.destroy?.();
+  }
+}
+

@@ -1,0 +1,89 @@
+// A NATS JetStream destination with the nats client: one connection per subscription, opened on the first publish
+// (no automatic reconnect, no servers learnt from the cluster: only the address the guard checked), each event an
+// acknowledged JetStream publish to the URL's subject with the webhook headers and the event uuid as message id (a
+// stream drops a second publish of it within its duplicate window and acknowledges it as a duplicate: delivered).
+import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
+import { decoded, withPassword } from './url.ts';
+import { closeWithin, failure, openedWithin, guardedAddress, OK, socketFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+
+interface Open {
+  nc: NatsConnection;
+  js: JetStreamClient;
+}
+
+/** The nats client's error codes (ErrorCode of nats-base-client) by what they mean for an attempt. */
+const REFUSED = new Set(['AUTHORIZATION_VIOLATION', 'AUTHENTICATION_EXPIRED', 'AUTHENTICATION_TIMEOUT', 'ACCOUNT_EXPIRED', 'PERMISSIONS_VIOLATION', 'BAD_AUTHENTICATION', 'BAD_CREDS', 'MAX_PAYLOAD_EXCEEDED', 'BAD SUBJECT', 'BAD_SUBJECT']);
+const UNREACHABLE = new Set(['CONNECTION_REFUSED', 'CONNECTION_CLOSED', 'CONNECTION_DRAINING', 'DISCONNECT', 'NATS_PROTOCOL_ERR', 'TLS']);
+
+function outcomeOf(err: any): PublishOutcome {
+  const code = typeof err?.code === 'string' ? err.code : '';
+  const message = `${code ? `${code}: ` : ''}${err?.message ?? err}`;
+  // No responders: nothing listens on the subject, i.e. no stream is bound to it.
+  if (code === '503') return failure('NO_ROUTE', `no JetStream stream is bound to the subject (${message})`);
+  if (code === 'TIMEOUT' || code === 'CONNECTION_TIMEOUT' || code === '408') return failure('BROKER_TIMEOUT', message);
+  if (REFUSED.has(code) || err?.api_error) return failure('BROKER_REFUSED', message);
+  if (UNREACHABLE.has(code)) return failure('BROKER_UNREACHABLE', message);
+  return socketFailure(err, 'BROKER_REFUSED');
+}
+
+export class NatsPublisher implements Publisher {
+  private opening: Promise<Open> | undefined;
+  private closing = false;
+  private closed = false;
+  private readonly subject: string;
+
+  constructor(private readonly url: string, private readonly password: string | null, private readonly opts: PublisherOptions) {
+    this.subject = new URL(url).searchParams.get('subject')!;
+  }
+
+  get broken(): boolean {
+    return this.closed;
+  }
+
+  private open(): Promise<Open> {
+    this.opening ??= (async () => {
+      const u = withPassword(this.url, this.password);
+      const address = await guardedAddress(u.hostname, this.opts.allowPrivate);
+      const host = address.includes(':') ? `[${address}]` : address;
+      const nc = await connect({
+        servers: `${host}:${u.port || 4222}`,
+        user: u.username ? decoded(u.username) : undefined,
+        pass: u.password ? decoded(u.password) : undefined,
+        name: this.opts.name,
+        timeout: this.opts.timeoutMs,
+        reconnect: false,
+        ignoreClusterUpdates: true,
+      });
+      void nc.closed().then(() => (this.closed = true));
+      if (this.closing) {
+        void closeWithin(() => nc.close());
+        throw new Error('the publisher was closed while its connection opened');
+      }
+      return { nc, js: nc.jetstream({ timeout: this.opts.timeoutMs }) };
+    })().catch((err) => {
+      this.closed = true;
+      throw err;
+    });
+    return this.opening;
+  }
+
+  async publish(msg: BrokerMessage): Promise<PublishOutcome> {
+    try {
+      const { js } = await this.open();
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(msg.headers)) h.set(k, v);
+      await js.publish(this.subject, Buffer.from(msg.body), { msgID: msg.id, headers: h, timeout: this.opts.timeoutMs });
+      return OK;
+    } catch (err) {
+      return outcomeOf(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    // A connection still opening is closed as soon as it opens (open() checks this.closing).
+    this.closing = true;
+    const o = await openedWithin(this.opening);
+    if (o) await closeWithin(() => o.nc.close());
+  }
+}

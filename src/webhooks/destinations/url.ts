@@ -1,0 +1,83 @@
+// Broker destinations' URLs (docs/destinations.md): which kind a subscription URL names (http, amqp, nats), what a
+// broker URL must carry (an exchange, a subject), and its credential split off for sealing: the stored and shown URL
+// has the password replaced by REDACTED_PASSWORD, the password itself is sealed in its own column.
+import { invalid } from '../../http/errors.ts';
+
+export type DestinationKind = 'http' | 'amqp' | 'nats';
+
+/** What a broker URL shows in place of its password (API answers, attempt rows, logs). */
+export const REDACTED_PASSWORD = '***';
+
+const KIND_OF: Record<string, DestinationKind> = { 'http:': 'http', 'https:': 'http', 'amqp:': 'amqp', 'amqps:': 'amqp', 'nats:': 'nats' };
+
+/** The kind of destination a URL's scheme names; undefined: not one Bulb delivers to. */
+export function kindOfScheme(protocol: string): DestinationKind | undefined {
+  return KIND_OF[protocol];
+}
+
+/** The kind of a stored subscription URL (valid by construction): anything that is not a broker is HTTP. */
+export function destinationKind(url: string): DestinationKind {
+  if (url.startsWith('amqp://') || url.startsWith('amqps://')) return 'amqp';
+  if (url.startsWith('nats://')) return 'nats';
+  return 'http';
+}
+
+/** The query parameters each broker URL takes (anything else is refused: a typo would otherwise be ignored). */
+const PARAMS: Record<'amqp' | 'nats', { required: string; allowed: string[] }> = {
+  amqp: { required: 'exchange', allowed: ['exchange', 'routingKey'] },
+  nats: { required: 'subject', allowed: ['subject'] },
+};
+
+/** NATS subjects: tokens of visible ASCII separated by dots, no wildcard (a publish names one subject). */
+const NATS_SUBJECT = /^[!-)+-\-/-=?-~]+(\.[!-)+-\-/-=?-~]+)*$/;
+
+/**
+ * Checks what a broker URL must carry beyond a host (400 naming "url", nothing changed): the exchange (amqp) or
+ * subject (nats), no unknown parameter, no fragment; a NATS URL has no path (a subject is not a path).
+ */
+export function checkBrokerUrl(u: URL, kind: 'amqp' | 'nats'): void {
+  const { required, allowed } = PARAMS[kind];
+  if (!u.hostname) throw invalid(`"url" must name the ${kind} broker's host`, 'url');
+  for (const k of new Set(u.searchParams.keys())) {
+    if (!allowed.includes(k)) throw invalid(`"url" has an unknown ${kind} parameter "${k}" (allowed: ${allowed.join(', ')})`, 'url');
+    if (u.searchParams.getAll(k).length > 1) throw invalid(`"url" names "${k}" more than once`, 'url');
+  }
+  const value = u.searchParams.get(required);
+  if (!value) throw invalid(`"url" must name the ${required} to publish to (a ${kind} URL needs ?${required}=…)`, 'url');
+  if (u.hash) throw invalid('"url" must not have a fragment', 'url');
+  if (kind === 'nats') {
+    if (u.pathname !== '' && u.pathname !== '/') throw invalid('"url" of a nats destination has no path: the subject goes in ?subject=…', 'url');
+    if (!NATS_SUBJECT.test(value)) throw invalid('"url" has an invalid NATS subject: dot-separated tokens of visible ASCII, no wildcards (* or >)', 'url');
+  }
+  if (u.password && !u.username) throw invalid('"url" has a password without a user name', 'url');
+}
+
+/**
+ * A broker URL as stored and shown (its password replaced by REDACTED_PASSWORD), and the password to seal (null:
+ * none). An HTTP URL carries no credentials (validation refuses them) and is stored as given.
+ */
+export function splitCredential(raw: string): { url: string; password: string | null } {
+  if (destinationKind(raw) === 'http') return { url: raw, password: null };
+  const u = new URL(raw);
+  if (!u.password) return { url: raw, password: null };
+  const password = u.password; // percent-encoded as written: put back as is (withPassword)
+  u.password = REDACTED_PASSWORD;
+  return { url: u.href, password };
+}
+
+/** The stored URL with its password put back, to connect with (never stored, logged or shown). */
+export function withPassword(url: string, password: string | null): URL {
+  const u = new URL(url);
+  if (password !== null) u.password = password;
+  else if (u.password === REDACTED_PASSWORD) u.password = '';
+  return u;
+}
+
+/** A percent-encoded URL part, decoded (a malformed escape is taken as written). */
+export function decoded(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
