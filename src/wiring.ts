@@ -19,6 +19,7 @@ import { exportRoutes } from './crm/customers/export.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { withAudit } from './audit/record.ts';
 import { subscriptionEventTypes } from './http/versioning/changes/2026-11-subscription-event-types.ts';
+import { subscriptionReceiverAuth } from './http/versioning/changes/2026-11-receiver-auth.ts';
 
 /** Routes that declare `audit` record their act in the audit log, in the act's transaction (src/audit/record.ts). */
 export function allRoutes(s: Services): RouteDef[] {
@@ -27,4 +28,4 @@ export function allRoutes(s: Services): RouteDef[] {
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */
-export const allChanges: VersionChange[] = [bulkItemsArePatches, mergeUndoneAt, subscriptionEventTypes];
+export const allChanges: VersionChange[] = [bulkItemsArePatches, mergeUndoneAt, subscriptionEventTypes, subscriptionReceiverAuth];

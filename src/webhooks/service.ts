@@ -9,6 +9,7 @@ import { checkHost } from './address.ts';
 import { newSigningSecret } from './signing.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
 import * as store from './store.ts';
+import { checkTokenUrl, OAUTH2, receiverAuthRules, shapeReceiverAuth } from './receiver-auth.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
 
 /** How long the previous secret keeps signing after a rotation. */
@@ -36,6 +37,7 @@ export function shapeSubscription(r: store.SubscriptionRow) {
     authMethod: r.auth_method,
     webhookVersion: r.webhook_version,
     maxInFlight: r.max_in_flight,
+    ...shapeReceiverAuth(r),
     health: shapeHealth(r),
     createdAt: isoNN(r.created_at),
     updatedAt: isoNN(r.updated_at),
@@ -97,12 +99,13 @@ function credentialRules(w: Write): Write {
 }
 
 /** Credentials of a method given without authMethod choose it (create and patch: never silently dropped). */
-function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string | null; basicPassword?: string | null }): 'BEARER' | 'BASIC' | undefined {
-  return w.bearerToken ? 'BEARER' : w.basicUsername || w.basicPassword ? 'BASIC' : undefined;
+function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string | null; basicPassword?: string | null; oauth2?: unknown }): store.AuthMethodName | undefined {
+  return w.bearerToken ? 'BEARER' : w.basicUsername || w.basicPassword ? 'BASIC' : w.oauth2 ? OAUTH2 : undefined;
 }
 
 export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook) {
   await validateUrl(body.url, allowPrivate);
+  if (body.oauth2) await checkTokenUrl(body.oauth2.tokenUrl, allowPrivate);
   const w = credentialRules({
     url: body.url,
     eventTypes: body.eventTypes,
@@ -114,8 +117,9 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     webhookVersion: body.webhookVersion ?? '2022-08',
     maxInFlight: body.maxInFlight,
   });
+  const auth = receiverAuthRules(w.authMethod, body);
   return db.transaction(async (tx) => {
-    const row = await store.insertSubscription(tx, w, newSigningSecret());
+    const row = await store.writeReceiverAuth(tx, (await store.insertSubscription(tx, w, newSigningSecret())).id, auth);
     const answer = { ...shapeSubscription(row), signingSecret: row.signing_secret };
     await audit(tx, answer);
     return answer;
@@ -130,6 +134,7 @@ export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'sha
 
 export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean, audit: AuditHook) {
   if (patch.url !== undefined) await validateUrl(patch.url, allowPrivate);
+  if (patch.oauth2) await checkTokenUrl(patch.oauth2.tokenUrl, allowPrivate);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
     const w = credentialRules({
@@ -143,7 +148,8 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       webhookVersion: patch.webhookVersion ?? cur.webhook_version,
       maxInFlight: patch.maxInFlight,
     });
-    const row = await store.updateSubscription(tx, cur.id, w);
+    const auth = receiverAuthRules(w.authMethod, patch, cur);
+    const row = await store.writeReceiverAuth(tx, (await store.updateSubscription(tx, cur.id, w)).id, auth);
     // Re-activated: its waiting deliveries are due now.
     if (row.is_active && !cur.is_active) await store.notifyWorkers(tx);
     const answer = shapeSubscription(row);

@@ -7,7 +7,7 @@ export interface SubscriptionRow {
   url: string;
   event_types: string[];
   is_active: boolean;
-  auth_method: 'NONE' | 'BASIC' | 'BEARER';
+  auth_method: AuthMethodName;
   bearer_token: string | null;
   basic_username: string | null;
   basic_password: string | null;
@@ -22,7 +22,19 @@ export interface SubscriptionRow {
   disabled_reason: string | null;
   created_at: string;
   updated_at: string;
+  /** OAuth2 client credentials (migration 044): set only with auth_method OAUTH2_CLIENT_CREDENTIALS. */
+  oauth2_token_url: string | null;
+  oauth2_client_id: string | null;
+  oauth2_client_secret: string | null;
+  oauth2_scope: string | null;
+  oauth2_audience: string | null;
+  /** Mutual TLS (migration 044), with any auth_method. */
+  tls_client_certificate: string | null;
+  tls_client_key: string | null;
+  tls_ca_certificate: string | null;
 }
+
+export type AuthMethodName = 'NONE' | 'BASIC' | 'BEARER' | 'OAUTH2_CLIENT_CREDENTIALS';
 
 import { EVENT_TYPES, WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { openSecret, sealSecret } from '../secrets/active.ts';
@@ -30,11 +42,15 @@ import { openSecret, sealSecret } from '../secrets/active.ts';
 /** Secrets are stored sealed (SPEC §15, src/secrets/): rows leave this file with them in clear. */
 function clear<R extends SubscriptionRow | undefined>(r: R): R {
   if (!r) return r;
-  return { ...r, signing_secret: openSecret(r.signing_secret), bearer_token: openSecret(r.bearer_token), basic_password: openSecret(r.basic_password) };
+  return {
+    ...r, signing_secret: openSecret(r.signing_secret), bearer_token: openSecret(r.bearer_token), basic_password: openSecret(r.basic_password),
+    oauth2_client_secret: openSecret(r.oauth2_client_secret), tls_client_key: openSecret(r.tls_client_key),
+  };
 }
 
 const SUB_COLS = `id, uuid, url, event_types, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version,
   signing_secret, max_in_flight, consecutive_failures, last_success_at, failing_since, disabled_reason, created_at, updated_at,
+  oauth2_token_url, oauth2_client_id, oauth2_client_secret, oauth2_scope, oauth2_audience, tls_client_certificate, tls_client_key, tls_ca_certificate,
   (SELECT max(r.expires_at) FROM webhook_retired_secrets r WHERE r.subscription_id = webhook_subscriptions.id AND r.expires_at > clock_timestamp())
     AS retired_secret_expires_at`;
 
@@ -42,7 +58,7 @@ export interface SubscriptionWrite {
   url: string;
   eventTypes: string[];
   isActive: boolean;
-  authMethod: 'NONE' | 'BASIC' | 'BEARER';
+  authMethod: AuthMethodName;
   bearerToken: string | null;
   basicUsername: string | null;
   basicPassword: string | null;
@@ -74,6 +90,26 @@ export async function updateSubscription(db: Queryable, id: string, w: Subscript
        is_active = $4
      WHERE id = $1 RETURNING ${SUB_COLS}`,
     [id, w.url, w.eventTypes, w.isActive, w.authMethod, sealSecret(w.bearerToken), w.basicUsername, sealSecret(w.basicPassword), w.webhookVersion, w.maxInFlight ?? null],
+  );
+  return clear(r.rows[0]);
+}
+
+/** A subscription's OAuth2 client credentials and mutual TLS, in clear (each null: none). */
+export interface ReceiverAuthWrite {
+  oauth2: { tokenUrl: string; clientId: string; clientSecret: string; scope: string | null; audience: string | null } | null;
+  tls: { clientCertificate: string; clientKey: string; caCertificate: string | null } | null;
+}
+
+/** Writes a subscription's OAuth2 and mutual TLS settings (after insertSubscription / updateSubscription, same transaction). */
+export async function writeReceiverAuth(db: Queryable, id: string, w: ReceiverAuthWrite): Promise<SubscriptionRow> {
+  const o = w.oauth2;
+  const t = w.tls;
+  const r = await db.query<SubscriptionRow>(
+    `UPDATE webhook_subscriptions SET oauth2_token_url = $2, oauth2_client_id = $3, oauth2_client_secret = $4, oauth2_scope = $5,
+       oauth2_audience = $6, tls_client_certificate = $7, tls_client_key = $8, tls_ca_certificate = $9
+     WHERE id = $1 RETURNING ${SUB_COLS}`,
+    [id, o?.tokenUrl ?? null, o?.clientId ?? null, sealSecret(o?.clientSecret ?? null), o?.scope ?? null, o?.audience ?? null,
+      t?.clientCertificate ?? null, sealSecret(t?.clientKey ?? null), t?.caCertificate ?? null],
   );
   return clear(r.rows[0]);
 }
