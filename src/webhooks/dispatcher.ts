@@ -371,7 +371,8 @@ export class Dispatcher {
       ({ req, res, tokens } = await this.sendWithToken(row, lane, f.abort, startedAt.getTime()));
     } else {
       req = buildRequest(row, this.hmacHeader, startedAt.getTime());
-      res = await this.sender.send(lane.pool(clientTlsOf(row)), row.url, req.headers, req.body, f.abort);
+      const clientTls = clientTlsOf(row);
+      res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, f.abort, clientTls !== null);
     }
     if (f.released) return; // shutdown gave the claim back; another worker will attempt it
     lane.feedback(signalOf(res));
@@ -417,15 +418,16 @@ export class Dispatcher {
     let tok = await this.tokens.get(row);
     if (!tok.ok) return failed(tok.reason, { body: eventBody(row), headers: {}, logHeaders: {}, credential: null });
     tokens.push(tok.token);
+    const clientTls = clientTlsOf(row);
     let req = buildRequest(row, this.hmacHeader, nowMs, tok.token);
-    let res = await this.sender.send(lane.pool(clientTlsOf(row)), row.url, req.headers, req.body, abort);
+    let res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null);
     if (res.statusCode === 401 && !abort.reason) {
       this.tokens.invalidate(row.subscription_id, tok.token);
       tok = await this.tokens.get(row);
       if (!tok.ok) return failed(`the receiver answered 401; refetching the token failed: ${tok.reason}`, req);
       tokens.push(tok.token);
       req = buildRequest(row, this.hmacHeader, Date.now(), tok.token);
-      res = await this.sender.send(lane.pool(clientTlsOf(row)), row.url, req.headers, req.body, abort);
+      res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null);
     }
     return { req, res: { ...res, durationMs: Math.round(performance.now() - t0) }, tokens };
   }

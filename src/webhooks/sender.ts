@@ -165,7 +165,7 @@ export class Sender {
    * One POST through undici's dispatcher interface (no response stream: the first RESPONSE_KEEP_BYTES of the
    * body are kept, and the connection is dropped rather than drained beyond that).
    */
-  send(pool: Dispatcher, url: string, headers: Record<string, string>, body: string, abort?: Abort): Promise<SendResult> {
+  send(pool: Dispatcher, url: string, headers: Record<string, string>, body: string, abort?: Abort, clientCert = false): Promise<SendResult> {
     const t0 = performance.now();
     const target = this.target(url);
     if (!target || target.blocked) {
@@ -174,7 +174,7 @@ export class Sender {
       return Promise.resolve({ ok: false, statusCode: null, errorCode, responseBody, retryAfterMs: null, durationMs: Math.round(performance.now() - t0) });
     }
     return new Promise<SendResult>((resolve) => {
-      const x = new Exchange(resolve, t0, this.opts.timeoutMs, abort);
+      const x = new Exchange(resolve, t0, this.opts.timeoutMs, abort, clientCert);
       pool.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, x as any);
     });
   }
@@ -202,6 +202,8 @@ class Exchange {
     private readonly t0: number,
     private readonly timeoutMs: number,
     private readonly abort: Abort | undefined,
+    /** The pool presents a client certificate (mutual TLS). */
+    private readonly clientCert = false,
   ) {
     this.timer = setTimeout(onDeadline, timeoutMs, this);
     abort?.bind((reason) => this.abortNow(reason));
@@ -262,8 +264,14 @@ class Exchange {
   }
 
   onError(err: Error): void {
-    const errorCode = classify(err, this.timedOut);
-    const msg = errorCode === 'TIMEOUT' ? `no complete response within ${this.timeoutMs} ms` : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
+    let errorCode = classify(err, this.timedOut);
+    let msg = errorCode === 'TIMEOUT' ? `no complete response within ${this.timeoutMs} ms` : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
+    if (errorCode === 'CONNECTION' && this.clientCert && this.statusCode === null && codeOf(err) === 'UND_ERR_SOCKET') {
+      // TLS 1.3 checks the client certificate after the client's handshake ends: a receiver refusing it (Node, many
+      // proxies) closes the connection with no alert and no answer, which is all the client sees.
+      errorCode = 'TLS';
+      msg += ': the receiver closed the connection without answering after a TLS handshake in which Bulb presented the subscription\'s client certificate (most often the receiver refusing that certificate: check tls.clientCertificate)';
+    }
     this.settle(false, errorCode, msg.slice(0, RESPONSE_KEEP_BYTES));
   }
 
