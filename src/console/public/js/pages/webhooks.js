@@ -1,12 +1,13 @@
 // Integrations → Webhooks (API 2026-11): subscriptions with their event types, endpoint health (and why one
 // was disabled) and a 24 h chart of attempts and success rate, per subscription and overall, from ONE stats
 // request; create, edit, activate / re-activate or deactivate, delete (confirmed), reveal and rotate the
-// signing secret, send a test event.
+// signing secret, send a test event. The form sets OAuth2 client credentials and mutual TLS (docs/receiver-auth.md):
+// the client secret and the private key are write-only (blank keeps the stored one).
 import { del, get, getPages, patch, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid, zoneOf } from '../dom.js';
 import { fitChart, hourlyChart, summary } from '../chart.js';
 
-const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)']];
+const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)'], ['OAUTH2_CLIENT_CREDENTIALS', 'OAuth2 client credentials']];
 const HOURS = 24; // the charts' window
 
 let metaCache;
@@ -60,11 +61,35 @@ async function subscriptionDialog(existing, onSaved, signal) {
   const pass = h('input', { type: 'password', name: 'basicPassword', autocomplete: 'off' });
   const bearerBox = h('div', { class: 'cred' }, field('Bearer token', token, keep ?? 'Sent as Authorization: Bearer <token>.'));
   const basicBox = h('div', { class: 'cred' }, field('Username', user, keep), field('Password', pass, keep));
+  const o = existing?.oauth2;
+  const text = (name, value, type = 'text') => h('input', { type, name, value: value ?? '', autocomplete: 'off', spellcheck: 'false' });
+  const tokenUrl = text('oauth2.tokenUrl', o?.tokenUrl, 'url');
+  const clientId = text('oauth2.clientId', o?.clientId);
+  const clientSecret = text('oauth2.clientSecret', '', 'password');
+  const scope = text('oauth2.scope', o?.scope);
+  const audience = text('oauth2.audience', o?.audience);
+  const oauth2Box = h('div', { class: 'cred' },
+    field('Token URL', tokenUrl, 'https address of the token endpoint; Bulb fetches a token with the client credentials grant and sends it as a bearer token.'),
+    field('Client ID', clientId), field('Client secret', clientSecret, o ? 'Leave blank to keep the current value.' : undefined),
+    field('Scope (optional)', scope, 'Space-separated.'), field('Audience (optional)', audience));
+  const t = existing?.tls;
+  const pem = (name, value) => h('textarea', { name, rows: '4', spellcheck: 'false', autocomplete: 'off', value: value ?? '', placeholder: '-----BEGIN …-----' });
+  const useTls = h('input', { type: 'checkbox', name: 'mtls', id: uid('mtls'), checked: Boolean(t) });
+  const clientCert = pem('tls.clientCertificate', t?.clientCertificate);
+  const clientKey = pem('tls.clientKey', '');
+  const caCert = pem('tls.caCertificate', t?.caCertificate);
+  const tlsBox = h('div', { class: 'cred' },
+    field('Client certificate (PEM)', clientCert),
+    field('Private key (PEM, unencrypted)', clientKey, t ? 'Write-only. Leave blank to keep the current key.' : 'Write-only: stored encrypted, never shown again.'),
+    field('CA certificate (PEM, optional)', caCert, 'Trusted for the receiver\'s certificate instead of the public roots.'));
   const showCreds = () => {
     bearerBox.hidden = authMethod.value !== 'BEARER';
     basicBox.hidden = authMethod.value !== 'BASIC';
+    oauth2Box.hidden = authMethod.value !== 'OAUTH2_CLIENT_CREDENTIALS';
+    tlsBox.hidden = !useTls.checked;
   };
   authMethod.addEventListener('change', showCreds);
+  useTls.addEventListener('change', showCreds);
   showCreds();
 
   const msg = h('div');
@@ -74,7 +99,9 @@ async function subscriptionDialog(existing, onSaved, signal) {
     field('Webhook URL', url, 'http(s) address of your endpoint. Events are POSTed there as JSON.'),
     typesBox,
     field('Authentication', authMethod),
-    bearerBox, basicBox,
+    bearerBox, basicBox, oauth2Box,
+    h('div', { class: 'check' }, useTls, h('label', { for: useTls.id }, 'Mutual TLS (present a client certificate)')),
+    tlsBox,
     field('Webhook version', version, 'Sent as the X-Webhook-Version header.'),
     h('div', { class: 'check' }, active, h('label', { for: active.id }, 'Active (deliver events)')),
     msg,
@@ -95,6 +122,10 @@ async function subscriptionDialog(existing, onSaved, signal) {
     const methodChanged = !existing || existing.authMethod !== method;
     if (method === 'BEARER' && methodChanged && !token.value) problems.push('Enter the bearer token.');
     if (method === 'BASIC' && methodChanged && (!user.value || !pass.value)) problems.push('Enter the username and password.');
+    if (method === 'OAUTH2_CLIENT_CREDENTIALS' && (!tokenUrl.value.trim() || !clientId.value.trim() || (!o && !clientSecret.value))) {
+      problems.push('Enter the token URL, client ID and client secret.');
+    }
+    if (useTls.checked && (!clientCert.value.trim() || (!t && !clientKey.value.trim()))) problems.push('Paste the client certificate and its private key.');
     if (problems.length) {
       msg.append(errorBox({ errors: problems.map((message) => ({ message, errorCode: '', moreInfo: '' })) }, 'Check the form'));
       return;
@@ -102,6 +133,16 @@ async function subscriptionDialog(existing, onSaved, signal) {
     const body = { url: url.value.trim(), eventTypes, authMethod: method, webhookVersion: version.value, isActive: active.checked };
     if (method === 'BEARER' && token.value) body.bearerToken = token.value;
     if (method === 'BASIC' && (user.value || pass.value)) Object.assign(body, { basicUsername: user.value, basicPassword: pass.value });
+    if (method === 'OAUTH2_CLIENT_CREDENTIALS') {
+      const next = { tokenUrl: tokenUrl.value.trim(), clientId: clientId.value.trim(), scope: scope.value.trim() || null, audience: audience.value.trim() || null };
+      const same = o && ['tokenUrl', 'clientId', 'scope', 'audience'].every((k) => next[k] === o[k]);
+      if (!same || clientSecret.value) body.oauth2 = clientSecret.value ? { ...next, clientSecret: clientSecret.value } : next;
+    }
+    if (useTls.checked) {
+      const next = { clientCertificate: clientCert.value.trim() + '\n', caCertificate: caCert.value.trim() ? caCert.value.trim() + '\n' : null };
+      const same = t && next.clientCertificate.trim() === t.clientCertificate.trim() && (next.caCertificate ?? '').trim() === (t.caCertificate ?? '').trim();
+      if (!same || clientKey.value.trim()) body.tls = clientKey.value.trim() ? { ...next, clientKey: clientKey.value.trim() + '\n' } : next;
+    } else if (t) body.tls = null;
     if (existing) {
       // PATCH only what changed (credentials are write-only: sent when typed).
       for (const k of ['url', 'authMethod', 'webhookVersion', 'isActive']) if (body[k] === existing[k]) delete body[k];
