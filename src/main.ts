@@ -12,6 +12,7 @@ import { resolveSecretBox } from './secrets/keys.ts';
 import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
 import { startDuplicateRefresher } from './crm/duplicates/refresh.ts';
 import { ImportWorker } from './imports/worker.ts';
+import { ReplayWorker } from './webhooks/replay-worker.ts';
 import { startAutovacuum } from './db/autovacuum.ts';
 
 async function main() {
@@ -59,6 +60,10 @@ async function main() {
     const imports = new ImportWorker(db, config, (m, e) => console.error(m, e));
     await imports.start();
     stops.push(() => imports.stop());
+    // Webhook replays: queues a replay's deliveries in committed chunks (one INSERT … SELECT each).
+    const replays = new ReplayWorker(db, { log: (m, e) => console.error(m, e) });
+    await replays.start();
+    stops.push(() => replays.stop());
   }
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);

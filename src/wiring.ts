@@ -7,6 +7,7 @@ import { customerRoutes } from './crm/customers/routes.ts';
 import { attributeRoutes } from './crm/attributes/routes.ts';
 import { bulkRoutes } from './crm/customers/bulk-routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
+import { replayRoutes } from './webhooks/replay-routes.ts';
 import { associateRoutes } from './crm/associates/routes.ts';
 import { dataRoutes } from './crm/attached/routes.ts';
 import { mergeRoutes } from './crm/merge/routes.ts';
@@ -23,7 +24,7 @@ import { subscriptionReceiverAuth } from './http/versioning/changes/2026-11-rece
 
 /** Routes that declare `audit` record their act in the audit log, in the act's transaction (src/audit/record.ts). */
 export function allRoutes(s: Services): RouteDef[] {
-  const routes = [...customerRoutes(s), ...attributeRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...eventRoutes(s), ...importRoutes(s)];
+  const routes = [...customerRoutes(s), ...attributeRoutes(s), ...bulkRoutes(s), ...exportRoutes(s), ...associateRoutes(s), ...dataRoutes(s), ...mergeRoutes(s), ...duplicateRoutes(s), ...credentialRoutes(s), ...webhookRoutes(s), ...replayRoutes(s), ...eventRoutes(s), ...importRoutes(s)];
   return withAudit([...routes, ...auditRoutes(s)]);
 }
 

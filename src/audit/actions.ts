@@ -16,6 +16,8 @@ export const AUDIT_ACTIONS = [
   'merge.undone',
   'import.started',
   'import.cancelled',
+  'replay.started',
+  'replay.cancelled',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

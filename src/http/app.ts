@@ -2,8 +2,6 @@
 import { readFile } from 'node:fs/promises';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
-import { Ajv } from 'ajv';
-import addFormats from 'ajv-formats';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
@@ -19,6 +17,7 @@ import { tokenRoutes } from '../auth/token-route.ts';
 import './context.ts';
 import { consolePlugin } from '../console/plugin.ts';
 import { IMPORT_TYPES } from '../imports/routes.ts';
+import { coercingAjv, strictAjv } from './validator.ts';
 
 export interface AppOptions {
   logger?: boolean | object;
@@ -49,27 +48,37 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   app.setErrorHandler(errorHandler);
   // Query strings and path parameters arrive as text and are coerced ("limit=5" → 5); JSON bodies are
   // typed already and are not ({"firstName":5} and {"ids":"x"} are 400s, not "5" and ["x"]).
-  const ajvOptions = { allErrors: true, removeAdditional: false, useDefaults: true, addUsedSchema: false, strict: false } as const;
-  const coercing = addFormats.default(new Ajv({ ...ajvOptions, coerceTypes: 'array' }));
-  const strict = addFormats.default(new Ajv({ ...ajvOptions, coerceTypes: false }));
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strictAjv : coercingAjv).compile(schema));
   // Bodies are JSON (the token endpoint adds form bodies in its own scope); anything else is a 415.
   app.removeContentTypeParser('text/plain');
   // A request that says Content-Type: application/json but sends no body (many HTTP clients set the header
   // on every call) is served when its route takes no body (DELETE, POST …/test, …/rotateSecret, …/retry);
   // on a route that takes a body, an empty JSON body is InvalidJson.
+  // Bytes that are not UTF-8 are an encoding error, 400 as Tulip documents it ("Encoding errors will generally
+  // return the 400 error code", https://docs.tulip.com/integrating/aerial/gettingstartedwithaerial), never text
+  // silently stored with U+FFFD in their place.
   const json = app.getDefaultJsonParser('error', 'error');
+  const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (body === '' && !req.routeOptions.schema?.body) return done(null, undefined);
-    return json(req, body as string, done);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    if ((body as Buffer).length === 0 && !req.routeOptions.schema?.body) return done(null, undefined);
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      return done(new ApiError('InvalidJson', 'Request body JSON couldn\'t be parsed: it is not valid UTF-8', 'send the body encoded as UTF-8 (Content-Type: application/json; charset=UTF-8)'), undefined);
+    }
+    return json(req, text, done);
   });
-  // Import files (NDJSON, CSV) are streamed by their route (rawBody), never buffered; other routes refuse them.
-  app.addContentTypeParser(Object.keys(IMPORT_TYPES), (req, _payload, done) => {
+  // Import files (NDJSON, CSV) are streamed by their route (rawBody), never buffered; other routes refuse them. Any other
+  // type, or none, reaches the catch-all: a rawBody route is handed the body unread, to refuse with the types it takes.
+  const rawOrRefuse = (req: FastifyRequest, _payload: unknown, done: (err: Error | null, body?: unknown) => void) => {
     // Unknown routes pass through unread, to be answered 404 (EndpointNotInVersion…) by the not-found handler.
     if (req.routeOptions.config.rawBody || req.routeOptions.url === undefined) return done(null, undefined);
-    done(new ApiError('UnsupportedMediaType', `request body must be application/json, not ${String(req.headers['content-type']).slice(0, 100)}`, 'Content-Type'), undefined);
-  });
+    done(new ApiError('UnsupportedMediaType', `request body must be application/json, not ${String(req.headers['content-type'] ?? 'none').slice(0, 100)}`, 'Content-Type'), undefined);
+  };
+  app.addContentTypeParser(Object.keys(IMPORT_TYPES), rawOrRefuse);
+  app.addContentTypeParser('*', rawOrRefuse);
 
   const registry = new Registry(allRoutes(s), allChanges);
   const openapi = new Map(VERSION_IDS.map((v) => [v, openApiDocument(registry, v, s.config.serviceName)]));

@@ -62,13 +62,17 @@ export function errorBody(entries: ErrorEntry[]) {
   return { errors: entries };
 }
 
-/** Turns an Ajv validation error list into one entry per problem, naming the field. */
-function validationEntries(err: FastifyError): ErrorEntry[] {
-  const ctx = (err as any).validationContext as string | undefined;
-  let list = (err.validation ?? []) as any[];
-  // A value matching no branch of an anyOf yields one error per branch plus the anyOf itself: keep the anyOf.
+/**
+ * Turns an Ajv validation error list into one entry per problem, naming the field (`ctx`: the request part, e.g.
+ * "body", used when the problem is the whole value). Routes' validation and item checks (bulk, imports) share it.
+ */
+export function validationEntries(errors: readonly unknown[], ctx?: string, fallback = `${ctx ?? 'value'} is invalid`): ErrorEntry[] {
+  let list = errors as any[];
+  // A value matching no branch of an anyOf yields one error per branch plus the anyOf itself: keep the anyOf, unless a
+  // branch failed deeper inside the value (`emails: [{email: "x"}]` against array-or-null): that error says what is wrong.
   const anyOfPaths = new Set(list.filter((v) => v.keyword === 'anyOf').map((v) => v.instancePath));
-  list = list.filter((v) => v.keyword === 'anyOf' || !anyOfPaths.has(v.instancePath));
+  const deeper = (path: string) => list.some((v) => v.instancePath.startsWith(path + '/'));
+  list = list.filter((v) => (v.keyword === 'anyOf' ? !deeper(v.instancePath) : !anyOfPaths.has(v.instancePath)));
   const seen = new Set<string>();
   const out: ErrorEntry[] = [];
   for (const v of list) {
@@ -93,7 +97,7 @@ function validationEntries(err: FastifyError): ErrorEntry[] {
     seen.add(key);
     out.push({ message, errorCode: 'InvalidParameterError', moreInfo: where });
   }
-  if (out.length === 0) out.push({ message: err.message, errorCode: 'InvalidParameterError', moreInfo: ctx ?? '' });
+  if (out.length === 0) out.push({ message: fallback, errorCode: 'InvalidParameterError', moreInfo: ctx ?? '' });
   return out;
 }
 
@@ -101,7 +105,7 @@ function validationEntries(err: FastifyError): ErrorEntry[] {
 export function toApiError(err: unknown): { status: number; entries: ErrorEntry[]; headers: Record<string, string> } {
   if (err instanceof ApiError) return { status: err.status, entries: err.entries, headers: err.headers };
   const e = err as FastifyError;
-  if (e && e.validation) return { status: 400, entries: validationEntries(e), headers: {} };
+  if (e && e.validation) return { status: 400, entries: validationEntries(e.validation, (e as any).validationContext, e.message), headers: {} };
   const code = e?.code;
   const simple = (errorCode: string, message: string, status = STATUS_OF[errorCode]) => ({
     status,

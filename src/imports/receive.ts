@@ -10,10 +10,15 @@ import { csvError, csvRows, ndjsonRows, textGuard, type StagedLine } from './par
 import { batchSink, pgCopySink } from './staging.ts';
 import { PgDb } from '../db/pg.ts';
 import * as store from './store.ts';
+import { describeTgenFile, resolveUuids, tgenRows, type TgenFile } from './tgen.ts';
 import { attributeProblems, unknownAttributeIds } from '../crm/customers/validate.ts';
 
 export interface ImportRequest {
-  format: 'ndjson' | 'csv';
+  format: 'ndjson' | 'csv' | 'tgen';
+  /** A TGEN file's kind, import type and version from its name (tgen.ts tgenFileOf); undefined: read from the header. */
+  tgen?: TgenFile;
+  /** The file's text encoding (parse.ts encodingOf). */
+  encoding: string;
   withEvents: boolean;
   source: string;
   tokenUuid: string | null;
@@ -81,7 +86,7 @@ async function refuseUnknownAttributes(db: Queryable, batch: StagedLine[]): Prom
 
 /** audit: records the act in the transaction that queues the import, with the import as queued. */
 export async function receiveImport(s: Services, body: Readable, r: ImportRequest, audit: (tx: Queryable, queued: store.ImportRow) => Promise<void>): Promise<store.ImportRow> {
-  const imp = await store.createImport(s.db, { format: r.format, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
+  const imp = await store.createImport(s.db, { format: r.format, tgenFile: r.tgen ? describeTgenFile(r.tgen) : null, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
   const sink = s.db instanceof PgDb ? await pgCopySink(s.db.sessionUrl, imp.id, s.db) : batchSink(s.db, imp.id);
   let rows = 0;
   let queued = false;
@@ -97,12 +102,16 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
       Promise.all([refuseUnknownAttributes(s.db, batch).then(() => sink.write(batch)), progress]).then(() => cb(), cb);
     },
   });
-  const stages: Transform[] = [idleGuard(s.config.importIdleMs), textGuard(s.config.importMaxBytes)];
+  const stages: Transform[] = [idleGuard(s.config.importIdleMs), textGuard(s.config.importMaxBytes, r.encoding)];
+  // A TGEN file read from its header: the import records the kind (the worker applies an addresses file its own way).
+  let inferred: TgenFile | undefined;
   if (r.format === 'ndjson') stages.push(ndjsonRows());
+  else if (r.format === 'tgen') stages.push(...tgenRows(r.tgen, (f) => (inferred = r.tgen ? undefined : f)), resolveUuids((uuids) => store.externalIdsByUuid(s.db, uuids)));
   else stages.push(...csvRows());
   try {
     await pipeline([body, ...stages, into]);
     if (rows === 0) throw new ApiError('InvalidParameterError', 'the file has no data lines', 'body');
+    if (inferred) await store.setTgenFile(s.db, imp.id, describeTgenFile(inferred));
     queued = await sink.finish(rows, async (tx) => audit(tx, await store.getImportById(tx, imp.id)));
   } catch (err) {
     await sink.abort();

@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
-import { ApiError, conflict, notFound } from '../http/errors.ts';
+import { ApiError, conflict, invalid, notFound } from '../http/errors.ts';
 import { sourceOf } from '../http/context.ts';
 import { decodeCursor, encodeCursor, Page } from '../http/pagination.ts';
 import { iso, isoNN } from '../http/time.ts';
@@ -13,6 +13,8 @@ import * as S from './schema.ts';
 import { ErrorBody } from '../http/schema.ts';
 import * as store from './store.ts';
 import { receiveImport } from './receive.ts';
+import { encodingOf } from './parse.ts';
+import { tgenFileOf } from './tgen.ts';
 import { auditOf } from '../audit/record.ts';
 
 /** Content types of an import body; the route receives them as a raw stream (see rawBody in app.ts). */
@@ -31,6 +33,7 @@ export function shapeImport(r: store.ImportRow): S.ImportT {
     uuid: r.uuid,
     status: r.status,
     format: r.format,
+    tgenFile: r.tgen_file,
     events: r.with_events,
     rowsReceived: received,
     rowsDone: done,
@@ -59,12 +62,12 @@ export function importRoutes(s: Services): RouteDef[] {
   return [
     {
       ...base, id: 'imports.create', method: 'POST', path: '/crm/imports', rawBody: true,
-      summary: 'Import customers from an NDJSON (application/x-ndjson) or CSV (text/csv) file sent as the body, up to 2 GiB; answers 202 once received',
+      summary: 'Import customers from an NDJSON (application/x-ndjson), CSV (text/csv) or Tulip TGEN (text/csv, format=tgen) file sent as the body, up to 2 GiB; answers 202 once received',
       schema: {
         querystring: S.CreateQuery,
         rawBodyTypes: {
           'application/x-ndjson': 'one bulk item (a customer, 2026-11 bulk semantics) per line',
-          'text/csv': 'a header row naming item fields, then one customer per row; emails and phones as ;-separated values',
+          'text/csv': 'a header row naming item fields, then one customer per row; emails and phones as ;-separated values. With format=tgen: a Tulip TGEN customers file, unchanged (docs/imports-tgen.md)',
         },
         response: { 202: S.Import },
       },
@@ -72,18 +75,24 @@ export function importRoutes(s: Services): RouteDef[] {
       handler: async (req, reply) => {
         try {
           const q = req.query as S.CreateQueryT;
-          const ctype = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+          const [type, ...params] = String(req.headers['content-type'] ?? '').split(';');
+          const ctype = type.trim().toLowerCase();
           const kind = IMPORT_TYPES[ctype];
-          if (!kind || (q.format !== undefined && q.format !== kind)) {
-            const want = q.format === 'csv' ? 'text/csv' : q.format === 'ndjson' ? 'application/x-ndjson' : 'application/x-ndjson or text/csv';
-            throw new ApiError('UnsupportedMediaType', `an import body must be sent as ${want}, not "${ctype.slice(0, 100)}"`, 'Content-Type');
+          const format = q.format ?? (q.name !== undefined ? 'tgen' : kind);
+          if (!kind || (format === 'tgen' ? kind !== 'csv' : format !== kind)) {
+            const want = format === 'csv' || format === 'tgen' ? 'text/csv' : format === 'ndjson' ? 'application/x-ndjson' : 'application/x-ndjson (NDJSON) or text/csv (CSV, and TGEN with format=tgen)';
+            throw new ApiError('UnsupportedMediaType', `an import body must be sent as ${want}, not ${ctype ? `"${ctype.slice(0, 100)}"` : 'without a Content-Type'}`, 'Content-Type');
           }
+          if (q.name !== undefined && format !== 'tgen') throw invalid('name is the name of a TGEN file: it goes with format=tgen', 'name');
+          const tgen = q.name !== undefined ? tgenFileOf(q.name) : undefined;
+          const charset = params.map((p) => p.split('=')).find(([k]) => k.trim().toLowerCase() === 'charset')?.[1];
+          const encoding = encodingOf(charset);
           const length = Number(req.headers['content-length']);
           if (length > s.config.importMaxBytes) {
             throw new ApiError('PayloadTooLarge', `the file is larger than ${s.config.importMaxBytes} bytes`, `limit: ${s.config.importMaxBytes} bytes`);
           }
           const audit = auditOf(req);
-          const request = { format: kind, withEvents: q.events ?? true, source: sourceOf(req, s), tokenUuid: req.principal?.uuid ?? null };
+          const request = { format, tgen, encoding, withEvents: q.events ?? true, source: sourceOf(req, s), tokenUuid: req.principal?.uuid ?? null };
           const imp = await receiveImport(s, req.raw, request, (tx, queued) => audit(tx, shapeImport(queued)));
           reply.code(202);
           return shapeImport(imp);

@@ -8,7 +8,8 @@ export const ImportStatus = StringEnum(['receiving', 'queued', 'running', 'compl
 export const Import = Type.Object({
   uuid: Type.String({ format: 'uuid' }),
   status: ImportStatus,
-  format: StringEnum(['ndjson', 'csv']),
+  format: StringEnum(['ndjson', 'csv', 'tgen']),
+  tgenFile: Type.Union([Type.String(), Type.Null()], { description: 'format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats' }),
   events: Type.Boolean({ description: 'whether the import emits customerCreate/customerUpdate events (events=true)' }),
   rowsReceived: Type.Integer({ description: 'data lines received (blank lines not counted)' }),
   rowsDone: Type.Integer({ description: 'lines processed so far, failed ones included' }),
@@ -27,7 +28,8 @@ export type ImportT = Static<typeof Import>;
 
 export const CreateQuery = Type.Object(
   {
-    format: Type.Optional(StringEnum(['ndjson', 'csv'], { description: 'default: from the Content-Type' })),
+    format: Type.Optional(StringEnum(['ndjson', 'csv', 'tgen'], { description: 'default: from the Content-Type (tgen when a name is given); tgen: a Tulip TGEN CSV file, sent as text/csv' })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "format tgen: the TGEN file's name (TGEN_customers_partialupdate_2025-08_x.csv), which gives its kind, import type and API version" })),
     events: Type.Optional(Type.Boolean({ default: true, description: 'false: write no events (first loads)' })),
   },
   { additionalProperties: false },

@@ -10,7 +10,9 @@ export interface ImportRow {
   id: string;
   uuid: string;
   status: 'receiving' | 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
-  format: 'ndjson' | 'csv';
+  format: 'ndjson' | 'csv' | 'tgen';
+  /** A TGEN import's file: "customers partialupdate 2025-08". */
+  tgen_file: string | null;
   with_events: boolean;
   source: string;
   rows_received: string;
@@ -29,14 +31,14 @@ export interface ImportRow {
   elapsed: number | null;
 }
 
-const COLS = `id, uuid, status, format, with_events, source, rows_received, applied_line, rows_done, created, updated, unchanged,
+const COLS = `id, uuid, status, format, tgen_file, with_events, source, rows_received, applied_line, rows_done, created, updated, unchanged,
   failed, error, lock_token, created_at, started_at, finished_at,
   extract(epoch FROM coalesce(finished_at, clock_timestamp()) - started_at)::float8 AS elapsed`;
 
-export async function createImport(db: Queryable, i: { format: string; withEvents: boolean; source: string; tokenUuid: string | null }): Promise<ImportRow> {
+export async function createImport(db: Queryable, i: { format: string; tgenFile?: string | null; withEvents: boolean; source: string; tokenUuid: string | null }): Promise<ImportRow> {
   const r = await db.query<ImportRow>(
-    `INSERT INTO imports (format, with_events, source, token_uuid) VALUES ($1, $2, $3, $4) RETURNING ${COLS}`,
-    [i.format, i.withEvents, i.source, i.tokenUuid],
+    `INSERT INTO imports (format, tgen_file, with_events, source, token_uuid) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLS}`,
+    [i.format, i.tgenFile ?? null, i.withEvents, i.source, i.tokenUuid],
   );
   return r.rows[0];
 }
@@ -47,6 +49,17 @@ export async function getImport(db: Queryable, uuid: string): Promise<ImportRow 
 
 export async function getImportById(db: Queryable, id: string): Promise<ImportRow> {
   return (await db.query<ImportRow>(`SELECT ${COLS} FROM imports WHERE id = $1`, [id])).rows[0];
+}
+
+/** The TGEN file an import reads, when it was known from the header only (before the import is queued). */
+export async function setTgenFile(db: Queryable, id: string, tgenFile: string): Promise<void> {
+  await db.query(`UPDATE imports SET tgen_file = $2 WHERE id = $1`, [id, tgenFile]);
+}
+
+/** The externalIds of the customers with these uuids (TGEN records name customers by uuid), by uuid. */
+export async function externalIdsByUuid(db: Queryable, uuids: string[]): Promise<Map<string, string>> {
+  const r = await db.query<{ uuid: string; external_id: string }>(`SELECT uuid::text AS uuid, external_id FROM customers WHERE uuid = ANY ($1::uuid[])`, [uuids]);
+  return new Map(r.rows.map((x) => [x.uuid, x.external_id]));
 }
 
 /** Newest first; the cursor is the last id seen. */
@@ -132,6 +145,8 @@ export interface ChunkResult {
   created: number;
   updated: number;
   disabled: { line: string; external_id: string; merged_into_uuid: string | null; merged_into_external_id: string | null }[];
+  /** Other lines refused when applying (a TGEN address of an unknown customer), with their errors. */
+  errors?: { line: string; errors: unknown[] }[];
 }
 
 // The chunk's new values of a customer: a field its line (or folded lines) carries replaces the current one
@@ -223,6 +238,16 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
     imp.with_events ? [imp.id, imp.applied_line, span, imp.source] : [imp.id, imp.applied_line, span],
   );
   return r.rows[0];
+}
+
+/** The lines of a chunk (the range applyChunk takes) with their key and addresses: the TGEN addresses apply step reads them. */
+export async function chunkAddressLines(tx: Queryable, id: string, afterLine: string, span: number): Promise<{ lines: { line: string; external_id: string | null; addresses: any[] | null; refused: boolean }[]; more: boolean }> {
+  const r = await tx.query<{ line: string; external_id: string | null; addresses: any[] | null; refused: boolean }>(
+    `SELECT line, external_id, addresses, errors IS NOT NULL AS refused FROM import_rows WHERE import_id = $1 AND line > $2::bigint AND line <= $2::bigint + $3::int ORDER BY line`,
+    [id, afterLine, span],
+  );
+  const more = await tx.query(`SELECT 1 FROM import_rows WHERE import_id = $1 AND line > $2::bigint + $3::int LIMIT 1`, [id, afterLine, span]);
+  return { lines: r.rows, more: more.rows.length > 0 };
 }
 
 /** Errors found when applying (e.g. a disabled customer), kept beside the upload's own. */

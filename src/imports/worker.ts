@@ -10,6 +10,8 @@ import { sqlState, withRetry, type Db, type Queryable } from '../db/db.ts';
 import { customerDisabled } from '../crm/customers/service.ts';
 import { lostRace } from '../crm/customers/bulk.ts';
 import * as store from './store.ts';
+import { applyAddressChunk, isAddressesFile } from './tgen-apply.ts';
+import { applyNoteChunk, isNotesFile } from './tgen-notes.ts';
 
 type Log = (msg: string, err?: unknown) => void;
 
@@ -86,15 +88,16 @@ export class ImportWorker {
   private async chunk(tx: Queryable, id: string): Promise<'more' | 'done' | 'lost'> {
     const imp = await store.lockForChunk(tx, id);
     if (!imp || imp.status !== 'running' || imp.lock_token !== this.token) return 'lost';
-    const r = await store.applyChunk(tx, imp, this.config.importChunkRows);
+    const span = this.config.importChunkRows;
+    const r = isAddressesFile(imp) ? await applyAddressChunk(tx, imp, span) : isNotesFile(imp) ? await applyNoteChunk(tx, imp, span) : await store.applyChunk(tx, imp, span);
     // A concurrent writer inserted one of the chunk's externalIds first: withRetry runs the chunk again.
     if (r.created < r.toInsert) throw lostRace();
-    const failed = r.refused + r.disabled.length;
+    const failed = r.refused + r.disabled.length + (r.errors?.length ?? 0);
     const counts = {
       lastLine: String(Number(imp.applied_line) + this.config.importChunkRows), done: r.lines, created: r.created, updated: r.updated,
       unchanged: r.lines - failed - r.created - r.updated, failed,
     };
-    const errors = r.disabled.map((d) => ({ line: d.line, errors: customerDisabled(d).entries }));
+    const errors = [...r.disabled.map((d) => ({ line: d.line, errors: customerDisabled(d).entries as unknown[] })), ...(r.errors ?? [])];
     await store.recordErrors(tx, id, errors);
     const finished = !r.more;
     await store.advance(tx, id, counts, this.config.importLeaseMs, finished);

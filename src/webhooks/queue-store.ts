@@ -64,21 +64,32 @@ type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_er
 export const CLAIM_SQL = `WITH w AS (
        SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, held)
        WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL -- the lease only: see claimLanes
-     ), picked AS (
-       SELECT c.id FROM w
+     ), ws AS (
+       SELECT w.sub, greatest(0, least(w.room, ${HELD_CEILINGS} * s.max_in_flight - w.held)) AS lim FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
          AND (s.paused_until IS NULL OR s.paused_until <= now())
-       CROSS JOIN LATERAL (
+     ), live AS MATERIALIZED (
+       SELECT ws.sub, c.id FROM ws CROSS JOIN LATERAL (
          SELECT d.id FROM webhook_deliveries d
-         WHERE d.subscription_id = w.sub AND d.status = 'pending' AND d.next_attempt_at <= now()
+         WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at <= now()
            AND (d.locked_until IS NULL OR d.locked_until <= now())
          ORDER BY d.next_attempt_at, d.id
-         LIMIT greatest(0, least(w.room, ${HELD_CEILINGS} * s.max_in_flight - w.held))
+         LIMIT ws.lim
+         FOR UPDATE OF d SKIP LOCKED
+       ) c
+     ), replayed AS MATERIALIZED (
+       -- Replayed deliveries (next_attempt_at NULL: webhook_replays, migration 048) fill only the room live work left.
+       SELECT c.id FROM ws CROSS JOIN LATERAL (
+         SELECT d.id FROM webhook_deliveries d
+         WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at IS NULL
+           AND (d.locked_until IS NULL OR d.locked_until <= now())
+         ORDER BY d.id
+         LIMIT greatest(0, ws.lim - (SELECT count(*) FROM live WHERE live.sub = ws.sub))
          FOR UPDATE OF d SKIP LOCKED
        ) c
      ), upd AS (
        UPDATE webhook_deliveries d SET locked_until = now() + $3 * interval '1 millisecond', lock_token = $4
-       WHERE d.id = ANY(ARRAY(SELECT id FROM picked))
+       WHERE d.id = ANY(ARRAY(SELECT id FROM live UNION ALL SELECT id FROM replayed))
        RETURNING d.id, d.uuid, d.attempt_count, d.schedule_pos, d.event_id, d.subscription_id, d.next_attempt_at
      ), lanes AS (
        SELECT u.subscription_id, json_agg(json_build_array(${CLAIMED_FIELDS.map(([, sql]) => sql).join(', ')})
@@ -93,7 +104,8 @@ export const CLAIM_SQL = `WITH w AS (
 /**
  * Claims due deliveries from the named subscriptions only, at most `room` from each (a worker never holds more
  * than HELD_CEILINGS × a subscription's maxInFlight: a ceiling in flight, the rest waiting), oldest first, under a
- * lease. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
+ * lease. Live work first: a replay's deliveries (pending with no next_attempt_at, webhook_replays) take only the
+ * room the lane's due live deliveries left, in event order. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
  * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
  * nothing. SKIP LOCKED lets several workers claim the same lane at once without waiting or double-claiming.
  * The claim commits without waiting for its WAL flush (synchronous_commit off for this transaction only): a lease
@@ -195,6 +207,7 @@ export interface LaneDue {
  * work; the claim itself never does this. Per subscription it reads the leased head of its queue and one row
  * more: the first delivery not under a live lease (`a`, the earliest of them by the index order), and the
  * leases ahead of it (`b`, claimable when they expire). A lease behind `a` cannot be claimable before `a`.
+ * Replayed deliveries (no next_attempt_at) make a lane due now while one of them is not under a live lease (`r`).
  */
 export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
   const r = await db.query<LaneDue>(
@@ -210,7 +223,8 @@ export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
      FROM subs JOIN webhook_subscriptions s ON s.id = subs.id AND s.is_active AND s.deleted_at IS NULL
      LEFT JOIN LATERAL (
        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-       WHERE d.subscription_id = s.id AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until <= now())
+       WHERE d.subscription_id = s.id AND d.status = 'pending' AND d.next_attempt_at IS NOT NULL
+         AND (d.locked_until IS NULL OR d.locked_until <= now())
        ORDER BY d.next_attempt_at, d.id LIMIT 1
      ) a ON true
      CROSS JOIN LATERAL (
@@ -218,7 +232,13 @@ export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
        WHERE d.subscription_id = s.id AND d.status = 'pending' AND d.locked_until > now()
          AND (d.next_attempt_at, d.id) < (coalesce(a.next_attempt_at, 'infinity'), coalesce(a.id, 0))
      ) b
-     CROSS JOIN LATERAL (SELECT least(a.next_attempt_at, b.due) AS due) n
+     LEFT JOIN LATERAL (
+       SELECT now() AS due FROM webhook_deliveries d
+       WHERE d.subscription_id = s.id AND d.status = 'pending' AND d.next_attempt_at IS NULL
+         AND (d.locked_until IS NULL OR d.locked_until <= now())
+       LIMIT 1
+     ) r ON true
+     CROSS JOIN LATERAL (SELECT least(a.next_attempt_at, b.due, r.due) AS due) n
      WHERE n.due IS NOT NULL`,
   );
   return r.rows.map((x) => ({ ...x, subscription_id: String(x.subscription_id), due_in_ms: Number(x.due_in_ms) }));

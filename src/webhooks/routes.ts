@@ -71,7 +71,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       ...base, id: 'webhooks.subscriptions.patch', method: 'PATCH', path: `${SUBS}/:uuid`,
       audit: { action: 'subscription.changed', target: (req) => ({ ...target(req), details: changesOf(req.body), action: (req.body as any).isActive === false ? 'subscription.disabled' : undefined }) },
       summary: 'Change a subscription (activate/deactivate with isActive)',
-      schema: { params: S.UuidParams, body: S.SubscriptionPatch, response: { 200: S.Subscription } },
+      schema: { params: S.UuidParams, body: S.SubscriptionPatch, response: { 200: S.Subscription, 409: ErrorBody } },
       handler: async (req) => svc.patchSubscription(s.db, uuidOf(req), req.body as S.SubscriptionPatchT, allowPrivate, auditOf(req)),
     },
     {
@@ -89,7 +89,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       ...base, id: 'webhooks.subscriptions.secret', method: 'GET', path: `${SUBS}/:uuid/secret`,
       audit: { action: 'subscription.secretRevealed', target },
       summary: 'Reveal the signing secret',
-      schema: { params: S.UuidParams, response: { 200: S.SecretAnswer } },
+      schema: { params: S.UuidParams, response: { 200: S.SecretAnswer, 409: ErrorBody } },
       handler: async (req) => svc.revealSecret(s.db, uuidOf(req), auditOf(req)),
     },
     {

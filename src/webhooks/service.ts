@@ -44,7 +44,14 @@ export function shapeSubscription(r: store.SubscriptionRow) {
   };
 }
 
+/** A stored secret that cannot be opened: 409 naming it and how to replace it (nothing changed). */
+function unreadable(field: string, why: string, fix: string): ApiError {
+  return new ApiError('Conflict', `the stored ${field} of this subscription cannot be opened (${why}): ${fix}`, field);
+}
+
 export function shapeSecret(r: store.SubscriptionRow) {
+  const why = r.unreadable.signingSecret;
+  if (why) throw unreadable('signingSecret', why, 'rotate it (POST …/rotateSecret) to make a new one');
   return { signingSecret: r.signing_secret, previousSecretExpiresAt: iso(r.retired_secret_expires_at) };
 }
 
@@ -137,11 +144,24 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
   if (patch.oauth2) await checkTokenUrl(patch.oauth2.tokenUrl, allowPrivate);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
+    // A credential kept as it is must be readable (it is written back): one that cannot be opened is given anew,
+    // unless the method no longer uses it.
+    const method = patch.authMethod ?? impliedMethod(patch) ?? cur.auth_method;
+    for (const [field, uses] of [['bearerToken', 'BEARER'], ['basicPassword', 'BASIC']] as const) {
+      const why = cur.unreadable[field];
+      if (why && method === uses && patch[field] === undefined) throw unreadable(field, why, `give "${field}" again in this PATCH`);
+    }
+    const secretWhy = cur.unreadable['oauth2.clientSecret'];
+    if (secretWhy && method === OAUTH2 && patch.oauth2?.clientSecret === undefined) {
+      throw unreadable('oauth2.clientSecret', secretWhy, 'give "oauth2" with its "clientSecret" again in this PATCH');
+    }
+    const keyWhy = cur.unreadable['tls.clientKey'];
+    if (keyWhy && patch.tls !== null && patch.tls?.clientKey === undefined) throw unreadable('tls.clientKey', keyWhy, 'give "tls" with its "clientKey" again in this PATCH, or "tls": null');
     const w = credentialRules({
       url: patch.url ?? cur.url,
       eventTypes: patch.eventTypes ?? cur.event_types,
       isActive: patch.isActive ?? cur.is_active,
-      authMethod: patch.authMethod ?? impliedMethod(patch) ?? cur.auth_method,
+      authMethod: method,
       bearerToken: patch.bearerToken !== undefined ? patch.bearerToken : cur.bearer_token,
       basicUsername: patch.basicUsername !== undefined ? patch.basicUsername : cur.basic_username,
       basicPassword: patch.basicPassword !== undefined ? patch.basicPassword : cur.basic_password,

@@ -32,19 +32,39 @@ export interface SubscriptionRow {
   tls_client_certificate: string | null;
   tls_client_key: string | null;
   tls_ca_certificate: string | null;
+  /**
+   * Stored secrets of this row that cannot be opened (sealed under a key this process lacks, or altered), by API field
+   * name, with why: those fields are null ('' for the signing secret). Empty for every row Bulb wrote with its key.
+   */
+  unreadable: Partial<Record<'signingSecret' | 'bearerToken' | 'basicPassword' | 'oauth2.clientSecret' | 'tls.clientKey', string>>;
 }
 
 export type AuthMethodName = 'NONE' | 'BASIC' | 'BEARER' | 'OAUTH2_CLIENT_CREDENTIALS';
 
 import { EVENT_TYPES, WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { openSecret, sealSecret } from '../secrets/active.ts';
+import { SecretError } from '../secrets/box.ts';
 
-/** Secrets are stored sealed (SPEC §15, src/secrets/): rows leave this file with them in clear. */
+/**
+ * Secrets are stored sealed (SPEC §15, src/secrets/): rows leave this file with them in clear. A value that cannot be
+ * opened is left out and named in `unreadable` (a read of the subscription never fails for it).
+ */
 function clear<R extends SubscriptionRow | undefined>(r: R): R {
   if (!r) return r;
+  const unreadable: SubscriptionRow['unreadable'] = {};
+  const open = (stored: string | null, field: keyof SubscriptionRow['unreadable']): string | null => {
+    try {
+      return openSecret(stored);
+    } catch (err) {
+      if (!(err instanceof SecretError)) throw err;
+      unreadable[field] = err.message;
+      return null;
+    }
+  };
+  const signing = open(r.signing_secret, 'signingSecret') ?? '';
   return {
-    ...r, signing_secret: openSecret(r.signing_secret), bearer_token: openSecret(r.bearer_token), basic_password: openSecret(r.basic_password),
-    oauth2_client_secret: openSecret(r.oauth2_client_secret), tls_client_key: openSecret(r.tls_client_key),
+    ...r, signing_secret: signing, bearer_token: open(r.bearer_token, 'bearerToken'), basic_password: open(r.basic_password, 'basicPassword'),
+    oauth2_client_secret: open(r.oauth2_client_secret, 'oauth2.clientSecret'), tls_client_key: open(r.tls_client_key, 'tls.clientKey'), unreadable,
   };
 }
 

@@ -21,7 +21,10 @@ await describeEachDb('merge: customers named by Tulip id, uuid or externalId', (
     const s3 = await makeCustomer(db(), 'tid-s3');
     for (const c of [p, s1, s2, s3]) await attach(db(), c.id, 2);
     const before = [await countsOf(db(), p.id), await countsOf(db(), s1.id), await countsOf(db(), s2.id), await countsOf(db(), s3.id)];
-    const r = await legacy(Number(p.id), [Number(s1.id), String(s2.id), s3.uuid]);
+    // The ids as an integrator reads them: the customer's numeric `id`.
+    const idOf = async (x: string) => (await api().get(`/crm/customers/${x}`)).body.id as number;
+    assert.equal(String(await idOf('tid-p')), String(p.id));
+    const r = await legacy(await idOf('tid-p'), [await idOf('tid-s1'), String(await idOf('tid-s2')), s3.uuid]);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.uuid, p.uuid, 'answers the primary customer');
     assert.equal(r.body.status, 'active');
@@ -57,6 +60,8 @@ await describeEachDb('merge: customers named by Tulip id, uuid or externalId', (
       ['a fraction', () => legacy(p.id, [1.5]), 400, ['InvalidParameterError']],
       ['zero and negative', () => legacy(p.id, [0, -3]), 400, ['InvalidParameterError', 'InvalidParameterError']],
       ['a number past bigint', () => legacy(p.id, ['99999999999999999999']), 400, ['InvalidParameterError']],
+      // JSON.parse would round it to another id: refused (send such an id as a numeric string).
+      ['a JSON number past 2^53', () => api().put(`/tulip_api/v2/crm/customers/${p.id}/merge`, '{"ids":[9007199254740993]}'), 400, ['InvalidParameterError']],
       ['an externalId on the id form', () => legacy(p.id, ['tidv-s']), 400, ['InvalidParameterError']],
       ['a non-numeric primary on the id form', () => legacy('tidv-p', [Number(s.id)]), 400, ['InvalidParameterError']],
     ];

@@ -44,6 +44,11 @@ await describeEachDb('customer notes (Tulip shape)', (ctx) => {
       assert.deepEqual(list.body.data, [expected], v);
     }
     assert.deepEqual(await noteEvents(r.body.uuid), [{ event_type: 'customerNoteCreate', resource_type: 'CustomerNote', resource_external_id: 'note-ext-1' }]);
+    // https://docs.tulip.com/integrating/webhooks/eventsoverview: customerNoteCreate's resource is fetched with
+    // /api/{version}/crm/customerNotes/{id}, "either the resource.uuid or the resource.externalId as the identifier".
+    const ev = (await api().withVersion('2026-11').get(`/events?eventType=customerNoteCreate&resourceUuid=${r.body.uuid}`)).body.data[0];
+    assert.deepEqual(ev.resource, { uuid: r.body.uuid, externalId: 'note-ext-1' });
+    for (const id of [ev.resource.uuid, ev.resource.externalId]) assert.equal((await api().get(`/crm/customerNotes/${id}`)).body.uuid, r.body.uuid);
   });
 
   it('under the customer: `customer` may be left out or must name that customer; every Tulip type; defaults', async () => {

@@ -152,13 +152,14 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
     // It cannot be merged (either side) while deactivated.
     await api().post('/crm/customers', { externalId: 'dis-p' });
     const merge = await api().post('/crm/customers/dis-p/merge', { mergeWithCustomerIds: ['dis-1'] });
-    assert.equal(merge.status, 409);
+    // 403 CustomerDisabled: https://docs.tulip.com/integrating/aerial/errors/troubleshooterrors (refused for the resource's state)
+    assert.equal(merge.status, 403);
     assert.deepEqual(errorCodes(merge), ['CustomerDisabled']);
-    assert.equal((await api().post('/crm/customers/dis-1/merge', { mergeWithCustomerIds: ['dis-p'] })).status, 409);
+    assert.equal((await api().post('/crm/customers/dis-1/merge', { mergeWithCustomerIds: ['dis-p'] })).status, 403);
     const on = await api().patch('/crm/customers/dis-1', { disabled: false });
     assert.deepEqual([on.body.status, on.body.disabled], ['active', false]);
 
-    // Merged away: disabled reads true, and disabled: false is refused (409) until the merge is undone.
+    // Merged away: disabled reads true, and disabled: false is refused (403) until the merge is undone.
     await api().post('/crm/customers', { externalId: 'dis-2' });
     const merged = await api().withVersion('2026-11').post('/crm/customers/dis-p/merge', { mergeWithCustomerIds: ['dis-2'] });
     assert.equal(merged.status, 200, merged.text);
@@ -169,12 +170,12 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
       () => api().put('/crm/customers/dis-2', { disabled: false }),
     ]) {
       const r = await write();
-      assert.equal(r.status, 409, r.text);
+      assert.equal(r.status, 403, r.text);
       assert.deepEqual(errorCodes(r), ['CustomerDisabled']);
       assert.match(r.body.errors[0].message, /undo/);
     }
     const bulk = await api().post('/crm/customers/bulk', [{ externalId: 'dis-2', disabled: false }]);
-    assert.equal(bulk.body.results[0].status, 409);
+    assert.equal(bulk.body.results[0].status, 403);
     const undo = await api().withVersion('2026-11').post(`/crm/merges/${merged.body.mergeUuid ?? merged.body.uuid}/undo`, {});
     assert.equal(undo.status, 200, undo.text);
     assert.deepEqual([(await api().get('/crm/customers/dis-2')).body.disabled, (await api().get('/crm/customers/dis-2')).body.mergedInto], [false, null]);

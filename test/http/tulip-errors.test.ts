@@ -69,6 +69,27 @@ await describeEachDb('errors as Tulip documents them', (ctx) => {
     void n;
   });
 
+  // https://docs.tulip.com/integrating/aerial/gettingstartedwithaerial: "Encoding errors will generally return the 400 error code"
+  it('a body that is not UTF-8 is a 400 InvalidJson, not text stored with replacement characters (was a 201)', async () => {
+    const c = ctx.srv.api;
+    const bytes = Buffer.concat([Buffer.from('{"externalId":"te-enc-'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+    const r = await fetch(`${c.base}/api/2025-08/crm/customers`, {
+      method: 'POST', body: bytes, headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/json; charset=UTF-8' },
+    });
+    const body = await r.json();
+    assert.equal(r.status, 400);
+    assert.equal(body.errors[0].errorCode, 'InvalidJson');
+    assert.match(body.errors[0].message, /UTF-8/);
+    const stored = await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM customers WHERE external_id LIKE 'te-enc-%'`);
+    assert.equal(stored.rows[0].n, 0, 'nothing written');
+    // The same text well encoded (with a byte order mark, as some clients send) is served.
+    const ok = await fetch(`${c.base}/api/2025-08/crm/customers`, {
+      method: 'POST', body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"externalId":"te-enc-ok-é"}')]),
+      headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/json; charset=UTF-8' },
+    });
+    assert.equal(ok.status, 201, await ok.text());
+  });
+
   // https://docs.tulip.com/integrating/aerial/errors/troubleshooterrors: 403 when "the resource … cannot be
   // accessed due to it's current state/status": a disabled (merged-away) customer.
   it('403 CustomerDisabled for a write a disabled customer refuses (was 409)', async () => {

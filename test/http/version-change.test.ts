@@ -79,7 +79,7 @@ describe('version changes', () => {
     const { a, registry } = await app();
     assert.equal((await a.inject({ method: 'GET', url: '/api/2022-08/people' })).statusCode, 200);
     assert.equal((await a.inject({ method: 'GET', url: '/api/2022-04/people' })).statusCode, 404);
-    assert.deepEqual(registry.lookup('GET', '/people', '2022-04'), { versionsForMethod: ['2022-08', '2025-04', '2026-11'], methodsInVersion: ['POST'] });
+    assert.deepEqual(registry.lookup('GET', '/people', '2022-04'), { versionsForMethod: ['2022-08', '2025-04', '2025-08', '2025-12', '2026-11'], methodsInVersion: ['POST'] });
     assert.deepEqual(registry.byVersion.get('2022-04')!.map((r) => r.def.id), ['people.create']);
     assert.deepEqual(registry.byVersion.get('2022-08')!.map((r) => r.def.id).sort(), ['people.create', 'people.list']);
   });

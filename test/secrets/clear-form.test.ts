@@ -99,5 +99,33 @@ await describeEachDb('a stored secret that cannot be opened', (ctx) => {
     }
     await waitFor(async () => (await api.get(`/integrations/webhooks/deliveries?subscription=${bad.body.uuid}`)).body.data[0]?.status === 'failed', 'failed after its schedule');
     assert.ok(!rx.received.some((r) => r.body?.subscription === bad.body.uuid), 'nothing was sent for it');
+
+    // The API reads it without a 5xx; what needs the value says so (409) and changes nothing; giving it again heals it.
+    const stored = async () => (await ctx.tdb.db.query(`SELECT bearer_token FROM webhook_subscriptions WHERE uuid = $1`, [bad.body.uuid])).rows[0].bearer_token;
+    assert.equal((await api.get(`${SUBS}/${bad.body.uuid}`)).status, 200);
+    const list = await api.get(`${SUBS}?limit=250`);
+    assert.equal(list.status, 200, list.text);
+    assert.ok(list.body.data.some((s: any) => s.uuid === bad.body.uuid));
+    const keep = await api.patch(`${SUBS}/${bad.body.uuid}`, { isActive: false });
+    assert.equal(keep.status, 409, keep.text);
+    assert.equal(keep.body.errors[0].moreInfo, 'bearerToken');
+    assert.match(keep.body.errors[0].message, /bearerToken of this subscription cannot be opened .*give "bearerToken" again/);
+    assert.equal(await stored(), other, 'nothing changed');
+    assert.equal((await api.get(`${SUBS}/${bad.body.uuid}`)).body.isActive, true);
+    const healed = await api.patch(`${SUBS}/${bad.body.uuid}`, { bearerToken: 'tok-new' });
+    assert.equal(healed.status, 200, healed.text);
+    assert.equal((await api.post(`${SUBS}/${bad.body.uuid}/test`)).status, 202);
+    const [r] = await waitFor(() => { const x = rx.received.filter((q) => q.body?.subscription === bad.body.uuid); return x.length ? x : null; }, 'delivered once healed');
+    assert.equal(r.headers.authorization, 'Bearer tok-new');
+
+    // An unreadable signing secret: revealing it is a 409, rotating makes a new one.
+    const sec = await api.post(SUBS, { url: rx.url, eventType: 'webhookTest' });
+    await ctx.tdb.db.query(`UPDATE webhook_subscriptions SET signing_secret = $2 WHERE uuid = $1`, [sec.body.uuid, new AesGcmBox(crypto.randomBytes(32)).seal('whsec_x')]);
+    const reveal = await api.get(`${SUBS}/${sec.body.uuid}/secret`);
+    assert.equal(reveal.status, 409, reveal.text);
+    assert.match(reveal.body.errors[0].message, /signingSecret of this subscription cannot be opened .*rotate it/);
+    const rot = await api.post(`${SUBS}/${sec.body.uuid}/rotateSecret`);
+    assert.equal(rot.status, 200, rot.text);
+    assert.match(rot.body.signingSecret, /^whsec_/);
   });
 }, KEYED);

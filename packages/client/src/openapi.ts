@@ -816,6 +816,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/2026-11/integrations/webhooks/subscriptions/{uuid}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay a window of events to this subscription: one new delivery per event of its types, sent after its live deliveries (Idempotency-Key honoured)
+         * @description Replay a window of events to this subscription: one new delivery per event of its types, sent after its live deliveries (Idempotency-Key honoured)
+         */
+        post: operations["webhooksReplaysStart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/subscriptions/{uuid}/replays": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A subscription's replays, newest first
+         * @description A subscription's replays, newest first
+         */
+        get: operations["webhooksReplaysList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/replays/{uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A replay with its progress (status, eventsQueued)
+         * @description A replay with its progress (status, eventsQueued)
+         */
+        get: operations["webhooksReplaysGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/2026-11/integrations/webhooks/replays/{uuid}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a replay: no more deliveries are queued; those queued already stay
+         * @description Cancel a replay: no more deliveries are queued; those queued already stay
+         */
+        post: operations["webhooksReplaysCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/2026-11/events": {
         parameters: {
             query?: never;
@@ -870,8 +950,8 @@ export interface paths {
         get: operations["importsList"];
         put?: never;
         /**
-         * Import customers from an NDJSON (application/x-ndjson) or CSV (text/csv) file sent as the body, up to 2 GiB; answers 202 once received
-         * @description Import customers from an NDJSON (application/x-ndjson) or CSV (text/csv) file sent as the body, up to 2 GiB; answers 202 once received
+         * Import customers from an NDJSON (application/x-ndjson), CSV (text/csv) or Tulip TGEN (text/csv, format=tgen) file sent as the body, up to 2 GiB; answers 202 once received
+         * @description Import customers from an NDJSON (application/x-ndjson), CSV (text/csv) or Tulip TGEN (text/csv, format=tgen) file sent as the body, up to 2 GiB; answers 202 once received
          */
         post: operations["importsCreate"];
         delete?: never;
@@ -1157,7 +1237,7 @@ export interface components {
              */
             createdAt: string;
             /** @enum {string} */
-            action: "apiKey.created" | "apiKey.revoked" | "authClient.created" | "authClient.revoked" | "subscription.created" | "subscription.changed" | "subscription.deleted" | "subscription.disabled" | "subscription.secretRevealed" | "subscription.secretRotated" | "merge.created" | "merge.undone" | "import.started" | "import.cancelled";
+            action: "apiKey.created" | "apiKey.revoked" | "authClient.created" | "authClient.revoked" | "subscription.created" | "subscription.changed" | "subscription.deleted" | "subscription.disabled" | "subscription.secretRevealed" | "subscription.secretRotated" | "merge.created" | "merge.undone" | "import.started" | "import.cancelled" | "replay.started" | "replay.cancelled";
             actor: {
                 /** @enum {string} */
                 type: "apiKey" | "authClient" | "system";
@@ -1899,6 +1979,21 @@ export interface components {
         RecoverResult: {
             requeued: number;
         };
+        /** ReplayRequest */
+        ReplayRequest: {
+            /**
+             * Format: date-time
+             * @description events created at or after this time (no older than BULB_EVENT_RETENTION_DAYS)
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description events created before this time (default: now); after since
+             */
+            until?: string;
+            /** @description only these types (each one the subscription listens to); default: every type it listens to that the events API holds */
+            eventTypes?: components["schemas"]["EventType"][];
+        };
         /**
          * Scope
          * @description read (GET), write (read + CRM changes), admin (everything)
@@ -2047,6 +2142,40 @@ export interface components {
             /** @description seconds (one hour) */
             expires_in: number;
             scope: string;
+        };
+        /** WebhookReplay */
+        WebhookReplay: {
+            /** Format: uuid */
+            uuid: string;
+            /** Format: uuid */
+            subscriptionUuid: string;
+            /**
+             * @description queued, running (deliveries being queued in chunks), then completed, cancelled or failed
+             * @enum {string}
+             */
+            status: "queued" | "running" | "completed" | "cancelled" | "failed";
+            /** Format: date-time */
+            since: string;
+            /** Format: date-time */
+            until: string;
+            eventTypes: string[];
+            /** @description deliveries queued so far (one per event of the window) */
+            eventsQueued: number;
+            /** Format: date-time */
+            createdAt: string;
+            startedAt: string | null;
+            finishedAt: string | null;
+            /** @description why a replay failed */
+            error: string | null;
+        };
+        /**
+         * WebhookReplayPage
+         * @description One page of a list
+         */
+        WebhookReplayPage: {
+            data: components["schemas"]["WebhookReplay"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
         };
     };
     responses: never;
@@ -9864,6 +9993,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body over 1 MiB */
             413: {
                 headers: {
@@ -10044,6 +10193,26 @@ export interface operations {
                      *           "message": "customer \"ext-404\" not found",
                      *           "errorCode": "NotFound",
                      *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
                      *         }
                      *       ]
                      *     }
@@ -11316,6 +11485,723 @@ export interface operations {
             };
         };
     };
+    webhooksReplaysStart: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReplay"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksReplaysList: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–250 */
+                limit?: number;
+                /** @description opaque cursor from a previous nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of a list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReplayPage"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksReplaysGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReplay"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksReplaysCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the uuid of the resource */
+                uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReplay"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "\"externalId\" must NOT have fewer than 1 characters",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": "body.externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    /** @description Bearer realm="bulb" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "an Authorization: Bearer token is required",
+                     *           "errorCode": "Unauthorized",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope (Forbidden), or the resource's state refuses the request (CustomerDisabled: the customer is disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "this route needs the \"write\" scope",
+                     *           "errorCode": "Forbidden",
+                     *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "customer \"ext-404\" not found",
+                     *           "errorCode": "NotFound",
+                     *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body exceeds 1 MiB",
+                     *           "errorCode": "PayloadTooLarge",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request body must be application/json",
+                     *           "errorCode": "UnsupportedMediaType",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit reached */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many requests for this token",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "retry after 1 s"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     eventsList: {
         parameters: {
             query?: {
@@ -11617,7 +12503,9 @@ export interface operations {
                             /** @enum {string} */
                             status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                             /** @enum {string} */
-                            format: "ndjson" | "csv";
+                            format: "ndjson" | "csv" | "tgen";
+                            /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
+                            tgenFile: string | null;
                             /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                             events: boolean;
                             /** @description data lines received (blank lines not counted) */
@@ -11754,8 +12642,10 @@ export interface operations {
     importsCreate: {
         parameters: {
             query?: {
-                /** @description default: from the Content-Type */
-                format?: "ndjson" | "csv";
+                /** @description default: from the Content-Type (tgen when a name is given); tgen: a Tulip TGEN CSV file, sent as text/csv */
+                format?: "ndjson" | "csv" | "tgen";
+                /** @description format tgen: the TGEN file's name (TGEN_customers_partialupdate_2025-08_x.csv), which gives its kind, import type and API version */
+                name?: string;
                 /** @description false: write no events (first loads) */
                 events?: boolean;
             };
@@ -11782,7 +12672,9 @@ export interface operations {
                         /** @enum {string} */
                         status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                         /** @enum {string} */
-                        format: "ndjson" | "csv";
+                        format: "ndjson" | "csv" | "tgen";
+                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
+                        tgenFile: string | null;
                         /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                         events: boolean;
                         /** @description data lines received (blank lines not counted) */
@@ -11977,7 +12869,9 @@ export interface operations {
                         /** @enum {string} */
                         status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                         /** @enum {string} */
-                        format: "ndjson" | "csv";
+                        format: "ndjson" | "csv" | "tgen";
+                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
+                        tgenFile: string | null;
                         /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                         events: boolean;
                         /** @description data lines received (blank lines not counted) */
@@ -12299,7 +13193,9 @@ export interface operations {
                         /** @enum {string} */
                         status: "receiving" | "queued" | "running" | "completed" | "failed" | "cancelled";
                         /** @enum {string} */
-                        format: "ndjson" | "csv";
+                        format: "ndjson" | "csv" | "tgen";
+                        /** @description format tgen: the TGEN file read, "<kind> <importType> <apiVersion>" (e.g. "customers partialupdate 2025-08"), from its name, or read from its header as a fullupdate; null for other formats */
+                        tgenFile: string | null;
                         /** @description whether the import emits customerCreate/customerUpdate events (events=true) */
                         events: boolean;
                         /** @description data lines received (blank lines not counted) */
@@ -12514,7 +13410,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description one action */
-                action?: "apiKey.created" | "apiKey.revoked" | "authClient.created" | "authClient.revoked" | "subscription.created" | "subscription.changed" | "subscription.deleted" | "subscription.disabled" | "subscription.secretRevealed" | "subscription.secretRotated" | "merge.created" | "merge.undone" | "import.started" | "import.cancelled";
+                action?: "apiKey.created" | "apiKey.revoked" | "authClient.created" | "authClient.revoked" | "subscription.created" | "subscription.changed" | "subscription.deleted" | "subscription.disabled" | "subscription.secretRevealed" | "subscription.secretRotated" | "merge.created" | "merge.undone" | "import.started" | "import.cancelled" | "replay.started" | "replay.cancelled";
                 /** @description an API key or auth client uuid, its name, or "system" */
                 actor?: string;
                 /** @description acts at or after this time */

@@ -35,7 +35,7 @@ const writable = {
   store: Type.Optional(Nullable(Ref('the store of the note'))),
   isPrivate: Type.Optional(Type.Boolean({ default: false })),
   isDeleted: Type.Optional(Type.Boolean({ default: false })),
-  wishListId: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 999_999_999_999_999_999, description: 'the wish list of the note' }))),
+  wishListId: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'the wish list of the note' }))),
 };
 const customerRef = Ref('the customer of the note: uuid or externalId');
 

@@ -5,11 +5,9 @@
 // Per call, whatever the number of items: one SELECT … FOR UPDATE, one INSERT (with the creates' events), one
 // UPDATE, one event write (the updates'); or, when every item is a new customer, one statement in all (insertIfAllNew).
 import { Type, type Static } from '@sinclair/typebox';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { ValueErrorType } from '@sinclair/typebox/errors';
-import '../../http/formats.ts';
+import { strictAjv } from '../../http/validator.ts';
 import type { Queryable } from '../../db/db.ts';
-import type { ErrorEntry } from '../../http/errors.ts';
+import { validationEntries, type ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { Address, AttributeValue, Email, ExternalId, Phone, SocialProfile } from './schema.ts';
 import { customerDisabled, mergedAway } from './service.ts';
@@ -46,8 +44,6 @@ export type BulkItemT = Static<typeof BulkItem>;
 /** The fields a bulk item can carry besides externalId (and disabled, which a replace leaves alone), with the value that empties each. */
 export const ITEM_FIELDS: Readonly<Record<string, unknown>> = Object.fromEntries(WRITABLE.map(([key, , empty]) => [key, empty]));
 
-const check = TypeCompiler.Compile(BulkItem);
-
 // PostgreSQL cannot store NUL nor a lone UTF-16 surrogate in text or jsonb.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** The dotted path of the first unstorable string in v ('' for v itself), built only when there is one (imports check every line). */
@@ -61,25 +57,25 @@ function unstorable(v: unknown): string | undefined {
   return undefined;
 }
 
-/** Validation errors of one item, one entry per problem (at most 20); empty when the item is valid. */
+const validate = strictAjv.compile(BulkItem);
+
+/**
+ * Validation errors of one item, one entry per problem (at most 20); empty when the item is valid. The API's own
+ * validator and messages (`"emails.0.email" must match format "email"`), so a bulk item or an import line is told
+ * what POST would tell it.
+ */
 export function itemErrors(item: unknown): ErrorEntry[] {
-  if (check.Check(item)) {
+  if (validate(item)) {
     const bad = unstorable(item);
     if (bad !== undefined) return [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
-    return inputProblems(item).slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
+    return inputProblems(item as BulkItemT).slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
   }
-  const all = [...check.Errors(item)];
-  // A missing field is reported once (TypeBox adds "Expected string" for the same path).
-  const missing = new Set(all.filter((e) => e.type === ValueErrorType.ObjectRequiredProperty).map((e) => e.path));
-  return all.filter((e) => e.type === ValueErrorType.ObjectRequiredProperty || !missing.has(e.path)).slice(0, 20).map((e) => {
-    const field = e.path.replace(/^\//, '').replace(/\//g, '.');
-    // A multiple-entities endpoint's missing field is Tulip's invalidResourceMissingRequiredFields
-    // (https://docs.tulip.com/integrating/aerial/errors/errors); every other problem InvalidParameterError.
-    if (e.type === ValueErrorType.ObjectRequiredProperty) {
-      return { message: `Could not create/update resource: missing field "${field}"`, errorCode: 'invalidResourceMissingRequiredFields', moreInfo: field };
-    }
-    return { message: `${field ? `"${field}" ` : ''}${e.message}`, errorCode: 'InvalidParameterError', moreInfo: field };
-  });
+  const errors = validate.errors ?? [];
+  // A missing field is Tulip's invalidResourceMissingRequiredFields on a multiple-entities endpoint
+  // (https://docs.tulip.com/integrating/aerial/errors/errors); every other problem InvalidParameterError, in the API's words.
+  const missing = new Set(errors.filter((e) => e.keyword === 'required').map((e) => `${e.instancePath.replace(/^\//, '').replace(/\//g, '.')}${e.instancePath ? '.' : ''}${(e.params as any).missingProperty}`));
+  return validationEntries(errors).slice(0, 20).map((e) =>
+    missing.has(e.moreInfo) ? { message: `Could not create/update resource: missing field "${e.moreInfo}"`, errorCode: 'invalidResourceMissingRequiredFields', moreInfo: e.moreInfo } : e);
 }
 
 export interface Outcome {
@@ -92,6 +88,8 @@ export interface Outcome {
 
 export interface UpsertOptions {
   source: string;
+  /** false: write no customerUpdate events (an import with events=false); creates write theirs in the insert. */
+  events?: boolean;
 }
 
 function cols(item: BulkItemT, cur?: CustomerRow): CustomerCols {
@@ -145,7 +143,7 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     for (const i of groups.get(c.external_id)!.indexes) outcomes[i] = { status: 200, changed: r !== undefined, row: r ?? current.get(c.external_id) };
     if (r) event('customerUpdate', r);
   }
-  await emitEvents(tx, events);
+  if (opts.events !== false) await emitEvents(tx, events);
   return outcomes;
 }
 

@@ -15,7 +15,7 @@ const customerEvent = (eventType: 'customerCreate' | 'customerUpdate', row: stor
   source,
 });
 
-/** 409 for a write to a customer merged away (only undoing its merge brings it back). */
+/** 403 CustomerDisabled for a write to a customer merged away (only undoing its merge brings it back). */
 export function customerDisabled(row: Pick<store.CustomerRow, 'external_id' | 'merged_into_uuid' | 'merged_into_external_id'>): ApiError {
   return row.merged_into_uuid
     ? new ApiError('CustomerDisabled', `customer ${row.external_id} is disabled: merged into ${row.merged_into_external_id}; only undoing the merge brings it back`, `merged into ${row.merged_into_external_id} (${row.merged_into_uuid})`)
@@ -41,7 +41,7 @@ export async function createCustomer(tx: Queryable, input: CustomerInput & { ext
 
 /**
  * Full replace of an existing (locked) customer; emits customerUpdate only if something changed. A customer merged
- * away is refused (409); one deactivated with `disabled: true` takes writes (and `disabled: false` re-activates it).
+ * away is refused (403 CustomerDisabled); one deactivated with `disabled: true` takes writes (and `disabled: false` re-activates it).
  */
 export async function replaceExisting(tx: Queryable, current: store.CustomerRow, input: CustomerInput & { externalId: string }, source: string): Promise<store.CustomerRow> {
   if (mergedAway(current)) throw customerDisabled(current);

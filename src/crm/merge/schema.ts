@@ -19,7 +19,7 @@ export const PrimaryParams = Type.Object({ id: Type.String({ minLength: 1, maxLe
 const TULIP_ID_PATTERN = '^[0-9]{1,18}$';
 const UUID_PATTERN = '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
 const TulipIdOrUuid = Type.Union([
-  Type.Integer({ minimum: 1, maximum: 999_999_999_999_999_999, description: "the customer's numeric id" }),
+  Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "the customer's numeric id (a larger one as a numeric string: JSON numbers past 2^53 lose digits)" }),
   Type.String({ pattern: TULIP_ID_PATTERN, description: "the customer's numeric id, as text" }),
   Type.String({ pattern: UUID_PATTERN, description: "the customer's uuid" }),
 ]);

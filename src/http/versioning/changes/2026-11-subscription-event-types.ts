@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { VersionChange } from '../route.ts';
 import { Page } from '../../pagination.ts';
+import { ErrorBody } from '../../schema.ts';
 import * as S from '../../../webhooks/schema.ts';
 
 type Sub = Record<string, unknown> & { uuid?: string; eventTypes?: string[] };
@@ -61,7 +62,7 @@ export const subscriptionEventTypes: VersionChange = {
       downgradeResponse: downgradeSingle,
     },
     'webhooks.subscriptions.patch': {
-      schema: { body: S.SubscriptionPatchBefore202611, response: { 200: S.SubscriptionBefore202611 } },
+      schema: { body: S.SubscriptionPatchBefore202611, response: { 200: S.SubscriptionBefore202611, 409: ErrorBody } },
       upgradeRequest: upgradeWrite,
       downgradeResponse: downgradeSingle,
     },

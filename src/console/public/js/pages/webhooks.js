@@ -1,11 +1,13 @@
 // Integrations → Webhooks (API 2026-11): subscriptions with their event types, endpoint health (and why one
 // was disabled) and a 24 h chart of attempts and success rate, per subscription and overall, from ONE stats
 // request; create, edit, activate / re-activate or deactivate, delete (confirmed), reveal and rotate the
-// signing secret, send a test event. The form sets OAuth2 client credentials and mutual TLS (docs/receiver-auth.md):
-// the client secret and the private key are write-only (blank keeps the stored one).
+// signing secret, send a test event, replay a window of events (webhook-replay.js). The form sets OAuth2 client
+// credentials and mutual TLS (docs/receiver-auth.md): the client secret and the private key are write-only (blank
+// keeps the stored one).
 import { del, get, getPages, patch, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid, zoneOf } from '../dom.js';
 import { fitChart, hourlyChart, summary } from '../chart.js';
+import { replayDialog } from './webhook-replay.js';
 
 const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)'], ['OAUTH2_CLIENT_CREDENTIALS', 'OAuth2 client credentials']];
 const HOURS = 24; // the charts' window
@@ -277,6 +279,7 @@ export function webhooksPage({ main, signal }) {
             announce(`Could not send a test event: ${err.message}`, 'error');
           }
         })),
+        actionButton('Replay', `Replay events to ${target}`, () => replayDialog(sub)),
         actionButton('Reveal secret', `Reveal secret of ${target}`, (b) => busy(b, async () => {
           try {
             const r = await get(`/integrations/webhooks/subscriptions/${sub.uuid}/secret`);

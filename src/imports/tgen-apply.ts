@@ -1,0 +1,62 @@
+// The apply step of a TGEN addresses import (https://docs.tulip.com/tgen/addresses): each staged line carries one
+// address of one existing customer, which is merged into that customer's addresses instead of replacing them
+// ("If the UUID of the Address Resource exists …, or no UUID is provided and an External ID exists, then an update is
+// performed. Otherwise, the resource is created"). One chunk, in the worker's chunk transaction: read the chunk's
+// lines, lock their customers (bulk's lock, id order), merge in line order, write through bulk's upsert (its events,
+// unless the import has events=false). A line naming no customer is a NotFound line error; a disabled one, CustomerDisabled.
+import type { Queryable } from '../db/db.ts';
+import { notFound } from '../http/errors.ts';
+import { lockByExternalIds } from '../crm/customers/bulk-store.ts';
+import { upsertItems, type BulkItemT } from '../crm/customers/bulk.ts';
+import * as store from './store.ts';
+
+export const isAddressesFile = (imp: Pick<store.ImportRow, 'format' | 'tgen_file'>) => imp.format === 'tgen' && !!imp.tgen_file?.startsWith('addresses ');
+
+type Address = Record<string, unknown>;
+
+/** A stored address as an item element: its null fields left out (an item's address omits what it does not set). */
+const asItem = (a: Address): Address => Object.fromEntries(Object.entries(a).filter(([, v]) => v !== null && v !== undefined));
+
+/** The list with `a` merged in: it replaces the address with its uuid, else with its externalId (keeping that one's uuid), else is added. */
+export function mergeAddress(list: Address[], incoming: Address): Address[] {
+  const a = asItem(incoming); // staging may store every key, null for those not given
+  const at = a.uuid !== undefined
+    ? list.findIndex((x) => x.uuid === a.uuid)
+    : a.externalId !== undefined ? list.findIndex((x) => x.externalId === a.externalId) : -1;
+  if (at === -1) return [...list, a];
+  const next = [...list];
+  next[at] = list[at].uuid !== undefined ? { ...a, uuid: list[at].uuid } : a;
+  return next;
+}
+
+export async function applyAddressChunk(
+  tx: Queryable,
+  imp: Pick<store.ImportRow, 'id' | 'applied_line' | 'with_events' | 'source'>,
+  span: number,
+): Promise<store.ChunkResult> {
+  const { lines, more } = await store.chunkAddressLines(tx, imp.id, imp.applied_line, span);
+  const live = lines.filter((l) => !l.refused && l.external_id !== null);
+  const current = new Map((await lockByExternalIds(tx, [...new Set(live.map((l) => l.external_id!))])).map((c) => [c.external_id, c]));
+  const result: store.ChunkResult = { lines: lines.length, more, refused: lines.length - live.length, toInsert: 0, created: 0, updated: 0, disabled: [], errors: [] };
+  const lists = new Map<string, { list: Address[]; lines: number }>();
+  for (const l of live) {
+    const c = current.get(l.external_id!);
+    if (!c) {
+      result.errors!.push({ line: l.line, errors: notFound(`no customer "${l.external_id!.slice(0, 100)}" (the customer column names a customer by uuid or externalId)`, 'customer').entries });
+    } else if (c.status === 'disabled') {
+      result.disabled.push({ line: l.line, external_id: c.external_id, merged_into_uuid: c.merged_into_uuid, merged_into_external_id: c.merged_into_external_id });
+    } else {
+      const entry = lists.get(c.external_id) ?? { list: (c.addresses ?? []).map(asItem), lines: 0 };
+      for (const a of l.addresses ?? []) entry.list = mergeAddress(entry.list, a);
+      entry.lines++;
+      lists.set(c.external_id, entry);
+    }
+  }
+  if (lists.size === 0) return result;
+  const items = [...lists].map(([externalId, e]) => ({ externalId, addresses: e.list }) as BulkItemT);
+  const outcomes = await upsertItems(tx, items, { source: imp.source, events: imp.with_events });
+  outcomes.forEach((o, i) => {
+    if (o.changed) result.updated += lists.get(items[i].externalId)!.lines;
+  });
+  return result;
+}

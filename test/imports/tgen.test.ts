@@ -1,0 +1,321 @@
+// Tulip's TGEN CSV files through POST /crm/imports?format=tgen (SPEC §16, issue 23), on both engines: the kind and
+// version from the file name, the header checked against the kind, records mapped onto bulk items with Tulip's field
+// names, full update (replace) and partial update (patch, SET_AS_NULL clears), customers named by uuid or externalId.
+// Each documented fact names its docs.tulip.com page. Addresses files merge into a customer's addresses, notes files
+// upsert notes; both have apply steps of their own.
+import assert from 'node:assert/strict';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { after, before, it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { ImportWorker } from '../../src/imports/worker.ts';
+import { textGuard, type StagedLine } from '../../src/imports/parse.ts';
+import { tgenFileOf, tgenRows } from '../../src/imports/tgen.ts';
+import { batchSink } from '../../src/imports/staging.ts';
+import { createImport } from '../../src/imports/store.ts';
+import { mergeAddress } from '../../src/imports/tgen-apply.ts';
+
+/** The staged lines TGEN makes of a file (no database: the uuid resolution comes after). */
+async function linesOf(csv: string, name?: string): Promise<StagedLine[]> {
+  const out: StagedLine[] = [];
+  const sink = new Writable({ objectMode: true, write: (l, _e, cb) => (out.push(l), cb()) });
+  await pipeline([Readable.from([Buffer.from(csv)]), textGuard(1e9), ...tgenRows(name ? tgenFileOf(name) : undefined), sink]);
+  return out;
+}
+
+// https://docs.tulip.com/tgen/customers : columns, and "addresses[0].address1"-style array columns.
+it('maps a customers full update record onto the bulk item with Tulip\'s names: every Tulip field set, lists from indexed columns', async () => {
+  const csv = [
+    'uuid,externalId,firstName,lastName,prefix,suffix,disabled,excludeFromCampaigns,image,attributes[0].value,attributes[0].attributeExternalId,addresses[0].address1,addresses[0].city,addresses[0].countryCode,addresses[0].zoneCode,addresses[0].postCode,addresses[0].type,addresses[0].isPrimary,addresses[1].address1,addresses[1].city,addresses[1].countryCode,addresses[1].postCode,addresses[1].type',
+    ',t-1,Ada,Lovelace,Dr,PhD,,TRUE,https://x.io/a.png,gold,tier,1 Main St,Springfield,US,US-IL,62701,address-Home,true,,,,,',
+    ',t-2,Bob,Stone,,,false,,,,,,,,,,,,2 High St,London,GB,N1 9GU,address-billing',
+  ].join('\r\n');
+  const [a, b] = await linesOf(csv, 'TGEN_customers_fullupdate_2025-08_batch1.csv');
+  assert.equal(a.line, 2);
+  const expectA = {
+    externalId: 't-1', firstName: 'Ada', lastName: 'Lovelace', prefix: 'Dr', suffix: 'PhD', excludeFromCampaigns: true, image: 'https://x.io/a.png',
+    attributes: [{ value: 'gold', attributeExternalId: 'tier' }],
+    addresses: [{ address1: '1 Main St', city: 'Springfield', countryCode: 'US', zoneCode: 'US-IL', postCode: '62701', type: 'address-Home', isPrimary: true }],
+  };
+  const expectB = {
+    externalId: 't-2', firstName: 'Bob', lastName: 'Stone', prefix: null, suffix: null, disabled: false, excludeFromCampaigns: false, image: null,
+    attributes: [], addresses: [{ address1: '2 High St', city: 'London', countryCode: 'GB', postCode: 'N1 9GU', type: 'address-billing' }],
+  };
+  assert.deepEqual(a.item, expectA);
+  assert.deepEqual(b.item, expectB);
+});
+
+// https://docs.tulip.com/tgen/customers_partialupdate : "to clear field set value to string SET_AS_NULL"; addresses[0] "Address, External ID, UUID or SET_AS_NULL".
+it('maps a partial update: an empty cell leaves the field, SET_AS_NULL clears it, removes a list element or empties a list', async () => {
+  const csv = [
+    'externalId,firstName,lastName,addresses,addresses[0].address1,addresses[0].city,addresses[1],attributes',
+    'p-1,,SET_AS_NULL,,1 Main St,Springfield,SET_AS_NULL,SET_AS_NULL',
+    'p-2,Bo,,SET_AS_NULL,,,,',
+    'p-3,Cy,,,,,,',
+  ].join('\n');
+  const lines = await linesOf(csv, 'TGEN_customers_partialupdate_2025-12.csv');
+  const raw = lines.map((l) => l.item ?? l.errors);
+  assert.deepEqual(raw, [
+    { externalId: 'p-1', lastName: null, addresses: [{ address1: '1 Main St', city: 'Springfield' }], attributes: [] },
+    { externalId: 'p-2', firstName: 'Bo', addresses: [] },
+    { externalId: 'p-3', firstName: 'Cy' },
+  ]);
+});
+
+it('a bad cell is a line error naming the column; SET_AS_NULL in a full update is refused', async () => {
+  const lines = await linesOf(
+    'externalId,firstName,lastName,disabled,excludeFromCampaigns\nb-1,A,B,yes,\nb-2,SET_AS_NULL,B,,\nb-3,C,D,,maybe\n',
+    'TGEN_customers_fullupdate_2025-08_x.csv',
+  );
+  assert.deepEqual(lines.map((l) => l.errors?.map((e) => e.moreInfo)), [['disabled'], ['firstName'], ['excludeFromCampaigns']]);
+  assert.equal(lines[0].errors![0].message, '"disabled" must be true or false, not "yes"');
+});
+
+// https://docs.tulip.com/tgen/customers : "TGEN_customers_fullupdate_2025-08_<optionalSuffix>.csv" (importType, apiVersion).
+it('reads the kind, import type and version from a TGEN file name; refuses names that are not one or that Bulb does not import', () => {
+  assert.deepEqual(tgenFileOf('TGEN_customers_partialupdate_2025-08_x.csv'), { kind: 'customers', importType: 'partialupdate', version: '2025-08' });
+  assert.deepEqual(tgenFileOf('TGEN_customers_fullupdate_2025-12.csv'), { kind: 'customers', importType: 'fullupdate', version: '2025-12' });
+  // https://docs.tulip.com/tgen/customernotes : "TGEN_customerNotes_fullupdate_2025-08_<optionalSuffix>.csv"
+  assert.deepEqual(tgenFileOf('TGEN_customerNotes_fullupdate_2025-08_n.csv'), { kind: 'customerNotes', importType: 'fullupdate', version: '2025-08' });
+  // https://docs.tulip.com/tgen/addresses : "TGEN_addresses_fullupdate_2025-08_<optionalSuffix>.csv"
+  assert.deepEqual(tgenFileOf('TGEN_addresses_fullupdate_2025-08_a.csv'), { kind: 'addresses', importType: 'fullupdate', version: '2025-08' });
+  for (const [name, why] of [
+    ['customers.csv', /is not a TGEN file name/],
+    ['TGEN_customers_fullupdate_2025-08_x.txt', /is not a TGEN file name/],
+    ['TGEN_phoneLogs_fullupdate_2025-08_x.csv', /names the kind "phoneLogs"/], // https://docs.tulip.com/tgen/phonelogs
+    ['TGEN_customerNotes_partialupdate_2025-08_x.csv', /names customerNotes partialupdate, which Bulb does not import/],
+    ['TGEN_addresses_partialupdate_2025-08_x.csv', /names addresses partialupdate, which Bulb does not import/],
+    ['TGEN_customers_upsert_2025-08_x.csv', /names the import type "upsert"/],
+    ['TGEN_customers_fullupdate_2024-01_x.csv', /names the API version 2024-01/],
+  ] as const) {
+    assert.throws(() => tgenFileOf(name), (e: any) => e.status === 400 && why.test(e.message), name);
+  }
+});
+
+// https://docs.tulip.com/tgen/customernotes : columns uuid, externalId, customer, employee, store, comments, isPrivate, isDeleted,
+// type ("Allowed: CUSTOMER_OPTIN_LOG"), wishListId; customer, comments and type required.
+it('maps a customer notes record onto a note (a full update: every field, defaults for those left empty); bad cells are line errors', async () => {
+  const lines = await linesOf([
+    'uuid,externalId,customer,employee,store,comments,isPrivate,isDeleted,type,wishListId',
+    ',n-1,c-1,,s-9,Likes blue,true,,CUSTOMER_OPTIN_LOG,42',
+    ',n-2,c-1,,,,,,CUSTOMER_OPTIN_LOG,',
+    ',n-3,c-1,,,Hi,maybe,,NOTE,x1',
+  ].join('\n'), 'TGEN_customerNotes_fullupdate_2025-08_n.csv');
+  assert.deepEqual(lines[0].record, {
+    uuid: null, externalId: 'n-1', customer: 'c-1', employee: null, store: 's-9', comments: 'Likes blue', isPrivate: true, isDeleted: false, type: 'CUSTOMER_OPTIN_LOG', wishListId: 42,
+  });
+  assert.equal(lines[0].item, null);
+  assert.deepEqual(lines[1].errors!.map((e) => e.message), ['"comments" is required']);
+  assert.deepEqual(lines[2].errors!.map((e) => e.moreInfo), ['isPrivate', 'wishListId', 'type']);
+  await assert.rejects(linesOf('customer,comments\nc,x\n', 'TGEN_customerNotes_fullupdate_2025-08_n.csv'), /must have a type column/);
+});
+
+// https://docs.tulip.com/tgen/addresses : "If the UUID of the Address Resource exists …, or no UUID is provided and an External ID exists,
+// then an update is performed. Otherwise, the resource is created."
+it('an address replaces the one with its uuid, else the one with its externalId (keeping that uuid), else is added', () => {
+  const list = [{ uuid: 'u1', externalId: 'home', address1: 'Old' }, { uuid: 'u2', address1: 'Work' }];
+  assert.deepEqual(mergeAddress(list, { externalId: 'home', address1: 'New' }), [{ externalId: 'home', address1: 'New', uuid: 'u1' }, list[1]]);
+  assert.deepEqual(mergeAddress(list, { uuid: 'u2', address1: 'Work 2' }), [list[0], { uuid: 'u2', address1: 'Work 2' }]);
+  assert.deepEqual(mergeAddress(list, { externalId: 'other', address1: 'Third' }), [...list, { externalId: 'other', address1: 'Third' }]);
+  assert.deepEqual(mergeAddress(list, { address1: 'Fourth' }), [...list, { address1: 'Fourth' }]);
+});
+
+await describeEachDb('TGEN imports', (ctx) => {
+  let worker: ImportWorker;
+  before(async () => {
+    worker = new ImportWorker(ctx.tdb.db, { importChunkRows: 100, importLeaseMs: 5000 });
+    await worker.start();
+  });
+  after(() => worker.stop());
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  const csv = { 'content-type': 'text/csv' };
+  const finished = async (uuid: string) => {
+    for (let i = 0; i < 600; i++) {
+      const r = await api().get(`/crm/imports/${uuid}`);
+      if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    throw new Error(`import ${uuid} did not finish`);
+  };
+  const errorsOf = async (uuid: string) => (await api().get(`/crm/imports/${uuid}/errors`)).text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const tgen = async (name: string, file: string) => {
+    const r = await api().post(`/crm/imports?format=tgen&name=${encodeURIComponent(name)}`, file, csv);
+    assert.equal(r.status, 202, r.text);
+    return { created: r.body, done: await finished(r.body.uuid) };
+  };
+
+  // https://docs.tulip.com/tgen/customers_partialupdate : "If the UUID of the Customer exists …, or no UUID is provided and an External ID exists,
+  // then an update is performed on the provided fields. Note: to clear field set value to string SET_AS_NULL"
+  it('a customers partial update patches: empty cells keep, SET_AS_NULL clears; a customer named by uuid alone is found', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'pu-1', firstName: 'Ada', lastName: 'Byron' }, { externalId: 'pu-2', firstName: 'Bob', lastName: 'Stone' }]);
+    const uuid2 = (await api().get('/crm/customers/pu-2')).body.uuid;
+    const { created, done } = await tgen('TGEN_customers_partialupdate_2025-08_day1.csv', [
+      'uuid,externalId,firstName,lastName',
+      ',pu-1,,SET_AS_NULL',
+      `${uuid2},,Robert,`,
+      `00000000-0000-4000-8000-000000000000,,Nobody,`,
+      `${uuid2},pu-other,X,`,
+      ',pu-3,New,Person',
+    ].join('\n'));
+    assert.equal(created.format, 'tgen');
+    assert.equal(created.tgenFile, 'customers partialupdate 2025-08');
+    assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 1, 2, 2]);
+    const c1 = (await api().get('/crm/customers/pu-1')).body;
+    assert.deepEqual([c1.firstName, c1.lastName], ['Ada', null]);
+    const c2 = (await api().get('/crm/customers/pu-2')).body;
+    assert.deepEqual([c2.firstName, c2.lastName], ['Robert', 'Stone']);
+    assert.equal((await api().get('/crm/customers/pu-3')).body.firstName, 'New');
+    const errs = await errorsOf(created.uuid);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors[0].moreInfo]), [[4, 'uuid'], [5, 'externalId']]);
+    assert.match(errs[0].errors[0].message, /no customer has the uuid/);
+  });
+
+  // https://docs.tulip.com/tgen/customers : full update, "If the UUID … exists …, an update is performed. Otherwise, the resource is created";
+  // firstName and lastName are required columns.
+  it('a customers full update replaces Tulip\'s fields (those left empty are emptied) and creates unknown customers', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'fu-1', firstName: 'Old', lastName: 'Name', prefix: 'Mr', suffix: 'Jr' }]);
+    const { done } = await tgen('TGEN_customers_fullupdate_2025-08_x.csv', [
+      'externalId,firstName,lastName,prefix,excludeFromCampaigns,addresses[0].address1,addresses[0].city,addresses[0].countryCode,addresses[0].postCode,addresses[0].type',
+      'fu-1,Ada,Lovelace,Dr,true,1 Main St,Springfield,US,62701,address-Home',
+      'fu-2,Bob,Stone,,,,,,,',
+    ].join('\n'));
+    assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 1, 1, 0]);
+    const c1 = (await api().get('/crm/customers/fu-1')).body;
+    assert.deepEqual([c1.firstName, c1.prefix, c1.suffix, c1.excludeFromCampaigns], ['Ada', 'Dr', null, true]);
+    assert.deepEqual([c1.addresses[0].address1, c1.addresses[0].city, c1.addresses[0].countryCode], ['1 Main St', 'Springfield', 'US']);
+    assert.deepEqual((await api().get('/crm/customers/fu-2')).body.addresses, []);
+  });
+
+  it('a file whose name or header does not match its kind is refused with a 400 naming the problem, leaving nothing behind', async () => {
+    const before = Number((await ctx.tdb.db.query('SELECT count(*) AS n FROM imports')).rows[0].n);
+    const cases: [string, string, RegExp][] = [
+      // https://docs.tulip.com/tgen/addresses : an addresses file's header (customer, address1, …) under a customers name.
+      ['TGEN_customers_fullupdate_2025-08_x.csv', 'customer,address1,city,countryCode,postCode,type\nc,1 Main,X,US,1,address-Home\n', /named a TGEN customers file but its header is that of addresses/],
+      ['TGEN_customers_partialupdate_2025-08_x.csv', 'externalId,nickname\nx,y\n', /unknown column "nickname"/],
+      ['TGEN_customers_partialupdate_2025-08_x.csv', 'externalId,addresses[0].line1\nx,y\n', /unknown column "addresses\[0\]\.line1": addresses\[0\] has uuid, externalId, address1/],
+      ['TGEN_customers_fullupdate_2025-08_x.csv', 'externalId,firstName\nx,y\n', /must have a lastName column/],
+      ['TGEN_customers_partialupdate_2025-08_x.csv', 'externalId,addresses[50].city,attributes[99].value\nx,y,z\n', /"addresses\[50\]\.city": at most 50 addresses per customer/],
+      ['TGEN_customers_partialupdate_2025-08_x.csv', 'firstName\nx\n', /neither/],
+      ['TGEN_users_partialupdate_2025-08_x.csv', 'username\nx\n', /names the kind "users"/],
+      ['nope.csv', 'externalId\nx\n', /is not a TGEN file name/],
+    ];
+    for (const [name, file, why] of cases) {
+      const r = await api().post(`/crm/imports?format=tgen&name=${encodeURIComponent(name)}`, file, csv);
+      assert.equal(r.status, 400, `${name}: ${r.text}`);
+      assert.equal(r.body.errors[0].errorCode, 'InvalidParameterError');
+      assert.ok(r.body.errors.some((e: any) => why.test(e.message)), `${name}: ${r.text}`);
+    }
+    const ndjsonTgen = await api().post('/crm/imports?format=tgen', '{"externalId":"x"}\n', { 'content-type': 'application/x-ndjson' });
+    assert.equal(ndjsonTgen.status, 415);
+    assert.match(ndjsonTgen.body.errors[0].message, /text\/csv/);
+    const nameWithCsv = await api().post('/crm/imports?format=csv&name=TGEN_customers_fullupdate_2025-08_x.csv', 'externalId\nx\n', csv);
+    assert.equal(nameWithCsv.status, 400);
+    assert.equal(Number((await ctx.tdb.db.query('SELECT count(*) AS n FROM imports')).rows[0].n), before);
+  });
+
+  // https://docs.tulip.com/tgen/addresses : one address per record, of the customer in the customer column (its uuid).
+  it('an addresses import merges each line\'s address into its customer\'s addresses; an unknown or disabled customer is a line error', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'ad-1' }, { externalId: 'ad-2' }, { externalId: 'ad-3' }, { externalId: 'ad-4' }]);
+    assert.equal((await api().post('/crm/customers/ad-2/merge', { mergeWithCustomerIds: ['ad-3'] })).status, 200);
+    const u1 = '11111111-1111-4111-8111-111111111111';
+    const u2 = '22222222-2222-4222-8222-222222222222';
+    await ctx.tdb.db.query(`UPDATE customers SET addresses = $2::jsonb WHERE external_id = $1`, ['ad-1', JSON.stringify([{ uuid: u1, externalId: 'home', address1: 'Old', city: 'X' }])]);
+    await ctx.tdb.db.query(`UPDATE customers SET addresses = $2::jsonb WHERE external_id = $1`, ['ad-4', JSON.stringify([{ uuid: u2, address1: 'Four', city: 'Y' }])]);
+    // Staged as the mapper stages them: the apply step on its own (stored addresses written as they are, uuids chosen here).
+    const imp = await createImport(ctx.tdb.db, { format: 'tgen', tgenFile: 'addresses fullupdate 2025-08', withEvents: true, source: 'TULIP_API', tokenUuid: null });
+    const sink = batchSink(ctx.tdb.db, imp.id);
+    const item = (externalId: string, a: object) => ({ externalId, addresses: [a] }) as any;
+    await sink.write([
+      { line: 2, item: item('ad-1', { externalId: 'home', address1: 'New 1', city: 'Y' }), errors: null },
+      { line: 3, item: item('ad-1', { address1: 'Second', city: 'Z' }), errors: null },
+      { line: 4, item: item('nobody', { address1: 'A' }), errors: null },
+      { line: 5, item: item('ad-3', { address1: 'B' }), errors: null },
+      { line: 6, item: null, errors: [{ message: 'bad', errorCode: 'InvalidParameterError', moreInfo: 'x' }] },
+      { line: 7, item: item('ad-4', { uuid: u2, address1: 'Four 2', city: 'Y' }), errors: null },
+    ]);
+    assert.equal(await sink.finish(6, async () => {}), true);
+    const done = await finished(imp.uuid);
+    assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 0, 3, 3]);
+    const a1 = (await ctx.tdb.db.query(`SELECT addresses FROM customers WHERE external_id = 'ad-1'`)).rows[0].addresses;
+    assert.equal(a1.length, 2);
+    assert.deepEqual([a1[0].uuid, a1[0].externalId, a1[0].address1, a1[0].city], [u1, 'home', 'New 1', 'Y']);
+    assert.deepEqual([a1[1].address1, a1[1].city], ['Second', 'Z']);
+    const a4 = (await ctx.tdb.db.query(`SELECT addresses FROM customers WHERE external_id = 'ad-4'`)).rows[0].addresses;
+    assert.deepEqual([a4.length, a4[0].uuid, a4[0].address1], [1, u2, 'Four 2']);
+    const errs = await errorsOf(imp.uuid);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors[0].errorCode]), [[4, 'NotFound'], [5, 'CustomerDisabled'], [6, 'InvalidParameterError']]);
+    const events = (await ctx.tdb.db.query(`SELECT resource_external_id AS x FROM events WHERE event_type = 'customerUpdate' AND resource_external_id IN ('ad-1', 'ad-4') ORDER BY id`)).rows.map((r: any) => r.x);
+    assert.deepEqual(events, ['ad-1', 'ad-4']);
+  });
+
+  it('an addresses file is refused when a required column is missing or a column is unknown', async () => {
+    const r = await api().post(`/crm/imports?format=tgen&name=TGEN_addresses_fullupdate_2025-08_x.csv`, 'customer,address1,city,countryCode,type,line2\nc,1,X,US,address-Home,y\n', csv);
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.body.errors.map((e: any) => e.message), ['unknown column "line2" for a TGEN addresses file', 'a TGEN addresses file must have a postCode column']);
+  });
+
+  it('an addresses file through the API: the customer named by uuid or externalId', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'af-1' }, { externalId: 'af-2' }]);
+    const uuid1 = (await api().get('/crm/customers/af-1')).body.uuid;
+    const { done } = await tgen('TGEN_addresses_fullupdate_2025-08_x.csv', [
+      'customer,uuid,address1,city,countryCode,zoneCode,postCode,externalId,type,isPrimary',
+      `${uuid1},,1 Main St,Springfield,US,US-IL,62701,home,address-Home,true`,
+      'af-2,,2 High St,London,GB,,N1 9GU,,address-billing,',
+      'af-2,,3 Low St,London,GB,,N1 9GV,,address-billing,maybe',
+    ].join('\n'));
+    assert.deepEqual([done.status, done.updated, done.failed], ['completed', 2, 1]);
+    const a1 = (await api().get('/crm/customers/af-1')).body.addresses;
+    assert.deepEqual([a1.length, a1[0].address1, a1[0].zoneCode, a1[0].isPrimary, a1[0].externalId], [1, '1 Main St', 'US-IL', true, 'home']);
+    assert.equal((await api().get('/crm/customers/af-2')).body.addresses[0].postCode, 'N1 9GU');
+  });
+
+  // https://docs.tulip.com/tgen/customernotes : "If the UUID of the Customer note exists in the system, or no UUID is provided and an
+  // External ID exists, then an update is performed. Otherwise a new Customer note is created."
+  it('a customer notes import creates notes, updates the one with its uuid or externalId; bad references are line errors', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'nc-1' }, { externalId: 'nc-2' }, { externalId: 'nc-3' }]);
+    assert.equal((await api().post('/crm/customers/nc-2/merge', { mergeWithCustomerIds: ['nc-3'] })).status, 200);
+    const c1 = (await api().get('/crm/customers/nc-1')).body.uuid;
+    const first = await tgen('TGEN_customerNotes_fullupdate_2025-08_a.csv', [
+      'externalId,customer,comments,type,isPrivate,store',
+      `tn-1,${c1},Opted in at the till,CUSTOMER_OPTIN_LOG,true,s-1`,
+      'tn-2,nc-1,Second,CUSTOMER_OPTIN_LOG,,',
+      'tn-3,nobody,X,CUSTOMER_OPTIN_LOG,,',
+      'tn-4,nc-3,Y,CUSTOMER_OPTIN_LOG,,',
+    ].join('\n'));
+    assert.deepEqual([first.done.status, first.done.created, first.done.updated, first.done.failed], ['completed', 2, 0, 2]);
+    const notes = (await api().get('/crm/customers/nc-1/notes')).body.data;
+    const n1 = notes.find((n: any) => n.externalId === 'tn-1');
+    assert.deepEqual([n1.comments, n1.type, n1.isPrivate, n1.store, n1.customer], ['Opted in at the till', 'CUSTOMER_OPTIN_LOG', true, 's-1', c1]);
+    assert.deepEqual((await errorsOf(first.created.uuid)).map((e: any) => [e.line, e.errors[0].errorCode]), [[4, 'NotFound'], [5, 'CustomerDisabled']]);
+    // By uuid (its externalId kept when the record leaves it empty), by externalId; a note stays with its customer.
+    const second = await tgen('TGEN_customerNotes_fullupdate_2025-08_b.csv', [
+      'uuid,externalId,customer,comments,type',
+      `${n1.uuid},,nc-1,Changed,CUSTOMER_OPTIN_LOG`,
+      ',tn-2,nc-1,Second,CUSTOMER_OPTIN_LOG',
+      ',tn-2,nc-2,Moved?,CUSTOMER_OPTIN_LOG',
+    ].join('\n'));
+    assert.deepEqual([second.done.created, second.done.updated, second.done.unchanged, second.done.failed], [0, 1, 1, 1]);
+    const again = (await api().get(`/crm/customerNotes/${n1.uuid}`)).body;
+    assert.deepEqual([again.comments, again.externalId, again.isPrivate, again.store], ['Changed', 'tn-1', false, null]);
+    const events = (await ctx.tdb.db.query(`SELECT event_type AS t FROM events WHERE resource_external_id LIKE 'tn-%' ORDER BY id`)).rows.map((r: any) => r.t);
+    assert.deepEqual(events, ['customerNoteCreate', 'customerNoteCreate', 'customerNoteUpdate']);
+  });
+
+  it('without a name, a customers header is read as a customers full update', async () => {
+    const r = await api().post('/crm/imports?format=tgen', 'externalId,firstName,lastName\nnn-1,Ann,Lee\n', csv);
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.tgenFile, 'customers fullupdate 2025-08');
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.status, done.created], ['completed', 1]);
+  });
+
+  // https://docs.tulip.com/tgen/addresses : the addresses file's columns (customer, address1, …).
+  it('without a name, an addresses header is read (and applied) as an addresses file: it never creates the customer it names', async () => {
+    const r = await api().post('/crm/imports?format=tgen', 'customer,address1,city,countryCode,postCode,type\nnobody-zz,1 Main St,Springfield,US,62701,address-Home\n', csv);
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.tgenFile, 'addresses fullupdate 2025-08');
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.status, done.created, done.failed], ['completed', 0, 1]);
+    assert.equal((await api().get('/crm/customers/nobody-zz')).status, 404);
+  });
+});

@@ -1,0 +1,242 @@
+// Replaying a window of events to a subscription (issue 26 item 2): every event of the window and of the
+// subscription's types reaches it exactly once, events from before the subscription existed included, while live
+// deliveries (to another subscription and to the same one) are served first; cancel stops queueing (what was queued
+// stays); a worker that died mid-replay is taken over without queueing an event twice; Idempotency-Key replays the
+// first answer; bad input is refused naming the field, with nothing changed.
+import assert from 'node:assert/strict';
+import { after, before, it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { errorCodes } from '../helpers/server.ts';
+import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { startReceiver, waitFor, sleep, type Receiver } from './receiver.ts';
+import { ReplayWorker } from '../../src/webhooks/replay-worker.ts';
+import * as replayStore from '../../src/webhooks/replay-store.ts';
+import { emitEvents } from '../../src/events/emit.ts';
+import type { Db } from '../../src/db/db.ts';
+
+const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_TIMEOUT_MS: '5000' };
+const SUBS = '/integrations/webhooks/subscriptions';
+const REPLAYS = '/integrations/webhooks/replays';
+
+/** Inserts n events of a type, set-based, created over the last hour (oldest first), before any subscription. */
+async function insertEvents(db: Db, type: string, n: number, minutesAgo = 60): Promise<void> {
+  await db.query(
+    `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, created_at)
+     SELECT $1, 'Customer', gen_random_uuid(), 'replay-' || g, 'TEST', now() - $3 * interval '1 minute' + g * interval '1 ms'
+     FROM generate_series(1, $2) g`,
+    [type, n, minutesAgo],
+  );
+}
+
+async function startReplays(db: Db, chunkEvents: number): Promise<ReplayWorker> {
+  const w = new ReplayWorker(db, { chunkEvents });
+  await w.start();
+  return w;
+}
+
+await describeEachDb('webhook replay', (ctx) => {
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  let worker: TestWorker;
+  let rxA: Receiver;
+  let rxB: Receiver;
+  const since = () => new Date(Date.now() - 2 * 3600_000).toISOString();
+
+  before(async () => {
+    worker = await startWorker(ctx.tdb.db, ENV);
+    rxA = await startReceiver();
+    rxB = await startReceiver();
+  });
+  after(async () => {
+    await worker?.stop();
+    await rxA?.close();
+    await rxB?.close();
+  });
+
+  it('replays 10,000 events from before the subscription existed, each exactly once, live deliveries served first', async () => {
+    const db = ctx.tdb.db;
+    await insertEvents(db, 'customerCreate', 10_000);
+    await insertEvents(db, 'customerNoteCreate', 300); // not a type of the subscription: never replayed
+    await insertEvents(db, 'customerCreate', 50, 60 * 24 * 3); // before the window
+    const a = await api().post(SUBS, { url: rxA.url, eventTypes: ['customerCreate', 'customerUpdate'] });
+    const b = await api().post(SUBS, { url: rxB.url, eventTypes: ['customerUpdate'] });
+    assert.equal(a.status, 201, a.text);
+    assert.equal(b.status, 201, b.text);
+    const windowSince = new Date(Date.now() - 2 * 3600_000).toISOString();
+
+    const r = await api().post(`${SUBS}/${a.body.uuid}/replay`, { since: windowSince });
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.status, 'queued');
+    assert.equal(r.body.eventsQueued, 0);
+    assert.equal(r.body.finishedAt, null);
+    assert.equal(r.body.since, windowSince);
+    assert.deepEqual(r.body.eventTypes, ['customerCreate', 'customerUpdate']);
+    const replays = await startReplays(db, 1000);
+    try {
+      // Live work while the replay runs: 20 events for B (another subscription) and one for A itself.
+      await waitFor(() => rxA.received.length > 0, 'the first replayed delivery');
+      const live = await db.transaction((tx) => emitEvents(tx, Array.from({ length: 20 }, (_, i) => ({
+        eventType: 'customerUpdate' as const, resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: `live-${i}` }, source: 'TEST',
+      }))));
+      await waitFor(() => rxB.received.length >= 20, 'the live deliveries to B', 60_000);
+      const replayedWhenBDone = rxA.received.filter((x) => x.body.eventType === 'customerCreate').length;
+      await waitFor(() => live.every((u) => rxA.received.some((x) => x.body.uuid === u)), 'the live deliveries to A', 60_000);
+      const replayedWhenADone = rxA.received.filter((x) => x.body.eventType === 'customerCreate').length;
+      console.log(`live deliveries arrived after ${replayedWhenBDone} (B) and ${replayedWhenADone} (A) of 10,000 replayed ones`);
+      assert.ok(replayedWhenBDone < 10_000, 'the live deliveries to another subscription were not starved by the replay');
+      assert.ok(replayedWhenADone < 10_000, "the subscription's own live deliveries went before its replayed backlog");
+
+      await waitFor(async () => (await api().get(`${REPLAYS}/${r.body.uuid}`)).body.status === 'completed', 'the replay to complete', 120_000);
+      await waitFor(() => rxA.received.filter((x) => x.body.eventType === 'customerCreate').length >= 10_000, 'every replayed delivery', 300_000, 200);
+      await sleep(300); // anything duplicated would arrive now
+    } finally {
+      await replays.stop();
+    }
+    const done = await api().get(`${REPLAYS}/${r.body.uuid}`);
+    assert.equal(done.body.eventsQueued, 10_000);
+    assert.ok(done.body.finishedAt && done.body.startedAt);
+    const expected = new Set((await db.query<{ uuid: string }>(
+      `SELECT uuid FROM events WHERE event_type = 'customerCreate' AND created_at >= $1 AND resource_external_id LIKE 'replay-%'`, [windowSince],
+    )).rows.map((x) => x.uuid));
+    assert.equal(expected.size, 10_000);
+    const got = rxA.received.filter((x) => x.body.eventType === 'customerCreate').map((x) => x.body.uuid as string);
+    assert.equal(got.length, 10_000, 'no event delivered twice');
+    assert.deepEqual(new Set(got), expected, 'exactly the events of the window and types');
+    assert.ok(rxA.received.every((x) => x.body.subscription === a.body.uuid));
+    assert.equal(rxB.received.length, 20, 'the other subscription got only its live deliveries');
+    // The replay is listed for its subscription, and audited.
+    const list = await api().get(`${SUBS}/${a.body.uuid}/replays`);
+    assert.deepEqual(list.body.data.map((x: any) => x.uuid), [r.body.uuid]);
+    const audit = await api().get('/integrations/auditLog?action=replay.started');
+    assert.ok(audit.body.data.some((e: any) => e.target.id === r.body.uuid && e.details.subscriptionUuid === a.body.uuid));
+  });
+
+  it('cancel stops queueing: the chunks queued stay, no more are added', async () => {
+    const db = ctx.tdb.db;
+    const c = await api().post(SUBS, { url: rxA.url, eventTypes: ['customerCreate'], isActive: false }); // its deliveries wait
+    const r = await api().post(`${SUBS}/${c.body.uuid}/replay`, { since: since() });
+    assert.equal(r.status, 202, r.text);
+    const replays = await startReplays(db, 50); // 10,000 events in the window: ~200 chunks
+    try {
+      await waitFor(async () => (await api().get(`${REPLAYS}/${r.body.uuid}`)).body.eventsQueued > 0, 'a first chunk');
+      const x = await api().post(`${REPLAYS}/${r.body.uuid}/cancel`);
+      assert.equal(x.status, 200, x.text);
+      assert.equal(x.body.status, 'cancelled');
+      assert.ok(x.body.finishedAt);
+      assert.ok(x.body.eventsQueued > 0 && x.body.eventsQueued < 10_000, `${x.body.eventsQueued} queued at the cancel`);
+      await sleep(500); // a worker that kept going would add chunks now
+      const g = await api().get(`${REPLAYS}/${r.body.uuid}`);
+      assert.equal(g.body.status, 'cancelled');
+      assert.equal(g.body.eventsQueued, x.body.eventsQueued);
+      const n = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE s.uuid = $1`, [c.body.uuid],
+      );
+      assert.equal(n.rows[0].n, x.body.eventsQueued, 'the queued deliveries stay, nothing added after the cancel');
+      const again = await api().post(`${REPLAYS}/${r.body.uuid}/cancel`);
+      assert.equal(again.status, 409);
+      assert.deepEqual(errorCodes(again), ['Conflict']);
+      const audit = await api().get('/integrations/auditLog?action=replay.cancelled');
+      assert.ok(audit.body.data.some((e: any) => e.target.id === r.body.uuid));
+    } finally {
+      await replays.stop();
+    }
+  });
+
+  it('a worker that died mid-replay is taken over after its lease: no event queued twice', async () => {
+    const db = ctx.tdb.db;
+    const c = await api().post(SUBS, { url: rxA.url, eventTypes: ['customerCreate'], isActive: false });
+    const r = await api().post(`${SUBS}/${c.body.uuid}/replay`, { since: since() });
+    // A worker claims it with a short lease, commits two chunks, and dies.
+    const dead = crypto.randomUUID();
+    const claimed = await replayStore.claimReplay(db, dead, 1);
+    assert.ok(claimed);
+    for (let i = 0; i < 2; i++) {
+      await db.transaction(async (tx) => {
+        const row = (await replayStore.lockForChunk(tx, claimed.id))!;
+        await replayStore.queueChunk(tx, row, 3000, 1);
+      });
+    }
+    const mid = await api().get(`${REPLAYS}/${r.body.uuid}`);
+    assert.equal(mid.body.status, 'running');
+    assert.ok(mid.body.eventsQueued > 0);
+    const replays = await startReplays(db, 4000);
+    try {
+      await waitFor(async () => (await api().get(`${REPLAYS}/${r.body.uuid}`)).body.status === 'completed', 'the replay to complete', 60_000);
+    } finally {
+      await replays.stop();
+    }
+    const n = await db.query<{ n: number; events: number }>(
+      `SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS events FROM webhook_deliveries d
+       JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE s.uuid = $1`, [c.body.uuid],
+    );
+    assert.equal(n.rows[0].n, 10_000);
+    assert.equal(n.rows[0].events, 10_000);
+    assert.equal((await api().get(`${REPLAYS}/${r.body.uuid}`)).body.eventsQueued, 10_000);
+  });
+
+  it('Idempotency-Key replays the first answer; the same key with another request is a conflict', async () => {
+    const c = await api().post(SUBS, { url: rxA.url, eventTypes: ['customerCreate'], isActive: false });
+    const body = { since: since(), eventTypes: ['customerCreate'] };
+    const key = { 'idempotency-key': `replay-${crypto.randomUUID()}` };
+    const first = await api().post(`${SUBS}/${c.body.uuid}/replay`, body, key);
+    assert.equal(first.status, 202, first.text);
+    const second = await api().post(`${SUBS}/${c.body.uuid}/replay`, body, key);
+    assert.equal(second.status, 202);
+    assert.equal(second.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(second.body, first.body);
+    const other = await api().post(`${SUBS}/${c.body.uuid}/replay`, { ...body, since: new Date(Date.now() - 3600_000).toISOString() }, key);
+    assert.equal(other.status, 409);
+    const list = await api().get(`${SUBS}/${c.body.uuid}/replays`);
+    assert.equal(list.body.data.length, 1, 'one replay, however often the key was sent');
+    const audit = await api().get('/integrations/auditLog?action=replay.started');
+    assert.equal(audit.body.data.filter((e: any) => e.target.id === first.body.uuid).length, 1, 'audited once');
+    await api().post(`${REPLAYS}/${first.body.uuid}/cancel`);
+  });
+
+  it('bad input is refused naming the field, and changes nothing', async () => {
+    const db = ctx.tdb.db;
+    const c = await api().post(SUBS, { url: rxA.url, eventTypes: ['customerCreate', 'webhookTest'], isActive: false });
+    const path = `${SUBS}/${c.body.uuid}/replay`;
+    const count = async () => (await db.query<{ n: number }>(`SELECT (SELECT count(*) FROM webhook_replays) + (SELECT count(*) FROM webhook_deliveries) AS n`)).rows[0].n;
+    const before = await count();
+
+    const old = await api().post(path, { since: new Date(Date.now() - 31 * 86400_000).toISOString() });
+    assert.equal(old.status, 400, old.text);
+    assert.equal(old.body.errors[0].moreInfo, 'since');
+    const oldest = /the oldest time available is (\S+) /.exec(old.body.errors[0].message)?.[1];
+    assert.ok(oldest && Math.abs(Date.parse(oldest) - (Date.now() - 30 * 86400_000)) < 60_000, old.body.errors[0].message);
+
+    const backwards = await api().post(path, { since: since(), until: new Date(Date.now() - 3 * 3600_000).toISOString() });
+    assert.equal(backwards.status, 400);
+    assert.equal(backwards.body.errors[0].moreInfo, 'until');
+
+    const unknown = await api().post(path, { since: since(), eventTypes: ['customerExplode'] });
+    assert.equal(unknown.status, 400);
+    assert.deepEqual(errorCodes(unknown), ['InvalidParameterError']);
+    assert.match(unknown.text, /eventTypes/);
+
+    const notListened = await api().post(path, { since: since(), eventTypes: ['customerUpdate'] });
+    assert.equal(notListened.status, 400);
+    assert.equal(notListened.body.errors[0].moreInfo, 'eventTypes');
+    assert.match(notListened.body.errors[0].message, /does not listen to customerUpdate/);
+
+    const hidden = await api().post(path, { since: since(), eventTypes: ['webhookTest'] });
+    assert.equal(hidden.status, 400);
+    assert.equal(hidden.body.errors[0].moreInfo, 'eventTypes');
+
+    const badDate = await api().post(path, { since: 'yesterday' });
+    assert.equal(badDate.status, 400);
+    assert.match(badDate.text, /since/);
+
+    const missing = await api().post(`${SUBS}/${crypto.randomUUID()}/replay`, { since: since() });
+    assert.equal(missing.status, 404);
+    const olderVersion = await ctx.srv.api.withVersion('2025-04').post(path, { since: since() });
+    assert.equal(olderVersion.status, 404, 'a 2026-11 route');
+    assert.equal(await count(), before, 'nothing changed');
+    assert.equal((await api().get(`${SUBS}/${c.body.uuid}/replays`)).body.data.length, 0);
+
+    // Without eventTypes: the types the subscription listens to that the events API keeps.
+    const ok = await api().post(path, { since: since() });
+    assert.deepEqual(ok.body.eventTypes, ['customerCreate']);
+    await api().post(`${REPLAYS}/${ok.body.uuid}/cancel`);
+  });
+}, ENV);
