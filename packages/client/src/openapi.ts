@@ -1209,7 +1209,7 @@ export interface components {
          * AttemptErrorCode
          * @enum {string}
          */
-        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS" | "SECRET_UNREADABLE";
+        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS" | "SECRET_UNREADABLE" | "OAUTH_TOKEN_FAILED";
         /**
          * AttemptPage
          * @description One page of a list
@@ -1304,7 +1304,7 @@ export interface components {
          * AuthMethod
          * @enum {string}
          */
-        AuthMethod: "NONE" | "BASIC" | "BEARER";
+        AuthMethod: "NONE" | "BASIC" | "BEARER" | "OAUTH2_CLIENT_CREDENTIALS";
         /** BulkItemResult */
         BulkItemResult: {
             /** @description position of the item in the request */
@@ -1784,6 +1784,22 @@ export interface components {
             productShares: number;
             associates: number;
         };
+        /**
+         * MutualTls
+         * @description the private key is write-only, never returned
+         */
+        MutualTls: {
+            clientCertificate: string;
+            caCertificate: string | null;
+        };
+        /** MutualTlsWrite */
+        MutualTlsWrite: {
+            /** @description PEM; the client certificate (chain) presented to the receiver */
+            clientCertificate: string;
+            /** @description PEM; write-only: its unencrypted private key; omitted on a change: the stored one is kept */
+            clientKey?: string;
+            caCertificate?: string | null;
+        };
         /** Note */
         Note: {
             /** Format: uuid */
@@ -1861,6 +1877,27 @@ export interface components {
             /** @default false */
             isDeleted: boolean;
             wishListId?: number | null;
+        };
+        /**
+         * OAuth2ClientCredentials
+         * @description the client secret is write-only, never returned
+         */
+        OAuth2ClientCredentials: {
+            tokenUrl: string;
+            clientId: string;
+            scope: string | null;
+            audience: string | null;
+        };
+        /** OAuth2ClientCredentialsWrite */
+        OAuth2ClientCredentialsWrite: {
+            /** @description https URL of the token endpoint (RFC 6749 §4.4; http only with BULB_WEBHOOK_ALLOW_PRIVATE) */
+            tokenUrl: string;
+            /** @description sent with the client secret by HTTP Basic */
+            clientId: string;
+            /** @description write-only; required when OAuth2 is first set, omitted on a change: the stored one is kept; visible ASCII only (no spaces, CR/LF or non-ASCII) */
+            clientSecret?: string;
+            scope?: string | null;
+            audience?: string | null;
         };
         /** OAuthError */
         OAuthError: {
@@ -2024,6 +2061,8 @@ export interface components {
             authMethod: components["schemas"]["AuthMethod"];
             webhookVersion: string;
             maxInFlight: number;
+            oauth2: components["schemas"]["OAuth2ClientCredentials"] | null;
+            tls: components["schemas"]["MutualTls"] | null;
             health: components["schemas"]["SubscriptionHealth"];
             /** Format: date-time */
             createdAt: string;
@@ -2048,6 +2087,10 @@ export interface components {
             webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2025-08" | "2025-12" | "2026-11";
             /** @description most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it */
             maxInFlight?: number;
+            /** @description authMethod OAUTH2_CLIENT_CREDENTIALS: where and how Bulb gets its bearer token */
+            oauth2?: components["schemas"]["OAuth2ClientCredentialsWrite"] | null;
+            /** @description mutual TLS: the client certificate presented to the receiver (any authMethod); null removes it */
+            tls?: components["schemas"]["MutualTlsWrite"] | null;
         };
         /** SubscriptionCreated */
         SubscriptionCreated: {
@@ -2059,6 +2102,8 @@ export interface components {
             authMethod: components["schemas"]["AuthMethod"];
             webhookVersion: string;
             maxInFlight: number;
+            oauth2: components["schemas"]["OAuth2ClientCredentials"] | null;
+            tls: components["schemas"]["MutualTls"] | null;
             health: components["schemas"]["SubscriptionHealth"];
             /** Format: date-time */
             createdAt: string;
@@ -2108,6 +2153,10 @@ export interface components {
             webhookVersion?: "2022-04" | "2022-08" | "2025-04" | "2025-08" | "2025-12" | "2026-11";
             /** @description most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it */
             maxInFlight?: number;
+            /** @description authMethod OAUTH2_CLIENT_CREDENTIALS: where and how Bulb gets its bearer token */
+            oauth2?: components["schemas"]["OAuth2ClientCredentialsWrite"] | null;
+            /** @description mutual TLS: the client certificate presented to the receiver (any authMethod); null removes it */
+            tls?: components["schemas"]["MutualTlsWrite"] | null;
         };
         /** TestResult */
         TestResult: {
