@@ -92,10 +92,9 @@ export class Dispatcher {
     this.sender = new Sender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate, proxy: config.webhookProxy });
     this.tokens = new TokenSource(this.sender, config.webhookTimeoutMs);
     this.hmacHeader = wireNames(config.serviceName).hmacHeader;
-    // A lease outlives the longest attempt plus the batched result write, with room for a starved process (an expired
-    // lease means a second attempt): at least 30 s. The longest attempt is four deadlines: an OAuth2 subscription's
-    // token fetch, the request, and after a 401 a second fetch and request (docs/receiver-auth.md).
-    this.leaseMs = Math.max(config.webhookTimeoutMs * 4 + 5_000, 30_000);
+    // A lease outlives the longest attempt (two deadlines: an OAuth2 attempt's budget, sendWithToken) plus the batched
+    // result write, with room for a starved process (an expired lease means a second attempt): at least 30 s.
+    this.leaseMs = Math.max(config.webhookTimeoutMs * 2 + 5_000, 30_000);
     this.batch = opts.batch ?? 128;
     this.pollMs = opts.pollMs ?? 2_000;
     this.drainMs = opts.drainMs ?? Math.min(config.webhookTimeoutMs + 500, 15_000);
@@ -405,29 +404,32 @@ export class Dispatcher {
 
   /**
    * An OAUTH2_CLIENT_CREDENTIALS attempt: the subscription's token (cached, or fetched), the request with it, and on a
-   * 401 one refetch and one more request. A token endpoint that gives no usable token fails the attempt with
-   * OAUTH_TOKEN_FAILED and the reason (nothing sent to the receiver). `tokens`: what was sent, redacted from the log.
+   * 401 one refetch and one more request, all within two webhook deadlines (each step gets at most one, and what is
+   * left: a 401 with less than a second left stands). A token endpoint that gives no usable token fails the attempt
+   * with OAUTH_TOKEN_FAILED and the reason (nothing sent to the receiver). `tokens`: what was sent, redacted from the log.
    */
   private async sendWithToken(row: Claimed, lane: Lane<InFlight>, abort: Abort, nowMs: number): Promise<{ req: BuiltRequest; res: SendResult; tokens: string[] }> {
     const t0 = performance.now();
+    const budgetEnd = t0 + 2 * this.config.webhookTimeoutMs;
+    const left = () => Math.max(1, Math.round(budgetEnd - performance.now()));
     const tokens: string[] = [];
     const failed = (reason: string, req: BuiltRequest) => ({
       req, tokens,
       res: { ok: false, statusCode: null, errorCode: 'OAUTH_TOKEN_FAILED' as const, responseBody: reason, retryAfterMs: null, durationMs: Math.round(performance.now() - t0) },
     });
-    let tok = await this.tokens.get(row);
+    const clientTls = clientTlsOf(row);
+    let tok = await this.tokens.get(row, left());
     if (!tok.ok) return failed(tok.reason, { body: eventBody(row), headers: {}, logHeaders: {}, credential: null });
     tokens.push(tok.token);
-    const clientTls = clientTlsOf(row);
     let req = buildRequest(row, this.hmacHeader, nowMs, tok.token);
-    let res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null);
-    if (res.statusCode === 401 && !abort.reason) {
+    let res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null, left());
+    if (res.statusCode === 401 && !abort.reason && left() >= 1_000) {
       this.tokens.invalidate(row.subscription_id, tok.token);
-      tok = await this.tokens.get(row);
+      tok = await this.tokens.get(row, left());
       if (!tok.ok) return failed(`the receiver answered 401; refetching the token failed: ${tok.reason}`, req);
       tokens.push(tok.token);
       req = buildRequest(row, this.hmacHeader, Date.now(), tok.token);
-      res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null);
+      res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null, left());
     }
     return { req, res: { ...res, durationMs: Math.round(performance.now() - t0) }, tokens };
   }

@@ -35,8 +35,11 @@ export class TokenSource {
 
   constructor(private readonly sender: Sender, private readonly timeoutMs: number) {}
 
-  /** The subscription's token: the cached one while usable, else one fetch (shared by the attempts that wait for it). */
-  get(c: Claimed): Promise<TokenResult> {
+  /**
+   * The subscription's token: the cached one while usable, else one fetch (shared by the attempts that wait for it)
+   * with a deadline of at most `timeoutMs`.
+   */
+  get(c: Claimed, timeoutMs = this.timeoutMs): Promise<TokenResult> {
     const key = settingsKey(c);
     let e = this.entries.get(c.subscription_id);
     if (!e || e.key !== key) {
@@ -46,7 +49,7 @@ export class TokenSource {
     if (e.token !== undefined && Date.now() < e.usableUntil) return Promise.resolve({ ok: true, token: e.token });
     if (e.pending) return e.pending;
     const entry = e;
-    entry.pending = this.fetch(c).then((r) => {
+    entry.pending = this.fetch(c, Math.max(1, Math.min(timeoutMs, this.timeoutMs))).then((r) => {
       entry.pending = undefined;
       if (r.ok) {
         entry.token = r.token;
@@ -73,7 +76,7 @@ export class TokenSource {
     for (const id of this.entries.keys()) if (!live(id)) this.entries.delete(id);
   }
 
-  private async fetch(c: Claimed): Promise<({ ok: true; token: string; usableUntil: number }) | { ok: false; reason: string }> {
+  private async fetch(c: Claimed, timeoutMs: number): Promise<({ ok: true; token: string; usableUntil: number }) | { ok: false; reason: string }> {
     const url = c.oauth2_token_url!;
     const fail = (why: string) => ({ ok: false as const, reason: `token endpoint ${url}: ${why}` });
     const refused = this.sender.refusal(url);
@@ -91,7 +94,7 @@ export class TokenSource {
         dispatcher: this.sender.tokenPool(),
         headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: `Basic ${basic}` },
         body: form.toString(),
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
       status = res.statusCode;
       const chunks: Buffer[] = [];
@@ -107,7 +110,7 @@ export class TokenSource {
       text = Buffer.concat(chunks).toString('utf8');
     } catch (err: any) {
       const code = codeOf(err);
-      if (err?.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return fail(`no answer within ${this.timeoutMs} ms`);
+      if (err?.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return fail(`no answer within ${timeoutMs} ms`);
       return fail(`${code || 'error'}: ${deepest(err)}`);
     }
     let json: any;

@@ -165,7 +165,8 @@ export class Sender {
    * One POST through undici's dispatcher interface (no response stream: the first RESPONSE_KEEP_BYTES of the
    * body are kept, and the connection is dropped rather than drained beyond that).
    */
-  send(pool: Dispatcher, url: string, headers: Record<string, string>, body: string, abort?: Abort, clientCert = false): Promise<SendResult> {
+  /** timeoutMs: a shorter deadline for this exchange (what is left of an OAuth2 attempt's budget); the pool's still bounds it. */
+  send(pool: Dispatcher, url: string, headers: Record<string, string>, body: string, abort?: Abort, clientCert = false, timeoutMs = this.opts.timeoutMs): Promise<SendResult> {
     const t0 = performance.now();
     const target = this.target(url);
     if (!target || target.blocked) {
@@ -174,7 +175,7 @@ export class Sender {
       return Promise.resolve({ ok: false, statusCode: null, errorCode, responseBody, retryAfterMs: null, durationMs: Math.round(performance.now() - t0) });
     }
     return new Promise<SendResult>((resolve) => {
-      const x = new Exchange(resolve, t0, this.opts.timeoutMs, abort, clientCert);
+      const x = new Exchange(resolve, t0, Math.min(timeoutMs, this.opts.timeoutMs), abort, clientCert);
       pool.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, x as any);
     });
   }
