@@ -1,4 +1,6 @@
 // Environment → one typed, validated configuration object (SPEC §1).
+import { parseProxyUrl } from './webhooks/proxy.ts';
+
 export type Role = 'api' | 'worker' | 'all';
 
 export interface Config {
@@ -21,6 +23,8 @@ export interface Config {
   webhookRetryUnitMs: number;
   webhookTimeoutMs: number;
   webhookAllowPrivate: boolean;
+  /** BULB_WEBHOOK_PROXY: an HTTP CONNECT proxy every webhook connection goes through (docs/receiver-auth.md); null: direct. */
+  webhookProxy: URL | null;
   webhookRetentionDays: number;
   /** Events older than this many days are deleted by the workers' housekeeping (SPEC §12). */
   eventRetentionDays: number;
@@ -118,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryUnitMs: int(env, 'BULB_WEBHOOK_RETRY_UNIT_MS', 1000, 1, 1000),
     webhookTimeoutMs: int(env, 'BULB_WEBHOOK_TIMEOUT_MS', 20000, 1, 600000),
     webhookAllowPrivate: bool(env, 'BULB_WEBHOOK_ALLOW_PRIVATE', false),
+    webhookProxy: webhookProxy(env.BULB_WEBHOOK_PROXY),
     webhookRetentionDays: int(env, 'BULB_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
     eventRetentionDays: int(env, 'BULB_EVENT_RETENTION_DAYS', 30, 1, 3650),
     webhookDisableAfterHours: int(env, 'BULB_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 87600),
@@ -136,6 +141,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importLeaseMs: int(env, 'BULB_IMPORT_LEASE_MS', 30_000, 1000, 3_600_000),
     importIdleMs: int(env, 'BULB_IMPORT_IDLE_MS', 60_000, 100, 3_600_000),
   };
+}
+
+function webhookProxy(raw: string | undefined): URL | null {
+  if (!raw) return null;
+  try {
+    return parseProxyUrl(raw);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
 }
 
 /** Service-name derived wire names (SPEC preamble). */

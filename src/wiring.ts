@@ -22,6 +22,7 @@ import { withAudit } from './audit/record.ts';
 import { subscriptionEventTypes } from './http/versioning/changes/2026-11-subscription-event-types.ts';
 import { deliveryPolicies } from './http/versioning/changes/2026-11-delivery-policies.ts';
 import { eventCatalog } from './http/versioning/changes/2026-11-event-catalog.ts';
+import { subscriptionReceiverAuth } from './http/versioning/changes/2026-11-receiver-auth.ts';
 
 /** Routes that declare `audit` record their act in the audit log, in the act's transaction (src/audit/record.ts). */
 export function allRoutes(s: Services): RouteDef[] {
@@ -30,4 +31,4 @@ export function allRoutes(s: Services): RouteDef[] {
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */
-export const allChanges: VersionChange[] = [bulkItemsArePatches, mergeUndoneAt, subscriptionEventTypes, deliveryPolicies, eventCatalog];
+export const allChanges: VersionChange[] = [bulkItemsArePatches, mergeUndoneAt, subscriptionEventTypes, deliveryPolicies, eventCatalog, subscriptionReceiverAuth];

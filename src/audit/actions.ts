@@ -31,12 +31,15 @@ export interface AuditTarget {
   action?: AuditAction;
 }
 
-const SECRET_FIELDS = new Set(['bearerToken', 'basicPassword', 'signingSecret', 'clientSecret', 'key']);
+const SECRET_FIELDS = new Set(['bearerToken', 'basicPassword', 'signingSecret', 'clientSecret', 'clientKey', 'key']);
 
-/** The fields a request body changes, with secret values replaced by "[redacted]" (for details). */
+/**
+ * The fields a request body changes, with secret values replaced by "[redacted]" (for details), in nested objects too
+ * (a subscription's oauth2.clientSecret, tls.clientKey).
+ */
 export function changesOf(body: unknown): Record<string, unknown> {
   if (!body || typeof body !== 'object') return {};
-  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, SECRET_FIELDS.has(k) ? '[redacted]' : v]));
+  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, SECRET_FIELDS.has(k) ? '[redacted]' : v && typeof v === 'object' && !Array.isArray(v) ? changesOf(v) : v]));
 }
 
 /**

@@ -5,7 +5,7 @@ import { SEALED_SQL } from './box.ts';
 
 /** Every secret column (SPEC §15). Each table has a bigint `id` primary key. Add new secret columns here. */
 export const SECRET_COLUMNS: readonly { table: string; columns: readonly string[] }[] = [
-  { table: 'webhook_subscriptions', columns: ['signing_secret', 'bearer_token', 'basic_password', 'destination_password'] },
+  { table: 'webhook_subscriptions', columns: ['signing_secret', 'bearer_token', 'basic_password', 'destination_password', 'oauth2_client_secret', 'tls_client_key'] },
   { table: 'webhook_retired_secrets', columns: ['secret'] },
 ];
 

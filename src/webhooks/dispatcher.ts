@@ -11,7 +11,8 @@ import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Clai
 import { recordOutcomes } from './health.ts';
 import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
 import { credentialsOf, redactCredentials } from './redact.ts';
-import { Abort, Sender, type SendResult } from './sender.ts';
+import { Abort, Sender, type ClientTls, type SendResult } from './sender.ts';
+import { TokenSource } from './oauth2.ts';
 import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { BrokerDestinations, destinationKind } from './destinations/registry.ts';
@@ -58,6 +59,8 @@ export class Dispatcher {
   private readonly sender: Sender;
   /** Subscriptions whose URL is a broker (amqp, nats): one publisher each (destinations/registry.ts). */
   private readonly brokers: BrokerDestinations;
+  /** OAuth2 access tokens of OAUTH2_CLIENT_CREDENTIALS subscriptions, per subscription. */
+  private readonly tokens: TokenSource;
   private readonly hmacHeader: string;
   private readonly leaseMs: number;
   private readonly batch: number;
@@ -90,11 +93,12 @@ export class Dispatcher {
   private started = false;
 
   constructor(private db: Db, private config: Config, opts: DispatcherOptions = {}) {
-    this.sender = new Sender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+    this.sender = new Sender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate, proxy: config.webhookProxy });
+    this.tokens = new TokenSource(this.sender, config.webhookTimeoutMs);
     this.brokers = new BrokerDestinations({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
     this.hmacHeader = wireNames(config.serviceName).hmacHeader;
-    // A lease outlives the longest attempt (deadline-bounded) plus the batched result write, with room for
-    // a starved process (an expired lease means a second attempt): at least 30 s.
+    // A lease outlives the longest attempt (two deadlines: an OAuth2 attempt's budget, sendWithToken) plus the batched
+    // result write, with room for a starved process (an expired lease means a second attempt): at least 30 s.
     this.leaseMs = Math.max(config.webhookTimeoutMs * 2 + 5_000, 30_000);
     this.batch = opts.batch ?? 128;
     this.pollMs = opts.pollMs ?? 2_000;
@@ -143,7 +147,7 @@ export class Dispatcher {
   private laneOf(id: string, max = DEFAULT_MAX): Lane<InFlight> {
     let l = this.lanes.get(id);
     if (!l) {
-      l = new Lane<InFlight>(id, max, () => this.sender.pool(MAX_IN_FLIGHT_LIMIT));
+      l = new Lane<InFlight>(id, max, (clientTls) => this.sender.pool(MAX_IN_FLIGHT_LIMIT, clientTls));
       this.lanes.set(id, l);
     }
     return l;
@@ -242,6 +246,7 @@ export class Dispatcher {
     this.sweepAt = Date.now() + this.pollMs;
     const now = Date.now();
     for (const [id, l] of this.lanes) if (l.idle(now)) this.lanes.delete(id);
+    this.tokens.retain((id) => this.lanes.has(id));
     this.sweeping = discoverLanes(this.db)
       .then((found) => {
         // due_in_ms is counted from the query's own clock reading: add it to the time its answer arrived, never to a
@@ -377,15 +382,21 @@ export class Dispatcher {
     const startedAt = new Date();
     let req: BuiltRequest;
     let res: SendResult;
+    let tokens: string[] = [];
     if (row.secret_error !== null) {
       // A secret of this subscription cannot be opened: nothing can be signed or authenticated, so nothing is sent.
       req = { body: eventBody(row), headers: {}, logHeaders: {}, credential: null };
       res = { ok: false, statusCode: null, errorCode: 'SECRET_UNREADABLE', responseBody: row.secret_error, retryAfterMs: null, durationMs: 0 };
+    } else if (row.auth_method === 'OAUTH2_CLIENT_CREDENTIALS') {
+      ({ req, res, tokens } = await this.sendWithToken(row, lane, f.abort, startedAt.getTime()));
     } else {
       req = buildRequest(row, this.hmacHeader, startedAt.getTime());
-      res = destinationKind(row.url) === 'http'
-        ? await this.sender.send(lane.pool(), row.url, req.headers, req.body, f.abort)
-        : await this.brokers.send(row, { id: row.event_uuid, body: req.body, headers: req.headers }, f.abort);
+      if (destinationKind(row.url) === 'http') {
+        const clientTls = clientTlsOf(row);
+        res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, f.abort, clientTls !== null);
+      } else {
+        res = await this.brokers.send(row, { id: row.event_uuid, body: req.body, headers: req.headers }, f.abort);
+      }
     }
     if (f.released) return; // shutdown gave the claim back; another worker will attempt it
     lane.feedback(signalOf(res));
@@ -410,9 +421,41 @@ export class Dispatcher {
       retryAfterMs: res.retryAfterMs,
       requestHeaders: req.logHeaders,
       requestBody: req.body,
-      responseBody: redactCredentials(res.responseBody, credentialsOf(row)), // a receiver may echo a credential back, in any form
+      responseBody: redactCredentials(res.responseBody, credentialsOf(row, tokens)), // a receiver may echo a credential back, in any form
     });
     if (this.completed++ === 0) this.firstCompletedAt = performance.now();
+  }
+
+  /**
+   * An OAUTH2_CLIENT_CREDENTIALS attempt: the subscription's token (cached, or fetched), the request with it, and on a
+   * 401 one refetch and one more request, all within two webhook deadlines (each step gets at most one, and what is
+   * left: a 401 with less than a second left stands). A token endpoint that gives no usable token fails the attempt
+   * with OAUTH_TOKEN_FAILED and the reason (nothing sent to the receiver). `tokens`: what was sent, redacted from the log.
+   */
+  private async sendWithToken(row: Claimed, lane: Lane<InFlight>, abort: Abort, nowMs: number): Promise<{ req: BuiltRequest; res: SendResult; tokens: string[] }> {
+    const t0 = performance.now();
+    const budgetEnd = t0 + 2 * this.config.webhookTimeoutMs;
+    const left = () => Math.max(1, Math.round(budgetEnd - performance.now()));
+    const tokens: string[] = [];
+    const failed = (reason: string, req: BuiltRequest) => ({
+      req, tokens,
+      res: { ok: false, statusCode: null, errorCode: 'OAUTH_TOKEN_FAILED' as const, responseBody: reason, retryAfterMs: null, durationMs: Math.round(performance.now() - t0) },
+    });
+    const clientTls = clientTlsOf(row);
+    let tok = await this.tokens.get(row, left());
+    if (!tok.ok) return failed(tok.reason, { body: eventBody(row), headers: {}, logHeaders: {}, credential: null });
+    tokens.push(tok.token);
+    let req = buildRequest(row, this.hmacHeader, nowMs, tok.token);
+    let res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null, left());
+    if (res.statusCode === 401 && !abort.reason && left() >= 1_000) {
+      this.tokens.invalidate(row.subscription_id, tok.token);
+      tok = await this.tokens.get(row, left());
+      if (!tok.ok) return failed(`the receiver answered 401; refetching the token failed: ${tok.reason}`, req);
+      tokens.push(tok.token);
+      req = buildRequest(row, this.hmacHeader, Date.now(), tok.token);
+      res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null, left());
+    }
+    return { req, res: { ...res, durationMs: Math.round(performance.now() - t0) }, tokens };
   }
 
   /**
@@ -501,5 +544,13 @@ export class Dispatcher {
     for (const f of left) this.inflight.delete(String(f.row.id));
     await Promise.all([...this.lanes.values()].map((l) => l.closePool()));
     await this.brokers.close();
+    await this.sender.close();
   }
+}
+
+/** A subscription's mutual TLS as its lane's pool presents it (null: none). */
+function clientTlsOf(row: Claimed): ClientTls | null {
+  return row.tls_client_certificate && row.tls_client_key
+    ? { cert: row.tls_client_certificate, key: row.tls_client_key, ca: row.tls_ca_certificate }
+    : null;
 }

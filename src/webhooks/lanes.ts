@@ -3,7 +3,7 @@
 // below 1), its own connection pool, a Retry-After pause, and what it knows about due work. Nothing here
 // is shared between subscriptions, so a failing endpoint can only use up its own lane.
 import type { Agent } from 'undici';
-import type { SendResult } from './sender.ts';
+import type { ClientTls, SendResult } from './sender.ts';
 
 /** Highest maxInFlight a subscription may set; a lane's pool never has fewer sockets than its ceiling. */
 export const MAX_IN_FLIGHT_LIMIT = 64;
@@ -69,8 +69,10 @@ export class Lane<W = unknown> {
   lastClaim = 0;
   lastActive = Date.now();
   private agent: Agent | undefined;
+  /** The client certificate the pool presents (mutual TLS), or null. */
+  private agentTls: ClientTls | null = null;
 
-  constructor(readonly id: string, max: number, private makePool: () => Agent) {
+  constructor(readonly id: string, max: number, private makePool: (clientTls: ClientTls | null) => Agent) {
     this.max = max;
     // Slow start: one attempt until the endpoint has answered; each success adds one (so a healthy lane
     // doubles per round trip), and an endpoint that never answers costs a single attempt.
@@ -138,9 +140,13 @@ export class Lane<W = unknown> {
     this.addDue(this.pausedUntil);
   }
 
-  pool(): Agent {
+  /** The lane's pool, presenting `clientTls`; a changed certificate, key or CA gets a new pool (the old one finishes its requests). */
+  pool(clientTls: ClientTls | null = null): Agent {
     this.lastActive = Date.now();
-    return (this.agent ??= this.makePool());
+    const a = this.agentTls;
+    if (this.agent && (a?.cert !== clientTls?.cert || a?.key !== clientTls?.key || a?.ca !== clientTls?.ca)) void this.closePool();
+    this.agentTls = clientTls;
+    return (this.agent ??= this.makePool(clientTls));
   }
 
   /** Closes the pool if idle long enough; true when the lane holds nothing worth remembering either. */

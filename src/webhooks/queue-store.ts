@@ -9,7 +9,8 @@ import { HELD_CEILINGS } from './lanes.ts';
 
 /** A claimed delivery, with what sending it needs of its event and subscription. */
 export interface Claimed
-  extends Pick<SubscriptionRow, 'url' | 'auth_method' | 'bearer_token' | 'basic_username' | 'basic_password' | 'webhook_version' | 'signing_secret'> {
+  extends Pick<SubscriptionRow, 'url' | 'auth_method' | 'bearer_token' | 'basic_username' | 'basic_password' | 'webhook_version' | 'signing_secret'>,
+    ReceiverAuth {
   id: string;
   uuid: string;
   attempt_count: number;
@@ -37,6 +38,11 @@ export interface Claimed
   /** A rate-capped subscription's send slot for this delivery, in ms from the claim's answer (null: no cap, send at once). */
   send_in_ms: number | null;
 }
+
+/** OAuth2 client credentials and mutual TLS of the subscription (migration 044), secrets in clear. */
+export type ReceiverAuth = Pick<SubscriptionRow, (typeof RECEIVER_AUTH_COLUMNS)[number]>;
+const RECEIVER_AUTH_COLUMNS = ['oauth2_token_url', 'oauth2_client_id', 'oauth2_client_secret', 'oauth2_scope', 'oauth2_audience',
+  'tls_client_certificate', 'tls_client_key', 'tls_ca_certificate'] as const;
 
 /** What the dispatcher asks of one subscription's lane: at most `room` due deliveries. */
 export interface LaneAsk {
@@ -144,7 +150,7 @@ export const CLAIM_SQL = `WITH w AS (
      )
      SELECT s.id AS subscription_id, s.uuid AS subscription_uuid, s.url, s.auth_method, s.bearer_token, s.basic_username,
        s.basic_password, s.webhook_version, s.signing_secret, s.max_in_flight, ${RETIRED_SECRETS_SQL} AS previous_secrets,
-       s.destination_password, lanes.deliveries, cap.rate AS max_per_second, cap.slots AS rate_slots,
+       s.destination_password, ${RECEIVER_AUTH_COLUMNS.map((c) => `s.${c}`).join(', ')}, lanes.deliveries, cap.rate AS max_per_second, cap.slots AS rate_slots,
        extract(epoch FROM (cap.start - clock_timestamp())) * 1000 AS send_in_ms,
        extract(epoch FROM (cap.start + coalesce(lanes.taken, 0) / cap.rate * interval '1 second'
          - ${RATE_RECLAIM_MS} * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms
@@ -194,6 +200,9 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
       bearer_token: sec.bearer_token, basic_username: l.basic_username, basic_password: sec.basic_password,
       webhook_version: l.webhook_version, signing_secret: sec.signing_secret, max_in_flight: l.max_in_flight,
       previous_secrets: sec.previous_secrets, destination_password: sec.destination_password, secret_error: sec.error,
+      oauth2_token_url: l.oauth2_token_url, oauth2_client_id: l.oauth2_client_id, oauth2_client_secret: sec.oauth2_client_secret,
+      oauth2_scope: l.oauth2_scope, oauth2_audience: l.oauth2_audience, tls_client_certificate: l.tls_client_certificate,
+      tls_client_key: sec.tls_client_key, tls_ca_certificate: l.tls_ca_certificate,
     };
     const sendIn = l.send_in_ms === null ? null : Number(l.send_in_ms);
     list.forEach((d, i) => {
@@ -206,6 +215,9 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
         previous_secrets: sub.previous_secrets, destination_password: sub.destination_password, secret_error: sub.secret_error,
         // The i-th slot of this claim: 1/rate after the one before (oldest delivery first, as the claim ordered them).
         send_in_ms: sendIn === null || rate === null ? null : sendIn + (i * 1000) / rate,
+        oauth2_token_url: sub.oauth2_token_url, oauth2_client_id: sub.oauth2_client_id, oauth2_client_secret: sub.oauth2_client_secret,
+        oauth2_scope: sub.oauth2_scope, oauth2_audience: sub.oauth2_audience, tls_client_certificate: sub.tls_client_certificate,
+        tls_client_key: sub.tls_client_key, tls_ca_certificate: sub.tls_ca_certificate,
       });
     });
   }
@@ -223,10 +235,17 @@ function opened<T extends string | null>(sealed: T): T {
  * A claimed lane's secrets in clear, or, when one of them cannot be opened (sealed under a key this process lacks,
  * altered), none and the reason: that subscription's attempts fail, the other lanes of the claim go on.
  */
-function openLane(l: ClaimedLane): { bearer_token: string | null; basic_password: string | null; signing_secret: string; previous_secrets: string[]; destination_password: string | null; error: string | null } {
+function openLane(l: ClaimedLane): {
+  bearer_token: string | null; basic_password: string | null; signing_secret: string; previous_secrets: string[];
+  destination_password: string | null; oauth2_client_secret: string | null; tls_client_key: string | null; error: string | null;
+} {
   const field = { bearer_token: 'bearerToken', basic_password: 'basicPassword', signing_secret: 'signing secret' } as const;
   let which = '';
   try {
+    which = 'oauth2.clientSecret';
+    const oauth2_client_secret = opened(l.oauth2_client_secret);
+    which = 'tls.clientKey';
+    const tls_client_key = opened(l.tls_client_key);
     which = field.bearer_token;
     const bearer_token = opened(l.bearer_token);
     which = field.basic_password;
@@ -237,11 +256,11 @@ function openLane(l: ClaimedLane): { bearer_token: string | null; basic_password
     const previous_secrets = l.previous_secrets.map(opened);
     which = "URL's password";
     const destination_password = opened(l.destination_password);
-    return { bearer_token, basic_password, signing_secret, previous_secrets, destination_password, error: null };
+    return { bearer_token, basic_password, signing_secret, previous_secrets, destination_password, oauth2_client_secret, tls_client_key, error: null };
   } catch (err) {
     const why = err instanceof SecretError ? err.message : String(err);
     return {
-      bearer_token: null, basic_password: null, signing_secret: '', previous_secrets: [], destination_password: null,
+      bearer_token: null, basic_password: null, signing_secret: '', previous_secrets: [], destination_password: null, oauth2_client_secret: null, tls_client_key: null,
       error: `not sent: the subscription's ${which} cannot be opened (${why}); start the workers with the key it was sealed under, or set the value again (PATCH the credential or the URL, or rotate the signing secret)`,
     };
   }

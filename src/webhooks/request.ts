@@ -31,7 +31,8 @@ export interface BuiltRequest {
 
 export const REDACTED = '[redacted]';
 
-export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.now()): BuiltRequest {
+/** oauth2Token: the bearer token of an OAUTH2_CLIENT_CREDENTIALS subscription (fetched by oauth2.ts). */
+export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.now(), oauth2Token?: string): BuiltRequest {
   const body = eventBody(c);
   const timestamp = Math.floor(nowMs / 1000);
   // SPEC §7 rotation: one Standard Webhooks signature per valid secret (current first); the hex header is
@@ -52,6 +53,9 @@ export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.no
   // Without credentials the logged headers are the sent ones (neither is changed afterwards).
   if (c.auth_method === 'BEARER' && c.bearer_token) {
     return { body, headers: { ...headers, Authorization: `Bearer ${c.bearer_token}` }, logHeaders: { ...headers, Authorization: `Bearer ${REDACTED}` }, credential: c.bearer_token };
+  }
+  if (c.auth_method === 'OAUTH2_CLIENT_CREDENTIALS' && oauth2Token) {
+    return { body, headers: { ...headers, Authorization: `Bearer ${oauth2Token}` }, logHeaders: { ...headers, Authorization: `Bearer ${REDACTED}` }, credential: oauth2Token };
   }
   if (c.auth_method === 'BASIC' && c.basic_username !== null) {
     const basic = Buffer.from(`${c.basic_username}:${c.basic_password ?? ''}`).toString('base64');

@@ -10,7 +10,44 @@ const closed = { additionalProperties: false } as const;
 // Credentials must be sendable in an HTTP header (visible ASCII); service.ts checks it with a clear message.
 const Secret = (desc: string) => Type.String({ minLength: 1, maxLength: 1024, description: `${desc}; visible ASCII only (no spaces, CR/LF or non-ASCII)` });
 
-export const AuthMethod = StringEnum(['NONE', 'BASIC', 'BEARER'], { title: 'AuthMethod' });
+export const AuthMethod = StringEnum(['NONE', 'BASIC', 'BEARER', 'OAUTH2_CLIENT_CREDENTIALS'], { title: 'AuthMethod' });
+/** What versions before 2026-11 accept (OAuth2 client credentials arrive with 2026-11). */
+export const AuthMethodBefore202611 = StringEnum(['NONE', 'BASIC', 'BEARER']);
+
+// 2026-11 (docs/receiver-auth.md): OAuth2 client credentials and mutual TLS. The client secret and the private key are
+// write-only (sealed at rest, never returned); the rest is returned.
+const Pem = (desc: string, max: number) => Type.String({ minLength: 1, maxLength: max, description: `PEM; ${desc}` });
+export const OAuth2Write = Type.Object(
+  {
+    tokenUrl: Type.String({ minLength: 1, maxLength: 2048, description: 'https URL of the token endpoint (RFC 6749 §4.4; http only with BULB_WEBHOOK_ALLOW_PRIVATE)' }),
+    clientId: Type.String({ minLength: 1, maxLength: 255, description: 'sent with the client secret by HTTP Basic' }),
+    clientSecret: Type.Optional(Secret('write-only; required when OAuth2 is first set, omitted on a change: the stored one is kept')),
+    scope: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 1024, description: 'space-separated scope tokens' }), Type.Null()])),
+    audience: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 2048, description: 'sent as the audience form parameter' }), Type.Null()])),
+  },
+  { ...closed, title: 'OAuth2ClientCredentialsWrite' },
+);
+export const OAuth2Read = Type.Object(
+  {
+    tokenUrl: Type.String(),
+    clientId: Type.String(),
+    scope: Type.Union([Type.String(), Type.Null()]),
+    audience: Type.Union([Type.String(), Type.Null()]),
+  },
+  { title: 'OAuth2ClientCredentials', description: 'the client secret is write-only, never returned' },
+);
+export const TlsWrite = Type.Object(
+  {
+    clientCertificate: Pem('the client certificate (chain) presented to the receiver', 32_768),
+    clientKey: Type.Optional(Pem('write-only: its unencrypted private key; omitted on a change: the stored one is kept', 16_384)),
+    caCertificate: Type.Optional(Type.Union([Pem('the CA certificates the receiver\'s certificate must chain to (instead of the public roots)', 65_536), Type.Null()])),
+  },
+  { ...closed, title: 'MutualTlsWrite' },
+);
+export const TlsRead = Type.Object(
+  { clientCertificate: Type.String(), caCertificate: Type.Union([Type.String(), Type.Null()]) },
+  { title: 'MutualTls', description: 'the private key is write-only, never returned' },
+);
 export const EventType = StringEnum([...EVENT_TYPES], { title: 'EventType' });
 /** 2026-11: the event types a subscription listens to, in the order given. */
 export const EventTypeList = Type.Array(EventType, {
@@ -51,6 +88,8 @@ const writable = {
   webhookVersion: Version,
   maxInFlight: Type.Integer({ minimum: 1, maximum: 64, description: 'most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it' }),
   ...policyWritable,
+  oauth2: Type.Union([OAuth2Write, Type.Null()], { description: 'authMethod OAUTH2_CLIENT_CREDENTIALS: where and how Bulb gets its bearer token' }),
+  tls: Type.Union([TlsWrite, Type.Null()], { description: 'mutual TLS: the client certificate presented to the receiver (any authMethod); null removes it' }),
 };
 
 export const SubscriptionCreate = Type.Object(
@@ -67,6 +106,8 @@ export const SubscriptionCreate = Type.Object(
     retrySchedule: Type.Optional(writable.retrySchedule),
     retryJitter: Type.Optional(writable.retryJitter),
     maxPerSecond: Type.Optional(writable.maxPerSecond),
+    oauth2: Type.Optional(writable.oauth2),
+    tls: Type.Optional(writable.tls),
   },
   { ...closed, title: 'SubscriptionCreate' },
 );
@@ -96,6 +137,8 @@ const subscriptionFields = {
   webhookVersion: Type.String(),
   maxInFlight: Type.Integer(),
   ...policyFields,
+  oauth2: Type.Union([OAuth2Read, Type.Null()]),
+  tls: Type.Union([TlsRead, Type.Null()]),
   health: Health,
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
@@ -105,15 +148,16 @@ export const SubscriptionWithSecret = Type.Object({ ...subscriptionFields, signi
 
 /**
  * Versions before 2026-11: one eventType (the first of the list), written as one; no delivery policy fields
- * (2026-11-subscription-event-types.ts, 2026-11-delivery-policies.ts).
+ * (2026-11-subscription-event-types.ts, 2026-11-delivery-policies.ts); no oauth2 or tls and no OAUTH2_CLIENT_CREDENTIALS
+ * written (2026-11-receiver-auth.ts).
  */
-const { eventTypes: _t, retrySchedule: _rs, retryJitter: _rj, maxPerSecond: _mp, ...oldFields } = subscriptionFields;
+const { eventTypes: _t, retrySchedule: _rs, retryJitter: _rj, maxPerSecond: _mp, oauth2: _o, tls: _l, ...oldFields } = subscriptionFields;
 export const SubscriptionBefore202611 = Type.Object({ ...oldFields, eventType: Type.String() });
 export const SubscriptionWithSecretBefore202611 = Type.Object({ ...oldFields, eventType: Type.String(), signingSecret: Type.String() });
-const { eventTypes: _w, retrySchedule: _ws, retryJitter: _wj, maxPerSecond: _wm, ...oldWritable } = writable;
-const { eventTypes: _c, url: _u, retrySchedule: _cs, retryJitter: _cj, maxPerSecond: _cm, ...oldCreate } = SubscriptionCreate.properties;
-export const SubscriptionCreateBefore202611 = Type.Object({ url: writable.url, eventType: EventType, ...oldCreate }, closed);
-export const SubscriptionPatchBefore202611 = Type.Partial(Type.Object({ ...oldWritable, eventType: EventType }, closed), { ...closed, minProperties: 1 });
+const { eventTypes: _w, retrySchedule: _ws, retryJitter: _wj, maxPerSecond: _wm, oauth2: _wo, tls: _wl, authMethod: _wa, ...oldWritable } = writable;
+const { eventTypes: _c, url: _u, retrySchedule: _cs, retryJitter: _cj, maxPerSecond: _cm, oauth2: _co, tls: _cl, authMethod: _ca, ...oldCreate } = SubscriptionCreate.properties;
+export const SubscriptionCreateBefore202611 = Type.Object({ url: writable.url, eventType: EventType, authMethod: Type.Optional(AuthMethodBefore202611), ...oldCreate }, closed);
+export const SubscriptionPatchBefore202611 = Type.Partial(Type.Object({ ...oldWritable, authMethod: AuthMethodBefore202611, eventType: EventType }, closed), { ...closed, minProperties: 1 });
 export const SecretAnswer = Type.Object({
   signingSecret: Type.String(),
   previousSecretExpiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
@@ -165,10 +209,11 @@ export const DeliveryListQuery = Type.Object(
 );
 
 /**
- * SECRET_UNREADABLE: not sent, a stored credential or signing secret of the subscription cannot be opened (responseBody says why).
+ * SECRET_UNREADABLE: not sent, a stored credential or signing secret of the subscription cannot be opened (responseBody
+ * says why). OAUTH_TOKEN_FAILED: not sent, the OAuth2 token endpoint gave no usable token (responseBody says why).
  * Broker destinations (docs/destinations.md): BROKER_UNREACHABLE, BROKER_REFUSED, BROKER_TIMEOUT, NO_ROUTE.
  */
-export const ErrorCode = StringEnum(['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS', 'SECRET_UNREADABLE', ...BROKER_ERROR_CODES], { title: 'AttemptErrorCode' });
+export const ErrorCode = StringEnum(['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS', 'SECRET_UNREADABLE', 'OAUTH_TOKEN_FAILED', ...BROKER_ERROR_CODES], { title: 'AttemptErrorCode' });
 export const Attempt = Type.Object({
   uuid: Type.String(),
   deliveryUuid: Type.String(),

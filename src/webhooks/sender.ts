@@ -1,12 +1,22 @@
 // Sends one webhook request with undici over the subscription's own keep-alive pool: one deadline for the
 // whole exchange (from dispatch: the pool is as large as the lane's ceiling, so nothing waits for a socket),
-// at most 4 KiB of the response kept, no redirects, Retry-After read, the address guard applied at connect time.
+// at most 4 KiB of the response kept, no redirects, Retry-After read, the address guard applied at connect time;
+// the subscription's client certificate on its pool (mutual TLS), and every socket through BULB_WEBHOOK_PROXY when
+// set (proxy.ts).
 import { Agent, type Dispatcher } from 'undici';
 import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
+import { proxyConnector, type TunnelTls } from './proxy.ts';
 import { memoize } from '../memo.ts';
 import type { BrokerErrorCode } from './destinations/publisher.ts';
 
-export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS' | 'SECRET_UNREADABLE' | BrokerErrorCode;
+export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS' | 'SECRET_UNREADABLE' | 'OAUTH_TOKEN_FAILED' | BrokerErrorCode;
+
+/** A subscription's mutual TLS: the client certificate (chain) and key it presents, and the CA it trusts instead of the public roots. */
+export interface ClientTls {
+  cert: string;
+  key: string;
+  ca: string | null;
+}
 
 export interface SendResult {
   ok: boolean;
@@ -24,6 +34,8 @@ export const RESPONSE_KEEP_BYTES = 4096;
 export interface SenderOptions {
   timeoutMs: number;
   allowPrivate: boolean;
+  /** BULB_WEBHOOK_PROXY: every connection is a CONNECT tunnel through it (null: direct). */
+  proxy?: URL | null;
 }
 
 export const RETRY_AFTER_CAP_MS = 3_600_000;
@@ -100,8 +112,11 @@ export class Sender {
 
   constructor(private opts: SenderOptions) {}
 
-  /** A keep-alive pool for one subscription: `connections` sockets per origin, used by nobody else. */
-  pool(connections: number): Agent {
+  /**
+   * A keep-alive pool for one subscription: `connections` sockets per origin, used by nobody else, presenting its
+   * client certificate when it has one.
+   */
+  pool(connections: number, clientTls: ClientTls | null = null): Agent {
     return new Agent({
       connections,
       pipelining: 1,
@@ -109,15 +124,50 @@ export class Sender {
       keepAliveMaxTimeout: 60_000,
       headersTimeout: this.opts.timeoutMs,
       bodyTimeout: this.opts.timeoutMs,
-      connect: { timeout: this.opts.timeoutMs, lookup: guardedLookup(this.opts.allowPrivate) as any },
+      connect: this.connectOptions(clientTls),
     } as any);
+  }
+
+  /** How sockets are opened: directly with the guarded lookup, or through the proxy's CONNECT tunnel. */
+  private connectOptions(clientTls: ClientTls | null): any {
+    const t: TunnelTls = clientTls ? { cert: clientTls.cert, key: clientTls.key, ...(clientTls.ca ? { ca: clientTls.ca } : {}) } : {};
+    if (this.opts.proxy) return proxyConnector(this.opts.proxy, { allowPrivate: this.opts.allowPrivate, timeoutMs: this.opts.timeoutMs, tls: t });
+    return { timeout: this.opts.timeoutMs, lookup: guardedLookup(this.opts.allowPrivate), ...t };
+  }
+
+  private tokenAgent: Agent | undefined;
+
+  /**
+   * The pool OAuth2 token requests go through (every subscription's; no client certificate): the same address guard,
+   * deadline and proxy as deliveries. Unbounded sockets per origin, so a hanging token endpoint holds no one else's.
+   */
+  tokenPool(): Agent {
+    return (this.tokenAgent ??= new Agent({
+      keepAliveTimeout: 4_000,
+      headersTimeout: this.opts.timeoutMs,
+      bodyTimeout: this.opts.timeoutMs,
+      connect: this.connectOptions(null),
+    } as any));
+  }
+
+  /** Why a URL's host may not be reached (an IP literal the guard blocks: net.connect skips the lookup), or null. */
+  refusal(url: string): string | null {
+    const t = this.target(url);
+    return t ? t.blocked : 'invalid URL';
+  }
+
+  async close(): Promise<void> {
+    const a = this.tokenAgent;
+    this.tokenAgent = undefined;
+    await a?.close().catch(() => {});
   }
 
   /**
    * One POST through undici's dispatcher interface (no response stream: the first RESPONSE_KEEP_BYTES of the
    * body are kept, and the connection is dropped rather than drained beyond that).
    */
-  send(pool: Dispatcher, url: string, headers: Record<string, string>, body: string, abort?: Abort): Promise<SendResult> {
+  /** timeoutMs: a shorter deadline for this exchange (what is left of an OAuth2 attempt's budget); the pool's still bounds it. */
+  send(pool: Dispatcher, url: string, headers: Record<string, string>, body: string, abort?: Abort, clientCert = false, timeoutMs = this.opts.timeoutMs): Promise<SendResult> {
     const t0 = performance.now();
     const target = this.target(url);
     if (!target || target.blocked) {
@@ -126,7 +176,7 @@ export class Sender {
       return Promise.resolve({ ok: false, statusCode: null, errorCode, responseBody, retryAfterMs: null, durationMs: Math.round(performance.now() - t0) });
     }
     return new Promise<SendResult>((resolve) => {
-      const x = new Exchange(resolve, t0, this.opts.timeoutMs, abort);
+      const x = new Exchange(resolve, t0, Math.min(timeoutMs, this.opts.timeoutMs), abort, clientCert);
       pool.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, x as any);
     });
   }
@@ -154,6 +204,8 @@ class Exchange {
     private readonly t0: number,
     private readonly timeoutMs: number,
     private readonly abort: Abort | undefined,
+    /** The pool presents a client certificate (mutual TLS). */
+    private readonly clientCert = false,
   ) {
     this.timer = setTimeout(onDeadline, timeoutMs, this);
     abort?.bind((reason) => this.abortNow(reason));
@@ -214,8 +266,14 @@ class Exchange {
   }
 
   onError(err: Error): void {
-    const errorCode = classify(err, this.timedOut);
-    const msg = errorCode === 'TIMEOUT' ? `no complete response within ${this.timeoutMs} ms` : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
+    let errorCode = classify(err, this.timedOut);
+    let msg = errorCode === 'TIMEOUT' ? `no complete response within ${this.timeoutMs} ms` : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
+    if (errorCode === 'CONNECTION' && this.clientCert && this.statusCode === null && codeOf(err) === 'UND_ERR_SOCKET') {
+      // TLS 1.3 checks the client certificate after the client's handshake ends: a receiver refusing it (Node, many
+      // proxies) closes the connection with no alert and no answer, which is all the client sees.
+      errorCode = 'TLS';
+      msg += ': the receiver closed the connection without answering after a TLS handshake in which Bulb presented the subscription\'s client certificate (most often the receiver refusing that certificate: check tls.clientCertificate)';
+    }
     this.settle(false, errorCode, msg.slice(0, RESPONSE_KEEP_BYTES));
   }
 

@@ -11,6 +11,7 @@ import { NO_MORE_RETRIES } from './schedule.ts';
 import { checkPolicy } from './policy.ts';
 import * as store from './store.ts';
 import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, splitCredential } from './destinations/url.ts';
+import { checkTokenUrl, OAUTH2, receiverAuthRules, shapeReceiverAuth } from './receiver-auth.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
 
 /** How long the previous secret keeps signing after a rotation. */
@@ -42,6 +43,7 @@ export function shapeSubscription(r: store.SubscriptionRow, retryDefault: number
     retrySchedule: r.retry_schedule ?? retryDefault,
     retryJitter: r.retry_jitter,
     maxPerSecond: r.max_per_second,
+    ...shapeReceiverAuth(r),
     health: shapeHealth(r),
     createdAt: isoNN(r.created_at),
     updatedAt: isoNN(r.updated_at),
@@ -122,14 +124,15 @@ function credentialRules(w: Write): Write {
 }
 
 /** Credentials of a method given without authMethod choose it (create and patch: never silently dropped). */
-function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string | null; basicPassword?: string | null }): 'BEARER' | 'BASIC' | undefined {
-  return w.bearerToken ? 'BEARER' : w.basicUsername || w.basicPassword ? 'BASIC' : undefined;
+function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string | null; basicPassword?: string | null; oauth2?: unknown }): store.AuthMethodName | undefined {
+  return w.bearerToken ? 'BEARER' : w.basicUsername || w.basicPassword ? 'BASIC' : w.oauth2 ? OAUTH2 : undefined;
 }
 
 export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook, retryDefault: number[]) {
   checkPolicy(body);
   await validateUrl(body.url, allowPrivate);
   const dest = splitCredential(body.url); // a broker URL's password is sealed apart; the URL shows it as ***
+  if (body.oauth2) await checkTokenUrl(body.oauth2.tokenUrl, allowPrivate);
   const w = credentialRules({
     url: dest.url,
     eventTypes: body.eventTypes,
@@ -145,8 +148,9 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     maxPerSecond: body.maxPerSecond,
   });
   brokerRules(w);
+  const auth = receiverAuthRules(w.authMethod, body);
   return db.transaction(async (tx) => {
-    const row = await store.insertSubscription(tx, w, newSigningSecret());
+    const row = await store.writeReceiverAuth(tx, (await store.insertSubscription(tx, w, newSigningSecret())).id, auth);
     if (dest.password !== null) await store.setDestinationPassword(tx, row.id, dest.password);
     const answer = { ...shapeSubscription(row, retryDefault), signingSecret: row.signing_secret };
     await audit(tx, answer);
@@ -164,6 +168,7 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
   checkPolicy(patch);
   if (patch.url !== undefined) await validateUrl(patch.url, allowPrivate);
   const dest = patch.url === undefined ? undefined : splitCredential(patch.url);
+  if (patch.oauth2) await checkTokenUrl(patch.oauth2.tokenUrl, allowPrivate);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
     // A credential kept as it is must be readable (it is written back): one that cannot be opened is given anew,
@@ -173,6 +178,12 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       const why = cur.unreadable[field];
       if (why && method === uses && patch[field] === undefined) throw unreadable(field, why, `give "${field}" again in this PATCH`);
     }
+    const secretWhy = cur.unreadable['oauth2.clientSecret'];
+    if (secretWhy && method === OAUTH2 && patch.oauth2?.clientSecret === undefined) {
+      throw unreadable('oauth2.clientSecret', secretWhy, 'give "oauth2" with its "clientSecret" again in this PATCH');
+    }
+    const keyWhy = cur.unreadable['tls.clientKey'];
+    if (keyWhy && patch.tls !== null && patch.tls?.clientKey === undefined) throw unreadable('tls.clientKey', keyWhy, 'give "tls" with its "clientKey" again in this PATCH, or "tls": null');
     const w = credentialRules({
       url: dest?.url ?? cur.url,
       eventTypes: patch.eventTypes ?? cur.event_types,
@@ -188,7 +199,8 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       maxPerSecond: patch.maxPerSecond,
     });
     brokerRules(w);
-    const row = await store.updateSubscription(tx, cur.id, w);
+    const auth = receiverAuthRules(w.authMethod, patch, cur);
+    const row = await store.writeReceiverAuth(tx, (await store.updateSubscription(tx, cur.id, w)).id, auth);
     // A new URL brings its own password; one written back as shown (***) keeps the stored password.
     if (dest && dest.password !== REDACTED_PASSWORD) await store.setDestinationPassword(tx, cur.id, dest.password);
     // Re-activated: its waiting deliveries are due now.

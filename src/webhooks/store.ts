@@ -7,7 +7,7 @@ export interface SubscriptionRow {
   url: string;
   event_types: string[];
   is_active: boolean;
-  auth_method: 'NONE' | 'BASIC' | 'BEARER';
+  auth_method: AuthMethodName;
   bearer_token: string | null;
   basic_username: string | null;
   basic_password: string | null;
@@ -26,12 +26,24 @@ export interface SubscriptionRow {
   disabled_reason: string | null;
   created_at: string;
   updated_at: string;
+  /** OAuth2 client credentials (migration 044): set only with auth_method OAUTH2_CLIENT_CREDENTIALS. */
+  oauth2_token_url: string | null;
+  oauth2_client_id: string | null;
+  oauth2_client_secret: string | null;
+  oauth2_scope: string | null;
+  oauth2_audience: string | null;
+  /** Mutual TLS (migration 044), with any auth_method. */
+  tls_client_certificate: string | null;
+  tls_client_key: string | null;
+  tls_ca_certificate: string | null;
   /**
    * Stored secrets of this row that cannot be opened (sealed under a key this process lacks, or altered), by API field
    * name, with why: those fields are null ('' for the signing secret). Empty for every row Bulb wrote with its key.
    */
-  unreadable: Partial<Record<'signingSecret' | 'bearerToken' | 'basicPassword', string>>;
+  unreadable: Partial<Record<'signingSecret' | 'bearerToken' | 'basicPassword' | 'oauth2.clientSecret' | 'tls.clientKey', string>>;
 }
+
+export type AuthMethodName = 'NONE' | 'BASIC' | 'BEARER' | 'OAUTH2_CLIENT_CREDENTIALS';
 
 import { EVENT_TYPES, WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { openSecret, sealSecret } from '../secrets/active.ts';
@@ -54,11 +66,15 @@ function clear<R extends SubscriptionRow | undefined>(r: R): R {
     }
   };
   const signing = open(r.signing_secret, 'signingSecret') ?? '';
-  return { ...r, signing_secret: signing, bearer_token: open(r.bearer_token, 'bearerToken'), basic_password: open(r.basic_password, 'basicPassword'), unreadable };
+  return {
+    ...r, signing_secret: signing, bearer_token: open(r.bearer_token, 'bearerToken'), basic_password: open(r.basic_password, 'basicPassword'),
+    oauth2_client_secret: open(r.oauth2_client_secret, 'oauth2.clientSecret'), tls_client_key: open(r.tls_client_key, 'tls.clientKey'), unreadable,
+  };
 }
 
 const SUB_COLS = `id, uuid, url, event_types, is_active, auth_method, bearer_token, basic_username, basic_password, webhook_version,
   signing_secret, max_in_flight, retry_schedule, retry_jitter, max_per_second, consecutive_failures, last_success_at, failing_since, disabled_reason, created_at, updated_at,
+  oauth2_token_url, oauth2_client_id, oauth2_client_secret, oauth2_scope, oauth2_audience, tls_client_certificate, tls_client_key, tls_ca_certificate,
   (SELECT max(r.expires_at) FROM webhook_retired_secrets r WHERE r.subscription_id = webhook_subscriptions.id AND r.expires_at > clock_timestamp())
     AS retired_secret_expires_at`;
 
@@ -66,7 +82,7 @@ export interface SubscriptionWrite {
   url: string;
   eventTypes: string[];
   isActive: boolean;
-  authMethod: 'NONE' | 'BASIC' | 'BEARER';
+  authMethod: AuthMethodName;
   bearerToken: string | null;
   basicUsername: string | null;
   basicPassword: string | null;
@@ -119,6 +135,26 @@ export async function updateSubscription(db: Queryable, id: string, w: Subscript
 /** A broker destination's URL password (destinations/url.ts), sealed; null: none (an HTTP URL, or a broker URL without one). */
 export async function setDestinationPassword(db: Queryable, id: string, password: string | null): Promise<void> {
   await db.query(`UPDATE webhook_subscriptions SET destination_password = $2 WHERE id = $1`, [id, sealSecret(password)]);
+}
+
+/** A subscription's OAuth2 client credentials and mutual TLS, in clear (each null: none). */
+export interface ReceiverAuthWrite {
+  oauth2: { tokenUrl: string; clientId: string; clientSecret: string; scope: string | null; audience: string | null } | null;
+  tls: { clientCertificate: string; clientKey: string; caCertificate: string | null } | null;
+}
+
+/** Writes a subscription's OAuth2 and mutual TLS settings (after insertSubscription / updateSubscription, same transaction). */
+export async function writeReceiverAuth(db: Queryable, id: string, w: ReceiverAuthWrite): Promise<SubscriptionRow> {
+  const o = w.oauth2;
+  const t = w.tls;
+  const r = await db.query<SubscriptionRow>(
+    `UPDATE webhook_subscriptions SET oauth2_token_url = $2, oauth2_client_id = $3, oauth2_client_secret = $4, oauth2_scope = $5,
+       oauth2_audience = $6, tls_client_certificate = $7, tls_client_key = $8, tls_ca_certificate = $9
+     WHERE id = $1 RETURNING ${SUB_COLS}`,
+    [id, o?.tokenUrl ?? null, o?.clientId ?? null, sealSecret(o?.clientSecret ?? null), o?.scope ?? null, o?.audience ?? null,
+      t?.clientCertificate ?? null, sealSecret(t?.clientKey ?? null), t?.caCertificate ?? null],
+  );
+  return clear(r.rows[0]);
 }
 
 /** lock 'share': held against a delete or change, while the fan-out's foreign-key checks (KEY SHARE) go on. */

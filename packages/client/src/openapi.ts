@@ -1390,7 +1390,7 @@ export interface components {
          * AttemptErrorCode
          * @enum {string}
          */
-        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS" | "SECRET_UNREADABLE" | "BROKER_UNREACHABLE" | "BROKER_REFUSED" | "BROKER_TIMEOUT" | "NO_ROUTE";
+        AttemptErrorCode: "TIMEOUT" | "CONNECTION" | "DNS" | "TLS" | "HTTP_STATUS" | "BLOCKED_ADDRESS" | "SECRET_UNREADABLE" | "OAUTH_TOKEN_FAILED" | "BROKER_UNREACHABLE" | "BROKER_REFUSED" | "BROKER_TIMEOUT" | "NO_ROUTE";
         /**
          * AttemptPage
          * @description One page of a list
@@ -1485,7 +1485,7 @@ export interface components {
          * AuthMethod
          * @enum {string}
          */
-        AuthMethod: "NONE" | "BASIC" | "BEARER";
+        AuthMethod: "NONE" | "BASIC" | "BEARER" | "OAUTH2_CLIENT_CREDENTIALS";
         /** BulkItemResult */
         BulkItemResult: {
             /** @description position of the item in the request */
@@ -2191,6 +2191,22 @@ export interface components {
             productShares: number;
             associates: number;
         };
+        /**
+         * MutualTls
+         * @description the private key is write-only, never returned
+         */
+        MutualTls: {
+            clientCertificate: string;
+            caCertificate: string | null;
+        };
+        /** MutualTlsWrite */
+        MutualTlsWrite: {
+            /** @description PEM; the client certificate (chain) presented to the receiver */
+            clientCertificate: string;
+            /** @description PEM; write-only: its unencrypted private key; omitted on a change: the stored one is kept */
+            clientKey?: string;
+            caCertificate?: string | null;
+        };
         /** Note */
         Note: {
             /** Format: uuid */
@@ -2268,6 +2284,27 @@ export interface components {
             /** @default false */
             isDeleted: boolean;
             wishListId?: number | null;
+        };
+        /**
+         * OAuth2ClientCredentials
+         * @description the client secret is write-only, never returned
+         */
+        OAuth2ClientCredentials: {
+            tokenUrl: string;
+            clientId: string;
+            scope: string | null;
+            audience: string | null;
+        };
+        /** OAuth2ClientCredentialsWrite */
+        OAuth2ClientCredentialsWrite: {
+            /** @description https URL of the token endpoint (RFC 6749 §4.4; http only with BULB_WEBHOOK_ALLOW_PRIVATE) */
+            tokenUrl: string;
+            /** @description sent with the client secret by HTTP Basic */
+            clientId: string;
+            /** @description write-only; required when OAuth2 is first set, omitted on a change: the stored one is kept; visible ASCII only (no spaces, CR/LF or non-ASCII) */
+            clientSecret?: string;
+            scope?: string | null;
+            audience?: string | null;
         };
         /** OAuthError */
         OAuthError: {
@@ -2437,6 +2474,8 @@ export interface components {
             retryJitter: number;
             /** @description attempts per second across every worker (null: no cap) */
             maxPerSecond: number | null;
+            oauth2: components["schemas"]["OAuth2ClientCredentials"] | null;
+            tls: components["schemas"]["MutualTls"] | null;
             health: components["schemas"]["SubscriptionHealth"];
             /** Format: date-time */
             createdAt: string;
@@ -2467,6 +2506,10 @@ export interface components {
             retryJitter?: number;
             /** @description most attempts per second to this endpoint across every worker (null: no cap) */
             maxPerSecond?: number | null;
+            /** @description authMethod OAUTH2_CLIENT_CREDENTIALS: where and how Bulb gets its bearer token */
+            oauth2?: components["schemas"]["OAuth2ClientCredentialsWrite"] | null;
+            /** @description mutual TLS: the client certificate presented to the receiver (any authMethod); null removes it */
+            tls?: components["schemas"]["MutualTlsWrite"] | null;
         };
         /** SubscriptionCreated */
         SubscriptionCreated: {
@@ -2484,6 +2527,8 @@ export interface components {
             retryJitter: number;
             /** @description attempts per second across every worker (null: no cap) */
             maxPerSecond: number | null;
+            oauth2: components["schemas"]["OAuth2ClientCredentials"] | null;
+            tls: components["schemas"]["MutualTls"] | null;
             health: components["schemas"]["SubscriptionHealth"];
             /** Format: date-time */
             createdAt: string;
@@ -2539,6 +2584,10 @@ export interface components {
             retryJitter?: number;
             /** @description most attempts per second to this endpoint across every worker (null: no cap) */
             maxPerSecond?: number | null;
+            /** @description authMethod OAUTH2_CLIENT_CREDENTIALS: where and how Bulb gets its bearer token */
+            oauth2?: components["schemas"]["OAuth2ClientCredentialsWrite"] | null;
+            /** @description mutual TLS: the client certificate presented to the receiver (any authMethod); null removes it */
+            tls?: components["schemas"]["MutualTlsWrite"] | null;
         };
         /** TestResult */
         TestResult: {

@@ -2,13 +2,14 @@
 // was disabled) and a 24 h chart of attempts and success rate, per subscription and overall, from ONE stats
 // request; create, edit (with its delivery policy: retry schedule, jitter, rate cap), activate / re-activate or
 // deactivate, delete (confirmed), reveal and rotate the signing secret, send a test event, replay a window of
-// events (webhook-replay.js).
+// events (webhook-replay.js). The form sets OAuth2 client credentials and mutual TLS (docs/receiver-auth.md): the
+// client secret and the private key are write-only (blank keeps the stored one).
 import { del, get, getPages, patch, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid, zoneOf } from '../dom.js';
 import { fitChart, hourlyChart, summary } from '../chart.js';
 import { replayDialog } from './webhook-replay.js';
 
-const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)']];
+const AUTH_METHODS = [['NONE', 'None'], ['BEARER', 'Bearer token'], ['BASIC', 'Basic (username and password)'], ['OAUTH2_CLIENT_CREDENTIALS', 'OAuth2 client credentials']];
 const HOURS = 24; // the charts' window
 
 let metaCache;
@@ -62,11 +63,35 @@ async function subscriptionDialog(existing, onSaved, signal) {
   const pass = h('input', { type: 'password', name: 'basicPassword', autocomplete: 'off' });
   const bearerBox = h('div', { class: 'cred' }, field('Bearer token', token, keep ?? 'Sent as Authorization: Bearer <token>.'));
   const basicBox = h('div', { class: 'cred' }, field('Username', user, keep), field('Password', pass, keep));
+  const o = existing?.oauth2;
+  const text = (name, value, type = 'text') => h('input', { type, name, value: value ?? '', autocomplete: 'off', spellcheck: 'false' });
+  const tokenUrl = text('oauth2.tokenUrl', o?.tokenUrl, 'url');
+  const clientId = text('oauth2.clientId', o?.clientId);
+  const clientSecret = text('oauth2.clientSecret', '', 'password');
+  const scope = text('oauth2.scope', o?.scope);
+  const audience = text('oauth2.audience', o?.audience);
+  const oauth2Box = h('div', { class: 'cred' },
+    field('Token URL', tokenUrl, 'https address of the token endpoint; Bulb fetches a token with the client credentials grant and sends it as a bearer token.'),
+    field('Client ID', clientId), field('Client secret', clientSecret, o ? 'Leave blank to keep the current value.' : undefined),
+    field('Scope (optional)', scope, 'Space-separated.'), field('Audience (optional)', audience));
+  const t = existing?.tls;
+  const pem = (name, value) => h('textarea', { name, rows: '4', spellcheck: 'false', autocomplete: 'off', value: value ?? '', placeholder: '-----BEGIN …-----' });
+  const useTls = h('input', { type: 'checkbox', name: 'mtls', id: uid('mtls'), checked: Boolean(t) });
+  const clientCert = pem('tls.clientCertificate', t?.clientCertificate);
+  const clientKey = pem('tls.clientKey', '');
+  const caCert = pem('tls.caCertificate', t?.caCertificate);
+  const tlsBox = h('div', { class: 'cred' },
+    field('Client certificate (PEM)', clientCert),
+    field('Private key (PEM, unencrypted)', clientKey, t ? 'Write-only. Leave blank to keep the current key.' : 'Write-only: stored encrypted, never shown again.'),
+    field('CA certificate (PEM, optional)', caCert, 'Trusted for the receiver\'s certificate instead of the public roots.'));
   const showCreds = () => {
     bearerBox.hidden = authMethod.value !== 'BEARER';
     basicBox.hidden = authMethod.value !== 'BASIC';
+    oauth2Box.hidden = authMethod.value !== 'OAUTH2_CLIENT_CREDENTIALS';
+    tlsBox.hidden = !useTls.checked;
   };
   authMethod.addEventListener('change', showCreds);
+  useTls.addEventListener('change', showCreds);
   showCreds();
 
   // Delivery policy (docs/delivery-policies.md): the retry schedule in seconds (blank: the service's), jitter, rate cap.
@@ -85,7 +110,9 @@ async function subscriptionDialog(existing, onSaved, signal) {
     field('Webhook URL', url, 'http(s) address of your endpoint. Events are POSTed there as JSON.'),
     typesBox,
     field('Authentication', authMethod),
-    bearerBox, basicBox,
+    bearerBox, basicBox, oauth2Box,
+    h('div', { class: 'check' }, useTls, h('label', { for: useTls.id }, 'Mutual TLS (present a client certificate)')),
+    tlsBox,
     field('Webhook version', version, 'Sent as the X-Webhook-Version header.'),
     policyBox,
     h('div', { class: 'check' }, active, h('label', { for: active.id }, 'Active (deliver events)')),
@@ -113,6 +140,10 @@ async function subscriptionDialog(existing, onSaved, signal) {
     if (!scheduleKept && steps.some((x) => !/^\d+$/.test(x))) problems.push('Write the retry schedule as whole seconds separated by commas, e.g. 5, 20, 125.');
     if (!/^\d+$/.test(jitter.value.trim())) problems.push('Enter the retry jitter as a whole percent from 0 to 50.');
     if (rate.value.trim() !== '' && !/^\d+$/.test(rate.value.trim())) problems.push('Enter the rate cap as a whole number of requests per second, or leave it blank.');
+    if (method === 'OAUTH2_CLIENT_CREDENTIALS' && (!tokenUrl.value.trim() || !clientId.value.trim() || (!o && !clientSecret.value))) {
+      problems.push('Enter the token URL, client ID and client secret.');
+    }
+    if (useTls.checked && (!clientCert.value.trim() || (!t && !clientKey.value.trim()))) problems.push('Paste the client certificate and its private key.');
     if (problems.length) {
       msg.append(errorBox({ errors: problems.map((message) => ({ message, errorCode: '', moreInfo: '' })) }, 'Check the form'));
       return;
@@ -124,6 +155,16 @@ async function subscriptionDialog(existing, onSaved, signal) {
     body.retrySchedule = steps.length ? steps.map(Number) : null;
     body.retryJitter = Number(jitter.value.trim());
     body.maxPerSecond = rate.value.trim() === '' ? null : Number(rate.value.trim());
+    if (method === 'OAUTH2_CLIENT_CREDENTIALS') {
+      const next = { tokenUrl: tokenUrl.value.trim(), clientId: clientId.value.trim(), scope: scope.value.trim() || null, audience: audience.value.trim() || null };
+      const same = o && ['tokenUrl', 'clientId', 'scope', 'audience'].every((k) => next[k] === o[k]);
+      if (!same || clientSecret.value) body.oauth2 = clientSecret.value ? { ...next, clientSecret: clientSecret.value } : next;
+    }
+    if (useTls.checked) {
+      const next = { clientCertificate: clientCert.value.trim() + '\n', caCertificate: caCert.value.trim() ? caCert.value.trim() + '\n' : null };
+      const same = t && next.clientCertificate.trim() === t.clientCertificate.trim() && (next.caCertificate ?? '').trim() === (t.caCertificate ?? '').trim();
+      if (!same || clientKey.value.trim()) body.tls = clientKey.value.trim() ? { ...next, clientKey: clientKey.value.trim() + '\n' } : next;
+    } else if (t) body.tls = null;
     if (existing) {
       // PATCH only what changed (credentials are write-only: sent when typed).
       for (const k of ['url', 'authMethod', 'webhookVersion', 'isActive', 'retryJitter', 'maxPerSecond']) if (body[k] === existing[k]) delete body[k];

@@ -1,0 +1,119 @@
+// Egress through an HTTP CONNECT proxy (BULB_WEBHOOK_PROXY, docs/receiver-auth.md): an undici connector that
+// resolves the target itself through the address guard, asks the proxy to CONNECT to the checked IP address (so the
+// proxy never resolves the name: no DNS-rebinding window), and speaks TLS through the tunnel with the target's name
+// as SNI and for the certificate check (the Host header stays the URL's, undici writes it from the origin). Mutual
+// TLS options (client certificate, key, CA) apply to that TLS session.
+import net from 'node:net';
+import tls from 'node:tls';
+import type { buildConnector } from 'undici';
+import { BlockedAddressError, blockedReason, guardedLookup } from './address.ts';
+
+export interface TunnelTls {
+  cert?: string;
+  key?: string;
+  ca?: string;
+}
+
+/** Largest CONNECT answer head read (status line and headers). */
+const MAX_HEAD = 16 * 1024;
+
+class ProxyError extends Error {
+  constructor(message: string, readonly code = 'EPROXY') {
+    super(message);
+  }
+}
+
+/** Parses and checks BULB_WEBHOOK_PROXY: an http:// URL (a CONNECT proxy), optionally with user:password. */
+export function parseProxyUrl(raw: string): URL {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new Error(`BULB_WEBHOOK_PROXY is not a URL: "${raw}"`);
+  }
+  if (u.protocol !== 'http:') throw new Error(`BULB_WEBHOOK_PROXY must be an http:// URL of a CONNECT proxy, got "${u.protocol}"`);
+  if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash) throw new Error('BULB_WEBHOOK_PROXY must be scheme://[user:password@]host[:port] only');
+  return u;
+}
+
+function resolveTarget(host: string, allowPrivate: boolean, cb: (err: Error | null, ip: string) => void): void {
+  if (net.isIP(host)) {
+    const reason = allowPrivate ? undefined : blockedReason(host);
+    return cb(reason ? new BlockedAddressError(host, host, reason) : null, host);
+  }
+  guardedLookup(allowPrivate)(host, { all: false }, (err, address) => cb(err, String(address)));
+}
+
+/** The connector (undici's `connect` option) for every socket to a receiver or a token endpoint. */
+export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeoutMs: number; tls?: TunnelTls }): buildConnector.connector {
+  const proxyPort = Number(proxy.port || 80);
+  const proxyAuth = proxy.username
+    ? `Basic ${Buffer.from(`${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`).toString('base64')}`
+    : null;
+  return (o, callback) => {
+    const host = o.hostname.replace(/^\[|\]$/g, '');
+    const secure = o.protocol === 'https:';
+    const port = Number(o.port || (secure ? 443 : 80));
+    let sock: net.Socket | undefined;
+    let done = false;
+    const finish = (err: Error | null, s?: net.Socket) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (err) {
+        sock?.destroy();
+        callback(err, null);
+      } else callback(null, s!);
+    };
+    const timer = setTimeout(() => finish(new ProxyError(`no tunnel through the proxy within ${opts.timeoutMs} ms`, 'UND_ERR_CONNECT_TIMEOUT')), opts.timeoutMs);
+    resolveTarget(host, opts.allowPrivate, (err, ip) => {
+      if (err) return finish(err);
+      if (done) return;
+      const authority = net.isIPv6(ip) ? `[${ip}]:${port}` : `${ip}:${port}`;
+      sock = net.connect(proxyPort, proxy.hostname.replace(/^\[|\]$/g, ''));
+      const s = sock;
+      let head = Buffer.alloc(0);
+      const onError = (e: Error) => finish(e);
+      const onClose = () => finish(new ProxyError(`the proxy closed the connection before answering CONNECT ${authority}`));
+      const onData = (chunk: Buffer) => {
+        head = Buffer.concat([head, chunk]);
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) {
+          if (head.length > MAX_HEAD) finish(new ProxyError('the proxy sent an over-long answer to CONNECT'));
+          return;
+        }
+        s.off('data', onData);
+        s.off('close', onClose);
+        const status = /^HTTP\/1\.[01] (\d{3})([^\r\n]*)/.exec(head.subarray(0, end).toString('latin1'));
+        if (!status || status[1][0] !== '2') {
+          return finish(new ProxyError(`the proxy refused CONNECT ${authority}: ${status ? `${status[1]}${status[2]}` : 'not an HTTP answer'}`));
+        }
+        const rest = head.subarray(end + 4);
+        if (rest.length) s.unshift(rest);
+        if (!secure) {
+          s.off('error', onError);
+          return finish(null, s);
+        }
+        const t = tls.connect({
+          socket: s,
+          host, // the name (or address) the certificate is checked against
+          servername: net.isIP(host) ? undefined : host,
+          ALPNProtocols: ['http/1.1'],
+          ...(opts.tls ?? {}),
+        });
+        t.once('secureConnect', () => {
+          s.off('error', onError);
+          t.off('error', onError);
+          finish(null, t);
+        });
+        t.once('error', onError);
+      };
+      s.on('error', onError);
+      s.on('close', onClose);
+      s.on('data', onData);
+      s.once('connect', () => {
+        s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${proxyAuth ? `Proxy-Authorization: ${proxyAuth}\r\n` : ''}\r\n`);
+      });
+    });
+  };
+}

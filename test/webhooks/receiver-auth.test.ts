@@ -1,0 +1,461 @@
+// Receivers behind enterprise security (issue 27 items 2, 3; docs/receiver-auth.md), against real servers on
+// loopback: an OAuth2 token endpoint and a receiver that accepts only the tokens it issued (signed deliveries with a
+// valid token, reuse, expiry → refetch, a 401 → one refetch and retry, a failing token endpoint → OAUTH_TOKEN_FAILED
+// without stalling the lane), an https receiver requiring a client certificate (mutual TLS; a wrong certificate is a
+// TLS failure), an HTTP CONNECT proxy carrying deliveries and token requests while the address guard still refuses a
+// private target, bad input refused with a 400 naming the field and changing nothing, older versions neither
+// showing nor accepting the fields, and the client secret and private key sealed (absent from a dump) and the tokens
+// redacted from the logs API. (Not a Tulip feature: no docs.tulip.com page describes receiver authentication.)
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { promisify } from 'node:util';
+import { after, before, it } from 'node:test';
+import { describeEachDb, type Ctx } from '../helpers/suite.ts';
+import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { startServer } from '../helpers/server.ts';
+import type { Db } from '../../src/db/db.ts';
+import { PgliteDb } from '../../src/db/pglite.ts';
+import { hmacHex } from '../../src/webhooks/signing.ts';
+import { startReceiver, waitFor, sleep, type Receiver } from './receiver.ts';
+import { makeCerts, type TestCerts } from './tls-certs.ts';
+import { eventBodyProblems } from '../helpers/event-check.ts';
+
+const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.1' };
+const SUBS = '/integrations/webhooks/subscriptions';
+const CLIENT_ID = 'bulb client/1';
+const CLIENT_SECRET = 'cs-Secret+/=QzX9-oauth2';
+
+/** A real token endpoint: client credentials by Basic, tokens tok-<n>-<random>; `mode` makes it fail in one way. */
+interface TokenServer {
+  url: string;
+  requests: { authorization: string; form: URLSearchParams }[];
+  /** Tokens issued and not revoked: what the protected receiver accepts. */
+  valid: Set<string>;
+  issued: string[];
+  expiresIn: number | undefined;
+  mode: 'ok' | 'status500' | 'badJson' | 'noToken';
+  close(): Promise<void>;
+}
+
+async function startTokenServer(): Promise<TokenServer> {
+  const t: TokenServer = { url: '', requests: [], valid: new Set(), issued: [], expiresIn: 3600, mode: 'ok', close: async () => {} };
+  const sockets = new Set<Socket>();
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      t.requests.push({ authorization: String(req.headers.authorization ?? ''), form: new URLSearchParams(body) });
+      if (t.mode === 'status500') return res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'server_error', error_description: 'token store down' }));
+      if (t.mode === 'badJson') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"access_token": ');
+      if (t.mode === 'noToken') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"token_type":"Bearer"}');
+      const token = `tok-${t.issued.length + 1}-${Math.random().toString(36).slice(2)}`;
+      t.issued.push(token);
+      t.valid.add(token);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, token_type: 'Bearer', ...(t.expiresIn !== undefined ? { expires_in: t.expiresIn } : {}) }));
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth/token`;
+  t.close = () => new Promise<void>((r) => {
+    for (const s of sockets) s.destroy();
+    server.close(() => r());
+  });
+  return t;
+}
+
+/** A receiver that accepts only a valid token, and echoes the one it got (a careless receiver: redaction is checked). */
+const protectedBy = (t: TokenServer) => (req: http.IncomingMessage, res: http.ServerResponse) => {
+  const got = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+  const ok = t.valid.has(got);
+  res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(JSON.stringify({ ok, sawToken: got, sawTokenB64: Buffer.from(got).toString('base64') }));
+};
+
+/** An https receiver requiring a client certificate signed by the test CA; records the client certificate's subject. */
+async function startMtlsReceiver(certs: TestCerts): Promise<Receiver & { peers: string[] }> {
+  const received: Receiver['received'] = [];
+  const violations: Receiver['violations'] = [];
+  const peers: string[] = [];
+  const sockets = new Set<Socket>();
+  const server = https.createServer({ cert: certs.serverCert, key: certs.serverKey, ca: certs.ca, requestCert: true, rejectUnauthorized: true }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      peers.push(String((req.socket as TLSSocket).getPeerCertificate().subject?.CN));
+      const body = JSON.parse(raw.toString('utf8'));
+      received.push({ method: req.method!, url: req.url!, headers: req.headers, raw, body, at: performance.now() });
+      const problems = eventBodyProblems(body); // every delivered body matches its event type's schema, here too
+      if (problems.length) violations.push({ url: req.url!, problems, body: raw.toString('utf8') });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+  });
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  server.on('tlsClientError', () => {}); // the rogue certificate's handshake
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `https://127.0.0.1:${port}/hook`, port, received, peers, behave: () => {},
+    violations, takeViolations: () => violations.splice(0),
+    close: () => new Promise<void>((r) => {
+      assert.deepEqual(violations, [], 'bodies that do not match their event type');
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    }),
+  };
+}
+
+/** An HTTP CONNECT proxy (node:http 'connect'): records every CONNECT target and tunnels it. */
+async function startProxy(): Promise<{ url: string; targets: string[]; close(): Promise<void> }> {
+  const targets: string[] = [];
+  const sockets = new Set<Socket>();
+  const server = http.createServer((_req, res) => res.writeHead(405).end());
+  server.on('connect', (req: http.IncomingMessage, duplex: import('node:stream').Duplex, head: Buffer) => {
+    const client = duplex as Socket;
+    targets.push(req.url!);
+    const [host, port] = [req.url!.slice(0, req.url!.lastIndexOf(':')).replace(/^\[|\]$/g, ''), Number(req.url!.slice(req.url!.lastIndexOf(':') + 1))];
+    const upstream = net.connect(port, host, () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    targets,
+    close: () => new Promise<void>((r) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    }),
+  };
+}
+
+async function attemptsOf(ctx: Ctx, sub: string, n: number): Promise<any[]> {
+  return waitFor(async () => {
+    const d = (await ctx.srv.api.withVersion('2026-11').get(`/integrations/webhooks/logs?subscription=${sub}&limit=100`)).body.data as any[];
+    return d.length >= n ? d : null;
+  }, `${n} attempt(s) of ${sub}`);
+}
+
+async function readEveryTable(db: Db): Promise<string> {
+  const tables = await db.query<{ s: string; t: string }>(
+    `SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')`,
+  );
+  let out = '';
+  for (const { s, t } of tables.rows) out += (await db.query<{ row: string }>(`SELECT x::text AS row FROM "${s}"."${t}" x`)).rows.map((x) => x.row).join('\n') + '\n';
+  return out;
+}
+
+async function dumps(ctx: Ctx): Promise<[string, string][]> {
+  const out: [string, string][] = [['every table', await readEveryTable(ctx.tdb.db)]];
+  if (ctx.backend === 'pg') out.push(['pg_dump', (await promisify(execFile)('pg_dump', ['--no-owner', ctx.tdb.url!], { maxBuffer: 256 * 1024 * 1024 })).stdout]);
+  else out.push(['data directory archive', Buffer.from(await (await (ctx.tdb.db as PgliteDb).dump()).arrayBuffer()).toString('latin1')]);
+  return out;
+}
+
+/** The base64 body of a PEM block (what a dump would reveal of a private key). */
+const pemBody = (pem: string) => pem.split('\n').filter((l) => l && !l.startsWith('-----')).join('');
+
+let certs: TestCerts;
+before(async () => {
+  certs = await makeCerts();
+});
+
+await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', (ctx) => {
+  let worker: TestWorker;
+  let tokens: TokenServer;
+  let rx: Receiver;
+  let mtls: Receiver & { peers: string[] };
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  const oauth2 = (over: Record<string, unknown> = {}) => ({ tokenUrl: tokens.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, scope: 'events:write hooks', audience: 'https://hooks.example', ...over });
+  before(async () => {
+    worker = await startWorker(ctx.tdb.db, ENV);
+    tokens = await startTokenServer();
+    rx = await startReceiver(protectedBy(tokens));
+    mtls = await startMtlsReceiver(certs);
+  });
+  after(async () => {
+    await worker?.stop();
+    await tokens?.close();
+    await rx?.close();
+    await mtls?.close();
+  });
+
+  it('an OAuth2-protected receiver gets signed deliveries with a valid token, fetched once (Basic, form body, scope, audience) and reused; the token is redacted from the logs', async () => {
+    const created = await api().post(SUBS, { url: rx.url, eventTypes: ['webhookTest'], authMethod: 'OAUTH2_CLIENT_CREDENTIALS', oauth2: oauth2() });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.body.oauth2, { tokenUrl: tokens.url, clientId: CLIENT_ID, scope: 'events:write hooks', audience: 'https://hooks.example' }, 'no clientSecret shown');
+    assert.equal(created.body.tls, null);
+    const uuid = created.body.uuid;
+    for (let i = 0; i < 2; i++) {
+      assert.equal((await api().post(`${SUBS}/${uuid}/test`)).status, 202);
+      await waitFor(() => rx.received.length >= i + 1, `delivery ${i + 1}`);
+    }
+    assert.equal(tokens.requests.length, 1, 'one token for both deliveries');
+    const tr = tokens.requests[0];
+    assert.equal(tr.authorization, `Basic ${Buffer.from('bulb+client%2F1:cs-Secret%2B%2F%3DQzX9-oauth2').toString('base64')}`, 'RFC 6749 §2.3.1: form-encoded id and secret');
+    assert.deepEqual(Object.fromEntries(tr.form), { grant_type: 'client_credentials', scope: 'events:write hooks', audience: 'https://hooks.example' });
+    for (const r of rx.received) {
+      assert.equal(r.headers.authorization, `Bearer ${tokens.issued[0]}`);
+      assert.equal(r.headers['x-tulip-hmac-256'], hmacHex(created.body.signingSecret, r.raw), 'signed');
+    }
+    const logs = await attemptsOf(ctx, uuid, 2);
+    for (const a of logs) {
+      assert.equal(a.outcome, 'success');
+      assert.equal(a.requestHeaders.Authorization, 'Bearer [redacted]');
+      assert.match(a.responseBody, /"ok":true/);
+      const text = JSON.stringify(a);
+      assert.ok(!text.includes(tokens.issued[0]) && !text.includes(Buffer.from(tokens.issued[0]).toString('base64')), `the token is redacted: ${a.responseBody}`);
+    }
+    // Older versions neither show the fields nor accept them.
+    const old = await ctx.srv.api.get(`${SUBS}/${uuid}`);
+    assert.equal(old.status, 200);
+    assert.equal(old.body.authMethod, 'OAUTH2_CLIENT_CREDENTIALS');
+    assert.ok(!('oauth2' in old.body) && !('tls' in old.body), JSON.stringify(old.body));
+    const oldWrite = await ctx.srv.api.patch(`${SUBS}/${uuid}`, { oauth2: oauth2() });
+    assert.equal(oldWrite.status, 400, oldWrite.text);
+    const oldMethod = await ctx.srv.api.post(SUBS, { url: rx.url, eventType: 'webhookTest', authMethod: 'OAUTH2_CLIENT_CREDENTIALS' });
+    assert.equal(oldMethod.status, 400, oldMethod.text);
+    // A change through an older version keeps them.
+    assert.equal((await ctx.srv.api.patch(`${SUBS}/${uuid}`, { isActive: true })).status, 200);
+    assert.deepEqual((await api().get(`${SUBS}/${uuid}`)).body.oauth2, created.body.oauth2);
+  });
+
+  it('a token past its expires_in is fetched anew', async () => {
+    tokens.expiresIn = 1; // usable for 0.9 s (a tenth kept as margin)
+    const s = await api().post(SUBS, { url: rx.url, eventTypes: ['webhookTest'], oauth2: oauth2() }); // oauth2 implies the method
+    assert.equal(s.status, 201, s.text);
+    assert.equal(s.body.authMethod, 'OAUTH2_CLIENT_CREDENTIALS');
+    const before = tokens.requests.length;
+    const n = rx.received.length;
+    await api().post(`${SUBS}/${s.body.uuid}/test`);
+    await waitFor(() => rx.received.length >= n + 1, 'first delivery');
+    await sleep(1_200);
+    await api().post(`${SUBS}/${s.body.uuid}/test`);
+    await waitFor(() => rx.received.length >= n + 2, 'second delivery');
+    assert.equal(tokens.requests.length, before + 2, 'the expired token was replaced');
+    const [a, b] = rx.received.slice(n).map((r) => r.headers.authorization);
+    assert.notEqual(a, b);
+    assert.equal(b, `Bearer ${tokens.issued[tokens.issued.length - 1]}`);
+    tokens.expiresIn = 3600;
+  });
+
+  it('a 401 from the receiver makes one refetch and one retry within the same attempt', async () => {
+    const s = await api().post(SUBS, { url: rx.url, eventTypes: ['webhookTest'], authMethod: 'OAUTH2_CLIENT_CREDENTIALS', oauth2: oauth2() });
+    const uuid = s.body.uuid;
+    const n = rx.received.length;
+    await api().post(`${SUBS}/${uuid}/test`);
+    await waitFor(() => rx.received.length >= n + 1, 'first delivery');
+    const first = tokens.issued[tokens.issued.length - 1];
+    tokens.valid.delete(first); // revoked at the authorization server: the receiver now answers 401 to it
+    const fetched = tokens.requests.length;
+    await api().post(`${SUBS}/${uuid}/test`);
+    await waitFor(() => rx.received.length >= n + 3, 'the refused request and its retry');
+    const [refused, retried] = rx.received.slice(n + 1).map((r) => r.headers.authorization);
+    assert.equal(refused, `Bearer ${first}`);
+    assert.equal(retried, `Bearer ${tokens.issued[tokens.issued.length - 1]}`);
+    assert.equal(tokens.requests.length, fetched + 1, 'exactly one refetch');
+    const logs = await attemptsOf(ctx, uuid, 2);
+    assert.deepEqual(logs.map((a) => [a.attemptNumber, a.outcome, a.statusCode]), [[1, 'success', 200], [1, 'success', 200]], 'the retry is part of the attempt');
+    const text = JSON.stringify(logs);
+    for (const t of [first, tokens.issued[tokens.issued.length - 1]]) assert.ok(!text.includes(t), 'both tokens redacted');
+  });
+
+  it('a token endpoint that fails (5xx, bad JSON, no access_token, unreachable) fails the attempt with OAUTH_TOKEN_FAILED and the reason, and the lane goes on', async () => {
+    const dead = await startTokenServer();
+    const deadUrl = dead.url;
+    await dead.close();
+    const cases: [TokenServer['mode'], string | undefined, RegExp][] = [
+      ['status500', undefined, /answered 500: server_error \(token store down\)/],
+      ['badJson', undefined, /not a JSON object/],
+      ['noToken', undefined, /no access_token/],
+      ['ok', deadUrl, /ECONNREFUSED/],
+    ];
+    for (const [mode, url, why] of cases) {
+      tokens.mode = mode;
+      const s = await api().post(SUBS, { url: rx.url, eventTypes: ['webhookTest'], oauth2: oauth2(url ? { tokenUrl: url } : {}) });
+      assert.equal(s.status, 201, s.text);
+      const mine = () => rx.received.filter((r) => r.body?.subscription === s.body.uuid).length;
+      await api().post(`${SUBS}/${s.body.uuid}/test`);
+      const [a] = await attemptsOf(ctx, s.body.uuid, 1);
+      assert.equal(a.errorCode, 'OAUTH_TOKEN_FAILED', JSON.stringify(a));
+      assert.equal(a.statusCode, null);
+      assert.match(a.responseBody, why);
+      assert.ok(a.responseBody.includes('token endpoint'), a.responseBody);
+      assert.ok(!a.responseBody.includes(CLIENT_SECRET));
+      assert.equal(mine(), 0, 'nothing sent to the receiver');
+      if (mode === 'status500') {
+        // Not a stalled lane: once the endpoint answers again, the same subscription delivers.
+        tokens.mode = 'ok';
+        await api().post(`${SUBS}/${s.body.uuid}/test`);
+        await waitFor(() => mine() >= 1, 'a delivery once the token endpoint is back');
+        await attemptsOf(ctx, s.body.uuid, 3); // and its retry is done, before the next case changes the mode
+      }
+    }
+    tokens.mode = 'ok';
+  });
+
+  it('a receiver requiring a client certificate gets signed deliveries over mutual TLS (with any authMethod); a wrong certificate is a TLS failure', async () => {
+    const s = await api().post(SUBS, {
+      url: mtls.url, eventTypes: ['webhookTest'], authMethod: 'BEARER', bearerToken: 'static-token-1',
+      tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: certs.ca },
+    });
+    assert.equal(s.status, 201, s.text);
+    assert.deepEqual(s.body.tls, { clientCertificate: certs.clientCert, caCertificate: certs.ca }, 'no clientKey shown');
+    await api().post(`${SUBS}/${s.body.uuid}/test`);
+    await waitFor(() => mtls.received.length >= 1, 'an mTLS delivery');
+    assert.equal(mtls.peers[0], 'bulb-client');
+    assert.equal(mtls.received[0].headers.authorization, 'Bearer static-token-1');
+    assert.equal(mtls.received[0].headers['x-tulip-hmac-256'], hmacHex(s.body.signingSecret, mtls.received[0].raw));
+
+    const rogue = await api().post(SUBS, { url: mtls.url, eventTypes: ['webhookTest'], tls: { clientCertificate: certs.rogueCert, clientKey: certs.rogueKey, caCertificate: certs.ca } });
+    assert.equal(rogue.status, 201, rogue.text);
+    await api().post(`${SUBS}/${rogue.body.uuid}/test`);
+    const [a] = await attemptsOf(ctx, rogue.body.uuid, 1);
+    assert.equal(a.errorCode, 'TLS', JSON.stringify(a));
+    assert.match(a.responseBody, /alert|certificate|ssl|tls/i);
+    assert.equal(mtls.received.length, 1, 'the rogue client was refused');
+
+    // A PATCH with the certificate alone keeps the stored key; null removes mutual TLS.
+    const keep = await api().patch(`${SUBS}/${s.body.uuid}`, { tls: { clientCertificate: certs.clientCert, caCertificate: certs.ca } });
+    assert.equal(keep.status, 200, keep.text);
+    await api().post(`${SUBS}/${s.body.uuid}/test`);
+    await waitFor(() => mtls.received.length >= 2, 'a delivery with the kept key');
+    const removed = await api().patch(`${SUBS}/${s.body.uuid}`, { tls: null });
+    assert.equal(removed.body.tls, null);
+  });
+
+  it('OAuth2 and mutual TLS together; the client secret and the private key are sealed: a dump holds neither', async () => {
+    const s = await api().post(SUBS, {
+      url: mtls.url, eventTypes: ['webhookTest'], oauth2: oauth2(),
+      tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: certs.ca },
+    });
+    assert.equal(s.status, 201, s.text);
+    const n = mtls.received.length;
+    await api().post(`${SUBS}/${s.body.uuid}/test`);
+    await waitFor(() => mtls.received.length >= n + 1, 'the delivery');
+    assert.match(String(mtls.received[n].headers.authorization), /^Bearer tok-/);
+    for (const [what, text] of await dumps(ctx)) {
+      assert.ok(text.includes(CLIENT_ID), `${what} holds the subscription`);
+      for (const secret of [CLIENT_SECRET, pemBody(certs.clientKey), ...tokens.issued]) {
+        const i = text.indexOf(secret);
+        assert.ok(i < 0, `${what} must not contain ${secret.slice(0, 16)}…: ${text.slice(Math.max(0, i - 300), i + 100)}`);
+      }
+    }
+  });
+
+  it('bad input is a 400 naming the field and changes nothing', async () => {
+    const strict = await startServer(ctx.tdb.db, {}); // private addresses not allowed
+    try {
+      const sapi = strict.api.withVersion('2026-11');
+      const good = await api().post(SUBS, { url: rx.url, eventTypes: ['webhookTest'], oauth2: oauth2(), tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } });
+      assert.equal(good.status, 201, good.text);
+      const uuid = good.body.uuid;
+      const snapshot = async () => {
+        const r = await ctx.tdb.db.query(`SELECT * FROM webhook_subscriptions ORDER BY id`);
+        return JSON.stringify(r.rows);
+      };
+      const before = await snapshot();
+      const otherKey = certs.rogueKey;
+      const bad: [string, Record<string, unknown>, string, typeof api | undefined][] = [
+        ['POST', { authMethod: 'OAUTH2_CLIENT_CREDENTIALS' }, 'oauth2', undefined],
+        ['POST', { oauth2: oauth2({ clientSecret: undefined }) }, 'oauth2.clientSecret', undefined],
+        ['POST', { oauth2: oauth2({ scope: 'a  b' }) }, 'oauth2.scope', undefined],
+        ['POST', { oauth2: oauth2({ tokenUrl: 'not a url' }) }, 'oauth2.tokenUrl', undefined],
+        ['POST', { oauth2: oauth2({ tokenUrl: 'http://auth.example.com/token' }) }, 'oauth2.tokenUrl', () => sapi],
+        ['POST', { oauth2: oauth2({ tokenUrl: 'https://127.0.0.1/token' }) }, 'oauth2.tokenUrl', () => sapi],
+        ['POST', { tls: { clientCertificate: 'not a certificate', clientKey: certs.clientKey } }, 'tls.clientCertificate', undefined],
+        ['POST', { tls: { clientCertificate: certs.clientCert.replace(/[A-Za-z]{8}/, 'AAAAAAAA'), clientKey: certs.clientKey } }, 'tls.clientCertificate', undefined],
+        ['POST', { tls: { clientCertificate: certs.clientCert, clientKey: 'garbage' } }, 'tls.clientKey', undefined],
+        ['POST', { tls: { clientCertificate: certs.clientCert, clientKey: otherKey } }, 'tls.clientKey', undefined],
+        ['POST', { tls: { clientCertificate: certs.clientCert } }, 'tls.clientKey', undefined],
+        ['POST', { tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' } }, 'tls.caCertificate', undefined],
+        ['PATCH', { tls: { clientCertificate: certs.rogueCert } }, 'tls.clientKey', undefined], // the stored key does not match
+        ['PATCH', { tls: { clientCertificate: certs.clientCert, clientKey: otherKey } }, 'tls.clientKey', undefined],
+        ['PATCH', { oauth2: oauth2({ audience: 'a\u0001b' }) }, 'oauth2.audience', undefined],
+        ['PATCH', { oauth2: oauth2({ tokenUrl: 'https://10.1.2.3/token' }) }, 'oauth2.tokenUrl', () => sapi],
+        ['PATCH', { oauth2: null }, 'oauth2', undefined],
+      ];
+      for (const [method, body, field, client] of bad) {
+        const c = (client ?? api)();
+        const r = method === 'POST'
+          ? await c.post(SUBS, { url: 'https://93.184.215.14/hook', eventTypes: ['webhookTest'], ...body }) // a public address: only the field is wrong
+          
+          : await c.patch(`${SUBS}/${uuid}`, body);
+        assert.equal(r.status, 400, `${method} ${JSON.stringify(body).slice(0, 80)} → ${r.text}`);
+        assert.ok(r.body.errors.some((e: any) => e.moreInfo === field || e.message.includes(field)), `names ${field}: ${r.text}`);
+        assert.equal(await snapshot(), before, 'nothing changed');
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+}, ENV);
+
+await describeEachDb('receiver auth: egress through an HTTP CONNECT proxy (BULB_WEBHOOK_PROXY)', (ctx) => {
+  it('deliveries, mutual TLS and token requests go through the proxy to the checked address; a private target is still refused', async () => {
+    const api = ctx.srv.api.withVersion('2026-11');
+    const proxy = await startProxy();
+    const tokens = await startTokenServer();
+    const rx = await startReceiver(protectedBy(tokens));
+    const mtls = await startMtlsReceiver(certs);
+    let worker: TestWorker | undefined;
+    try {
+      worker = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_PROXY: proxy.url });
+      // By name: the worker resolves localhost itself and asks the proxy for the address it checked.
+      const byName = rx.url.replace('127.0.0.1', 'localhost');
+      const s = await api.post(SUBS, { url: byName, eventTypes: ['webhookTest'], oauth2: { tokenUrl: tokens.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } });
+      assert.equal(s.status, 201, s.text);
+      const m = await api.post(SUBS, { url: mtls.url, eventTypes: ['webhookTest'], tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: certs.ca } });
+      assert.equal(m.status, 201, m.text);
+      for (const x of [s.body, m.body]) await api.post(`${SUBS}/${x.uuid}/test`);
+      await waitFor(() => rx.received.length >= 1 && mtls.received.length >= 1, 'both deliveries through the proxy');
+      assert.equal(rx.received[0].headers.host, `localhost:${rx.port}`, 'the Host header is the URL\'s');
+      assert.equal(mtls.peers[0], 'bulb-client', 'mutual TLS inside the tunnel');
+      const tokenPort = new URL(tokens.url).port;
+      assert.ok(proxy.targets.includes(`127.0.0.1:${rx.port}`), `CONNECT to the checked address: ${proxy.targets}`);
+      assert.ok(!proxy.targets.some((t) => t.startsWith('localhost')), 'the proxy never resolves a name');
+      assert.ok(proxy.targets.includes(`127.0.0.1:${mtls.port}`), 'the mTLS receiver through the proxy');
+      assert.ok(proxy.targets.includes(`127.0.0.1:${tokenPort}`), 'the token request through the proxy');
+      await worker.stop();
+      worker = undefined;
+
+      // The same proxy, private addresses not allowed: the target is checked before the proxy is asked.
+      worker = await startWorker(ctx.tdb.db, { BULB_WEBHOOK_RETRY_SCHEDULE: '0.1', BULB_WEBHOOK_PROXY: proxy.url });
+      const seen = proxy.targets.length;
+      const n = rx.received.length;
+      const p = await api.post(SUBS, { url: byName, eventTypes: ['webhookTest'] });
+      await api.post(`${SUBS}/${p.body.uuid}/test`);
+      const [a] = await attemptsOf(ctx, p.body.uuid, 1);
+      assert.equal(a.errorCode, 'BLOCKED_ADDRESS', JSON.stringify(a));
+      assert.match(a.responseBody, /localhost resolves to 127\.0\.0\.1, a loopback address/);
+      assert.equal(proxy.targets.length, seen, 'the proxy was not asked');
+      assert.equal(rx.received.length, n);
+    } finally {
+      await worker?.stop();
+      await Promise.all([proxy.close(), tokens.close(), rx.close(), mtls.close()]);
+    }
+  });
+}, ENV);
