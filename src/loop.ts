@@ -18,3 +18,24 @@ export function startLoop(pass: (stopped: () => boolean) => Promise<unknown>, ev
     await running;
   };
 }
+
+/**
+ * The pause of a worker that polls and is also woken (by NOTIFY, or by stop()): `sleep(ms)` ends after ms or at the
+ * next `wake()`, whichever comes first; a wake while nobody sleeps is a no-op.
+ */
+export class Nap {
+  private end: (() => void) | undefined;
+  sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => this.wake(), ms);
+      this.end = () => {
+        clearTimeout(t);
+        this.end = undefined;
+        resolve();
+      };
+    });
+  }
+  wake(): void {
+    this.end?.();
+  }
+}

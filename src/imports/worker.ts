@@ -11,6 +11,7 @@ import { customerDisabled } from '../crm/customers/service.ts';
 import { lostRace } from '../crm/customers/bulk.ts';
 import * as store from './store.ts';
 import { applyAddressChunk, isAddressesFile } from './tgen-apply.ts';
+import { Nap } from '../loop.ts';
 import { applyNoteChunk, isNotesFile } from './tgen-notes.ts';
 
 type Log = (msg: string, err?: unknown) => void;
@@ -18,21 +19,21 @@ type Log = (msg: string, err?: unknown) => void;
 export class ImportWorker {
   readonly token = crypto.randomUUID();
   private stopping = false;
-  private wake: (() => void) | undefined;
+  private readonly nap = new Nap();
   private loop: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(private db: Db, private config: Pick<Config, 'importChunkRows' | 'importLeaseMs'>, private log: Log = () => {}) {}
 
   async start(): Promise<void> {
-    this.unlisten = await this.db.listen(store.IMPORT_CHANNEL, () => this.wake?.());
+    this.unlisten = await this.db.listen(store.IMPORT_CHANNEL, () => this.nap.wake());
     this.loop = this.run();
   }
 
   /** Stops after the chunk in progress and hands the import back. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wake?.();
+    this.nap.wake();
     await this.loop;
     await this.unlisten?.().catch(() => {});
   }
@@ -53,14 +54,7 @@ export class ImportWorker {
       } catch (err) {
         this.log('import worker: will retry', err);
       }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 1000);
-        this.wake = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
-      this.wake = undefined;
+      await this.nap.sleep(1000);
     }
   }
 

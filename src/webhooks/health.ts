@@ -61,7 +61,7 @@ export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]
   // Whether a failure is a delivery's last is decided by the statement (it reads the subscription's schedule as it
   // stands then): any failure not deferred by Retry-After may be one.
   const mayFollow = outs.some((o) => (o.failures > 0 && o.lastOkAt === null) || o.goneAt !== null) || rs.some((r) => !r.ok && r.retryAfterMs === null);
-  // A failing streak ends at a silence as long as the disable window (docs/webhook-retries.md).
+  // A failing streak ends at a silence as long as the disable window (docs/delivery.md (failing streak)).
   const gap = config.webhookDisableAfterHours;
   const policy = { defaultSchedule: config.webhookRetrySchedule, unitMs: config.webhookRetryUnitMs };
   if (!mayFollow) return recordResults(db, rs, outs, gap, policy);

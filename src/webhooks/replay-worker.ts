@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import { withRetry, type Db, type Queryable } from '../db/db.ts';
 import * as store from './replay-store.ts';
+import { Nap } from '../loop.ts';
 
 type Log = (msg: string, err?: unknown) => void;
 
@@ -24,7 +25,7 @@ export class ReplayWorker {
   private readonly leaseMs: number;
   private readonly log: Log;
   private stopping = false;
-  private wake: (() => void) | undefined;
+  private readonly nap = new Nap();
   private loop: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
 
@@ -35,14 +36,14 @@ export class ReplayWorker {
   }
 
   async start(): Promise<void> {
-    this.unlisten = await this.db.listen(store.REPLAY_CHANNEL, () => this.wake?.());
+    this.unlisten = await this.db.listen(store.REPLAY_CHANNEL, () => this.nap.wake());
     this.loop = this.run();
   }
 
   /** Stops after the chunk in progress and hands the replay back. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wake?.();
+    this.nap.wake();
     await this.loop;
     await this.unlisten?.().catch(() => {});
   }
@@ -58,14 +59,7 @@ export class ReplayWorker {
       } catch (err) {
         this.log('replay worker: will retry', err);
       }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 1000);
-        this.wake = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
-      this.wake = undefined;
+      await this.nap.sleep(1000);
     }
   }
 

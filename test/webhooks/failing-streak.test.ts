@@ -1,4 +1,4 @@
-// Automatic disabling means failing *for* BULB_WEBHOOK_DISABLE_AFTER_HOURS (issue 24; docs/webhook-retries.md):
+// Automatic disabling means failing *for* BULB_WEBHOOK_DISABLE_AFTER_HOURS (issue 24; docs/delivery.md (failing streak)):
 // the current failing streak started at least that long ago and no silence of that length or more broke it. One old
 // failure, no attempts for longer than the window, then one new failure, starts a new streak: not disabled.
 import assert from 'node:assert/strict';

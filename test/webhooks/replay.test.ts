@@ -22,7 +22,7 @@ const REPLAYS = '/integrations/webhooks/replays';
 async function insertEvents(db: Db, type: string, n: number, minutesAgo = 60): Promise<void> {
   await db.query(
     `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, created_at)
-     SELECT $1, 'Customer', gen_random_uuid(), 'replay-' || g, 'TEST', now() - $3 * interval '1 minute' + g * interval '1 ms'
+     SELECT $1, 'Customer', gen_random_uuid(), 'replay-' || g, 'TULIP_API', now() - $3 * interval '1 minute' + g * interval '1 ms'
      FROM generate_series(1, $2) g`,
     [type, n, minutesAgo],
   );
@@ -75,7 +75,7 @@ await describeEachDb('webhook replay', (ctx) => {
       // Live work while the replay runs: 20 events for B (another subscription) and one for A itself.
       await waitFor(() => rxA.received.length > 0, 'the first replayed delivery');
       const live = await db.transaction((tx) => emitEvents(tx, Array.from({ length: 20 }, (_, i) => ({
-        eventType: 'customerUpdate' as const, resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: `live-${i}` }, source: 'TEST',
+        eventType: 'customerUpdate' as const, resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: `live-${i}` }, source: 'TULIP_API',
       }))));
       await waitFor(() => rxB.received.length >= 20, 'the live deliveries to B', 60_000);
       const replayedWhenBDone = rxA.received.filter((x) => x.body.eventType === 'customerCreate').length;
