@@ -17,11 +17,18 @@ export interface Maintenance {
   analyzed: string[];
 }
 
-/** Tables past autovacuum's thresholds (dead rows to reclaim, or changes since the last ANALYZE). */
+/**
+ * Tables past autovacuum's thresholds (dead rows to reclaim, or changes since the last ANALYZE), and tables with rows
+ * that were never analyzed: without statistics the planner guesses their size from their width (a subscriptions
+ * table of 4 rows, made wider by migration 044, was taken for 110 and a delivery list sorted every failed delivery).
+ */
 export async function tablesDue(db: Queryable): Promise<{ relname: string; vacuum: boolean; analyze: boolean }[]> {
   const r = await db.query<{ relname: string; vacuum: boolean; analyze: boolean }>(
     `SELECT * FROM (
-       SELECT relname, n_dead_tup > $1::int + $2::float8 * n_live_tup AS vacuum, n_mod_since_analyze > $3::int + $4::float8 * n_live_tup AS analyze
+       SELECT relname, n_dead_tup > $1::int + $2::float8 * n_live_tup AS vacuum,
+         n_mod_since_analyze > $3::int + $4::float8 * n_live_tup
+           -- a small table that holds rows and was never analyzed (below the thresholds for good: a few subscriptions)
+           OR (n_live_tup > 0 AND last_analyze IS NULL AND last_autoanalyze IS NULL) AS analyze
        FROM pg_stat_user_tables WHERE schemaname = 'public'
      ) t WHERE t.vacuum OR t.analyze ORDER BY t.relname`,
     [VACUUM_THRESHOLD, VACUUM_SCALE, ANALYZE_THRESHOLD, ANALYZE_SCALE],

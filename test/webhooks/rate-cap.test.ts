@@ -20,7 +20,7 @@ if (!hasPg) console.log('# SKIP rate cap across processes: it needs PostgreSQL')
 const RATE = 20;
 const BACKLOG = 140; // 7 s at the cap
 
-const ev = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: null }, source: 'TULIP_API' });
+const ev = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: `rate-${crypto.randomUUID().slice(0, 8)}` }, source: 'TULIP_API' });
 
 /** Most arrivals within any window of `ms` (sliding: each arrival starts one). */
 function mostInWindow(times: number[], ms: number): number {
