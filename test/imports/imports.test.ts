@@ -11,6 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { csvRows, textGuard, type StagedLine } from '../../src/imports/parse.ts';
 import { batchSink } from '../../src/imports/staging.ts';
 import { createImport, failAbandoned, getImportById } from '../../src/imports/store.ts';
+import { importFinished } from '../helpers/imports.ts';
 
 const CHUNK = 3;
 
@@ -26,14 +27,7 @@ await describeEachDb('imports', (ctx) => {
   const ndjson = { 'content-type': 'application/x-ndjson' };
   const csv = { 'content-type': 'text/csv' };
   const count = async (sql: string, params: unknown[] = []) => Number((await ctx.tdb.db.query(sql, params)).rows[0].n);
-  const finished = async (uuid: string) => {
-    for (let i = 0; i < 600; i++) {
-      const r = await api().get(`/crm/imports/${uuid}`);
-      if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
-      await new Promise((res) => setTimeout(res, 50));
-    }
-    throw new Error(`import ${uuid} did not finish`);
-  };
+  const finished = (uuid: string) => importFinished(api(), uuid);
   const errorsOf = async (uuid: string) => {
     const r = await api().get(`/crm/imports/${uuid}/errors`);
     assert.equal(r.status, 200);

@@ -8,6 +8,7 @@ import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { ImportWorker } from '../../src/imports/worker.ts';
 import { MAX_HEADER_BYTES, MAX_HEADER_COLUMNS, MAX_LISTED_PROBLEMS } from '../../src/imports/parse.ts';
+import { importErrors, importFinished } from '../helpers/imports.ts';
 
 await describeEachDb('import input', (ctx) => {
   let worker: ImportWorker;
@@ -20,15 +21,8 @@ await describeEachDb('import input', (ctx) => {
   const count = async (sql: string) => Number((await ctx.tdb.db.query(sql)).rows[0].n);
   const raw = (path: string, body: BodyInit, headers: Record<string, string>) =>
     fetch(`${ctx.srv.url}/api/2026-11${path}`, { method: 'POST', body, headers: { ...headers, authorization: `Bearer ${ctx.srv.api.token}` } });
-  const finished = async (uuid: string) => {
-    for (let i = 0; i < 600; i++) {
-      const r = await api().get(`/crm/imports/${uuid}`);
-      if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
-      await new Promise((res) => setTimeout(res, 50));
-    }
-    throw new Error(`import ${uuid} did not finish`);
-  };
-  const errorsOf = async (uuid: string) => (await api().get(`/crm/imports/${uuid}/errors`)).text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const finished = (uuid: string) => importFinished(api(), uuid);
+  const errorsOf = (uuid: string) => importErrors(api(), uuid);
 
   it('a CSV header of 100,000 columns is refused with one bounded error (was 100,001 errors in a 16 MB body), leaving nothing behind', async () => {
     const header = Array.from({ length: 100_000 }, (_, i) => `c${i}`).join(',');

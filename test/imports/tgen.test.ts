@@ -14,6 +14,7 @@ import { tgenFileOf, tgenRows } from '../../src/imports/tgen.ts';
 import { batchSink } from '../../src/imports/staging.ts';
 import { createImport } from '../../src/imports/store.ts';
 import { mergeAddress } from '../../src/imports/tgen-apply.ts';
+import { importErrors, importFinished } from '../helpers/imports.ts';
 
 /** The staged lines TGEN makes of a file (no database: the uuid resolution comes after). */
 async function linesOf(csv: string, name?: string): Promise<StagedLine[]> {
@@ -129,15 +130,8 @@ await describeEachDb('TGEN imports', (ctx) => {
   after(() => worker.stop());
   const api = () => ctx.srv.api.withVersion('2026-11');
   const csv = { 'content-type': 'text/csv' };
-  const finished = async (uuid: string) => {
-    for (let i = 0; i < 600; i++) {
-      const r = await api().get(`/crm/imports/${uuid}`);
-      if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
-      await new Promise((res) => setTimeout(res, 50));
-    }
-    throw new Error(`import ${uuid} did not finish`);
-  };
-  const errorsOf = async (uuid: string) => (await api().get(`/crm/imports/${uuid}/errors`)).text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const finished = (uuid: string) => importFinished(api(), uuid);
+  const errorsOf = (uuid: string) => importErrors(api(), uuid);
   const tgen = async (name: string, file: string) => {
     const r = await api().post(`/crm/imports?format=tgen&name=${encodeURIComponent(name)}`, file, csv);
     assert.equal(r.status, 202, r.text);
