@@ -1,6 +1,7 @@
 // A background task run over and over: `pass` every `everyMs` after the previous pass ended (the first after
 // `firstMs`), never two at once. Returns a stop function, which waits for the pass under way only; a pass is
 // told through `stopped()` that it should end early.
+import type { Db } from './db/db.ts';
 export function startLoop(pass: (stopped: () => boolean) => Promise<unknown>, everyMs: number, onError: (err: unknown) => void, firstMs = everyMs): () => Promise<void> {
   let stopped = false;
   const isStopped = () => stopped;
@@ -37,5 +38,33 @@ export class Nap {
   }
   wake(): void {
     this.end?.();
+  }
+}
+
+/**
+ * A worker that claims work in a loop, pausing when there is none until its channel's NOTIFY or a poll: start()
+ * LISTENs and runs the loop; stop() ends the loop after the work in progress, then unlistens. Subclasses write run(),
+ * which checks `stopping` and pauses with `nap.sleep(…)`.
+ */
+export abstract class WokenWorker {
+  protected stopping = false;
+  protected readonly nap = new Nap();
+  private loop: Promise<void> | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+
+  constructor(protected readonly db: Db, private readonly channel: string) {}
+
+  protected abstract run(): Promise<void>;
+
+  async start(): Promise<void> {
+    this.unlisten = await this.db.listen(this.channel, () => this.nap.wake());
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.nap.wake();
+    await this.loop;
+    await this.unlisten?.().catch(() => {});
   }
 }

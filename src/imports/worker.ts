@@ -11,34 +11,21 @@ import { customerDisabled } from '../crm/customers/service.ts';
 import { lostRace } from '../crm/customers/bulk.ts';
 import * as store from './store.ts';
 import { applyAddressChunk, isAddressesFile } from './tgen-apply.ts';
-import { Nap } from '../loop.ts';
+import { WokenWorker } from '../loop.ts';
 import { applyNoteChunk, isNotesFile } from './tgen-notes.ts';
 
 type Log = (msg: string, err?: unknown) => void;
 
-export class ImportWorker {
+export class ImportWorker extends WokenWorker {
   readonly token = crypto.randomUUID();
-  private stopping = false;
-  private readonly nap = new Nap();
-  private loop: Promise<void> | undefined;
-  private unlisten: (() => Promise<void>) | undefined;
 
-  constructor(private db: Db, private config: Pick<Config, 'importChunkRows' | 'importLeaseMs'>, private log: Log = () => {}) {}
-
-  async start(): Promise<void> {
-    this.unlisten = await this.db.listen(store.IMPORT_CHANNEL, () => this.nap.wake());
-    this.loop = this.run();
+  constructor(db: Db, private config: Pick<Config, 'importChunkRows' | 'importLeaseMs'>, private log: Log = () => {}) {
+    super(db, store.IMPORT_CHANNEL);
   }
 
-  /** Stops after the chunk in progress and hands the import back. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    this.nap.wake();
-    await this.loop;
-    await this.unlisten?.().catch(() => {});
-  }
+  // stop() (WokenWorker) ends after the chunk in progress and hands the import back.
 
-  private async run(): Promise<void> {
+  protected async run(): Promise<void> {
     let housekeepingAt = 0;
     while (!this.stopping) {
       try {

@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import { withRetry, type Db, type Queryable } from '../db/db.ts';
 import * as store from './replay-store.ts';
-import { Nap } from '../loop.ts';
+import { WokenWorker } from '../loop.ts';
 
 type Log = (msg: string, err?: unknown) => void;
 
@@ -19,36 +19,22 @@ export interface ReplayWorkerOptions {
   log?: Log;
 }
 
-export class ReplayWorker {
+export class ReplayWorker extends WokenWorker {
   readonly token = crypto.randomUUID();
   private readonly chunkEvents: number;
   private readonly leaseMs: number;
   private readonly log: Log;
-  private stopping = false;
-  private readonly nap = new Nap();
-  private loop: Promise<void> | undefined;
-  private unlisten: (() => Promise<void>) | undefined;
 
-  constructor(private db: Db, opts: ReplayWorkerOptions = {}) {
+  constructor(db: Db, opts: ReplayWorkerOptions = {}) {
+    super(db, store.REPLAY_CHANNEL);
     this.chunkEvents = opts.chunkEvents ?? 10_000;
     this.leaseMs = opts.leaseMs ?? 60_000;
     this.log = opts.log ?? (() => {});
   }
 
-  async start(): Promise<void> {
-    this.unlisten = await this.db.listen(store.REPLAY_CHANNEL, () => this.nap.wake());
-    this.loop = this.run();
-  }
+  // stop() (WokenWorker) ends after the chunk in progress and hands the replay back.
 
-  /** Stops after the chunk in progress and hands the replay back. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    this.nap.wake();
-    await this.loop;
-    await this.unlisten?.().catch(() => {});
-  }
-
-  private async run(): Promise<void> {
+  protected async run(): Promise<void> {
     while (!this.stopping) {
       try {
         const r = await store.claimReplay(this.db, this.token, this.leaseMs);
