@@ -392,7 +392,8 @@ export interface DeliveryState {
  *   jittered by its retryJitter, and past the schedule's end the delivery is failed; a manual retry of a pending delivery (resume_at set)
  *   that does not deliver goes back to the schedule it interrupted (the manual attempt consumed nothing), and its
  *   log row shows that next attempt; a delivered one forgets the saved schedule;
- * - the attempt rows.
+ * - the attempt rows, lean: no uuid (rebuilt from the id), no event (the delivery's), and the request as `request`
+ *   says (attempt-request.ts).
  * Returns the new states. The one place attempt results reach the database.
  */
 export async function recordResults(
@@ -444,9 +445,9 @@ export async function recordResults(
          AND (SELECT count(*) FROM health) >= 0
        RETURNING d.id, d.status, d.next_attempt_at
      ), ins AS (
-       INSERT INTO webhook_attempts (delivery_id, subscription_id, attempt_number, started_at, duration_ms, status_code,
+       INSERT INTO webhook_attempts (uuid, delivery_id, subscription_id, attempt_number, started_at, duration_ms, status_code,
          error_code, outcome, next_attempt_at, version_id, signatures, timestamp_skew, url, request_headers, request_body, response_body)
-       SELECT r.delivery_id, r.subscription_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code,
+       SELECT NULL, r.delivery_id, r.subscription_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code,
          r.error_code, CASE WHEN r.ok THEN 'success' ELSE 'failure' END, upd.next_attempt_at,
          r.version_id, decode(r.signatures, 'hex'), r.timestamp_skew, r.url, r.request_headers, r.request_body, r.response_body
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id

@@ -456,7 +456,7 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
   if (q.until !== undefined) where.push(`a.started_at < ${param(q.until)}::timestamptz`);
   // The event's fields and the attempt's signed part rebuild a lean row's request (attempt-request.ts); its version is
   // read apart, once per process (versions-store.ts), not joined per row.
-  const sql = `SELECT a.id, a.uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
+  const sql = `SELECT a.id, ${ATTEMPT_UUID_SQL} AS uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
        a.attempt_number, a.started_at, a.duration_ms, a.status_code, a.error_code, a.outcome, a.next_attempt_at,
        a.request_headers, a.request_body, a.response_body, a.version_id, encode(a.signatures, 'hex') AS signatures,
        floor(extract(epoch FROM a.started_at))::bigint + coalesce(a.timestamp_skew, 0) AS sent_timestamp,
@@ -470,6 +470,13 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
   const versions = await versionsById(db, rows.flatMap((x) => (x.version_id === null ? [] : [x.version_id])));
   return rows.map((x) => withRequest(x, versions));
 }
+
+/**
+ * An attempt's uuid: the stored one (rows before migration 051), else one rebuilt from its id, a UUID (version 8) of
+ * the MD5 of the id, as unique as the ids and as random-looking as the stored ones. No statement finds an attempt by
+ * uuid, so no index holds it.
+ */
+export const ATTEMPT_UUID_SQL = `coalesce(a.uuid, overlay(overlay(md5('bulb webhook attempt ' || a.id) placing '8' from 13 for 1) placing '8' from 17 for 1)::uuid)`;
 
 /** An attempt row as listAttempts reads it: lean (version_id set) or whole (url, request_headers, request_body set). */
 interface StoredAttempt extends Omit<AttemptRow, 'url' | 'request_headers' | 'request_body'> {
