@@ -4,10 +4,12 @@
 // no uuid, no event, a version, the signatures, the timestamp's skew). Both fills claim (claimLanes) and build
 // (buildRequest) as the worker does; the lean one takes the lean form and versionIds as the dispatcher does. Then the
 // result write is timed both ways (recordResults with the request lean or whole), 5 alternating rounds of 20,000. Over N deliveries (100,000; --quick 20,000) to 10 subscriptions (BEARER, BASIC and no auth), 1 in 10
-// attempts failing with a 500. PostgreSQL. `npm run bench -- --only attempts`.
+// attempts failing with a 500. PostgreSQL, and the sizes on PGlite too. `npm run bench -- --only attempts`.
 import crypto from 'node:crypto';
 import os from 'node:os';
 import { PgDb } from '../src/db/pg.ts';
+import { PgliteDb } from '../src/db/pglite.ts';
+import type { Db } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { AesGcmBox } from '../src/secrets/box.ts';
 import { installSecretBox } from '../src/secrets/active.ts';
@@ -30,7 +32,47 @@ export async function runAttemptsBench(opts: { quick?: boolean } = {}): Promise<
   const cmd = `npm run bench -- --only attempts${opts.quick ? ' --quick' : ''}`;
   const pgdb = await createPgDatabase('attempts');
   const db = new PgDb(pgdb.url, 2);
+  let pg: Measured;
   try {
+    pg = await measureOn(db, total, true);
+  } finally {
+    await db.close();
+    await pgdb.drop();
+  }
+  log('attempts: PGlite (sizes only)');
+  const lite = await PgliteDb.open('memory://');
+  let pglite: Measured;
+  try {
+    pglite = await measureOn(lite, total, false);
+  } finally {
+    await lite.close();
+  }
+  const { whole, lean, times } = pg;
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const wholeUs = median(times.whole);
+  const leanUs = median(times.lean);
+  const note = `${lean.rows} attempts (1 in 10 a 500), ${SUBS} subscriptions; after VACUUM ANALYZE. Lean: table ${round(lean.heap, 0)} B + indexes ${round(lean.idx, 0)} B per row (${lean.indexes}); as before: ${round(whole.heap, 0)} + ${round(whole.idx, 0)} (${whole.indexes}). Load average while measured: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`;
+  return [
+    { what: `webhook_attempts bytes per row, table + indexes (${lean.rows} attempts, lean)`, value: round(lean.total, 0), unit: 'B', baseline: round(whole.total, 0), ratio: round(lean.total / whole.total, 2), goal: `≤ 300 B: ${lean.total <= 300 ? 'met' : 'missed'}`, command: cmd, note },
+    {
+      what: `the same on PGlite`, value: round(pglite.lean.total, 0), unit: 'B', baseline: round(pglite.whole.total, 0), ratio: round(pglite.lean.total / pglite.whole.total, 2),
+      goal: `≤ 300 B: ${pglite.lean.total <= 300 ? 'met' : 'missed'}`, command: cmd,
+      note: `PGlite: table ${round(pglite.lean.heap, 0)} B + indexes ${round(pglite.lean.idx, 0)} B per row (${pglite.lean.indexes}); as before: ${round(pglite.whole.heap, 0)} + ${round(pglite.whole.idx, 0)}.`,
+    },
+    {
+      what: `result write (recordResults, batches of 500) per attempt: lean vs the request whole`, value: round(leanUs, 0), unit: 'µs', baseline: round(wholeUs, 0),
+      ratio: round(leanUs / wholeUs, 2), goal: `≤ 1.1 × baseline (not slower, within the spread of rounds): ${leanUs <= 1.1 * wholeUs ? 'met' : 'missed'}`, command: cmd,
+      note: `the same statement (deliveries updated, attempts inserted) both ways, PostgreSQL, 5 alternating rounds of 20,000 attempts, medians (whole: ${times.whole.map((x) => round(x, 0)).join(', ')} µs; lean: ${times.lean.map((x) => round(x, 0)).join(', ')} µs); whole writes url, headers (jsonb) and body as before.`,
+    },
+  ];
+}
+
+interface Size { rows: number; total: number; heap: number; idx: number; indexes: string }
+interface Measured { whole: Size; lean: Size; times: Record<'whole' | 'lean', number[]> }
+
+/** Both fills on one database (and, when `timed`, the rounds timing the result write). */
+async function measureOn(db: Db, total: number, timed: boolean): Promise<Measured> {
+  {
     await migrate(db);
     const subs: string[] = [];
     for (let i = 0; i < SUBS; i++) {
@@ -125,30 +167,16 @@ export async function runAttemptsBench(opts: { quick?: boolean } = {}): Promise<
     log(`attempts: lean ${JSON.stringify(lean)}`);
     // The write's cost: 5 rounds of 20,000 attempts each way, alternating, the median of each (a shared machine).
     const times: Record<'whole' | 'lean', number[]> = { whole: [], lean: [] };
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; timed && round < 5; round++) {
       for (const mode of ['whole', 'lean'] as const) times[mode].push((await fill(mode, Math.min(total, 20_000))).writeUs);
     }
-    log(`attempts: write per attempt (µs): whole ${times.whole.map((x) => x.toFixed(0))}, lean ${times.lean.map((x) => x.toFixed(0))}`);
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    const wholeUs = median(times.whole);
-    const leanUs = median(times.lean);
-    const note = `${lean.rows} attempts (1 in 10 a 500), ${SUBS} subscriptions; after VACUUM ANALYZE. Lean: table ${round(lean.heap, 0)} B + indexes ${round(lean.idx, 0)} B per row (${lean.indexes}); as before: ${round(whole.heap, 0)} + ${round(whole.idx, 0)} (${whole.indexes}). Load average while measured: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`;
-    return [
-      { what: `webhook_attempts bytes per row, table + indexes (${lean.rows} attempts, lean)`, value: round(lean.total, 0), unit: 'B', baseline: round(whole.total, 0), ratio: round(lean.total / whole.total, 2), goal: `≤ 300 B: ${lean.total <= 300 ? 'met' : 'missed'}`, command: cmd, note },
-      {
-        what: `result write (recordResults, batches of 500) per attempt: lean vs the request whole`, value: round(leanUs, 0), unit: 'µs', baseline: round(wholeUs, 0),
-        ratio: round(leanUs / wholeUs, 2), goal: `≤ 1.1 × baseline (not slower, within the spread of rounds): ${leanUs <= 1.1 * wholeUs ? 'met' : 'missed'}`, command: cmd,
-        note: `the same statement (deliveries updated, attempts inserted) both ways, 5 alternating rounds of 20,000 attempts, medians (whole: ${times.whole.map((x) => round(x, 0)).join(', ')} µs; lean: ${times.lean.map((x) => round(x, 0)).join(', ')} µs); whole writes url, headers (jsonb) and body as before.`,
-      },
-    ];
-  } finally {
-    await db.close();
-    await pgdb.drop();
+    if (timed) log(`attempts: write per attempt (µs): whole ${times.whole.map((x) => x.toFixed(0))}, lean ${times.lean.map((x) => x.toFixed(0))}`);
+    return { whole, lean, times };
   }
 }
 
 /** The attempt rows as recordResults wrote them before migration 051: a random uuid, the event, the request whole. */
-async function insertAsBefore(db: PgDb, rs: AttemptResult[], claimed: { id: string; event_id: string }[]): Promise<void> {
+async function insertAsBefore(db: Db, rs: AttemptResult[], claimed: { id: string; event_id: string }[]): Promise<void> {
   const eventOf = new Map(claimed.map((c) => [c.id, c.event_id]));
   await db.query(
     `INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
