@@ -78,7 +78,7 @@ if (hasPg) await optional('events.ts', 'runEventsBench', 'events', 'Events API (
 // A replay of 1,000,000 events (--quick: 100,000) against one INSERT … SELECT of the same rows, live deliveries meanwhile: ~5 minutes.
 if (hasPg) await optional('replay.ts', 'runReplayBench', 'replay', 'Webhook replay (PostgreSQL)', args.quick, 30);
 // Attempt row size: the same 100,000 attempts (--quick: 20,000) written as before migration 051 and lean, bytes per row: ~1 minute.
-if (hasPg) await optional('attempts.ts', 'runAttemptsBench', 'attempts', 'Attempt rows (PostgreSQL)', args.quick, 10);
+if (hasPg) await optional('attempts.ts', 'runAttemptsBench', 'attempts', 'Attempt rows', args.quick, 10);
 // Customer lookups by email and updatedSince over 1,000,000 customers: seeding ~1 minute, measuring ~1 minute.
 if (hasPg) await optional('lookups.ts', 'runLookupsBench', 'lookups', 'Customer lookups at scale (PostgreSQL)', args.quick, 15);
 // Possible duplicates: 100,000 customers built by the refresher (about 30 s) and 4,000 lookups, about a minute.
