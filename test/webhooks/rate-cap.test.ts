@@ -1,7 +1,7 @@
 // Rate cap across processes (issue 26 item 3, docs/delivery-policies.md): a subscription with maxPerSecond 20 and a
 // backlog, drained by two worker processes on one PostgreSQL: its receiver sees at most 20 requests in any one-second
-// window (+1: a window holds both ends of 20 gaps), whichever process sent them, and the drain runs near 20/s. The
-// upper bound is asserted strictly; the rate loosely (a loaded machine may be slower) and printed. Both processes are
+// window (+1: a window holds both ends of 20 gaps), whichever process sent them, and the drain runs within 10 % of
+// 20/s (both printed). Both processes are
 // shown to have sent (the receiver's connections, mapped to their processes by `ss`), so the cap is shared, not per process.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -61,7 +61,7 @@ describe('rate cap across worker processes [pg]', { skip: !hasPg }, () => {
     await tdb?.close();
   });
 
-  it(`maxPerSecond ${RATE}, two workers, a backlog of ${BACKLOG}: at most ${RATE} (+2) in any second, drained near ${RATE}/s`, async () => {
+  it(`maxPerSecond ${RATE}, two workers, a backlog of ${BACKLOG}: at most ${RATE} (+1) in any second, drained near ${RATE}/s`, async () => {
     await insertSubscription(tdb.db, {
       url: rx.url, eventTypes: ['customerCreate'], isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null,
       basicPassword: null, webhookVersion: '2022-08', maxPerSecond: RATE,
@@ -81,11 +81,10 @@ describe('rate cap across worker processes [pg]', { skip: !hasPg }, () => {
     const gaps = times.slice(1).map((t, i) => `${Math.round(t - times[i])}${'ab'[[...pids].indexOf(who[i + 1])] ?? '?'}`);
     console.log(`# gaps (ms), each with its sender: ${gaps.join(' ')}`);
     console.log(`# rate cap ${RATE}/s, two workers: most in any 1 s window ${most}, drain ${rate.toFixed(2)}/s over ${times.length} requests; senders ${[...pids].filter((p) => p !== 0).join(', ')}`);
-    // Slots are 1/RATE apart across both processes, so a window holds RATE of them (+1: both ends); what the receiver
-    // sees adds the lateness of timers and scheduling on a loaded machine (tens of ms, each send on its own): +1 more.
-    assert.ok(most <= RATE + 2, `${most} requests within one second (cap ${RATE})`);
-    assert.ok(rate <= RATE * 1.1, `drained at ${rate.toFixed(2)}/s, over the cap of ${RATE}`);
-    assert.ok(rate >= RATE * 0.6, `drained at ${rate.toFixed(2)}/s, far below the cap of ${RATE} (goal: within 10 %)`);
+    // Slots are 1/RATE apart across both processes, so a window holds RATE of them (+1: both ends); a send never goes
+    // later than half a slot after its own (src/webhooks/slots.ts), so the receiver sees no more either.
+    assert.ok(most <= RATE + 1, `${most} requests within one second (cap ${RATE}, +1 for both ends of a window)`);
+    assert.ok(rate <= RATE * 1.1 && rate >= RATE * 0.9, `drained at ${rate.toFixed(2)}/s, not within 10 % of the cap of ${RATE}`);
     const childPids = new Set(children.map((c) => c.proc.pid!));
     assert.equal([...pids].filter((p) => childPids.has(p)).length, 2, `both worker processes sent (connections from ${[...pids].join(', ')}; workers ${[...childPids].join(', ')})`);
     const delivered = (await tdb.db.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivered'`)).rows[0].n;
