@@ -12,9 +12,9 @@
 // the lane gives back the delivery left without one (missedSlots). Any n + 1 sends then lie in n distinct slots,
 // so at least n/rate − slack apart.
 
-/** How late a send may go after its slot: half the slot interval, at least MIN_SLACK_MS. */
+/** How late a send may go after its slot: a quarter of the slot interval, at least MIN_SLACK_MS. */
 export function slotSlackMs(slotMs: number): number {
-  return Math.max(MIN_SLACK_MS, slotMs / 2);
+  return Math.max(MIN_SLACK_MS, slotMs / 4);
 }
 
 /**
