@@ -15,7 +15,7 @@ import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
 import { credentialsOf, redactCredentials } from './redact.ts';
 import { Abort, Sender, type ClientTls, type SendResult } from './sender.ts';
 import { TokenSource } from './oauth2.ts';
-import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
+import { BROKER_PIPELINE, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { BrokerDestinations, destinationKind } from './destinations/registry.ts';
 import { ClaimClock, missedSlots, slotSlackMs } from './slots.ts';
@@ -298,7 +298,7 @@ export class Dispatcher {
     for (const l of ready) {
       if (total >= this.batch) break;
       const n = Math.min(l.room(now), share, this.batch - total);
-      asks.push({ subscriptionId: l.id, room: n, held: l.held });
+      asks.push({ subscriptionId: l.id, room: n, held: l.held, ceilings: l.heldCeilings });
       l.lastClaim = now;
       total += n;
     }
@@ -314,6 +314,7 @@ export class Dispatcher {
       got.set(id, (got.get(id) ?? 0) + 1);
       const l = this.laneOf(id, row.max_in_flight);
       l.setMax(row.max_in_flight);
+      l.pipeline = destinationKind(row.url) === 'http' ? 1 : BROKER_PIPELINE;
       this.hold(row, l, token, row.send_in_ms === null ? 0 : answered + row.send_in_ms, row.slot_ms ?? 0);
     }
     for (const id of got.keys()) this.pump(this.lanes.get(id)!);
@@ -321,7 +322,7 @@ export class Dispatcher {
     // (The claim also stops at the subscription's maxInFlight, which a lane first heard of by NOTIFY learns here.)
     for (const a of asks) {
       const l = this.lanes.get(a.subscriptionId)!;
-      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, HELD_CEILINGS * l.max - a.held)) l.due = false;
+      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, l.heldCeilings * l.max - a.held)) l.due = false;
     }
     // A rate-capped lane that took every slot it had may have more: claimed again once half its slots have passed.
     for (const h of holds) {

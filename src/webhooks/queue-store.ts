@@ -51,8 +51,10 @@ const RECEIVER_AUTH_COLUMNS = ['oauth2_token_url', 'oauth2_client_id', 'oauth2_c
 export interface LaneAsk {
   subscriptionId: string;
   room: number;
-  /** Deliveries this lane holds in this process, in flight or waiting (room + held ≤ HELD_CEILINGS × maxInFlight). */
+  /** Deliveries this lane holds in this process, in flight or waiting (room + held ≤ ceilings × maxInFlight). */
   held: number;
+  /** Most it may hold, in units of maxInFlight: HELD_CEILINGS (the default), × BROKER_PIPELINE for a broker destination (lanes.ts). */
+  ceilings?: number;
 }
 
 /** A claimed delivery with its event, as the claim sends it: one JSON array, in this order (name, SQL). */
@@ -95,7 +97,7 @@ export const RATE_HORIZON_MS = 1000;
 const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
 
 /**
- * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane. Exported for the bench's EXPLAIN.
+ * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane, $6 ceilings held per lane. Exported for the bench's EXPLAIN.
  * A rate-capped subscription (max_per_second) is locked first, in id order (claims of one capped subscription take its
  * slots one after another, whichever process runs them), before any delivery row (the InitPlan counting `capped` in
  * `ws`), so a claim never waits for a subscription while holding deliveries. Its slots run from rate_tat (or now)
@@ -104,7 +106,7 @@ const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
  * rate_tat past them, in the same statement.
  */
 export const CLAIM_SQL = `WITH w AS (
-       SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, held)
+       SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[], $6::int[]) AS w(sub, room, held, ceilings)
        WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL -- the lease only: see claimLanes
      ), capped AS (
        SELECT s.id, s.max_per_second::float8 AS rate, n.start,
@@ -115,7 +117,7 @@ export const CLAIM_SQL = `WITH w AS (
        WHERE s.id = ANY($1::bigint[]) AND s.max_per_second IS NOT NULL
        ORDER BY s.id FOR NO KEY UPDATE OF s
      ), ws AS (
-       SELECT w.sub, greatest(0, least(w.room, ${HELD_CEILINGS} * s.max_in_flight - w.held, cap.slots)) AS lim FROM w
+       SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
          AND (s.paused_until IS NULL OR s.paused_until <= now())
        LEFT JOIN capped cap ON cap.id = w.sub
@@ -165,7 +167,7 @@ export const CLAIM_SQL = `WITH w AS (
 
 /**
  * Claims due deliveries from the named subscriptions only, at most `room` from each (a worker never holds more
- * than HELD_CEILINGS × a subscription's maxInFlight: a ceiling in flight, the rest waiting), oldest first, under a
+ * than HELD_CEILINGS × a subscription's maxInFlight, × BROKER_PIPELINE for a broker: a ceiling in flight, the rest waiting), oldest first, under a
  * lease. Live work first: a replay's deliveries (pending with no next_attempt_at, webhook_replays) take only the
  * room the lane's due live deliveries left, in event order. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
  * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
@@ -185,7 +187,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
   if (asks.length === 0) return { claimed: [], holds: [], clockMs: null };
   const r = await db.query<ClaimedLane>(
     CLAIM_SQL,
-    [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held)],
+    [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held), asks.map((a) => a.ceilings ?? HELD_CEILINGS)],
     'webhook_claim',
   );
   const claimed: Claimed[] = [];
