@@ -1,5 +1,5 @@
 // `npm run bench`: runs every benchmark and rewrites BENCHMARKS.md (one row per figure, the machine, the date).
-// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,attempts,export,duplicates,lookups,pooler,brokers`
+// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,attempts,export,duplicates,lookups,pooler,brokers,volume,retention`
 // runs some parts (also written to the .cache file; with `--write` they replace their sections of BENCHMARKS.md).
 // `--seconds N` sets the soak length.
 import fs from 'node:fs';
@@ -89,6 +89,10 @@ if (hasPg) {
   await optional('ingest.ts', 'runIngestBench', 'ingest', 'Bulk and imports (PostgreSQL)', args.quick, args.quick ? 30 : 120);
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));
 }
+// Issue 25's volume run: two databases of N and 4N customers with their notes, events, deliveries and
+// attempts (generated in SQL), each operation measured at both and its growth factor (bench/volume.ts). Not part
+// of a plain `npm run bench` (run it alone: about 25 minutes at N = 500,000; --quick: N = 50,000, ~4 minutes).
+if (hasPg && args.only?.includes('volume')) await optional('volume.ts', 'runVolumeBench', 'volume', 'Volume (PostgreSQL, issue 25)', args.quick, args.quick ? 20 : 90);
 // Through a transaction-mode PgBouncer vs direct (GET by id, POST create, the delivery drain): about 3 minutes (--quick: 1.5).
 if (hasPg) await part('PgBouncer vs direct (PostgreSQL)', 'pooler', async () => (await import('./pooler.ts')).runPoolerBench({ quick: args.quick }));
 // Broker destinations: Bulb's drain to RabbitMQ and to NATS JetStream vs each broker's client publishing directly (docs/destinations.md).
