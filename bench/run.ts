@@ -1,5 +1,5 @@
 // `npm run bench`: runs every benchmark and rewrites BENCHMARKS.md (one row per figure, the machine, the date).
-// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,export,duplicates,lookups,pooler,brokers`
+// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,attempts,export,duplicates,lookups,pooler,brokers,volume,retention`
 // runs some parts (also written to the .cache file; with `--write` they replace their sections of BENCHMARKS.md).
 // `--seconds N` sets the soak length.
 import fs from 'node:fs';
@@ -77,6 +77,8 @@ if (hasPg) await optional('export.ts', 'runExportBench', 'export', 'Customer exp
 if (hasPg) await optional('events.ts', 'runEventsBench', 'events', 'Events API (PostgreSQL)', args.quick, 10);
 // A replay of 1,000,000 events (--quick: 100,000) against one INSERT … SELECT of the same rows, live deliveries meanwhile: ~5 minutes.
 if (hasPg) await optional('replay.ts', 'runReplayBench', 'replay', 'Webhook replay (PostgreSQL)', args.quick, 30);
+// Attempt row size: the same 100,000 attempts (--quick: 20,000) written as before migration 051 and lean, bytes per row: ~1 minute.
+if (hasPg) await optional('attempts.ts', 'runAttemptsBench', 'attempts', 'Attempt rows', args.quick, 10);
 // Customer lookups by email and updatedSince over 1,000,000 customers: seeding ~1 minute, measuring ~1 minute.
 if (hasPg) await optional('lookups.ts', 'runLookupsBench', 'lookups', 'Customer lookups at scale (PostgreSQL)', args.quick, 15);
 // Possible duplicates: 1,000,000 customers built by the refresher for precision and recall (~15 minutes), then an
@@ -87,6 +89,10 @@ if (hasPg) {
   await optional('ingest.ts', 'runIngestBench', 'ingest', 'Bulk and imports (PostgreSQL)', args.quick, args.quick ? 30 : 120);
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));
 }
+// Issue 25's volume run: two databases of N and 4N customers with their notes, events, deliveries and
+// attempts (generated in SQL), each operation measured at both and its growth factor (bench/volume.ts). Not part
+// of a plain `npm run bench` (run it alone: about 25 minutes at N = 500,000; --quick: N = 50,000, ~4 minutes).
+if (hasPg && args.only?.includes('volume')) await optional('volume.ts', 'runVolumeBench', 'volume', 'Volume (PostgreSQL, issue 25)', args.quick, args.quick ? 20 : 90);
 // Through a transaction-mode PgBouncer vs direct (GET by id, POST create, the delivery drain): about 3 minutes (--quick: 1.5).
 if (hasPg) await part('PgBouncer vs direct (PostgreSQL)', 'pooler', async () => (await import('./pooler.ts')).runPoolerBench({ quick: args.quick }));
 // Broker destinations: Bulb's drain to RabbitMQ and to NATS JetStream vs each broker's client publishing directly (docs/destinations.md).
