@@ -7,7 +7,9 @@ import type { Db } from '../db/db.ts';
 import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
-import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk } from './queue-store.ts';
+import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk, type StoredRequest } from './queue-store.ts';
+import { leanRequest, type SendingConfig, type SignedPart } from './attempt-request.ts';
+import { versionIds } from './versions-store.ts';
 import { recordOutcomes } from './health.ts';
 import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
 import { credentialsOf, redactCredentials } from './redact.ts';
@@ -31,6 +33,9 @@ const COALESCE_MS = 10;
 const RECORD_MIN = 64;
 /** …or this long (ms). */
 const RECORD_WAIT_MS = 3;
+/** A result as its attempt leaves it: a lean request names its sending config, whose version id the result writer looks up. */
+type Finished = Omit<AttemptResult, 'request'> & { request: Exclude<StoredRequest, { versionId: number }> | (SignedPart & { config: SendingConfig }) };
+
 /** maxInFlight of a lane first heard of by a notification, until a claim reads the subscription's own. */
 const DEFAULT_MAX = 16;
 
@@ -73,7 +78,7 @@ export class Dispatcher {
   /** Waiting deliveries of lanes paused by Retry-After: their claims are given back on the next turn. */
   private giveBack: InFlight[] = [];
   private inflight = new Map<string, InFlight>();
-  private results: AttemptResult[] = [];
+  private results: Finished[] = [];
   /** The result writer, while it runs (one statement at a time, beside the claims). */
   private flushing: Promise<void> | null = null;
   /** The fallback sweep, while it runs (beside the claims). */
@@ -409,9 +414,7 @@ export class Dispatcher {
       deliveryId: row.id,
       lockToken: f.token,
       subscriptionId: row.subscription_id,
-      eventId: row.event_id,
       attemptNumber: row.attempt_count + 1,
-      url: row.url,
       startedAt: startedAt.toISOString(),
       durationMs: res.durationMs,
       statusCode: res.statusCode,
@@ -419,8 +422,7 @@ export class Dispatcher {
       ok: res.ok,
       schedulePos: row.schedule_pos,
       retryAfterMs: res.retryAfterMs,
-      requestHeaders: req.logHeaders,
-      requestBody: req.body,
+      request: storedRequest(row, req, this.hmacHeader, startedAt.getTime()),
       responseBody: redactCredentials(res.responseBody, credentialsOf(row, tokens)), // a receiver may echo a credential back, in any form
     });
     if (this.completed++ === 0) this.firstCompletedAt = performance.now();
@@ -490,7 +492,7 @@ export class Dispatcher {
   private async flushOnce(): Promise<void> {
     const batch = this.results.splice(0, 500);
     try {
-      const states = await recordOutcomes(this.db, this.config, batch);
+      const states = await recordOutcomes(this.db, this.config, await this.withVersions(batch));
       const answered = Date.now();
       for (const st of states) {
         deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
@@ -504,6 +506,21 @@ export class Dispatcher {
       this.results.unshift(...batch);
       throw err;
     }
+  }
+
+  /**
+   * The results with their configs' version ids (written first when new: one statement per new config and process,
+   * committed before the results that point at them).
+   */
+  private async withVersions(batch: Finished[]): Promise<AttemptResult[]> {
+    const lean = batch.flatMap((r) => ('config' in r.request ? [r.request.config] : []));
+    const ids = lean.length === 0 ? [] : await versionIds(this.db, lean);
+    let i = 0;
+    return batch.map((r) => {
+      if (!('config' in r.request)) return { ...r, request: r.request };
+      const { signatures, timestampSkew } = r.request;
+      return { ...r, request: { versionId: ids[i++], signatures, timestampSkew } };
+    });
   }
 
   /**
@@ -546,6 +563,16 @@ export class Dispatcher {
     await this.brokers.close();
     await this.sender.close();
   }
+}
+
+/**
+ * What the attempt row keeps of the request it logged: lean (its subscription's sending config and the signed part)
+ * whenever that rebuilds it exactly (attempt-request.ts), else whole.
+ */
+function storedRequest(row: Claimed, req: BuiltRequest, hmacHeader: string, startedAtMs: number): Finished['request'] {
+  const sub = { subscriptionId: row.subscription_id, url: row.url, webhookVersion: row.webhook_version };
+  const lean = leanRequest(req.logHeaders, req.body, row, sub, hmacHeader, startedAtMs);
+  return lean ? { config: lean.config, ...lean.signed } : { url: row.url, headers: req.logHeaders, body: req.body };
 }
 
 /** A subscription's mutual TLS as its lane's pool presents it (null: none). */

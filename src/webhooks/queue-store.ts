@@ -6,6 +6,7 @@ import { openSecret } from '../secrets/active.ts';
 import { SecretError } from '../secrets/box.ts';
 import { memoize } from '../memo.ts';
 import { HELD_CEILINGS } from './lanes.ts';
+import type { SignedPart } from './attempt-request.ts';
 
 /** A claimed delivery, with what sending it needs of its event and subscription. */
 export interface Claimed
@@ -321,9 +322,7 @@ export interface AttemptResult {
   deliveryId: string;
   lockToken: string;
   subscriptionId: string;
-  eventId: string;
   attemptNumber: number;
-  url: string;
   startedAt: string;
   durationMs: number;
   statusCode: number | null;
@@ -336,10 +335,16 @@ export interface AttemptResult {
    * schedule, and the subscription's other deliveries wait too (paused_until).
    */
   retryAfterMs: number | null;
-  requestHeaders: Record<string, string>;
-  requestBody: string;
+  /** The request as the row keeps it (docs/delivery.md "What an attempt row holds"). */
+  request: StoredRequest;
   responseBody: string | null;
 }
+
+/**
+ * Lean: the version of the subscription's sending config it used (versions-store.ts) and the attempt's signed part,
+ * from which the logs rebuild the request (attempt-request.ts); whole: a request that would not rebuild exactly.
+ */
+export type StoredRequest = ({ versionId: number } & SignedPart) | { url: string; headers: Record<string, string>; body: string };
 
 /** What one batch of results says about one subscription (its results in time order): its health update. */
 export interface SubOutcome {
@@ -387,7 +392,8 @@ export interface DeliveryState {
  *   jittered by its retryJitter, and past the schedule's end the delivery is failed; a manual retry of a pending delivery (resume_at set)
  *   that does not deliver goes back to the schedule it interrupted (the manual attempt consumed nothing), and its
  *   log row shows that next attempt; a delivered one forgets the saved schedule;
- * - the attempt rows.
+ * - the attempt rows, lean: no uuid (rebuilt from the id), no event (the delivery's), and the request as `request`
+ *   says (attempt-request.ts).
  * Returns the new states. The one place attempt results reach the database.
  */
 export async function recordResults(
@@ -396,9 +402,10 @@ export async function recordResults(
   if (rs.length === 0) return [];
   const r = await db.query<DeliveryState>(
     `WITH j AS (
-       SELECT * FROM json_to_recordset($2::json) AS j(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
-         attempt_number int, url text, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
-         schedule_pos int, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
+       SELECT * FROM json_to_recordset($2::json) AS j(delivery_id bigint, token uuid, subscription_id bigint,
+         attempt_number int, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
+         schedule_pos int, version_id int, signatures text, timestamp_skew int, url text, request_headers jsonb, request_body text,
+         response_body text, retry_after_ms float8)
      ), r AS (
        -- A failure's delay before the next attempt: the subscription's schedule as it stands now (or the service's, $5),
        -- step schedule_pos, in units of $6 ms, jittered uniformly by ±retry_jitter %; null past its end (failed).
@@ -438,10 +445,11 @@ export async function recordResults(
          AND (SELECT count(*) FROM health) >= 0
        RETURNING d.id, d.status, d.next_attempt_at
      ), ins AS (
-       INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
-         error_code, outcome, next_attempt_at, request_headers, request_body, response_body)
-       SELECT r.delivery_id, r.subscription_id, r.event_id, r.attempt_number, r.url, r.started_at, r.duration_ms, r.status_code,
-         r.error_code, CASE WHEN r.ok THEN 'success' ELSE 'failure' END, upd.next_attempt_at, r.request_headers, r.request_body, r.response_body
+       INSERT INTO webhook_attempts (uuid, delivery_id, subscription_id, attempt_number, started_at, duration_ms, status_code,
+         error_code, outcome, next_attempt_at, version_id, signatures, timestamp_skew, url, request_headers, request_body, response_body)
+       SELECT NULL, r.delivery_id, r.subscription_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code,
+         r.error_code, CASE WHEN r.ok THEN 'success' ELSE 'failure' END, upd.next_attempt_at,
+         r.version_id, decode(r.signatures, 'hex'), r.timestamp_skew, r.url, r.request_headers, r.request_body, r.response_body
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
      SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms FROM upd`,
@@ -449,9 +457,9 @@ export async function recordResults(
     [
       rs.map((x) => x.deliveryId),
       JSON.stringify(rs.map((x) => ({
-        delivery_id: x.deliveryId, token: x.lockToken, subscription_id: x.subscriptionId, event_id: x.eventId, attempt_number: x.attemptNumber,
-        url: x.url, started_at: x.startedAt, duration_ms: x.durationMs, status_code: x.statusCode, error_code: x.errorCode, ok: x.ok,
-        schedule_pos: x.schedulePos, request_headers: x.requestHeaders, request_body: x.requestBody,
+        delivery_id: x.deliveryId, token: x.lockToken, subscription_id: x.subscriptionId, attempt_number: x.attemptNumber,
+        started_at: x.startedAt, duration_ms: x.durationMs, status_code: x.statusCode, error_code: x.errorCode, ok: x.ok,
+        schedule_pos: x.schedulePos, ...storedColumns(x.request),
         response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
       }))),
       JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, last_fail: o.lastFailureAt, pause_ms: o.pauseMs }))),
@@ -462,6 +470,13 @@ export async function recordResults(
     'webhook_record',
   );
   return r.rows;
+}
+
+/** A request's columns: lean (url, request_headers, request_body null) or whole (version_id, signatures, timestamp_skew null). */
+function storedColumns(r: StoredRequest) {
+  return 'versionId' in r
+    ? { version_id: r.versionId, signatures: r.signatures, timestamp_skew: r.timestampSkew }
+    : { url: r.url, request_headers: r.headers, request_body: r.body };
 }
 
 /** Gives claims back without an attempt (shutdown): they are due again at once for any worker. */

@@ -32,6 +32,17 @@ export async function claimDirty(tx: Queryable, limit: number): Promise<string[]
   return r.rows.map((x) => x.customer_id);
 }
 
+/**
+ * How many customers wait on the queue, counted up to PENDING_COUNTED (a read stays bounded whatever the backlog:
+ * the queue's index read up to there).
+ */
+export const PENDING_COUNTED = 10_000;
+const PENDING = `SELECT count(*)::int AS pending FROM (SELECT 1 FROM duplicate_dirty LIMIT ${PENDING_COUNTED}) q`;
+
+export async function pendingCustomers(db: Queryable): Promise<number> {
+  return (await db.query<{ pending: number }>(PENDING, [], 'duplicates_pending')).rows[0].pending;
+}
+
 /** Whether customers wait on the queue, and whether an import is being applied (a worker holds its lease). */
 const QUEUE_STATE = `SELECT EXISTS (SELECT 1 FROM duplicate_dirty) AS dirty,
   EXISTS (SELECT 1 FROM imports WHERE status = 'running' AND locked_until > clock_timestamp()) AS importing`;
@@ -73,23 +84,30 @@ export async function replaceProfiles(tx: Queryable, ids: string[], profiles: Pr
   );
 }
 
-export interface NameCount {
-  name: string;
-  /** Active customers bearing the name now. */
-  count: number;
-  /** Of those, the ones not among the given customers. */
-  others: number;
+export interface KeyCount {
+  /** A blocking key, or 'f:' and a folded name. */
+  key: string;
+  /** How many customers bear it now (duplicate_key_counts, kept by triggers). */
+  bearers: number;
+  /** Of those, how many are among the given customers (before their refresh). */
+  mine: number;
 }
 
-/** How many profiles bear each of these names, and the names these customers' profiles bear now. */
-export async function nameCounts(tx: Queryable, ids: string[], names: string[]): Promise<NameCount[]> {
-  const r = await tx.query<NameCount>(
-    `WITH n AS (SELECT name FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[]) UNION SELECT unnest($2::text[]))
-     SELECT n.name, c.count, c.others FROM n CROSS JOIN LATERAL (
-       SELECT count(*)::int AS count, (count(*) FILTER (WHERE z.customer_id <> ALL($1::bigint[])))::int AS others
-       FROM duplicate_profiles z WHERE z.name = n.name
-     ) c`,
-    [ids, names],
+/**
+ * For each blocking key and name ('f:' || name) these customers bear now or are given: how many bear it now and
+ * how many of those are these customers. One index probe per key (the counts are kept by triggers, migration
+ * 049): a key's bearers are never walked, however many there are.
+ */
+export async function keyCounts(tx: Queryable, ids: string[], keys: string[]): Promise<KeyCount[]> {
+  const r = await tx.query<KeyCount>(
+    `WITH k AS (
+       SELECT key, count(*)::int AS mine FROM duplicate_keys WHERE customer_id = ANY($1::bigint[]) GROUP BY key
+       UNION ALL SELECT 'f:' || name, count(*)::int FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[]) GROUP BY name
+       UNION ALL SELECT unnest($2::text[]), 0
+     )
+     SELECT k.key, max(k.mine)::int AS mine, coalesce((SELECT c.bearers FROM duplicate_key_counts c WHERE c.key = k.key), 0)::int AS bearers
+     FROM k GROUP BY k.key`,
+    [ids, keys],
   );
   return r.rows;
 }
@@ -103,30 +121,6 @@ export async function requeueBearers(tx: Queryable, names: string[], except: str
     [names, except],
   );
   return r.rowCount ?? 0;
-}
-
-export interface ContactCount {
-  key: string;
-  /** How many of the given customers bear this email or phone key now (before their refresh). */
-  mine: number;
-  /** How many other customers bear it, counted up to `upTo` only. */
-  others: number;
-}
-
-/** For each email and phone key these customers bear now or are given: their bearers now, and the others (bounded count). */
-export async function contactCounts(tx: Queryable, ids: string[], keys: string[], upTo: number): Promise<ContactCount[]> {
-  const r = await tx.query<ContactCount>(
-    `WITH k AS (
-       SELECT key, count(*)::int AS mine FROM duplicate_keys
-       WHERE customer_id = ANY($1::bigint[]) AND (key LIKE 'e:%' OR key LIKE 'p:%') GROUP BY key
-       UNION ALL SELECT unnest($2::text[]), 0
-     )
-     SELECT k.key, max(k.mine)::int AS mine,
-       (SELECT count(*)::int FROM (SELECT 1 FROM duplicate_keys o WHERE o.key = k.key AND o.customer_id <> ALL($1::bigint[]) LIMIT $3) s) AS others
-     FROM k GROUP BY k.key`,
-    [ids, keys, upTo],
-  );
-  return r.rows;
 }
 
 /** Puts back on the queue the bearers of these keys, except the given customers (being refreshed now). */
@@ -213,19 +207,19 @@ export interface DuplicateRow extends CustomerRow {
 
 /**
  * One customer's possible duplicates (the active customers paired with it, best first; none when it is not
- * active) and the queue's state, in one statement: the customer by uuid (when the id looks like one), else by
- * externalId. Undefined when there is no such customer.
+ * active) and how many customers wait on the refresher's queue, in one statement: the customer by uuid (when
+ * the id looks like one), else by externalId. Undefined when there is no such customer.
  */
-export async function duplicatesOf(db: Queryable, id: string, limit: number): Promise<(QueueState & { rows: DuplicateRow[] }) | undefined> {
-  const r = await db.query<DuplicateRow & QueueState & { pair_score: number | null }>(
+export async function duplicatesOf(db: Queryable, id: string, limit: number): Promise<{ pending: number; rows: DuplicateRow[] } | undefined> {
+  const r = await db.query<DuplicateRow & { pending: number; pair_score: number | null }>(
     `WITH me AS (
        SELECT id, status FROM (
          SELECT id, status, 0 AS rank FROM customers WHERE uuid = $1::uuid
          UNION ALL
          SELECT id, status, 1 FROM customers WHERE external_id = $2
        ) m ORDER BY rank LIMIT 1
-     ), state AS (${QUEUE_STATE})
-     SELECT state.dirty, state.importing, d.* FROM me CROSS JOIN state LEFT JOIN LATERAL (
+     ), queue AS (${PENDING})
+     SELECT queue.pending, d.* FROM me CROSS JOIN queue LEFT JOIN LATERAL (
        SELECT ${CUSTOMER_COLS}, d.score AS pair_score, d.reasons FROM (
          SELECT b AS other, score, reasons FROM duplicate_pairs WHERE a = me.id
          UNION ALL
@@ -238,8 +232,7 @@ export async function duplicatesOf(db: Queryable, id: string, limit: number): Pr
     'duplicates_of',
   );
   if (r.rows.length === 0) return undefined;
-  const { dirty, importing } = r.rows[0];
-  return { dirty, importing, rows: r.rows.filter((x) => x.pair_score !== null) };
+  return { pending: r.rows[0].pending, rows: r.rows.filter((x) => x.pair_score !== null) };
 }
 
 export interface PairRow {
