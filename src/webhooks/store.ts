@@ -2,6 +2,7 @@
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
 import { rebuildRequest, type SendingConfig } from './attempt-request.ts';
 import { versionsById } from './versions-store.ts';
+import { deliveryOfAttempt, eventOfDelivery } from '../partitions/keys.ts';
 
 export interface SubscriptionRow {
   id: string;
@@ -235,9 +236,9 @@ export async function insertTestEvent(db: Queryable, sub: SubscriptionRow, sourc
   const r = await db.query<{ event_uuid: string; delivery_uuid: string }>(
     `WITH ev AS (
        INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
-       VALUES ('webhookTest', 'WebhookSubscription', $1, NULL, $2) RETURNING id, uuid
+       VALUES ('webhookTest', 'WebhookSubscription', $1, NULL, $2) RETURNING id, uuid, created_at
      ), d AS (
-       INSERT INTO webhook_deliveries (event_id, subscription_id) SELECT ev.id, $3 FROM ev RETURNING uuid
+       INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id) SELECT ev.id, ev.created_at, $3 FROM ev RETURNING uuid
      )
      SELECT ev.uuid AS event_uuid, d.uuid AS delivery_uuid FROM ev, d`,
     [sub.uuid, source, sub.id],
@@ -263,7 +264,7 @@ export interface DeliveryRow {
 
 const DELIVERY_SELECT = `SELECT d.id, d.uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, d.status, d.attempt_count,
   d.next_attempt_at, d.created_at, d.delivered_at
-  FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
+  FROM webhook_deliveries d JOIN events e ON ${eventOfDelivery('d', 'e')} JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
 
 /** The cursor when none is given: every id is below it, so each shape has one text with or without a cursor. */
 const NO_CURSOR = '9223372036854775807';
@@ -461,7 +462,7 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
        a.request_headers, a.request_body, a.response_body, a.version_id, encode(a.signatures, 'hex') AS signatures,
        floor(extract(epoch FROM a.started_at))::bigint + coalesce(a.timestamp_skew, 0) AS sent_timestamp,
        e.created_at::text AS event_created_at, e.resource_type, e.resource_uuid, e.resource_external_id, e.source
-     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
+     FROM webhook_attempts a JOIN webhook_deliveries d ON ${deliveryOfAttempt('a', 'd')} JOIN events e ON ${eventOfDelivery('d', 'e')}
        JOIN webhook_subscriptions s ON s.id = a.subscription_id
      WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`;
   const dated = q.since !== undefined || q.until !== undefined;

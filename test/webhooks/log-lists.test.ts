@@ -83,9 +83,9 @@ await describeEachDb('webhook log lists on large tables', (ctx) => {
     );
     // One attempt per delivery that was attempted, three for the rare subscription's.
     await db.query(
-      `INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
+      `INSERT INTO webhook_attempts (delivery_id, delivery_created_at, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
          error_code, outcome, request_headers, request_body)
-       SELECT d.id, d.subscription_id, d.event_id, n, 'https://hooks.example/', '2026-01-01T00:00:00Z'::timestamptz + (d.id * 3 + n) * interval '1 second', 12,
+       SELECT d.id, d.created_at, d.subscription_id, d.event_id, n, 'https://hooks.example/', '2026-01-01T00:00:00Z'::timestamptz + (d.id * 3 + n) * interval '1 second', 12,
          CASE WHEN d.status = 'failed' AND n = 1 THEN 500 ELSE 200 END, CASE WHEN d.status = 'failed' AND n = 1 THEN 'HTTP_STATUS' END,
          CASE WHEN d.status = 'failed' AND n = 1 THEN 'failure' ELSE 'success' END, '{}', '{}'
        FROM webhook_deliveries d CROSS JOIN generate_series(1, 3) n

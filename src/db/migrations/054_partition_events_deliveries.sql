@@ -5,6 +5,10 @@
 -- Foreign keys to a partitioned table need its key: deliveries → events and attempts → deliveries go (the code keeps
 -- those guarantees, see docs/partitioning.md); deliveries → subscriptions stays.
 ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_event_id_fkey;
+-- A delivery carries its event's partition key, an attempt its delivery's: joins prune to one partition
+-- (src/partitions/keys.ts). Null on older rows (metadata only: no rewrite).
+ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS event_created_at timestamptz;
+ALTER TABLE webhook_attempts ADD COLUMN IF NOT EXISTS delivery_created_at timestamptz;
 ALTER TABLE webhook_attempts DROP CONSTRAINT IF EXISTS webhook_attempts_delivery_id_fkey;
 CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS events_legacy_id_key ON events (id, created_at);
 CREATE INDEX CONCURRENTLY IF NOT EXISTS events_legacy_uuid ON events (uuid);
