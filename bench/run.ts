@@ -1,5 +1,5 @@
 // `npm run bench`: runs every benchmark and rewrites BENCHMARKS.md (one row per figure, the machine, the date).
-// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,export,duplicates,lookups,pooler,brokers`
+// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,retention,export,duplicates,lookups,pooler,brokers`
 // runs some parts (also written to the .cache file; with `--write` they replace their sections of BENCHMARKS.md).
 // `--seconds N` sets the soak length.
 import fs from 'node:fs';
@@ -77,6 +77,8 @@ if (hasPg) await optional('export.ts', 'runExportBench', 'export', 'Customer exp
 if (hasPg) await optional('events.ts', 'runEventsBench', 'events', 'Events API (PostgreSQL)', args.quick, 10);
 // A replay of 1,000,000 events (--quick: 100,000) against one INSERT … SELECT of the same rows, live deliveries meanwhile: ~5 minutes.
 if (hasPg) await optional('replay.ts', 'runReplayBench', 'replay', 'Webhook replay (PostgreSQL)', args.quick, 30);
+// Retention by partition: a day of 1,000,000 events and deliveries (--quick: 100,000) dropped, against a DELETE of an equal day.
+if (hasPg) await optional('retention.ts', 'runRetentionBench', 'retention', 'Retention by partition (PostgreSQL)', args.quick, 20);
 // Customer lookups by email and updatedSince over 1,000,000 customers: seeding ~1 minute, measuring ~1 minute.
 if (hasPg) await optional('lookups.ts', 'runLookupsBench', 'lookups', 'Customer lookups at scale (PostgreSQL)', args.quick, 15);
 // Possible duplicates: 100,000 customers built by the refresher (about 30 s) and 4,000 lookups, about a minute.
