@@ -1,20 +1,17 @@
-// Periodic clean-up run by webhook workers: old delivery attempts and time marks (retention), expired
-// Idempotency-Keys, pending deliveries of deleted subscriptions. Events and deliveries go with their partitions
-// (src/partitions/).
+// Periodic clean-up run by webhook workers: time marks past retention, expired Idempotency-Keys, pending deliveries
+// of deleted subscriptions. Events, deliveries and attempts go with their partitions (src/partitions/).
 import type { Queryable } from './db/db.ts';
 import type { Config } from './config.ts';
-import { purgeAttempts } from './webhooks/queue-store.ts';
 import { purgeExpired } from './crm/idempotency/store.ts';
 import { cancelStranded } from './webhooks/store.ts';
 import { purgeTimeMarks } from './events/time-marks.ts';
 import { startLoop } from './loop.ts';
 
-export async function housekeep(db: Queryable, config: Config): Promise<{ attempts: number; idempotencyKeys: number }> {
+export async function housekeep(db: Queryable, config: Config): Promise<{ idempotencyKeys: number }> {
   await cancelStranded(db); // a deleted subscription's pending deliveries no longer keep their events' partitions
-  const attempts = await purgeAttempts(db, config.webhookRetentionDays);
   await purgeTimeMarks(db, config.eventRetentionDays);
   const idempotencyKeys = await purgeExpired(db);
-  return { attempts, idempotencyKeys };
+  return { idempotencyKeys };
 }
 
 /** The housekeeping job: a pass at start, then every `everyMs` (the scheduler's room for it, src/scheduler.ts). */

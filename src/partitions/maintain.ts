@@ -2,7 +2,7 @@
 // days ahead, and retention by detaching and dropping whole partitions (no mass DELETE).
 import type { Db } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
-import { DAYS_AHEAD, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
+import { DAYS_AHEAD, DELIVERIES, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
 import { addDays, createDay, dayOf, daysInDefault, dropPartition, partitionName, partitions, pendingIn, pendingNeedingEvents } from './store.ts';
 
 /**
@@ -53,7 +53,7 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
           result.deferred.push({ partition: p.name, pending });
           continue;
         }
-      } else {
+      } else if (t === DELIVERIES) {
         pendingExpired = await pendingIn(db, p.name);
       }
       await dropPartition(db, t, p.name);

@@ -1,6 +1,6 @@
 // The time-partitioned tables (docs/partitioning.md): each partitioned by `key` in daily ranges [day, day + 1) in
 // UTC, named <table>_pYYYYMMDD, beside the <table>_legacy partition [MINVALUE, cutover) that holds a converted
-// deployment's rows (migration 054) and a DEFAULT partition kept empty (an insert never fails for want of a
+// deployment's rows (migrations 054, 055) and a DEFAULT partition kept empty (an insert never fails for want of a
 // partition). `keepDays`: how long their rows stay (whole days: a day's partition goes once all of it is older).
 import type { Config } from '../config.ts';
 
@@ -30,8 +30,14 @@ export const DELIVERIES: PartitionedTable = {
   keepDays: (c) => c.webhookRetentionDays,
 };
 
+export const ATTEMPTS: PartitionedTable = {
+  table: 'webhook_attempts',
+  key: 'started_at',
+  keepDays: (c) => c.webhookRetentionDays,
+};
+
 /** In the order retention visits them: deliveries first, so the events they alone needed may go in the same pass. */
-export const PARTITIONED: PartitionedTable[] = [DELIVERIES, EVENTS];
+export const PARTITIONED: PartitionedTable[] = [DELIVERIES, ATTEMPTS, EVENTS];
 
 /** Days created ahead of today. */
 export const DAYS_AHEAD = 7;

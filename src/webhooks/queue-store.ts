@@ -507,21 +507,3 @@ export async function queueStats(db: Queryable): Promise<{ depth: number; oldest
   );
   return { depth: Number(r.rows[0]?.depth ?? 0), oldestDueSec: Math.max(0, Number(r.rows[0]?.oldest ?? 0)) };
 }
-
-/**
- * Deletes attempt rows older than the retention, in bounded batches. Returns how many. First summarises the page
- * ranges added to the BRIN time index since the last time (autovacuum does it on PostgreSQL; PGlite has none).
- */
-export async function purgeAttempts(db: Queryable, retentionDays: number, batch = 5000): Promise<number> {
-  await db.query(`SELECT brin_summarize_new_values('webhook_attempts_started'::regclass)`);
-  let total = 0;
-  for (;;) {
-    const r = await db.query(
-      `DELETE FROM webhook_attempts WHERE id IN (
-         SELECT id FROM webhook_attempts WHERE started_at < clock_timestamp() - $1 * interval '1 day' LIMIT $2)`,
-      [retentionDays, batch],
-    );
-    total += r.rowCount;
-    if (r.rowCount < batch) return total;
-  }
-}

@@ -1,4 +1,4 @@
-// Upgrading a running deployment across the partitioning migrations (053/054, docs/partitioning.md): a database
+// Upgrading a running deployment across the partitioning migrations (053–055, docs/partitioning.md): a database
 // holding deliveries in flight (due, leased by a worker that died, retrying after a failed attempt, and one already
 // delivered) migrates, its old tables become the legacy partitions, and a worker with a real receiver then makes
 // every pending delivery exactly once, each with its event; new events land in their day's partition and are
@@ -15,7 +15,7 @@ import { startWorker } from '../helpers/worker.ts';
 import { startReceiver, waitFor, sleep } from '../webhooks/receiver.ts';
 import { ensurePartitions } from '../../src/partitions/maintain.ts';
 
-const BEFORE = 52; // the last migration before time partitioning
+const BEFORE = 52; // the last migration before time partitioning (053–055)
 
 for (const backend of await backends()) {
   describe(`upgrade across time partitioning [${backend}]`, () => {
@@ -68,6 +68,8 @@ for (const backend of await backends()) {
           `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'webhook_deliveries'::regclass ORDER BY 1`,
         )).rows.map((r: any) => r.name);
         assert.deepEqual(parts, ['webhook_deliveries_default', 'webhook_deliveries_legacy'], 'the old table adopted whole');
+        const legacyAttempts = (await q(`SELECT count(*)::int AS n FROM webhook_attempts_legacy`)).rows[0].n;
+        assert.equal(legacyAttempts, 2, 'the attempts too (migration 055)');
         const leased = (await q(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE locked_until IS NOT NULL`)).rows[0].n;
         assert.equal(leased, 2, 'the leases survive the conversion (their worker died: they expire)');
         await ensurePartitions(t.db);

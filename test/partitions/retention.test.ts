@@ -61,7 +61,7 @@ for (const backend of await backends()) {
       const r = await runRetention(tdb.db, config, now);
       const dropped = r.dropped.map((d) => d.partition);
       for (const day of [day1, day3]) assert.ok(dropped.includes(`events_p${ymd(day)}`), `events of ${ymd(day)} dropped: ${dropped}`);
-      assert.ok(dropped.includes('events_legacy') && dropped.includes('webhook_deliveries_legacy'), 'the legacy partitions, wholly past the window, went too');
+      assert.ok(['events_legacy', 'webhook_deliveries_legacy', 'webhook_attempts_legacy'].every((p) => dropped.includes(p)), 'the legacy partitions, wholly past the window, went too');
       assert.ok(dropped.includes(`webhook_deliveries_p${ymd(day3)}`));
       assert.deepEqual(r.deferred.map((d) => d.partition), [`events_p${ymd(day2)}`], 'day 2 is kept: a pending delivery needs its event');
       const left = await names();

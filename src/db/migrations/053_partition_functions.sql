@@ -25,21 +25,27 @@ BEGIN
   RETURN cut;
 END $fn$;
 
--- Validates the CHECK: reads the table, under a lock that lets writes go on.
+-- Validates the cutover CHECK, and every other CHECK left NOT VALID (a widened one: a partition's must match its
+-- parent's, which are valid): reads the table, under a lock that lets writes go on.
 CREATE FUNCTION bulb_partition_validate(tbl text) RETURNS void LANGUAGE plpgsql AS $fn$
+DECLARE
+  r record;
 BEGIN
   IF (SELECT relkind FROM pg_class WHERE oid = tbl::regclass) = 'p' THEN RETURN; END IF;
-  EXECUTE format('ALTER TABLE %I VALIDATE CONSTRAINT %I', tbl, tbl || '_before_cutover');
+  FOR r IN SELECT conname FROM pg_constraint WHERE conrelid = tbl::regclass AND contype = 'c' AND NOT convalidated LOOP
+    EXECUTE format('ALTER TABLE %I VALIDATE CONSTRAINT %I', tbl, r.conname);
+  END LOOP;
 END $fn$;
 
 -- The swap, in one transaction and under one strong lock, reading no row: tbl becomes <tbl>_legacy, a partitioned
 -- table of the same columns takes its name (the identity continued from the old sequence, the same indexes and
 -- triggers, the primary key (id, key), a plain index on uuid), and adopts <tbl>_legacy as its partition
 -- [MINVALUE, cutover) and a DEFAULT partition (kept empty by the partitions job). Needs, built beforehand
--- (concurrently): a unique index <tbl>_legacy_id_key on (id, key) and an index <tbl>_legacy_uuid on (uuid).
+-- (concurrently): a unique index <tbl>_legacy_id_key on (id, key) and, with_uuid, an index <tbl>_legacy_uuid on
+-- (uuid) (without: the table has no index on uuid; nothing looks its rows up by it).
 -- fk: the foreign keys to carry over, as ADD CONSTRAINT clauses (the legacy's equivalent ones are adopted, not
 -- validated again).
-CREATE FUNCTION bulb_partition_swap(tbl text, key text, fks text[]) RETURNS void LANGUAGE plpgsql AS $fn$
+CREATE FUNCTION bulb_partition_swap(tbl text, key text, fks text[], with_uuid boolean DEFAULT true) RETURNS void LANGUAGE plpgsql AS $fn$
 DECLARE
   legacy text := tbl || '_legacy';
   cut timestamptz;
@@ -81,7 +87,7 @@ BEGIN
   EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', tbl, tbl || '_before_cutover');
   EXECUTE format('ALTER TABLE %I ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME %I START WITH %s)', tbl, tbl || '_id_seq', coalesce(last, 0) + 1);
   EXECUTE format('ALTER TABLE %I ADD PRIMARY KEY (id, %I)', tbl, key);
-  EXECUTE format('CREATE INDEX %I ON %I (uuid)', tbl || '_uuid', tbl);
+  IF with_uuid THEN EXECUTE format('CREATE INDEX %I ON %I (uuid)', tbl || '_uuid', tbl); END IF;
   FOREACH s IN ARRAY idx LOOP EXECUTE s; END LOOP;
   FOREACH s IN ARRAY trg LOOP EXECUTE s; END LOOP;
   FOREACH s IN ARRAY fks LOOP EXECUTE format('ALTER TABLE %I ADD %s', tbl, s); END LOOP;
