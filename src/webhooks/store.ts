@@ -264,8 +264,14 @@ export interface DeliveryRow {
 
 const DELIVERY_COLUMNS = `d.id, d.uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, d.status, d.attempt_count,
   d.next_attempt_at, d.created_at, d.delivered_at`;
-const DELIVERY_JOINS = `JOIN events e ON ${eventOfDelivery('d', 'e')} JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
-const DELIVERY_SELECT = `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d ${DELIVERY_JOINS}`;
+const DELIVERY_SELECT = `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events e ON ${eventOfDelivery('d', 'e')}
+  JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
+/**
+ * A page's joins, one probe per row (LATERAL … LIMIT 1: the planner, which does not count the partitions the
+ * executor prunes, would otherwise hash whole tables of a few partitions' rows).
+ */
+const lateral = (table: string, alias: string, on: string) => `CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on} LIMIT 1) ${alias}`;
+const DELIVERY_JOINS = `${lateral('events', 'e', eventOfDelivery('d', 'e'))} JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
 
 /**
  * A list's page: the rows of `table` (alias `alias`) in order first, then their joins, when no filter needs a joined
@@ -482,7 +488,9 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
        JOIN webhook_subscriptions s ON s.id = a.subscription_id`;
   const sql = byType
     ? `SELECT ${columns} FROM webhook_attempts a ${joins} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`
-    : pageFirst('webhook_attempts', 'a', where, order, fetchSize(q.limit), columns, joins);
+    : pageFirst('webhook_attempts', 'a', where, order, fetchSize(q.limit), columns,
+      `${lateral('webhook_deliveries', 'd', deliveryOfAttempt('a', 'd'))} ${lateral('events', 'e', eventOfDelivery('d', 'e'))}
+       JOIN webhook_subscriptions s ON s.id = a.subscription_id`);
   const dated = q.since !== undefined || q.until !== undefined;
   const r = await db.query<StoredAttempt>(sql, params, dated ? undefined : statementName('webhook_attempts_list', sql));
   const rows = r.rows.slice(0, q.limit + 1);
