@@ -72,7 +72,11 @@ export async function maintainPartitions(db: Db, config: RetentionConfig, log: (
   return { ...r, created };
 }
 
-/** The job: a pass at start, then every `everyMs` (the scheduler's room for it, src/scheduler.ts). */
+/**
+ * The job: a pass 10 s after start, then every `everyMs` (the scheduler's room for it, src/scheduler.ts). Not at
+ * once: a fresh database's first pass creates ~18 tables (350 ms on PGlite, whose one session requests wait
+ * behind), and the DEFAULT partitions take any row meanwhile.
+ */
 export function startPartitionMaintenance(db: Db, config: RetentionConfig, everyMs: number, log: (message: string) => void, onError: (err: unknown) => void): () => Promise<void> {
-  return startLoop(() => maintainPartitions(db, config, log), everyMs, onError, 0);
+  return startLoop(() => maintainPartitions(db, config, log), everyMs, onError, 10_000);
 }
