@@ -40,13 +40,13 @@ export function backgroundJobs(db: Db, config: Config, log: Log): Job[] {
         return () => dispatcher.stop();
       },
     },
-    // Time partitions of events and deliveries: days created ahead, retention by dropping whole partitions
+    // Time partitions of events, deliveries and attempts: days created ahead, retention by dropping whole partitions
     // (src/partitions/, docs/partitioning.md).
     {
       name: 'partitions', runs: 'worker',
       start: async () => startPartitionMaintenance(db, config, 3_600_000, (m) => log(m), failed('partition maintenance')),
     },
-    // Retention of attempts and time marks, expired Idempotency-Keys, deliveries of deleted subscriptions.
+    // Time marks past retention, expired Idempotency-Keys, deliveries of deleted subscriptions.
     { name: 'housekeeping', runs: 'worker', start: async () => startHousekeeping(db, config, 3_600_000, failed('housekeeping')) },
     // Possible duplicates: folds changed customers into the pairs table (SPEC §14).
     { name: 'duplicates refresh', runs: 'worker', start: async () => startDuplicateRefresher(db, config.defaultPhoneRegion, 1000, failed('duplicate refresh')) },
