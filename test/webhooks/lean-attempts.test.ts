@@ -52,7 +52,8 @@ await describeEachDb('lean attempt rows', (ctx) => {
       const bySub = await Promise.all(subs.map((s) => api().get(`/integrations/webhooks/logs?limit=250&subscription=${s}`)));
       const all = bySub.flatMap((r) => r.body.data as any[]);
       const byDelivery = await Promise.all([...new Set(all.map((a) => a.deliveryUuid))].map((d) => api().get(`/integrations/webhooks/logs?delivery=${d}`)));
-      return { bySub: bySub.map((r) => r.text), byDelivery: byDelivery.map((r) => r.text), all };
+      const deliveries = await Promise.all(subs.map((s) => api().get(`/integrations/webhooks/deliveries?limit=250&subscription=${s}`)));
+      return { bySub: bySub.map((r) => r.text), byDelivery: byDelivery.map((r) => r.text), deliveries: deliveries.map((r) => r.text), all };
     };
     const before = await read();
 
@@ -91,6 +92,7 @@ await describeEachDb('lean attempt rows', (ctx) => {
     const after = await read();
     assert.deepEqual(after.bySub, before.bySub, 'the logs by subscription read exactly as before');
     assert.deepEqual(after.byDelivery, before.byDelivery, 'the logs by delivery read exactly as before');
+    assert.deepEqual(after.deliveries, before.deliveries, 'the deliveries read exactly as before');
 
     // A new delivery reads its own config: the new URL and auth.
     assert.equal((await api().post('/crm/customers', { externalId: 'lean-2' })).status, 201);
