@@ -15,9 +15,10 @@ import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
 import { credentialsOf, redactCredentials } from './redact.ts';
 import { Abort, Sender, type ClientTls, type SendResult } from './sender.ts';
 import { TokenSource } from './oauth2.ts';
-import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
+import { BROKER_PIPELINE, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { BrokerDestinations, destinationKind } from './destinations/registry.ts';
+import { ClaimClock, missedSlots, slotSlackMs } from './slots.ts';
 
 /** A claim triggered only by finished attempts waits for this many of them… */
 const CLAIM_MIN = 8;
@@ -55,6 +56,8 @@ interface InFlight {
   token: string;
   /** Date.now() before which it may not be sent: its rate-cap slot (0: none). Waiting for it is not part of the deadline. */
   notBefore: number;
+  /** The rate cap's slot interval (ms; 0: none): it may not be sent later than its slot's slack either (slots.ts). */
+  slotMs: number;
   abort: Abort;
   released: boolean;
   done: Promise<void>;
@@ -75,6 +78,8 @@ export class Dispatcher {
   private lanes = new Map<string, Lane<InFlight>>();
   /** Lanes whose next waiting delivery has a rate-cap slot later than now: the timer that starts it then. */
   private slotTimers = new Map<Lane<InFlight>, NodeJS.Timeout>();
+  /** The claim's clock as this process sees it: rate-cap slots count from it. */
+  private claimClock = new ClaimClock();
   /** Waiting deliveries of lanes paused by Retry-After: their claims are given back on the next turn. */
   private giveBack: InFlight[] = [];
   private inflight = new Map<string, InFlight>();
@@ -293,28 +298,31 @@ export class Dispatcher {
     for (const l of ready) {
       if (total >= this.batch) break;
       const n = Math.min(l.room(now), share, this.batch - total);
-      asks.push({ subscriptionId: l.id, room: n, held: l.held });
+      asks.push({ subscriptionId: l.id, room: n, held: l.held, ceilings: l.heldCeilings });
       l.lastClaim = now;
       total += n;
     }
     const token = crypto.randomUUID();
-    const { claimed: rows, holds } = await claimLanes(this.db, asks, this.leaseMs, token);
-    // Slot and reclaim times are counted from the statement's clock: added to when its answer arrived (as due times are).
-    const answered = Date.now();
+    const { claimed: rows, holds, clockMs } = await claimLanes(this.db, asks, this.leaseMs, token);
+    // Slot and reclaim times are counted from the statement's clock: added to when its answer arrived (as due times are),
+    // less how late the answer was read (an event loop busy when it came would make every slot of the claim late).
+    const read = Date.now();
+    const answered = clockMs === null ? read : read - this.claimClock.lag(read, clockMs);
     const got = new Map<string, number>();
     for (const row of rows) {
       const id = String(row.subscription_id);
       got.set(id, (got.get(id) ?? 0) + 1);
       const l = this.laneOf(id, row.max_in_flight);
       l.setMax(row.max_in_flight);
-      this.hold(row, l, token, row.send_in_ms === null ? 0 : answered + row.send_in_ms);
+      l.pipeline = destinationKind(row.url) === 'http' ? 1 : BROKER_PIPELINE;
+      this.hold(row, l, token, row.send_in_ms === null ? 0 : answered + row.send_in_ms, row.slot_ms ?? 0);
     }
     for (const id of got.keys()) this.pump(this.lanes.get(id)!);
     // A lane that gave less than asked has nothing more claimable now: it waits for a notification or a due time.
     // (The claim also stops at the subscription's maxInFlight, which a lane first heard of by NOTIFY learns here.)
     for (const a of asks) {
       const l = this.lanes.get(a.subscriptionId)!;
-      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, HELD_CEILINGS * l.max - a.held)) l.due = false;
+      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, l.heldCeilings * l.max - a.held)) l.due = false;
     }
     // A rate-capped lane that took every slot it had may have more: claimed again once half its slots have passed.
     for (const h of holds) {
@@ -332,19 +340,29 @@ export class Dispatcher {
   }
 
   /** A claimed delivery joins its lane's waiting list (pump starts it as soon as the lane has a slot). */
-  private hold(row: Claimed, lane: Lane<InFlight>, token: string, notBefore: number): void {
-    const f: InFlight = { row, lane, token, notBefore, abort: new Abort(), released: false, done: Promise.resolve() };
+  private hold(row: Claimed, lane: Lane<InFlight>, token: string, notBefore: number, slotMs: number): void {
+    const f: InFlight = { row, lane, token, notBefore, slotMs, abort: new Abort(), released: false, done: Promise.resolve() };
     this.inflight.set(String(row.id), f);
     lane.waiting.push(f);
   }
 
   /**
    * Starts waiting deliveries while the lane has slots (not while paused, not while stopping), each not before its
-   * rate-cap slot (they wait in claim order, which is slot order): the first one not yet due starts by a timer.
+   * rate-cap slot (they wait in claim order, which is slot order): the first one not yet due starts by a timer. One
+   * whose slot passed more than its slack ago takes the lane's next slot instead, and the deliveries left without one
+   * are given back (slots.ts: a late send followed by a timely one would put more than the cap in a second).
    */
   private pump(lane: Lane<InFlight>): void {
     while (!this.stopping && lane.waiting.length > 0 && lane.startRoom(Date.now()) > 0) {
-      const wait = lane.waiting[0].notBefore - Date.now();
+      const head = lane.waiting[0];
+      if (head.slotMs > 0 && Date.now() - head.notBefore > slotSlackMs(head.slotMs)) {
+        this.giveBack.push(...missedSlots(lane.waiting, Date.now()));
+        lane.due = true; // claimed again, with new slots
+        this.lookNow = true;
+        this.wake();
+        continue;
+      }
+      const wait = head.notBefore - Date.now();
       if (wait > 0) {
         if (!this.slotTimers.has(lane)) {
           this.slotTimers.set(lane, setTimeout(() => {

@@ -39,8 +39,10 @@ export interface Claimed
    * attempt fails with SECRET_UNREADABLE), or null. One subscription's unreadable value never fails the claim.
    */
   secret_error: string | null;
-  /** A rate-capped subscription's send slot for this delivery, in ms from the claim's answer (null: no cap, send at once). */
+  /** A rate-capped subscription's send slot for this delivery, in ms from the claim's clock (null: no cap, send at once). */
   send_in_ms: number | null;
+  /** Its slot interval, 1000 / maxPerSecond ms (null: no cap). */
+  slot_ms: number | null;
 }
 
 /** OAuth2 client credentials and mutual TLS of the subscription (migration 044), secrets in clear. */
@@ -52,8 +54,10 @@ const RECEIVER_AUTH_COLUMNS = ['oauth2_token_url', 'oauth2_client_id', 'oauth2_c
 export interface LaneAsk {
   subscriptionId: string;
   room: number;
-  /** Deliveries this lane holds in this process, in flight or waiting (room + held ≤ HELD_CEILINGS × maxInFlight). */
+  /** Deliveries this lane holds in this process, in flight or waiting (room + held ≤ ceilings × maxInFlight). */
   held: number;
+  /** Most it may hold, in units of maxInFlight: HELD_CEILINGS (the default), × BROKER_PIPELINE for a broker destination (lanes.ts). */
+  ceilings?: number;
 }
 
 /** A claimed delivery with its event, as the claim sends it: one JSON array, in this order (name, SQL). */
@@ -70,12 +74,13 @@ type ClaimedTuple = [string, string, number, number, string, string, string, str
  * rate-capped lane that got none), and for a rate-capped one its rate, the slots it could take, when its first slot
  * falls and when its next claim is worth making (ms from the statement's clock).
  */
-type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error' | 'send_in_ms'> & {
+type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error' | 'send_in_ms' | 'slot_ms'> & {
   deliveries: string | null;
   max_per_second: number | null;
   rate_slots: number | null;
   send_in_ms: number | null;
   reclaim_in_ms: number | null;
+  clock_ms: number;
 };
 
 /** What a claim says of a rate-capped lane: the rate held it back (it had slots for fewer than asked), and until when. */
@@ -95,7 +100,7 @@ export const RATE_HORIZON_MS = 1000;
 const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
 
 /**
- * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane. Exported for the bench's EXPLAIN.
+ * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane, $6 ceilings held per lane. Exported for the bench's EXPLAIN.
  * A rate-capped subscription (max_per_second) is locked first, in id order (claims of one capped subscription take its
  * slots one after another, whichever process runs them), before any delivery row (the InitPlan counting `capped` in
  * `ws`), so a claim never waits for a subscription while holding deliveries. Its slots run from rate_tat (or now)
@@ -104,7 +109,7 @@ const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
  * rate_tat past them, in the same statement.
  */
 export const CLAIM_SQL = `WITH w AS (
-       SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, held)
+       SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[], $6::int[]) AS w(sub, room, held, ceilings)
        WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL -- the lease only: see claimLanes
      ), capped AS (
        SELECT s.id, s.max_per_second::float8 AS rate, n.start,
@@ -115,7 +120,7 @@ export const CLAIM_SQL = `WITH w AS (
        WHERE s.id = ANY($1::bigint[]) AND s.max_per_second IS NOT NULL
        ORDER BY s.id FOR NO KEY UPDATE OF s
      ), ws AS (
-       SELECT w.sub, greatest(0, least(w.room, ${HELD_CEILINGS} * s.max_in_flight - w.held, cap.slots)) AS lim FROM w
+       SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
          AND (s.paused_until IS NULL OR s.paused_until <= now())
        LEFT JOIN capped cap ON cap.id = w.sub
@@ -159,14 +164,15 @@ export const CLAIM_SQL = `WITH w AS (
        s.destination_password, ${RECEIVER_AUTH_COLUMNS.map((c) => `s.${c}`).join(', ')}, lanes.deliveries, cap.rate AS max_per_second, cap.slots AS rate_slots,
        extract(epoch FROM (cap.start - clock_timestamp())) * 1000 AS send_in_ms,
        extract(epoch FROM (cap.start + coalesce(lanes.taken, 0) / cap.rate * interval '1 second'
-         - ${RATE_RECLAIM_MS} * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms
+         - ${RATE_RECLAIM_MS} * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms,
+       extract(epoch FROM clock_timestamp()) * 1000 AS clock_ms
      FROM lanes FULL JOIN capped cap ON cap.id = lanes.subscription_id
        JOIN webhook_subscriptions s ON s.id = coalesce(lanes.subscription_id, cap.id)
      WHERE (SELECT count(*) FROM tat) >= 0`;
 
 /**
  * Claims due deliveries from the named subscriptions only, at most `room` from each (a worker never holds more
- * than HELD_CEILINGS × a subscription's maxInFlight: a ceiling in flight, the rest waiting), oldest first, under a
+ * than HELD_CEILINGS × a subscription's maxInFlight, × BROKER_PIPELINE for a broker: a ceiling in flight, the rest waiting), oldest first, under a
  * lease. Live work first: a replay's deliveries (pending with no next_attempt_at, webhook_replays) take only the
  * room the lane's due live deliveries left, in event order. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
  * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
@@ -178,14 +184,15 @@ export const CLAIM_SQL = `WITH w AS (
  * The answer is one row per lane: the subscription's columns (and its retired secrets) once, its claimed deliveries
  * with their events as one JSON array of arrays (CLAIMED_FIELDS), oldest first, which JSON.parse reads natively
  * instead of the driver parsing every column of every row (measured over 20,000-delivery drains: the worker's CPU per delivery −6%).
- * A rate-capped subscription's deliveries come with their send slots (send_in_ms); `holds` names the capped lanes that
- * had slots for fewer than asked, and when their next claim is worth making (docs/delivery-policies.md).
+ * A rate-capped subscription's deliveries come with their send slots (send_in_ms, from the statement's clock `clockMs`);
+ * `holds` names the capped lanes that had slots for fewer than asked, and when their next claim is worth making
+ * (docs/delivery-policies.md).
  */
-export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<{ claimed: Claimed[]; holds: RateHold[] }> {
-  if (asks.length === 0) return { claimed: [], holds: [] };
+export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<{ claimed: Claimed[]; holds: RateHold[]; clockMs: number | null }> {
+  if (asks.length === 0) return { claimed: [], holds: [], clockMs: null };
   const r = await db.query<ClaimedLane>(
     CLAIM_SQL,
-    [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held)],
+    [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held), asks.map((a) => a.ceilings ?? HELD_CEILINGS)],
     'webhook_claim',
   );
   const claimed: Claimed[] = [];
@@ -221,13 +228,15 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
         previous_secrets: sub.previous_secrets, destination_password: sub.destination_password, secret_error: sub.secret_error,
         // The i-th slot of this claim: 1/rate after the one before (oldest delivery first, as the claim ordered them).
         send_in_ms: sendIn === null || rate === null ? null : sendIn + (i * 1000) / rate,
+        slot_ms: rate === null ? null : 1000 / rate,
         oauth2_token_url: sub.oauth2_token_url, oauth2_client_id: sub.oauth2_client_id, oauth2_client_secret: sub.oauth2_client_secret,
         oauth2_scope: sub.oauth2_scope, oauth2_audience: sub.oauth2_audience, tls_client_certificate: sub.tls_client_certificate,
         tls_client_key: sub.tls_client_key, tls_ca_certificate: sub.tls_ca_certificate,
       });
     });
   }
-  return { claimed, holds };
+  // The statement's clock (epoch ms), read once per lane row in the same instant: slot times count from it (slots.ts).
+  return { claimed, holds, clockMs: r.rows.length > 0 ? Number(r.rows[0].clock_ms) : null };
 }
 
 /** Sealed secret → clear text, for the claims of this process (a few per subscription). */

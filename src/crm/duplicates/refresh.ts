@@ -26,14 +26,33 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     if (ids.length === 0) return { taken: 0, requeued: 0 };
     const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
     const keys = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId })));
+    // What changed since the last refresh: a customer re-queued because its name changed step keeps its profile and keys.
+    const stored = await store.storedState(tx, ids);
+    const pairKey = (k: { key: string; customerId: string }) => `${k.customerId}\u0000${k.key}`;
+    const storedKeys = new Set(stored.keys.map(pairKey));
+    const newKeys = new Set(keys.map(pairKey));
+    const byId = new Map(profiles.map((p) => [p.customerId, p]));
+    const sameProfile = new Set(stored.profiles.filter((o) => {
+      const p = byId.get(o.customerId);
+      return p !== undefined && JSON.stringify([o.name, o.emails, o.phones, o.postalCodes, o.cities]) === JSON.stringify([p.name, p.emails, p.phones, p.postalCodes, p.cities]);
+    }).map((o) => o.customerId));
     // How many bear each key and each name now and once the batch is refreshed, one index probe each (the counts
     // are kept by triggers). Counted once per name: counted per candidate row, a name borne by k customers (k
     // walk-in "Guest Customer"s of one shop) cost k² candidates × k, 72 s for one read at k = 1,000.
-    const added = new Map<string, number>();
-    for (const k of keys) added.set(k.key, (added.get(k.key) ?? 0) + 1);
-    for (const p of profiles) added.set(`f:${p.name}`, (added.get(`f:${p.name}`) ?? 0) + 1);
-    const counts = (await store.keyCounts(tx, ids, [...added.keys()])).map((c) => ({ key: c.key, before: c.bearers, after: c.bearers - c.mine + (added.get(c.key) ?? 0) }));
-    await store.replaceProfiles(tx, ids, profiles, keys);
+    const delta = new Map<string, number>();
+    const add = (key: string, d: number) => delta.set(key, (delta.get(key) ?? 0) + d);
+    for (const k of keys) add(k.key, 1);
+    for (const p of profiles) add(`f:${p.name}`, 1);
+    for (const k of stored.keys) add(k.key, -1);
+    for (const o of stored.profiles) add(`f:${o.name}`, -1);
+    const now = await store.bearers(tx, [...delta.keys()]);
+    const counts = [...delta].map(([key, d]) => ({ key, before: now.get(key) ?? 0, after: (now.get(key) ?? 0) + d }));
+    await store.writeProfiles(tx, ids, {
+      dropProfiles: stored.profiles.filter((o) => !sameProfile.has(o.customerId)).map((o) => o.customerId),
+      addProfiles: profiles.filter((p) => !sameProfile.has(p.customerId)),
+      dropKeys: stored.keys.filter((k) => !newKeys.has(pairKey(k))),
+      addKeys: keys.filter((k) => !storedKeys.has(pairKey(k))),
+    });
     const capped = new Set(counts.filter((c) => !c.key.startsWith('f:') && c.after > keyCap(c.key)).map((c) => c.key));
     const requeued = await requeueFlipped(tx, ids, counts);
     const nameCount = new Map(counts.filter((c) => c.key.startsWith('f:')).map((c) => [c.key.slice(2), c.after]));
