@@ -1,6 +1,6 @@
 // Partition maintenance, one job under src/scheduler.ts (docs/partitioning.md): creates each partitioned table's
 // days ahead, and retention by detaching and dropping whole partitions (no mass DELETE).
-import type { Db } from '../db/db.ts';
+import { sqlState, type Db } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
 import { DAYS_AHEAD, DELIVERIES, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
 import { addDays, createDay, dayOf, daysInDefault, dropPartition, partitionName, partitions, pendingIn, pendingNeedingEvents } from './store.ts';
@@ -10,7 +10,7 @@ import { addDays, createDay, dayOf, daysInDefault, dropPartition, partitionName,
  * partition holds rows of (moving them in). Days before a table's cutover belong to its legacy partition. Returns
  * the partitions created.
  */
-export async function ensurePartitions(db: Db, now = new Date()): Promise<string[]> {
+export async function ensurePartitions(db: Db, now = new Date(), busy: string[] = []): Promise<string[]> {
   const created: string[] = [];
   for (const t of PARTITIONED) {
     const parts = await partitions(db, t);
@@ -20,8 +20,7 @@ export async function ensurePartitions(db: Db, now = new Date()): Promise<string
     for (let i = 0; i <= DAYS_AHEAD; i++) days.push(addDays(today, i));
     for (const day of days) {
       if (covered(day) || created.includes(partitionName(t, day))) continue;
-      await createDay(db, t, day);
-      created.push(partitionName(t, day));
+      if (await orBusy(() => createDay(db, t, day), partitionName(t, day), busy)) created.push(partitionName(t, day));
     }
   }
   return created;
@@ -32,6 +31,20 @@ export interface RetentionResult {
   dropped: { table: string; partition: string; pendingExpired: number }[];
   /** Events partitions past retention kept because pending deliveries need their events. */
   deferred: { partition: string; pending: number }[];
+  /** Partitions left for the next pass: the table was busy past lock_timeout. */
+  busy: string[];
+}
+
+/** Runs fn; false if it gave up waiting for a lock (lock_timeout: the name goes to `busy`, the next pass retries). */
+async function orBusy(fn: () => Promise<unknown>, name: string, busy: string[]): Promise<boolean> {
+  try {
+    await fn();
+    return true;
+  } catch (err) {
+    if (sqlState(err) !== '55P03') throw err;
+    busy.push(name);
+    return false;
+  }
 }
 
 /**
@@ -41,7 +54,7 @@ export interface RetentionResult {
  * (bounded: such a delivery expires with its own partition). The bench (bench/volume*.ts) times this call.
  */
 export async function runRetention(db: Db, config: RetentionConfig, now = new Date()): Promise<RetentionResult> {
-  const result: RetentionResult = { dropped: [], deferred: [] };
+  const result: RetentionResult = { dropped: [], deferred: [], busy: [] };
   for (const t of PARTITIONED) {
     const horizon = addDays(now, -t.keepDays(config));
     for (const p of await partitions(db, t)) {
@@ -56,8 +69,7 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
       } else if (t === DELIVERIES) {
         pendingExpired = await pendingIn(db, p.name);
       }
-      await dropPartition(db, t, p.name);
-      result.dropped.push({ table: t.table, partition: p.name, pendingExpired });
+      if (await orBusy(() => dropPartition(db, t, p.name), p.name, result.busy)) result.dropped.push({ table: t.table, partition: p.name, pendingExpired });
     }
   }
   return result;
@@ -65,8 +77,11 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
 
 /** One pass of the job: partitions ahead first (an insert must find its day), then retention. */
 export async function maintainPartitions(db: Db, config: RetentionConfig, log: (message: string) => void, now = new Date()): Promise<RetentionResult & { created: string[] }> {
-  const created = await ensurePartitions(db, now);
+  const busy: string[] = [];
+  const created = await ensurePartitions(db, now, busy);
   const r = await runRetention(db, config, now);
+  r.busy.push(...busy);
+  if (r.busy.length) log(`partitions: ${r.busy.join(', ')} left for the next pass (the table was busy for 2 s)`);
   for (const d of r.dropped) if (d.pendingExpired > 0) log(`retention: ${d.pendingExpired} pending deliveries past BULB_WEBHOOK_RETENTION_DAYS expired with ${d.partition}`);
   for (const d of r.deferred) log(`retention: ${d.partition} kept, ${d.pending} pending deliveries need its events`);
   return { ...r, created };
