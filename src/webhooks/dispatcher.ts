@@ -515,9 +515,14 @@ export class Dispatcher {
       for (const st of states) {
         deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
         // A retry this worker scheduled: its lane is claimed at that time, the loop woken for it if it sleeps past it
-        // (other workers learn of it by the sweep). Counted from the statement's clock, as the sweep's due times.
+        // (other workers learn of it by the sweep). Its time on the database's clock, mapped as the claims' slots are:
+        // counted from when the answer was read (as the sweep's due times are), every retry was late by the rest of a
+        // failure's transaction and its reading (on PGlite under load, 70–320 ms: docs/delivery-policies.md).
         const lane = this.inflight.get(String(st.id))?.lane;
-        if (st.status === 'pending' && st.due_in_ms !== null && lane) this.dueBy(lane, answered + Number(st.due_in_ms));
+        if (st.status === 'pending' && st.due_in_ms !== null && lane) {
+          const at = st.due_at_ms === null ? null : this.claimClock.local(Number(st.due_at_ms));
+          this.dueBy(lane, at ?? answered + Number(st.due_in_ms));
+        }
       }
       for (const r of batch) this.inflight.delete(String(r.deliveryId));
     } catch (err) {

@@ -386,6 +386,8 @@ export interface DeliveryState {
   status: string;
   next_attempt_at: string | null;
   due_in_ms: number | string | null;
+  /** next_attempt_at as epoch ms of the database's clock (null: not pending). */
+  due_at_ms: number | string | null;
 }
 
 /**
@@ -461,7 +463,8 @@ export async function recordResults(
          r.version_id, decode(r.signatures, 'hex'), r.timestamp_skew, r.url, r.request_headers, r.request_body, r.response_body
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
-     SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms FROM upd`,
+     SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms,
+       extract(epoch FROM next_attempt_at) * 1000 AS due_at_ms FROM upd`,
     // One JSON text rather than an array per column: serialised natively, not element by element.
     [
       rs.map((x) => x.deliveryId),
