@@ -122,7 +122,9 @@ export async function runVolumeBench(o: { quick?: boolean } = {}): Promise<Row[]
       for (let si = 0; si < sites.length; si++) {
         const s = sites[si];
         // What bulk made is left for the possible-duplicates refresher, which runs in the worker beside the drain
-        // and the import as it does in production (its backlog is emptied after each round).
+        // and the import as it does in production (its backlog is emptied after each round);
+        // BENCH_VOLUME_REFRESHER=off empties it first (the write paths alone).
+        if (process.env.BENCH_VOLUME_REFRESHER === 'off') await s.c.query('TRUNCATE duplicate_dirty');
         const worker = await startBulb({ databaseUrl: s.url, role: 'worker', env });
         try {
           const d = await drained(s);
