@@ -1,8 +1,9 @@
 // Broker destinations (docs/destinations.md; issue 27, goal ≥ 0.5 × direct): N deliveries queued on PostgreSQL for
 // one subscription whose URL is the machine's RabbitMQ (an exchange with a bound queue) or NATS JetStream (a stream's
 // subject), drained by one worker process (BULB_ROLE=worker), against the broker's own client publishing the same
-// bodies and headers directly from this process, as many at a time as the lane's default ceiling (16), with the same
-// acknowledgement (publisher confirms; JetStream acks), in the same run. Each rate is counted at the broker's side: a
+// bodies and headers directly from this process, with the same acknowledgement (publisher confirms; JetStream acks),
+// in the same run: as many at a time as a broker lane of the default maxInFlight keeps (16 × BROKER_PIPELINE = 64),
+// the goal's baseline, and as many as the default maxInFlight (16), shown beside it. Each rate is counted at the broker's side: a
 // consumer of the bound queue, a core NATS subscriber of the subject (which sees every publish the stream stores),
 // from the first arrival to the last.
 // `npm run bench -- --only brokers [--quick]`, or `node --import tsx bench/brokers.ts [--quick]`.
@@ -15,13 +16,15 @@ import { emitEvents } from '../src/events/emit.ts';
 import { buildRequest } from '../src/webhooks/request.ts';
 import type { Claimed } from '../src/webhooks/queue-store.ts';
 import { newSigningSecret } from '../src/webhooks/signing.ts';
+import { BROKER_PIPELINE } from '../src/webhooks/lanes.ts';
 import { createPgDatabase, log, pgAvailable, ratioGoal, round, type Row } from './lib.ts';
 import { bulbWorker, event, subscribe } from './webhooks.ts';
 
 const AMQP = 'amqp://guest:guest@127.0.0.1:5672';
 const NATS = '127.0.0.1:4222';
-/** The lane's default ceiling (maxInFlight 16): what the direct publisher keeps in flight too. */
-const IN_FLIGHT = 16;
+/** The default maxInFlight (16), and what a broker lane of it keeps in flight (lanes.ts): the direct publishers' counts. */
+const MAX_IN_FLIGHT = 16;
+const IN_FLIGHT = MAX_IN_FLIGHT * BROKER_PIPELINE;
 const GOAL = 0.5;
 const COMMAND = 'npm run bench -- --only brokers';
 
@@ -52,10 +55,10 @@ function sample(): { body: string; headers: Record<string, string> } {
   return { body: r.body, headers: r.headers };
 }
 
-/** `n` publishes, IN_FLIGHT at a time, each awaited (a confirm, an ack). */
-async function directly(n: number, publish: (i: number) => Promise<void>): Promise<void> {
+/** `n` publishes, `inFlight` at a time, each awaited (a confirm, an ack). */
+async function directly(n: number, inFlight: number, publish: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+  await Promise.all(Array.from({ length: inFlight }, async () => {
     while (next < n) await publish(next++);
   }));
 }
@@ -84,6 +87,18 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals): Promise<nu
   }
 }
 
+/** The goal's row (the direct publisher as many in flight as the lane), and the one against the default maxInFlight. */
+function rows(broker: string, what: string, bulb: number, same: number, fewer: number): Row[] {
+  return [[same, IN_FLIGHT, true], [fewer, MAX_IN_FLIGHT, false]].map(([base, inFlight, goal]) => {
+    const ratio = bulb / (base as number);
+    return {
+      what: `${broker}: ${what}, ${inFlight} in flight${goal ? ' (as many as the lane)' : ' (the default maxInFlight; information)'}`,
+      value: round(bulb, 0), unit: 'deliveries/s', baseline: round(base as number, 0), ratio: round(ratio),
+      goal: goal ? ratioGoal(ratio, GOAL) : '', command: COMMAND,
+    };
+  });
+}
+
 async function amqpRows(n: number): Promise<Row[]> {
   const conn = await amqpConnect(AMQP);
   try {
@@ -96,19 +111,20 @@ async function amqpRows(n: number): Promise<Row[]> {
     const rx = await conn.createChannel();
     await rx.consume(queue, () => arrivals.at.push(performance.now()), { noAck: true });
     const s = sample();
-    await directly(n, (i) => new Promise<void>((resolve, reject) => {
-      ch.publish(exchange, 'customer.events', Buffer.from(s.body), { mandatory: true, persistent: true, contentType: 'application/json', messageId: `direct-${i}`, headers: s.headers }, (err) => (err ? reject(err) : resolve()));
-    }));
-    const direct = await waitArrivals(arrivals, n);
-    log(`amqp direct: ${direct.toFixed(0)}/s`);
-    arrivals.at.length = 0;
+    const direct = async (inFlight: number) => {
+      arrivals.at.length = 0;
+      await directly(n, inFlight, (i) => new Promise<void>((resolve, reject) => {
+        ch.publish(exchange, 'customer.events', Buffer.from(s.body), { mandatory: true, persistent: true, contentType: 'application/json', messageId: `direct-${i}`, headers: s.headers }, (err) => (err ? reject(err) : resolve()));
+      }));
+      const rate = await waitArrivals(arrivals, n);
+      log(`amqp direct, ${inFlight} in flight: ${rate.toFixed(0)}/s`);
+      arrivals.at.length = 0;
+      return rate;
+    };
+    const [direct16, direct64] = [await direct(MAX_IN_FLIGHT), await direct(IN_FLIGHT)];
     const bulb = await bulbDrain(`amqp://127.0.0.1:5672?exchange=${exchange}&routingKey=customer.events`, n, arrivals);
     log(`amqp bulb: ${bulb.toFixed(0)}/s`);
-    const ratio = bulb / direct;
-    return [{
-      what: `RabbitMQ: drain of ${n} queued deliveries (publisher confirms) vs amqplib publishing the same bodies directly, ${IN_FLIGHT} in flight`,
-      value: round(bulb, 0), unit: 'deliveries/s', baseline: round(direct, 0), ratio: round(ratio), goal: ratioGoal(ratio, GOAL), command: COMMAND,
-    }];
+    return rows('RabbitMQ', `drain of ${n} queued deliveries (publisher confirms) vs amqplib publishing the same bodies directly`, bulb, direct64, direct16);
   } finally {
     await conn.close().catch(() => {});
   }
@@ -127,21 +143,22 @@ async function natsRows(n: number): Promise<Row[]> {
     await nc.flush();
     const js = nc.jetstream();
     const s = sample();
-    await directly(n, async (i) => {
-      const h = natsHeaders();
-      for (const [k, v] of Object.entries(s.headers)) h.set(k, v);
-      await js.publish(subject, Buffer.from(s.body), { msgID: `direct-${tag}-${i}`, headers: h });
-    });
-    const direct = await waitArrivals(arrivals, n);
-    log(`nats direct: ${direct.toFixed(0)}/s`);
-    arrivals.at.length = 0;
+    const direct = async (inFlight: number) => {
+      arrivals.at.length = 0;
+      await directly(n, inFlight, async (i) => {
+        const h = natsHeaders();
+        for (const [k, v] of Object.entries(s.headers)) h.set(k, v);
+        await js.publish(subject, Buffer.from(s.body), { msgID: `direct-${tag}-${inFlight}-${i}`, headers: h });
+      });
+      const rate = await waitArrivals(arrivals, n);
+      log(`nats direct, ${inFlight} in flight: ${rate.toFixed(0)}/s`);
+      arrivals.at.length = 0;
+      return rate;
+    };
+    const [direct16, direct64] = [await direct(MAX_IN_FLIGHT), await direct(IN_FLIGHT)];
     const bulb = await bulbDrain(`nats://127.0.0.1:4222?subject=${subject}`, n, arrivals);
     log(`nats bulb: ${bulb.toFixed(0)}/s`);
-    const ratio = bulb / direct;
-    return [{
-      what: `NATS JetStream: drain of ${n} queued deliveries (acknowledged publish) vs the nats client publishing the same bodies directly, ${IN_FLIGHT} in flight`,
-      value: round(bulb, 0), unit: 'deliveries/s', baseline: round(direct, 0), ratio: round(ratio), goal: ratioGoal(ratio, GOAL), command: COMMAND,
-    }];
+    return rows('NATS JetStream', `drain of ${n} queued deliveries (acknowledged publish) vs the nats client publishing the same bodies directly`, bulb, direct64, direct16);
   } finally {
     await jsm.streams.delete(stream).catch(() => {});
     await nc.close();

@@ -7,15 +7,18 @@ import type { Db } from '../db/db.ts';
 import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
-import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk } from './queue-store.ts';
+import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk, type StoredRequest } from './queue-store.ts';
+import { leanRequest, type SendingConfig, type SignedPart } from './attempt-request.ts';
+import { versionIds } from './versions-store.ts';
 import { recordOutcomes } from './health.ts';
 import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
 import { credentialsOf, redactCredentials } from './redact.ts';
 import { Abort, Sender, type ClientTls, type SendResult } from './sender.ts';
 import { TokenSource } from './oauth2.ts';
-import { HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
+import { BROKER_PIPELINE, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { BrokerDestinations, destinationKind } from './destinations/registry.ts';
+import { ClaimClock, missedSlots, slotSlackMs } from './slots.ts';
 
 /** A claim triggered only by finished attempts waits for this many of them… */
 const CLAIM_MIN = 8;
@@ -31,6 +34,9 @@ const COALESCE_MS = 10;
 const RECORD_MIN = 64;
 /** …or this long (ms). */
 const RECORD_WAIT_MS = 3;
+/** A result as its attempt leaves it: a lean request names its sending config, whose version id the result writer looks up. */
+type Finished = Omit<AttemptResult, 'request'> & { request: Exclude<StoredRequest, { versionId: number }> | (SignedPart & { config: SendingConfig }) };
+
 /** maxInFlight of a lane first heard of by a notification, until a claim reads the subscription's own. */
 const DEFAULT_MAX = 16;
 
@@ -50,6 +56,8 @@ interface InFlight {
   token: string;
   /** Date.now() before which it may not be sent: its rate-cap slot (0: none). Waiting for it is not part of the deadline. */
   notBefore: number;
+  /** The rate cap's slot interval (ms; 0: none): it may not be sent later than its slot's slack either (slots.ts). */
+  slotMs: number;
   abort: Abort;
   released: boolean;
   done: Promise<void>;
@@ -70,10 +78,12 @@ export class Dispatcher {
   private lanes = new Map<string, Lane<InFlight>>();
   /** Lanes whose next waiting delivery has a rate-cap slot later than now: the timer that starts it then. */
   private slotTimers = new Map<Lane<InFlight>, NodeJS.Timeout>();
+  /** The claim's clock as this process sees it: rate-cap slots count from it. */
+  private claimClock = new ClaimClock();
   /** Waiting deliveries of lanes paused by Retry-After: their claims are given back on the next turn. */
   private giveBack: InFlight[] = [];
   private inflight = new Map<string, InFlight>();
-  private results: AttemptResult[] = [];
+  private results: Finished[] = [];
   /** The result writer, while it runs (one statement at a time, beside the claims). */
   private flushing: Promise<void> | null = null;
   /** The fallback sweep, while it runs (beside the claims). */
@@ -288,28 +298,31 @@ export class Dispatcher {
     for (const l of ready) {
       if (total >= this.batch) break;
       const n = Math.min(l.room(now), share, this.batch - total);
-      asks.push({ subscriptionId: l.id, room: n, held: l.held });
+      asks.push({ subscriptionId: l.id, room: n, held: l.held, ceilings: l.heldCeilings });
       l.lastClaim = now;
       total += n;
     }
     const token = crypto.randomUUID();
-    const { claimed: rows, holds } = await claimLanes(this.db, asks, this.leaseMs, token);
-    // Slot and reclaim times are counted from the statement's clock: added to when its answer arrived (as due times are).
-    const answered = Date.now();
+    const { claimed: rows, holds, clockMs } = await claimLanes(this.db, asks, this.leaseMs, token);
+    // Slot and reclaim times are counted from the statement's clock: added to when its answer arrived (as due times are),
+    // less how late the answer was read (an event loop busy when it came would make every slot of the claim late).
+    const read = Date.now();
+    const answered = clockMs === null ? read : read - this.claimClock.lag(read, clockMs);
     const got = new Map<string, number>();
     for (const row of rows) {
       const id = String(row.subscription_id);
       got.set(id, (got.get(id) ?? 0) + 1);
       const l = this.laneOf(id, row.max_in_flight);
       l.setMax(row.max_in_flight);
-      this.hold(row, l, token, row.send_in_ms === null ? 0 : answered + row.send_in_ms);
+      l.pipeline = destinationKind(row.url) === 'http' ? 1 : BROKER_PIPELINE;
+      this.hold(row, l, token, row.send_in_ms === null ? 0 : answered + row.send_in_ms, row.slot_ms ?? 0);
     }
     for (const id of got.keys()) this.pump(this.lanes.get(id)!);
     // A lane that gave less than asked has nothing more claimable now: it waits for a notification or a due time.
     // (The claim also stops at the subscription's maxInFlight, which a lane first heard of by NOTIFY learns here.)
     for (const a of asks) {
       const l = this.lanes.get(a.subscriptionId)!;
-      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, HELD_CEILINGS * l.max - a.held)) l.due = false;
+      if ((got.get(a.subscriptionId) ?? 0) < Math.min(a.room, l.heldCeilings * l.max - a.held)) l.due = false;
     }
     // A rate-capped lane that took every slot it had may have more: claimed again once half its slots have passed.
     for (const h of holds) {
@@ -327,19 +340,29 @@ export class Dispatcher {
   }
 
   /** A claimed delivery joins its lane's waiting list (pump starts it as soon as the lane has a slot). */
-  private hold(row: Claimed, lane: Lane<InFlight>, token: string, notBefore: number): void {
-    const f: InFlight = { row, lane, token, notBefore, abort: new Abort(), released: false, done: Promise.resolve() };
+  private hold(row: Claimed, lane: Lane<InFlight>, token: string, notBefore: number, slotMs: number): void {
+    const f: InFlight = { row, lane, token, notBefore, slotMs, abort: new Abort(), released: false, done: Promise.resolve() };
     this.inflight.set(String(row.id), f);
     lane.waiting.push(f);
   }
 
   /**
    * Starts waiting deliveries while the lane has slots (not while paused, not while stopping), each not before its
-   * rate-cap slot (they wait in claim order, which is slot order): the first one not yet due starts by a timer.
+   * rate-cap slot (they wait in claim order, which is slot order): the first one not yet due starts by a timer. One
+   * whose slot passed more than its slack ago takes the lane's next slot instead, and the deliveries left without one
+   * are given back (slots.ts: a late send followed by a timely one would put more than the cap in a second).
    */
   private pump(lane: Lane<InFlight>): void {
     while (!this.stopping && lane.waiting.length > 0 && lane.startRoom(Date.now()) > 0) {
-      const wait = lane.waiting[0].notBefore - Date.now();
+      const head = lane.waiting[0];
+      if (head.slotMs > 0 && Date.now() - head.notBefore > slotSlackMs(head.slotMs)) {
+        this.giveBack.push(...missedSlots(lane.waiting, Date.now()));
+        lane.due = true; // claimed again, with new slots
+        this.lookNow = true;
+        this.wake();
+        continue;
+      }
+      const wait = head.notBefore - Date.now();
       if (wait > 0) {
         if (!this.slotTimers.has(lane)) {
           this.slotTimers.set(lane, setTimeout(() => {
@@ -409,9 +432,7 @@ export class Dispatcher {
       deliveryId: row.id,
       lockToken: f.token,
       subscriptionId: row.subscription_id,
-      eventId: row.event_id,
       attemptNumber: row.attempt_count + 1,
-      url: row.url,
       startedAt: startedAt.toISOString(),
       durationMs: res.durationMs,
       statusCode: res.statusCode,
@@ -419,8 +440,7 @@ export class Dispatcher {
       ok: res.ok,
       schedulePos: row.schedule_pos,
       retryAfterMs: res.retryAfterMs,
-      requestHeaders: req.logHeaders,
-      requestBody: req.body,
+      request: storedRequest(row, req, this.hmacHeader, startedAt.getTime()),
       responseBody: redactCredentials(res.responseBody, credentialsOf(row, tokens)), // a receiver may echo a credential back, in any form
     });
     if (this.completed++ === 0) this.firstCompletedAt = performance.now();
@@ -490,7 +510,7 @@ export class Dispatcher {
   private async flushOnce(): Promise<void> {
     const batch = this.results.splice(0, 500);
     try {
-      const states = await recordOutcomes(this.db, this.config, batch);
+      const states = await recordOutcomes(this.db, this.config, await this.withVersions(batch));
       const answered = Date.now();
       for (const st of states) {
         deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
@@ -504,6 +524,21 @@ export class Dispatcher {
       this.results.unshift(...batch);
       throw err;
     }
+  }
+
+  /**
+   * The results with their configs' version ids (written first when new: one statement per new config and process,
+   * committed before the results that point at them).
+   */
+  private async withVersions(batch: Finished[]): Promise<AttemptResult[]> {
+    const lean = batch.flatMap((r) => ('config' in r.request ? [r.request.config] : []));
+    const ids = lean.length === 0 ? [] : await versionIds(this.db, lean);
+    let i = 0;
+    return batch.map((r) => {
+      if (!('config' in r.request)) return { ...r, request: r.request };
+      const { signatures, timestampSkew } = r.request;
+      return { ...r, request: { versionId: ids[i++], signatures, timestampSkew } };
+    });
   }
 
   /**
@@ -546,6 +581,16 @@ export class Dispatcher {
     await this.brokers.close();
     await this.sender.close();
   }
+}
+
+/**
+ * What the attempt row keeps of the request it logged: lean (its subscription's sending config and the signed part)
+ * whenever that rebuilds it exactly (attempt-request.ts), else whole.
+ */
+function storedRequest(row: Claimed, req: BuiltRequest, hmacHeader: string, startedAtMs: number): Finished['request'] {
+  const sub = { subscriptionId: row.subscription_id, url: row.url, webhookVersion: row.webhook_version };
+  const lean = leanRequest(req.logHeaders, req.body, row, sub, hmacHeader, startedAtMs);
+  return lean ? { config: lean.config, ...lean.signed } : { url: row.url, headers: req.logHeaders, body: req.body };
 }
 
 /** A subscription's mutual TLS as its lane's pool presents it (null: none). */

@@ -16,6 +16,13 @@ export const MAX_IN_FLIGHT_LIMIT = 64;
  */
 export const HELD_CEILINGS = 4;
 /**
+ * A broker destination's lane keeps this many times its ceiling in flight: its publishes go down one connection
+ * (amqp, nats), pipelined, each settled by its confirm, so a ceiling of maxInFlight left the broker's round trip
+ * idle between them and spared no receiver a connection. Its claims hold HELD_CEILINGS of that (fuller claims: a
+ * claim per ~100 deliveries in the drain bench where it was one per ~26). See docs/destinations.md.
+ */
+export const BROKER_PIPELINE = 4;
+/**
  * Most due times a lane remembers (the earliest are kept; a later one dropped here is found by the fallback sweep).
  * One per retry this worker scheduled: a lane with more retries pending than this is a failing endpoint with a backlog.
  */
@@ -47,6 +54,8 @@ export function signalOf(res: Pick<SendResult, 'ok' | 'statusCode' | 'errorCode'
 export class Lane<W = unknown> {
   /** The subscription's maxInFlight (as last read from the database). */
   max: number;
+  /** Attempts in flight per unit of the ceiling: 1 for HTTP, BROKER_PIPELINE for a broker destination (set by a claim). */
+  pipeline = 1;
   /** Current ceiling of attempts in flight in this process. */
   cap: number;
   inflight = 0;
@@ -110,12 +119,17 @@ export class Lane<W = unknown> {
 
   /** How many more attempts may start now. */
   startRoom(now: number): number {
-    return now < this.pausedUntil ? 0 : Math.max(0, this.cap - this.inflight);
+    return now < this.pausedUntil ? 0 : Math.max(0, this.cap * this.pipeline - this.inflight);
   }
 
   /** How many more deliveries a claim may take: HELD_CEILINGS ceilings in flight and waiting. */
   room(now: number): number {
-    return now < this.pausedUntil ? 0 : Math.max(0, HELD_CEILINGS * this.cap - this.inflight - this.waiting.length);
+    return now < this.pausedUntil ? 0 : Math.max(0, HELD_CEILINGS * this.cap * this.pipeline - this.inflight - this.waiting.length);
+  }
+
+  /** Most deliveries this worker may hold of the lane, in units of maxInFlight (the claim's bound). */
+  get heldCeilings(): number {
+    return HELD_CEILINGS * this.pipeline;
   }
 
   /** Attempts in flight plus deliveries waiting (what this worker holds leases for). */

@@ -6,6 +6,7 @@ import { openSecret } from '../secrets/active.ts';
 import { SecretError } from '../secrets/box.ts';
 import { memoize } from '../memo.ts';
 import { HELD_CEILINGS } from './lanes.ts';
+import type { SignedPart } from './attempt-request.ts';
 
 /** A claimed delivery, with what sending it needs of its event and subscription. */
 export interface Claimed
@@ -35,8 +36,10 @@ export interface Claimed
    * attempt fails with SECRET_UNREADABLE), or null. One subscription's unreadable value never fails the claim.
    */
   secret_error: string | null;
-  /** A rate-capped subscription's send slot for this delivery, in ms from the claim's answer (null: no cap, send at once). */
+  /** A rate-capped subscription's send slot for this delivery, in ms from the claim's clock (null: no cap, send at once). */
   send_in_ms: number | null;
+  /** Its slot interval, 1000 / maxPerSecond ms (null: no cap). */
+  slot_ms: number | null;
 }
 
 /** OAuth2 client credentials and mutual TLS of the subscription (migration 044), secrets in clear. */
@@ -48,8 +51,10 @@ const RECEIVER_AUTH_COLUMNS = ['oauth2_token_url', 'oauth2_client_id', 'oauth2_c
 export interface LaneAsk {
   subscriptionId: string;
   room: number;
-  /** Deliveries this lane holds in this process, in flight or waiting (room + held ≤ HELD_CEILINGS × maxInFlight). */
+  /** Deliveries this lane holds in this process, in flight or waiting (room + held ≤ ceilings × maxInFlight). */
   held: number;
+  /** Most it may hold, in units of maxInFlight: HELD_CEILINGS (the default), × BROKER_PIPELINE for a broker destination (lanes.ts). */
+  ceilings?: number;
 }
 
 /** A claimed delivery with its event, as the claim sends it: one JSON array, in this order (name, SQL). */
@@ -66,12 +71,13 @@ type ClaimedTuple = [string, string, number, number, string, string, string, str
  * rate-capped lane that got none), and for a rate-capped one its rate, the slots it could take, when its first slot
  * falls and when its next claim is worth making (ms from the statement's clock).
  */
-type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error' | 'send_in_ms'> & {
+type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error' | 'send_in_ms' | 'slot_ms'> & {
   deliveries: string | null;
   max_per_second: number | null;
   rate_slots: number | null;
   send_in_ms: number | null;
   reclaim_in_ms: number | null;
+  clock_ms: number;
 };
 
 /** What a claim says of a rate-capped lane: the rate held it back (it had slots for fewer than asked), and until when. */
@@ -91,7 +97,7 @@ export const RATE_HORIZON_MS = 1000;
 const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
 
 /**
- * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane. Exported for the bench's EXPLAIN.
+ * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane, $6 ceilings held per lane. Exported for the bench's EXPLAIN.
  * A rate-capped subscription (max_per_second) is locked first, in id order (claims of one capped subscription take its
  * slots one after another, whichever process runs them), before any delivery row (the InitPlan counting `capped` in
  * `ws`), so a claim never waits for a subscription while holding deliveries. Its slots run from rate_tat (or now)
@@ -100,7 +106,7 @@ const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
  * rate_tat past them, in the same statement.
  */
 export const CLAIM_SQL = `WITH w AS (
-       SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) AS w(sub, room, held)
+       SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[], $6::int[]) AS w(sub, room, held, ceilings)
        WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL -- the lease only: see claimLanes
      ), capped AS (
        SELECT s.id, s.max_per_second::float8 AS rate, n.start,
@@ -111,7 +117,7 @@ export const CLAIM_SQL = `WITH w AS (
        WHERE s.id = ANY($1::bigint[]) AND s.max_per_second IS NOT NULL
        ORDER BY s.id FOR NO KEY UPDATE OF s
      ), ws AS (
-       SELECT w.sub, greatest(0, least(w.room, ${HELD_CEILINGS} * s.max_in_flight - w.held, cap.slots)) AS lim FROM w
+       SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
          AND (s.paused_until IS NULL OR s.paused_until <= now())
        LEFT JOIN capped cap ON cap.id = w.sub
@@ -153,14 +159,15 @@ export const CLAIM_SQL = `WITH w AS (
        s.destination_password, ${RECEIVER_AUTH_COLUMNS.map((c) => `s.${c}`).join(', ')}, lanes.deliveries, cap.rate AS max_per_second, cap.slots AS rate_slots,
        extract(epoch FROM (cap.start - clock_timestamp())) * 1000 AS send_in_ms,
        extract(epoch FROM (cap.start + coalesce(lanes.taken, 0) / cap.rate * interval '1 second'
-         - ${RATE_RECLAIM_MS} * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms
+         - ${RATE_RECLAIM_MS} * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms,
+       extract(epoch FROM clock_timestamp()) * 1000 AS clock_ms
      FROM lanes FULL JOIN capped cap ON cap.id = lanes.subscription_id
        JOIN webhook_subscriptions s ON s.id = coalesce(lanes.subscription_id, cap.id)
      WHERE (SELECT count(*) FROM tat) >= 0`;
 
 /**
  * Claims due deliveries from the named subscriptions only, at most `room` from each (a worker never holds more
- * than HELD_CEILINGS × a subscription's maxInFlight: a ceiling in flight, the rest waiting), oldest first, under a
+ * than HELD_CEILINGS × a subscription's maxInFlight, × BROKER_PIPELINE for a broker: a ceiling in flight, the rest waiting), oldest first, under a
  * lease. Live work first: a replay's deliveries (pending with no next_attempt_at, webhook_replays) take only the
  * room the lane's due live deliveries left, in event order. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
  * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
@@ -172,14 +179,15 @@ export const CLAIM_SQL = `WITH w AS (
  * The answer is one row per lane: the subscription's columns (and its retired secrets) once, its claimed deliveries
  * with their events as one JSON array of arrays (CLAIMED_FIELDS), oldest first, which JSON.parse reads natively
  * instead of the driver parsing every column of every row (measured over 20,000-delivery drains: the worker's CPU per delivery −6%).
- * A rate-capped subscription's deliveries come with their send slots (send_in_ms); `holds` names the capped lanes that
- * had slots for fewer than asked, and when their next claim is worth making (docs/delivery-policies.md).
+ * A rate-capped subscription's deliveries come with their send slots (send_in_ms, from the statement's clock `clockMs`);
+ * `holds` names the capped lanes that had slots for fewer than asked, and when their next claim is worth making
+ * (docs/delivery-policies.md).
  */
-export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<{ claimed: Claimed[]; holds: RateHold[] }> {
-  if (asks.length === 0) return { claimed: [], holds: [] };
+export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number, token: string): Promise<{ claimed: Claimed[]; holds: RateHold[]; clockMs: number | null }> {
+  if (asks.length === 0) return { claimed: [], holds: [], clockMs: null };
   const r = await db.query<ClaimedLane>(
     CLAIM_SQL,
-    [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held)],
+    [asks.map((a) => a.subscriptionId), asks.map((a) => a.room), leaseMs, token, asks.map((a) => a.held), asks.map((a) => a.ceilings ?? HELD_CEILINGS)],
     'webhook_claim',
   );
   const claimed: Claimed[] = [];
@@ -215,13 +223,15 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
         previous_secrets: sub.previous_secrets, destination_password: sub.destination_password, secret_error: sub.secret_error,
         // The i-th slot of this claim: 1/rate after the one before (oldest delivery first, as the claim ordered them).
         send_in_ms: sendIn === null || rate === null ? null : sendIn + (i * 1000) / rate,
+        slot_ms: rate === null ? null : 1000 / rate,
         oauth2_token_url: sub.oauth2_token_url, oauth2_client_id: sub.oauth2_client_id, oauth2_client_secret: sub.oauth2_client_secret,
         oauth2_scope: sub.oauth2_scope, oauth2_audience: sub.oauth2_audience, tls_client_certificate: sub.tls_client_certificate,
         tls_client_key: sub.tls_client_key, tls_ca_certificate: sub.tls_ca_certificate,
       });
     });
   }
-  return { claimed, holds };
+  // The statement's clock (epoch ms), read once per lane row in the same instant: slot times count from it (slots.ts).
+  return { claimed, holds, clockMs: r.rows.length > 0 ? Number(r.rows[0].clock_ms) : null };
 }
 
 /** Sealed secret → clear text, for the claims of this process (a few per subscription). */
@@ -321,9 +331,7 @@ export interface AttemptResult {
   deliveryId: string;
   lockToken: string;
   subscriptionId: string;
-  eventId: string;
   attemptNumber: number;
-  url: string;
   startedAt: string;
   durationMs: number;
   statusCode: number | null;
@@ -336,10 +344,16 @@ export interface AttemptResult {
    * schedule, and the subscription's other deliveries wait too (paused_until).
    */
   retryAfterMs: number | null;
-  requestHeaders: Record<string, string>;
-  requestBody: string;
+  /** The request as the row keeps it (docs/delivery.md "What an attempt row holds"). */
+  request: StoredRequest;
   responseBody: string | null;
 }
+
+/**
+ * Lean: the version of the subscription's sending config it used (versions-store.ts) and the attempt's signed part,
+ * from which the logs rebuild the request (attempt-request.ts); whole: a request that would not rebuild exactly.
+ */
+export type StoredRequest = ({ versionId: number } & SignedPart) | { url: string; headers: Record<string, string>; body: string };
 
 /** What one batch of results says about one subscription (its results in time order): its health update. */
 export interface SubOutcome {
@@ -387,7 +401,8 @@ export interface DeliveryState {
  *   jittered by its retryJitter, and past the schedule's end the delivery is failed; a manual retry of a pending delivery (resume_at set)
  *   that does not deliver goes back to the schedule it interrupted (the manual attempt consumed nothing), and its
  *   log row shows that next attempt; a delivered one forgets the saved schedule;
- * - the attempt rows.
+ * - the attempt rows, lean: no uuid (rebuilt from the id), no event (the delivery's), and the request as `request`
+ *   says (attempt-request.ts).
  * Returns the new states. The one place attempt results reach the database.
  */
 export async function recordResults(
@@ -396,9 +411,10 @@ export async function recordResults(
   if (rs.length === 0) return [];
   const r = await db.query<DeliveryState>(
     `WITH j AS (
-       SELECT * FROM json_to_recordset($2::json) AS j(delivery_id bigint, token uuid, subscription_id bigint, event_id bigint,
-         attempt_number int, url text, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
-         schedule_pos int, request_headers jsonb, request_body text, response_body text, retry_after_ms float8)
+       SELECT * FROM json_to_recordset($2::json) AS j(delivery_id bigint, token uuid, subscription_id bigint,
+         attempt_number int, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
+         schedule_pos int, version_id int, signatures text, timestamp_skew int, url text, request_headers jsonb, request_body text,
+         response_body text, retry_after_ms float8)
      ), r AS (
        -- A failure's delay before the next attempt: the subscription's schedule as it stands now (or the service's, $5),
        -- step schedule_pos, in units of $6 ms, jittered uniformly by ±retry_jitter %; null past its end (failed).
@@ -438,10 +454,11 @@ export async function recordResults(
          AND (SELECT count(*) FROM health) >= 0
        RETURNING d.id, d.status, d.next_attempt_at
      ), ins AS (
-       INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
-         error_code, outcome, next_attempt_at, request_headers, request_body, response_body)
-       SELECT r.delivery_id, r.subscription_id, r.event_id, r.attempt_number, r.url, r.started_at, r.duration_ms, r.status_code,
-         r.error_code, CASE WHEN r.ok THEN 'success' ELSE 'failure' END, upd.next_attempt_at, r.request_headers, r.request_body, r.response_body
+       INSERT INTO webhook_attempts (uuid, delivery_id, subscription_id, attempt_number, started_at, duration_ms, status_code,
+         error_code, outcome, next_attempt_at, version_id, signatures, timestamp_skew, url, request_headers, request_body, response_body)
+       SELECT NULL, r.delivery_id, r.subscription_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code,
+         r.error_code, CASE WHEN r.ok THEN 'success' ELSE 'failure' END, upd.next_attempt_at,
+         r.version_id, decode(r.signatures, 'hex'), r.timestamp_skew, r.url, r.request_headers, r.request_body, r.response_body
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
      SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms FROM upd`,
@@ -449,9 +466,9 @@ export async function recordResults(
     [
       rs.map((x) => x.deliveryId),
       JSON.stringify(rs.map((x) => ({
-        delivery_id: x.deliveryId, token: x.lockToken, subscription_id: x.subscriptionId, event_id: x.eventId, attempt_number: x.attemptNumber,
-        url: x.url, started_at: x.startedAt, duration_ms: x.durationMs, status_code: x.statusCode, error_code: x.errorCode, ok: x.ok,
-        schedule_pos: x.schedulePos, request_headers: x.requestHeaders, request_body: x.requestBody,
+        delivery_id: x.deliveryId, token: x.lockToken, subscription_id: x.subscriptionId, attempt_number: x.attemptNumber,
+        started_at: x.startedAt, duration_ms: x.durationMs, status_code: x.statusCode, error_code: x.errorCode, ok: x.ok,
+        schedule_pos: x.schedulePos, ...storedColumns(x.request),
         response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
       }))),
       JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, last_fail: o.lastFailureAt, pause_ms: o.pauseMs }))),
@@ -462,6 +479,13 @@ export async function recordResults(
     'webhook_record',
   );
   return r.rows;
+}
+
+/** A request's columns: lean (url, request_headers, request_body null) or whole (version_id, signatures, timestamp_skew null). */
+function storedColumns(r: StoredRequest) {
+  return 'versionId' in r
+    ? { version_id: r.versionId, signatures: r.signatures, timestamp_skew: r.timestampSkew }
+    : { url: r.url, request_headers: r.headers, request_body: r.body };
 }
 
 /** Gives claims back without an attempt (shutdown): they are due again at once for any worker. */

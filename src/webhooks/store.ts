@@ -1,5 +1,7 @@
 // SQL for subscriptions, and the read side of deliveries and attempts (lists, logs, manual retry, recover).
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
+import { rebuildRequest, type SendingConfig } from './attempt-request.ts';
+import { versionsById } from './versions-store.ts';
 
 export interface SubscriptionRow {
   id: string;
@@ -452,15 +454,57 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
   if (q.outcome !== undefined) where.push(`a.outcome = ${param(q.outcome)}`);
   if (q.since !== undefined) where.push(`a.started_at >= ${param(q.since)}::timestamptz`);
   if (q.until !== undefined) where.push(`a.started_at < ${param(q.until)}::timestamptz`);
-  const sql = `SELECT a.id, a.uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
+  // The event's fields and the attempt's signed part rebuild a lean row's request (attempt-request.ts); its version is
+  // read apart, once per process (versions-store.ts), not joined per row.
+  const sql = `SELECT a.id, ${ATTEMPT_UUID_SQL} AS uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
        a.attempt_number, a.started_at, a.duration_ms, a.status_code, a.error_code, a.outcome, a.next_attempt_at,
-       a.request_headers, a.request_body, a.response_body
-     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = a.event_id
+       a.request_headers, a.request_body, a.response_body, a.version_id, encode(a.signatures, 'hex') AS signatures,
+       floor(extract(epoch FROM a.started_at))::bigint + coalesce(a.timestamp_skew, 0) AS sent_timestamp,
+       e.created_at::text AS event_created_at, e.resource_type, e.resource_uuid, e.resource_external_id, e.source
+     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
        JOIN webhook_subscriptions s ON s.id = a.subscription_id
      WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`;
   const dated = q.since !== undefined || q.until !== undefined;
-  const r = await db.query<AttemptRow>(sql, params, dated ? undefined : statementName('webhook_attempts_list', sql));
-  return r.rows.slice(0, q.limit + 1);
+  const r = await db.query<StoredAttempt>(sql, params, dated ? undefined : statementName('webhook_attempts_list', sql));
+  const rows = r.rows.slice(0, q.limit + 1);
+  const versions = await versionsById(db, rows.flatMap((x) => (x.version_id === null ? [] : [x.version_id])));
+  return rows.map((x) => withRequest(x, versions));
+}
+
+/**
+ * An attempt's uuid: the stored one (rows before migration 051), else one rebuilt from its id, a UUID (version 8) of
+ * the MD5 of the id, as unique as the ids and as random-looking as the stored ones. No statement finds an attempt by
+ * uuid, so no index holds it.
+ */
+export const ATTEMPT_UUID_SQL = `coalesce(a.uuid, overlay(overlay(md5('bulb webhook attempt ' || a.id) placing '8' from 13 for 1) placing '8' from 17 for 1)::uuid)`;
+
+/** An attempt row as listAttempts reads it: lean (version_id set) or whole (url, request_headers, request_body set). */
+interface StoredAttempt extends Omit<AttemptRow, 'url' | 'request_headers' | 'request_body'> {
+  url: string | null;
+  request_headers: Record<string, string> | null;
+  request_body: string | null;
+  version_id: number | null;
+  signatures: string | null;
+  sent_timestamp: string;
+  event_created_at: string;
+  resource_type: string;
+  resource_uuid: string;
+  resource_external_id: string | null;
+  source: string;
+}
+
+/** The row with its request: as stored, or rebuilt from its version and event (a version missing: no headers, no URL). */
+function withRequest(x: StoredAttempt, versions: Map<number, SendingConfig>): AttemptRow {
+  const { version_id, signatures, sent_timestamp, event_created_at, resource_type, resource_uuid, resource_external_id, source, ...row } = x;
+  if (version_id === null) return { ...row, url: row.url ?? '', request_headers: row.request_headers ?? {}, request_body: row.request_body ?? '' };
+  const v = versions.get(version_id);
+  const src = {
+    event_uuid: x.event_uuid, subscription_uuid: x.subscription_uuid, event_created_at, event_type: x.event_type, resource_type,
+    resource_uuid, resource_external_id, source,
+  };
+  // sent_timestamp is webhook-timestamp already (the start second plus the skew).
+  const built = rebuildRequest(v ?? { hmacHeader: '', headers: {} }, { signatures: v ? signatures : null, timestampSkew: null }, src, Number(sent_timestamp));
+  return { ...row, url: v?.url ?? '', request_headers: built.headers, request_body: built.body };
 }
 
 // ---- the 24 h chart ----

@@ -31,7 +31,7 @@ async function deliveriesBefore(db: Queryable, q: { status?: string; subscriptio
 
 async function attemptsBefore(db: Queryable, q: LogQuery, before: string | null) {
   const r = await db.query<{ id: string }>(
-    `SELECT a.id FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = a.event_id
+    `SELECT a.id FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
        JOIN webhook_subscriptions s ON s.id = a.subscription_id
      WHERE ($1::uuid IS NULL OR s.uuid = $1) AND ($2::text IS NULL OR e.event_type = $2) AND ($3::text IS NULL OR a.outcome = $3)
        AND ($4::timestamptz IS NULL OR a.started_at >= $4) AND ($5::timestamptz IS NULL OR a.started_at < $5)

@@ -135,7 +135,7 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
       }
       assert.equal(dups, 0, 'no event delivered twice');
       assert.equal(rx2.received.length, uuids.length);
-      const attempts = Number((await tdb.db.query(`SELECT count(*) AS n FROM webhook_attempts a JOIN events e ON e.id = a.event_id WHERE e.uuid = ANY($1::uuid[])`, [uuids])).rows[0].n);
+      const attempts = Number((await tdb.db.query(`SELECT count(*) AS n FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id WHERE e.uuid = ANY($1::uuid[])`, [uuids])).rows[0].n);
       assert.equal(attempts, uuids.length, 'one attempt row per delivery');
       } finally {
         for (const w of [w1, w2]) w.proc.kill('SIGTERM');

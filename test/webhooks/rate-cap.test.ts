@@ -1,7 +1,7 @@
 // Rate cap across processes (issue 26 item 3, docs/delivery-policies.md): a subscription with maxPerSecond 20 and a
 // backlog, drained by two worker processes on one PostgreSQL: its receiver sees at most 20 requests in any one-second
-// window (+1: a window holds both ends of 20 gaps), whichever process sent them, and the drain runs near 20/s. The
-// upper bound is asserted strictly; the rate loosely (a loaded machine may be slower) and printed. Both processes are
+// window (+1: a window holds both ends of 20 gaps), whichever process sent them, and the drain runs within 10 % of
+// 20/s (both printed). Both processes are
 // shown to have sent (the receiver's connections, mapped to their processes by `ss`), so the cap is shared, not per process.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -13,6 +13,7 @@ import { insertSubscription } from '../../src/webhooks/store.ts';
 import { newSigningSecret } from '../../src/webhooks/signing.ts';
 import { startReceiver, waitFor, type Receiver } from './receiver.ts';
 import { spawnBulb, type Child } from './child.ts';
+import { ClaimClock, missedSlots, slotSlackMs } from '../../src/webhooks/slots.ts';
 
 const hasPg = await postgresAvailable();
 if (!hasPg) console.log('# SKIP rate cap across processes: it needs PostgreSQL');
@@ -38,6 +39,29 @@ function senderPids(port: number): Map<number, number> {
   return new Map([...out.matchAll(/:(\d+)\s+\S+:\d+\s+users:\(\("[^"]*",pid=(\d+)/g)].map((m) => [Number(m[1]), Number(m[2])]));
 }
 
+describe('send slots in one worker (src/webhooks/slots.ts)', () => {
+  it('a delivery whose slot passed more than its slack ago takes the next slot; those left without one are given back', () => {
+    assert.equal(slotSlackMs(50), 12.5);
+    assert.equal(slotSlackMs(0.1), 5);
+    const w = [0, 50, 100, 150, 200].map((t, i) => ({ id: i, notBefore: 1000 + t, slotMs: 50 }));
+    assert.deepEqual(missedSlots(w, 1010), [], 'within the slack: sent late, in its own slot');
+    // At 1070 the slots of 1000 and 1050 are more than 12.5 ms past: deliveries 0-2 take 1100-1200, 3 and 4 go back.
+    const back = missedSlots(w, 1070);
+    assert.deepEqual(w.map((f) => [f.id, f.notBefore]), [[0, 1100], [1, 1150], [2, 1200]]);
+    assert.deepEqual(back.map((f) => f.id), [3, 4]);
+    const free = [{ notBefore: 0, slotMs: 0 }];
+    assert.deepEqual(missedSlots(free, 5000), [], 'no cap: never late');
+  });
+
+  it("the claim's clock: slots count from the fastest answer seen, so a late-read answer does not make its slots late", () => {
+    const c = new ClaimClock();
+    assert.equal(c.lag(10_000, 9_998), 0); // offset 2
+    assert.equal(c.lag(10_500, 10_497), 0.5); // read 1 ms later than the best offset allows (+0.5 ms of drift)
+    assert.equal(c.lag(11_000, 10_960), 37); // an answer read 38 ms late (offset 40 against 2, + 1 ms of drift allowed)
+    assert.equal(c.lag(11_500, 11_499), 0); // a faster one becomes the estimate
+  });
+});
+
 describe('rate cap across worker processes [pg]', { skip: !hasPg }, () => {
   let tdb: TestDb;
   let rx: Receiver;
@@ -61,7 +85,7 @@ describe('rate cap across worker processes [pg]', { skip: !hasPg }, () => {
     await tdb?.close();
   });
 
-  it(`maxPerSecond ${RATE}, two workers, a backlog of ${BACKLOG}: at most ${RATE} (+2) in any second, drained near ${RATE}/s`, async () => {
+  it(`maxPerSecond ${RATE}, two workers, a backlog of ${BACKLOG}: at most ${RATE} (+1) in any second, drained near ${RATE}/s`, async () => {
     await insertSubscription(tdb.db, {
       url: rx.url, eventTypes: ['customerCreate'], isActive: true, authMethod: 'NONE', bearerToken: null, basicUsername: null,
       basicPassword: null, webhookVersion: '2022-08', maxPerSecond: RATE,
@@ -81,13 +105,14 @@ describe('rate cap across worker processes [pg]', { skip: !hasPg }, () => {
     const gaps = times.slice(1).map((t, i) => `${Math.round(t - times[i])}${'ab'[[...pids].indexOf(who[i + 1])] ?? '?'}`);
     console.log(`# gaps (ms), each with its sender: ${gaps.join(' ')}`);
     console.log(`# rate cap ${RATE}/s, two workers: most in any 1 s window ${most}, drain ${rate.toFixed(2)}/s over ${times.length} requests; senders ${[...pids].filter((p) => p !== 0).join(', ')}`);
-    // Slots are 1/RATE apart across both processes, so a window holds RATE of them (+1: both ends); what the receiver
-    // sees adds the lateness of timers and scheduling on a loaded machine (tens of ms, each send on its own): +1 more.
-    assert.ok(most <= RATE + 2, `${most} requests within one second (cap ${RATE})`);
-    assert.ok(rate <= RATE * 1.1, `drained at ${rate.toFixed(2)}/s, over the cap of ${RATE}`);
-    assert.ok(rate >= RATE * 0.6, `drained at ${rate.toFixed(2)}/s, far below the cap of ${RATE} (goal: within 10 %)`);
+    // Slots are 1/RATE apart across both processes, so a window holds RATE of them (+1: both ends); a send never goes
+    // later than half a slot after its own (src/webhooks/slots.ts), so the receiver sees no more either.
+    assert.ok(most <= RATE + 1, `${most} requests within one second (cap ${RATE}, +1 for both ends of a window)`);
+    assert.ok(rate <= RATE * 1.1 && rate >= RATE * 0.9, `drained at ${rate.toFixed(2)}/s, not within 10 % of the cap of ${RATE}`);
     const childPids = new Set(children.map((c) => c.proc.pid!));
     assert.equal([...pids].filter((p) => childPids.has(p)).length, 2, `both worker processes sent (connections from ${[...pids].join(', ')}; workers ${[...childPids].join(', ')})`);
+    const starts = (await tdb.db.query(`SELECT (extract(epoch FROM started_at) * 1000)::float8 AS t FROM webhook_attempts ORDER BY started_at`)).rows.map((r: any) => Number(r.t));
+    console.log(`# most attempt starts (as logged) in any 1 s window: ${mostInWindow(starts, 1000)}; gaps ${starts.slice(1).map((t, i) => Math.round(t - starts[i])).join(' ')}`);
     const delivered = (await tdb.db.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivered'`)).rows[0].n;
     assert.equal(delivered, BACKLOG);
   });

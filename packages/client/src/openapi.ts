@@ -8480,6 +8480,8 @@ export interface operations {
                                 detail: string;
                             }[];
                         }[];
+                        /** @description customers changed but not yet folded into the pairs by the background refresher (the answer is the pairs as they stand); counted up to 10000: 10000 means at least as many */
+                        pendingCustomers: number;
                     };
                 };
             };
@@ -8644,6 +8646,8 @@ export interface operations {
                             }[];
                         }[];
                         nextCursor: string | null;
+                        /** @description customers changed but not yet folded into the pairs by the background refresher (the answer is the pairs as they stand); counted up to 10000: 10000 means at least as many */
+                        pendingCustomers: number;
                     };
                 };
             };

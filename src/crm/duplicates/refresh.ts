@@ -1,14 +1,15 @@
 // Keeps the possible-duplicate pairs current: takes changed customers off the dirty queue (filled by
 // triggers on customers, whoever wrote them), recomputes their normalised profiles and their pairs.
-// Work is proportional to what changed, never to the size of the base. One refresher at a time (an
+// Work is proportional to what changed, never to the size of the base: a blocking key borne by more than its
+// cap brings nobody together (keyCap), and every count is one index probe. One refresher at a time (an
 // advisory lock), so two changed customers never score each other against stale profiles. A name that
 // becomes more or less common (a step of commonNameFloor) puts its other bearers back on the queue, so every
 // pair is scored with the name's current count, whatever the order customers arrived in. While an import
 // is being applied the refresher defers (it would compete with the import for the same tables and the
 // same cores): what the import changes stays queued and is folded in once the import is done.
 import type { Db, Queryable } from '../../db/db.ts';
-import { keysOf, profileOf, type Profile } from './normalize.ts';
-import { COMMON_CONTACT, STORED_MIN, commonNameFloor, scorePair, type PairFeatures } from './score.ts';
+import { keysOf, profileOf } from './normalize.ts';
+import { COMMON_CONTACT, NAME_KEY_CAP, STORED_MIN, commonNameFloor, scorePair, type PairFeatures } from './score.ts';
 import * as store from './store.ts';
 import { startLoop } from '../../loop.ts';
 
@@ -25,22 +26,43 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     if (ids.length === 0) return { taken: 0, requeued: 0 };
     const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
     const keys = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId })));
-    const counts = await store.nameCounts(tx, ids, profiles.map((p) => p.name));
-    const contacts = await commonContacts(tx, ids, keys);
-    await store.replaceProfiles(tx, ids, profiles, keys);
-    const requeued = (await requeueChangedNames(tx, ids, profiles, counts)) + contacts.requeued;
-    // How many bear each of the batch's names now (the x side of every candidate is one of the batch), counted
-    // once per name: counted per candidate row, a name borne by k customers (k walk-in "Guest Customer"s of one
-    // shop) cost k² candidates × k, 72 s for one read at k = 1,000.
-    const addedNames = new Map<string, number>();
-    for (const p of profiles) addedNames.set(p.name, (addedNames.get(p.name) ?? 0) + 1);
-    const nameCount = new Map(counts.map((c) => [c.name, c.others + (addedNames.get(c.name) ?? 0)]));
+    // What changed since the last refresh: a customer re-queued because its name changed step keeps its profile and keys.
+    const stored = await store.storedState(tx, ids);
+    const pairKey = (k: { key: string; customerId: string }) => `${k.customerId}\u0000${k.key}`;
+    const storedKeys = new Set(stored.keys.map(pairKey));
+    const newKeys = new Set(keys.map(pairKey));
+    const byId = new Map(profiles.map((p) => [p.customerId, p]));
+    const sameProfile = new Set(stored.profiles.filter((o) => {
+      const p = byId.get(o.customerId);
+      return p !== undefined && JSON.stringify([o.name, o.emails, o.phones, o.postalCodes, o.cities]) === JSON.stringify([p.name, p.emails, p.phones, p.postalCodes, p.cities]);
+    }).map((o) => o.customerId));
+    // How many bear each key and each name now and once the batch is refreshed, one index probe each (the counts
+    // are kept by triggers). Counted once per name: counted per candidate row, a name borne by k customers (k
+    // walk-in "Guest Customer"s of one shop) cost k² candidates × k, 72 s for one read at k = 1,000.
+    const delta = new Map<string, number>();
+    const add = (key: string, d: number) => delta.set(key, (delta.get(key) ?? 0) + d);
+    for (const k of keys) add(k.key, 1);
+    for (const p of profiles) add(`f:${p.name}`, 1);
+    for (const k of stored.keys) add(k.key, -1);
+    for (const o of stored.profiles) add(`f:${o.name}`, -1);
+    const now = await store.bearers(tx, [...delta.keys()]);
+    const counts = [...delta].map(([key, d]) => ({ key, before: now.get(key) ?? 0, after: (now.get(key) ?? 0) + d }));
+    await store.writeProfiles(tx, ids, {
+      dropProfiles: stored.profiles.filter((o) => !sameProfile.has(o.customerId)).map((o) => o.customerId),
+      addProfiles: profiles.filter((p) => !sameProfile.has(p.customerId)),
+      dropKeys: stored.keys.filter((k) => !newKeys.has(pairKey(k))),
+      addKeys: keys.filter((k) => !storedKeys.has(pairKey(k))),
+    });
+    const capped = new Set(counts.filter((c) => !c.key.startsWith('f:') && c.after > keyCap(c.key)).map((c) => c.key));
+    const requeued = await requeueFlipped(tx, ids, counts);
+    const nameCount = new Map(counts.filter((c) => c.key.startsWith('f:')).map((c) => [c.key.slice(2), c.after]));
     const pairs = new Map<string, store.NewPair>();
-    const common = { emails: [...contacts.common].filter((k) => k.startsWith('e:')).map((k) => k.slice(2)), phones: [...contacts.common].filter((k) => k.startsWith('p:')).map((k) => k.slice(2)) };
+    // Emails and phones past their cap are placeholders: no match either. Names past theirs still count in the score.
+    const common = { emails: [...capped].filter((k) => k.startsWith('e:')).map((k) => k.slice(2)), phones: [...capped].filter((k) => k.startsWith('p:')).map((k) => k.slice(2)) };
     // Names whose bearers pair only with a contact in common (the best place weighed at the name's rarity stays below STORED_MIN).
     const lone = { emails: [], phones: [], nameSimilarity: 1, postalCodes: ['-'], cities: [] };
     const hopeless = [...nameCount].filter(([name, n]) => name === '' || scorePair({ ...lone, names: [name, name], nameCount: n }).score < STORED_MIN).map(([name]) => name);
-    for (const row of await store.candidates(tx, keys.filter((k) => !contacts.common.has(k.key)), common, hopeless)) {
+    for (const row of await store.candidates(tx, keys.filter((k) => !capped.has(k.key)), common, hopeless)) {
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
       const key = `${a}/${b}`;
       if (pairs.has(key)) continue;
@@ -54,26 +76,25 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
 }
 
 /**
- * The batch's email and phone keys borne by more than COMMON_CONTACT active customers once it is refreshed; the
- * other bearers of a key this batch makes common or rare again are re-queued (at most COMMON_CONTACT + 1 of
- * them), so that their pairs through it go or come back. Runs before the batch's keys are replaced.
+ * The most customers a blocking key brings together: an email or phone borne by more is a placeholder
+ * (COMMON_CONTACT); a word of the name with a city, postal code or street borne by more is no signal alone
+ * (NAME_KEY_CAP). Past its cap a key brings nobody together, so a customer's candidates are bounded by
+ * its keys × their caps, whatever the size of the base.
  */
-async function commonContacts(tx: Queryable, ids: string[], keys: { key: string; customerId: string }[]): Promise<{ common: Set<string>; requeued: number }> {
-  const added = new Map<string, number>();
-  for (const k of keys) if (k.key.startsWith('e:') || k.key.startsWith('p:')) added.set(k.key, (added.get(k.key) ?? 0) + 1);
-  const counts = await store.contactCounts(tx, ids, [...added.keys()], COMMON_CONTACT + 1);
-  const isCommon = (n: number) => n > COMMON_CONTACT;
-  const common = new Set(counts.filter((c) => isCommon(c.others + (added.get(c.key) ?? 0))).map((c) => c.key));
-  const flipped = counts.filter((c) => isCommon(c.others + c.mine) !== isCommon(c.others + (added.get(c.key) ?? 0))).map((c) => c.key);
-  return { common, requeued: flipped.length === 0 ? 0 : await store.requeueKeyBearers(tx, flipped, ids) };
+export function keyCap(key: string): number {
+  return key.startsWith('e:') || key.startsWith('p:') ? COMMON_CONTACT : NAME_KEY_CAP;
 }
 
-/** Re-queues the other bearers of each name whose commonNameFloor step this batch changed (in or out). */
-async function requeueChangedNames(tx: Queryable, ids: string[], profiles: Profile[], counts: store.NameCount[]): Promise<number> {
-  const added = new Map<string, number>();
-  for (const p of profiles) added.set(p.name, (added.get(p.name) ?? 0) + 1);
-  const changed = counts.filter((c) => commonNameFloor(c.count) !== commonNameFloor(c.others + (added.get(c.name) ?? 0))).map((c) => c.name);
-  return changed.length === 0 ? 0 : store.requeueBearers(tx, changed, ids);
+/**
+ * Re-queues the other bearers of each key this batch took past its cap or back under it (at most cap + 1 of
+ * them), so their pairs through it go or come back, and of each name whose commonNameFloor step it changed,
+ * so every pair is scored with the name's current count. Either way the pairs do not depend on the order
+ * customers arrived in.
+ */
+async function requeueFlipped(tx: Queryable, ids: string[], counts: { key: string; before: number; after: number }[]): Promise<number> {
+  const keys = counts.filter((c) => !c.key.startsWith('f:') && c.before > keyCap(c.key) !== c.after > keyCap(c.key)).map((c) => c.key);
+  const names = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.before) !== commonNameFloor(c.after)).map((c) => c.key.slice(2));
+  return (keys.length === 0 ? 0 : await store.requeueKeyBearers(tx, keys, ids)) + (names.length === 0 ? 0 : await store.requeueBearers(tx, names, ids));
 }
 
 /**

@@ -32,6 +32,17 @@ export async function claimDirty(tx: Queryable, limit: number): Promise<string[]
   return r.rows.map((x) => x.customer_id);
 }
 
+/**
+ * How many customers wait on the queue, counted up to PENDING_COUNTED (a read stays bounded whatever the backlog:
+ * the queue's index read up to there).
+ */
+export const PENDING_COUNTED = 10_000;
+const PENDING = `SELECT count(*)::int AS pending FROM (SELECT 1 FROM duplicate_dirty LIMIT ${PENDING_COUNTED}) q`;
+
+export async function pendingCustomers(db: Queryable): Promise<number> {
+  return (await db.query<{ pending: number }>(PENDING, [], 'duplicates_pending')).rows[0].pending;
+}
+
 /** Whether customers wait on the queue, and whether an import is being applied (a worker holds its lease). */
 const QUEUE_STATE = `SELECT EXISTS (SELECT 1 FROM duplicate_dirty) AS dirty,
   EXISTS (SELECT 1 FROM imports WHERE status = 'running' AND locked_until > clock_timestamp()) AS importing`;
@@ -54,44 +65,61 @@ export async function activeSignals(tx: Queryable, ids: string[]): Promise<Custo
   return r.rows;
 }
 
-/** Replaces the profiles and keys and drops the pairs of these customers (profiles only for the active ones given). */
-export async function replaceProfiles(tx: Queryable, ids: string[], profiles: Profile[], keys: { key: string; customerId: string }[]): Promise<void> {
+export interface StoredState {
+  /** The stored profiles of these customers (name, emails, phones, postal codes, cities). */
+  profiles: Omit<Profile, 'streets'>[];
+  /** Their stored blocking keys. */
+  keys: { key: string; customerId: string }[];
+}
+
+/** What the refresher stored for these customers last time: their profiles and their keys. */
+export async function storedState(tx: Queryable, ids: string[]): Promise<StoredState> {
+  const profiles = await tx.query<{ customerId: string; name: string; emails: string[]; phones: string[]; postalCodes: string[]; cities: string[] }>(
+    `SELECT customer_id AS "customerId", name, emails, phones, postal_codes AS "postalCodes", cities FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])`,
+    [ids],
+  );
+  const keys = await tx.query<{ key: string; customerId: string }>(
+    `SELECT key, customer_id AS "customerId" FROM duplicate_keys WHERE customer_id = ANY($1::bigint[])`,
+    [ids],
+  );
+  return { profiles: profiles.rows, keys: keys.rows };
+}
+
+/**
+ * Drops the pairs of these customers and writes what changed of their profiles and keys: a profile or key
+ * stored as it is computed now is left alone (a customer re-queued because its name changed step keeps them),
+ * so neither the indexes nor the counts (triggers) churn for nothing.
+ */
+export async function writeProfiles(tx: Queryable, ids: string[], change: { dropProfiles: string[]; addProfiles: Profile[]; dropKeys: { key: string; customerId: string }[]; addKeys: { key: string; customerId: string }[] }): Promise<void> {
   await tx.query('DELETE FROM duplicate_pairs WHERE a = ANY($1::bigint[]) OR b = ANY($1::bigint[])', [ids]);
-  await tx.query('DELETE FROM duplicate_keys WHERE customer_id = ANY($1::bigint[])', [ids]);
-  await tx.query('DELETE FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])', [ids]);
-  if (profiles.length === 0) return;
-  await tx.query(
-    `INSERT INTO duplicate_profiles (customer_id, name, emails, phones, postal_codes, cities)
-     SELECT x.id, x.name, ARRAY(SELECT jsonb_array_elements_text(x.emails)), ARRAY(SELECT jsonb_array_elements_text(x.phones)),
-       ARRAY(SELECT jsonb_array_elements_text(x.postal)), ARRAY(SELECT jsonb_array_elements_text(x.cities))
-     FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, name text, emails jsonb, phones jsonb, postal jsonb, cities jsonb)`,
-    [JSON.stringify(profiles.map((p) => ({ id: p.customerId, name: p.name, emails: p.emails, phones: p.phones, postal: p.postalCodes, cities: p.cities })))],
-  );
-  await tx.query(
-    'INSERT INTO duplicate_keys (key, customer_id) SELECT * FROM unnest($1::text[], $2::bigint[])',
-    [keys.map((k) => k.key), keys.map((k) => k.customerId)],
-  );
+  if (change.dropKeys.length > 0) {
+    await tx.query(
+      'DELETE FROM duplicate_keys WHERE (key, customer_id) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))',
+      [change.dropKeys.map((k) => k.key), change.dropKeys.map((k) => k.customerId)],
+    );
+  }
+  if (change.dropProfiles.length > 0) await tx.query('DELETE FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])', [change.dropProfiles]);
+  if (change.addProfiles.length > 0) {
+    await tx.query(
+      `INSERT INTO duplicate_profiles (customer_id, name, emails, phones, postal_codes, cities)
+       SELECT x.id, x.name, ARRAY(SELECT jsonb_array_elements_text(x.emails)), ARRAY(SELECT jsonb_array_elements_text(x.phones)),
+         ARRAY(SELECT jsonb_array_elements_text(x.postal)), ARRAY(SELECT jsonb_array_elements_text(x.cities))
+       FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, name text, emails jsonb, phones jsonb, postal jsonb, cities jsonb)`,
+      [JSON.stringify(change.addProfiles.map((p) => ({ id: p.customerId, name: p.name, emails: p.emails, phones: p.phones, postal: p.postalCodes, cities: p.cities })))],
+    );
+  }
+  if (change.addKeys.length > 0) {
+    await tx.query(
+      'INSERT INTO duplicate_keys (key, customer_id) SELECT * FROM unnest($1::text[], $2::bigint[])',
+      [change.addKeys.map((k) => k.key), change.addKeys.map((k) => k.customerId)],
+    );
+  }
 }
 
-export interface NameCount {
-  name: string;
-  /** Active customers bearing the name now. */
-  count: number;
-  /** Of those, the ones not among the given customers. */
-  others: number;
-}
-
-/** How many profiles bear each of these names, and the names these customers' profiles bear now. */
-export async function nameCounts(tx: Queryable, ids: string[], names: string[]): Promise<NameCount[]> {
-  const r = await tx.query<NameCount>(
-    `WITH n AS (SELECT name FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[]) UNION SELECT unnest($2::text[]))
-     SELECT n.name, c.count, c.others FROM n CROSS JOIN LATERAL (
-       SELECT count(*)::int AS count, (count(*) FILTER (WHERE z.customer_id <> ALL($1::bigint[])))::int AS others
-       FROM duplicate_profiles z WHERE z.name = n.name
-     ) c`,
-    [ids, names],
-  );
-  return r.rows;
+/** How many customers bear each of these keys (blocking keys, or 'f:' and a name) now: one index probe each. */
+export async function bearers(tx: Queryable, keys: string[]): Promise<Map<string, number>> {
+  const r = await tx.query<{ key: string; bearers: number }>('SELECT key, bearers FROM duplicate_key_counts WHERE key = ANY($1::text[])', [keys]);
+  return new Map(r.rows.map((x) => [x.key, x.bearers]));
 }
 
 /** Puts back on the queue the bearers of these names, except the given customers (being refreshed now). */
@@ -103,30 +131,6 @@ export async function requeueBearers(tx: Queryable, names: string[], except: str
     [names, except],
   );
   return r.rowCount ?? 0;
-}
-
-export interface ContactCount {
-  key: string;
-  /** How many of the given customers bear this email or phone key now (before their refresh). */
-  mine: number;
-  /** How many other customers bear it, counted up to `upTo` only. */
-  others: number;
-}
-
-/** For each email and phone key these customers bear now or are given: their bearers now, and the others (bounded count). */
-export async function contactCounts(tx: Queryable, ids: string[], keys: string[], upTo: number): Promise<ContactCount[]> {
-  const r = await tx.query<ContactCount>(
-    `WITH k AS (
-       SELECT key, count(*)::int AS mine FROM duplicate_keys
-       WHERE customer_id = ANY($1::bigint[]) AND (key LIKE 'e:%' OR key LIKE 'p:%') GROUP BY key
-       UNION ALL SELECT unnest($2::text[]), 0
-     )
-     SELECT k.key, max(k.mine)::int AS mine,
-       (SELECT count(*)::int FROM (SELECT 1 FROM duplicate_keys o WHERE o.key = k.key AND o.customer_id <> ALL($1::bigint[]) LIMIT $3) s) AS others
-     FROM k GROUP BY k.key`,
-    [ids, keys, upTo],
-  );
-  return r.rows;
 }
 
 /** Puts back on the queue the bearers of these keys, except the given customers (being refreshed now). */
@@ -213,19 +217,19 @@ export interface DuplicateRow extends CustomerRow {
 
 /**
  * One customer's possible duplicates (the active customers paired with it, best first; none when it is not
- * active) and the queue's state, in one statement: the customer by uuid (when the id looks like one), else by
- * externalId. Undefined when there is no such customer.
+ * active) and how many customers wait on the refresher's queue, in one statement: the customer by uuid (when
+ * the id looks like one), else by externalId. Undefined when there is no such customer.
  */
-export async function duplicatesOf(db: Queryable, id: string, limit: number): Promise<(QueueState & { rows: DuplicateRow[] }) | undefined> {
-  const r = await db.query<DuplicateRow & QueueState & { pair_score: number | null }>(
+export async function duplicatesOf(db: Queryable, id: string, limit: number): Promise<{ pending: number; rows: DuplicateRow[] } | undefined> {
+  const r = await db.query<DuplicateRow & { pending: number; pair_score: number | null }>(
     `WITH me AS (
        SELECT id, status FROM (
          SELECT id, status, 0 AS rank FROM customers WHERE uuid = $1::uuid
          UNION ALL
          SELECT id, status, 1 FROM customers WHERE external_id = $2
        ) m ORDER BY rank LIMIT 1
-     ), state AS (${QUEUE_STATE})
-     SELECT state.dirty, state.importing, d.* FROM me CROSS JOIN state LEFT JOIN LATERAL (
+     ), queue AS (${PENDING})
+     SELECT queue.pending, d.* FROM me CROSS JOIN queue LEFT JOIN LATERAL (
        SELECT ${CUSTOMER_COLS}, d.score AS pair_score, d.reasons FROM (
          SELECT b AS other, score, reasons FROM duplicate_pairs WHERE a = me.id
          UNION ALL
@@ -238,8 +242,7 @@ export async function duplicatesOf(db: Queryable, id: string, limit: number): Pr
     'duplicates_of',
   );
   if (r.rows.length === 0) return undefined;
-  const { dirty, importing } = r.rows[0];
-  return { dirty, importing, rows: r.rows.filter((x) => x.pair_score !== null) };
+  return { pending: r.rows[0].pending, rows: r.rows.filter((x) => x.pair_score !== null) };
 }
 
 export interface PairRow {
