@@ -440,6 +440,7 @@ export class Dispatcher {
     observeAttempt(res.ok, res.errorCode, res.durationMs / 1000);
     this.results.push({
       deliveryId: row.id,
+      deliveryCreatedAt: row.created_at,
       lockToken: f.token,
       subscriptionId: row.subscription_id,
       attemptNumber: row.attempt_count + 1,
