@@ -160,9 +160,9 @@ export const CLAIM_SQL = `WITH w AS (
        ) c
      ), upd AS (
        UPDATE webhook_deliveries d SET locked_until = now() + $3 * interval '1 millisecond', lock_token = $4
-       WHERE d.id = ANY(ARRAY(SELECT id FROM live UNION ALL SELECT id FROM replayed))
-         -- The partition key too: the update visits only the partitions holding them (docs/partitioning.md).
-         AND d.created_at = ANY(ARRAY(SELECT created_at FROM live UNION ALL SELECT created_at FROM replayed))
+       FROM (SELECT id, created_at FROM live UNION ALL SELECT id, created_at FROM replayed) x
+       -- The partition key too: each row is found in the one partition holding it (docs/partitioning.md).
+       WHERE d.id = x.id AND d.created_at = x.created_at
        RETURNING d.id, d.uuid, d.attempt_count, d.schedule_pos, d.event_id, d.event_created_at, d.subscription_id, d.next_attempt_at, d.created_at
      ), lanes AS (
        SELECT u.subscription_id, count(*) AS taken, json_agg(json_build_array(${CLAIMED_FIELDS.map(([, sql]) => sql).join(', ')})
