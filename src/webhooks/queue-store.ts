@@ -43,6 +43,11 @@ export interface Claimed
   send_in_ms: number | null;
   /** Its slot interval, 1000 / maxPerSecond ms (null: no cap). */
   slot_ms: number | null;
+  /**
+   * Its next_attempt_at, epoch ms of the database's clock (null: a replayed delivery). A claim takes the deliveries of
+   * an uncapped lane falling due within CLAIM_AHEAD_MS: one claimed before its time waits for it in the worker.
+   */
+  due_at_ms: number | null;
 }
 
 /** OAuth2 client credentials and mutual TLS of the subscription (migration 044), secrets in clear. */
@@ -66,15 +71,16 @@ const CLAIMED_FIELDS = [
   ['event_id', 'e.id::text'], ['event_uuid', 'e.uuid'], ['event_type', 'e.event_type'], ['resource_type', 'e.resource_type'],
   ['resource_uuid', 'e.resource_uuid'], ['resource_external_id', 'e.resource_external_id'], ['source', 'e.source'],
   ['event_created_at', 'e.created_at::text'], ['created_at', 'u.created_at::text'],
+  ['due_at_ms', 'extract(epoch FROM u.next_attempt_at)::float8 * 1000'],
 ] as const;
-type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string, string];
+type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string, string, number | null];
 
 /**
  * One claimed lane: the subscription's columns, its deliveries as JSON (CLAIMED_FIELDS per delivery; null: a
  * rate-capped lane that got none), and for a rate-capped one its rate, the slots it could take, when its first slot
  * falls and when its next claim is worth making (ms from the statement's clock).
  */
-type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error' | 'send_in_ms' | 'slot_ms'> & {
+type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error' | 'send_in_ms' | 'slot_ms' | 'due_at_ms'> & {
   deliveries: string | null;
   max_per_second: number | null;
   rate_slots: number | null;
@@ -100,6 +106,13 @@ export const RATE_HORIZON_MS = 1000;
 const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
 
 /**
+ * How far ahead of its due time a claim may take a delivery of a lane without a rate cap (ms): the worker claims a
+ * retry this much before it falls due and sends it at its time, so the claim's round trip is not part of its
+ * lateness (on PGlite, whose one session serves the API too, 2–45 ms under load: docs/delivery-policies.md).
+ */
+export const CLAIM_AHEAD_MS = 50;
+
+/**
  * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane, $6 ceilings held per lane. Exported for the bench's EXPLAIN.
  * A rate-capped subscription (max_per_second) is locked first, in id order (claims of one capped subscription take its
  * slots one after another, whichever process runs them), before any delivery row (the InitPlan counting `capped` in
@@ -120,15 +133,16 @@ export const CLAIM_SQL = `WITH w AS (
        WHERE s.id = ANY($1::bigint[]) AND s.max_per_second IS NOT NULL
        ORDER BY s.id FOR NO KEY UPDATE OF s
      ), ws AS (
-       SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim FROM w
+       SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim,
+         CASE WHEN cap.id IS NULL THEN ${CLAIM_AHEAD_MS} ELSE 0 END AS ahead FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
          AND (s.paused_until IS NULL OR s.paused_until <= now())
        LEFT JOIN capped cap ON cap.id = w.sub
        WHERE (SELECT count(*) FROM capped) >= 0
      ), live AS MATERIALIZED (
-       SELECT ws.sub, c.id FROM ws CROSS JOIN LATERAL (
+       SELECT ws.sub, c.id, c.created_at FROM ws CROSS JOIN LATERAL (
          SELECT d.id, d.created_at FROM webhook_deliveries d
-         WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at <= now()
+         WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at <= now() + ws.ahead * interval '1 millisecond'
            AND (d.locked_until IS NULL OR d.locked_until <= now())
          ORDER BY d.next_attempt_at, d.id
          LIMIT ws.lim
@@ -146,9 +160,9 @@ export const CLAIM_SQL = `WITH w AS (
        ) c
      ), upd AS (
        UPDATE webhook_deliveries d SET locked_until = now() + $3 * interval '1 millisecond', lock_token = $4
-       WHERE d.id = ANY(ARRAY(SELECT id FROM live UNION ALL SELECT id FROM replayed))
-         -- The partition key too: the update visits only the partitions holding them (docs/partitioning.md).
-         AND d.created_at = ANY(ARRAY(SELECT created_at FROM live UNION ALL SELECT created_at FROM replayed))
+       FROM (SELECT id, created_at FROM live UNION ALL SELECT id, created_at FROM replayed) x
+       -- The partition key too: each row is found in the one partition holding it (docs/partitioning.md).
+       WHERE d.id = x.id AND d.created_at = x.created_at
        RETURNING d.id, d.uuid, d.attempt_count, d.schedule_pos, d.event_id, d.event_created_at, d.subscription_id, d.next_attempt_at, d.created_at
      ), lanes AS (
        SELECT u.subscription_id, count(*) AS taken, json_agg(json_build_array(${CLAIMED_FIELDS.map(([, sql]) => sql).join(', ')})
@@ -222,6 +236,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
       claimed.push({
         id: d[0], uuid: d[1], attempt_count: d[2], schedule_pos: d[3], event_id: d[4], event_uuid: d[5],
         event_type: d[6], resource_type: d[7], resource_uuid: d[8], resource_external_id: d[9], source: d[10], event_created_at: d[11], created_at: d[12],
+        due_at_ms: d[13],
         subscription_id: sub.subscription_id, subscription_uuid: sub.subscription_uuid, url: sub.url, auth_method: sub.auth_method,
         bearer_token: sub.bearer_token, basic_username: sub.basic_username, basic_password: sub.basic_password,
         webhook_version: sub.webhook_version, signing_secret: sub.signing_secret, max_in_flight: sub.max_in_flight,
@@ -393,6 +408,8 @@ export interface DeliveryState {
   status: string;
   next_attempt_at: string | null;
   due_in_ms: number | string | null;
+  /** next_attempt_at as epoch ms of the database's clock (null: not pending). */
+  due_at_ms: number | string | null;
 }
 
 /**
@@ -469,7 +486,8 @@ export async function recordResults(
          r.version_id, decode(r.signatures, 'hex'), r.timestamp_skew, r.url, r.request_headers, r.request_body, r.response_body
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
-     SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms FROM upd`,
+     SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms,
+       extract(epoch FROM next_attempt_at) * 1000 AS due_at_ms FROM upd`,
     // One JSON text rather than an array per column: serialised natively, not element by element.
     [
       rs.map((x) => x.deliveryId),
