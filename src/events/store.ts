@@ -1,6 +1,7 @@
 // SQL of the events API (SPEC §12): list in commit-safe order, get by uuid. (Retention: src/partitions/.)
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
 import { EVENT_TYPES } from './emit.ts';
+import { uuidTimeBound } from '../partitions/keys.ts';
 
 export interface EventRow {
   id: string;
@@ -131,6 +132,8 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
 }
 
 export async function findEvent(db: Queryable, uuid: string): Promise<EventRow | undefined> {
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE uuid = $1 AND ${NOT_HIDDEN}`, [uuid], 'events_get');
+  const params: unknown[] = [uuid];
+  const bound = uuidTimeBound(uuid, 'events', params); // one partition for a time-ordered uuid (docs/partitioning.md)
+  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE uuid = $1 AND ${NOT_HIDDEN}${bound}`, params, bound ? 'events_get_v7' : 'events_get');
   return r.rows[0];
 }

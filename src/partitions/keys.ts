@@ -16,3 +16,18 @@ export function deliveryOfAttempt(a: string, d: string): string {
   return `${d}.id = ${a}.delivery_id AND ${d}.created_at >= coalesce(${a}.delivery_created_at, '-infinity')
     AND ${d}.created_at <= coalesce(${a}.delivery_created_at, ${a}.started_at + interval '1 day')`;
 }
+
+/**
+ * A look-up by uuid names the partition too when the uuid is time-ordered (version 7, migration 057): its first 48
+ * bits are the milliseconds its row was made at, within a moment of the row's created_at (both clock_timestamp()
+ * of the same insert). Returns the condition on `alias`.created_at and its parameters appended to `params`, or ''
+ * for another version (rows made before 057: every partition is probed, an index probe each).
+ */
+export function uuidTimeBound(uuid: string, alias: string, params: unknown[]): string {
+  const hex = uuid.replaceAll('-', '');
+  if (!/^[0-9a-f]{32}$/i.test(hex) || hex[12] !== '7') return '';
+  const ms = parseInt(hex.slice(0, 12), 16);
+  const from = params.push(new Date(ms - 60_000).toISOString());
+  const to = params.push(new Date(ms + 60_000).toISOString());
+  return ` AND ${alias}.created_at >= $${from}::timestamptz AND ${alias}.created_at < $${to}::timestamptz`;
+}

@@ -2,7 +2,7 @@
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
 import { rebuildRequest, type SendingConfig } from './attempt-request.ts';
 import { versionsById } from './versions-store.ts';
-import { deliveryOfAttempt, eventOfDelivery } from '../partitions/keys.ts';
+import { deliveryOfAttempt, eventOfDelivery, uuidTimeBound } from '../partitions/keys.ts';
 
 export interface SubscriptionRow {
   id: string;
@@ -377,7 +377,8 @@ export async function listDeliveries(
 }
 
 export async function findDelivery(db: Queryable, uuid: string): Promise<DeliveryRow | undefined> {
-  const r = await db.query<DeliveryRow>(`${DELIVERY_SELECT} WHERE d.uuid = $1`, [uuid]);
+  const params: unknown[] = [uuid];
+  const r = await db.query<DeliveryRow>(`${DELIVERY_SELECT} WHERE d.uuid = $1${uuidTimeBound(uuid, 'd', params)}`, params);
   return r.rows[0];
 }
 

@@ -24,6 +24,7 @@ for (const backend of await backends()) {
     let first: Date;
     let sub = '';
     let someUuid = '';
+    let v7Uuid = '';
     before(async () => {
       tdb = await freshDb(backend);
       const db = tdb.db;
@@ -35,8 +36,8 @@ for (const backend of await backends()) {
       // Each day: events, one delivery each (delivered, the last day's newest pending), one attempt each.
       await db.query(
         `WITH ev AS (
-           INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, created_at)
-           SELECT 'customerCreate', 'Customer', gen_random_uuid(), 'c-' || g, 'TULIP_API', $1::timestamptz + g * (interval '1 day' / $3::int)
+           INSERT INTO events (uuid, event_type, resource_type, resource_uuid, resource_external_id, source, created_at)
+           SELECT gen_random_uuid(), 'customerCreate', 'Customer', gen_random_uuid(), 'c-' || g, 'TULIP_API', $1::timestamptz + g * (interval '1 day' / $3::int)
            FROM generate_series(0, $2::int * $3::int - 1) g ORDER BY g RETURNING id, created_at
          ), d AS (
            INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id, status, next_attempt_at, created_at)
@@ -49,7 +50,12 @@ for (const backend of await backends()) {
          FROM d WHERE status = 'delivered'`,
         [first.toISOString(), DAYS, PER_DAY, sub],
       );
+      // The month's rows carry random uuids (version 4, as rows made before migration 057): a look-up probes every
+      // partition. An event made now gets a time-ordered one (version 7): its look-up finds its partition.
       someUuid = (await db.query<{ uuid: string }>(`SELECT uuid FROM events ORDER BY id OFFSET $1 LIMIT 1`, [DAYS * PER_DAY / 2])).rows[0].uuid;
+      v7Uuid = (await db.query<{ uuid: string }>(
+        `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source) VALUES ('customerCreate', 'Customer', gen_random_uuid(), 'now', 'TULIP_API') RETURNING uuid`,
+      )).rows[0].uuid;
       if (backend === 'pglite') {
         await db.query('SELECT pg_stat_force_next_flush()');
         await maintain(db);
@@ -72,7 +78,11 @@ for (const backend of await backends()) {
     it('the events API walks (xid, id) a page at a time; a look-up by uuid probes each partition once', async () => {
       await few('GET /events', (q) => listEvents(q, { limit: 50 }), 300);
       await few('GET /events?eventType=customerCreate', (q) => listEvents(q, { eventTypes: ['customerCreate'], limit: 50 }), 300);
-      await few('GET /events/{uuid}', (q) => findEvent(q, someUuid), 250);
+      await few('GET /events/{uuid} (random uuid)', (q) => findEvent(q, someUuid), 250);
+      await few('GET /events/{uuid} (time-ordered uuid)', (q) => findEvent(q, v7Uuid), 20);
+      assert.equal((await findEvent(tdb.db, someUuid))?.uuid, someUuid);
+      assert.equal((await findEvent(tdb.db, v7Uuid))?.uuid, v7Uuid);
+      assert.equal(v7Uuid[14], '7');
     });
 
     it('the claim reads the due deliveries, not the month', async () => {
