@@ -154,7 +154,10 @@ export const CLAIM_SQL = `WITH w AS (
          SELECT d.id, d.created_at FROM webhook_deliveries d
          WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at IS NULL
            AND (d.locked_until IS NULL OR d.locked_until <= now())
-         ORDER BY d.id
+         -- next_attempt_at (all null here) first: the order of webhook_deliveries_due, so the plan reads the lane's range
+         -- of that index; ORDER BY d.id alone let the generic plan walk the primary key over every delivery (50 ms
+         -- per claim at 100,000 deliveries, whenever a lane had no replayed work: docs/replay.md)
+         ORDER BY d.next_attempt_at, d.id
          LIMIT greatest(0, ws.lim - (SELECT count(*) FROM live WHERE live.sub = ws.sub))
          FOR UPDATE OF d SKIP LOCKED
        ) c
