@@ -2,7 +2,8 @@
 // slice): customers with skewed first names, last names and cities (a few carry a large share, Zipf-like, as in
 // retail data), two emails, a phone, an address and attributes; a note for every other customer; per customer
 // EVENTS_PER_CUSTOMER events (a create and updates), one delivery per event to the bench's subscription, and
-// 1.6 attempts per delivery (three in five failed once with a 500, then succeeded), spread over the last 5 days.
+// 1.6 attempts per delivery (three in five failed once with a 500, then succeeded; lean rows, as since migration
+// 051), spread over the last 5 days.
 import type pg from 'pg';
 
 export const EVENTS_PER_CUSTOMER = 2;
@@ -19,6 +20,12 @@ const SLICE = 250_000;
 /** Adds customers from+1 … to, their notes, events, deliveries and attempts; returns seconds spent. */
 export async function grow(c: pg.Client, from: number, to: number, subscriptionId: string, url: string, log: (s: string) => void): Promise<number> {
   const t0 = Date.now();
+  const versionId = (await c.query<{ id: number }>(
+    `INSERT INTO webhook_subscription_versions (subscription_id, digest, url, webhook_version, hmac_header, headers)
+     VALUES ($1, 'volume-bench', $2, '2022-08', 'x-bulb-signature', '{"content-type": "application/json", "user-agent": "Bulb-Webhooks/1.0"}')
+     ON CONFLICT (subscription_id, digest) DO UPDATE SET digest = EXCLUDED.digest RETURNING id`,
+    [subscriptionId, url],
+  )).rows[0].id;
   for (let a = from + 1; a <= to; a += SLICE) {
     const b = Math.min(to, a + SLICE - 1);
     await c.query(
@@ -59,21 +66,17 @@ export async function grow(c: pg.Client, from: number, to: number, subscriptionI
        SELECT min(id) AS lo, max(id) AS hi FROM d`,
       [ev.rows[0].lo, ev.rows[0].hi, subscriptionId],
     );
+    // Attempts as Bulb writes them since migration 051 (lean rows): what only the attempt knows, its signatures and
+    // the version of its subscription's sending config; the logs API rebuilds the request from the event and that.
     await c.query(
-      `INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code, error_code, outcome, next_attempt_at, request_headers, request_body, response_body)
-       SELECT d.id, d.subscription_id, d.event_id, k, $3, d.created_at + k * interval '20 seconds', 20 + d.id % 50,
+      `INSERT INTO webhook_attempts (uuid, delivery_id, subscription_id, attempt_number, started_at, duration_ms, status_code, error_code, outcome, next_attempt_at, version_id, signatures, response_body)
+       SELECT NULL, d.id, d.subscription_id, k, d.created_at + k * interval '20 seconds', 20 + d.id % 50,
          CASE WHEN k < d.attempt_count THEN 500 ELSE 200 END, CASE WHEN k < d.attempt_count THEN 'HTTP_STATUS' END,
          CASE WHEN k < d.attempt_count THEN 'failure' ELSE 'success' END, CASE WHEN k < d.attempt_count THEN d.created_at + interval '1 minute' END,
-         jsonb_build_object('content-type', 'application/json', 'user-agent', 'Bulb-Webhooks/1.0', 'webhook-id', e.uuid, 'webhook-timestamp', extract(epoch FROM d.created_at)::bigint::text,
-           'webhook-signature', 'v1,' || encode(sha256(e.uuid::text::bytea), 'base64'), 'x-bulb-event-type', e.event_type),
-         json_build_object('uuid', e.uuid, 'eventType', e.event_type, 'createdAt', e.created_at, 'source', e.source, 'subscription', $4::text,
-           'data', json_build_object('uuid', e.resource_uuid, 'externalId', e.resource_external_id, 'firstName', 'Maria', 'lastName', 'L1',
-             'emails', json_build_array(json_build_object('email', e.resource_external_id || '@mail.example', 'type', 'home', 'isPrimary', true)),
-             'loyaltyTier', 'gold', 'status', 'active'))::text,
-         CASE WHEN k < d.attempt_count THEN 'upstream error' ELSE '{}' END
-       FROM webhook_deliveries d JOIN events e ON e.id = d.event_id, generate_series(1, d.attempt_count) k
+         $3, sha256(int8send(d.id * 4 + k)) || sha256(int8send(d.id * 4 + k + 1)), CASE WHEN k < d.attempt_count THEN 'upstream error' ELSE '{}' END
+       FROM webhook_deliveries d, generate_series(1, d.attempt_count) k
        WHERE d.id BETWEEN $1 AND $2`,
-      [dv.rows[0].lo, dv.rows[0].hi, url, subscriptionId],
+      [dv.rows[0].lo, dv.rows[0].hi, versionId],
     );
     log(`volume: ${b.toLocaleString('en-US')} customers (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
   }

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import {
-  ADMIN_KEY, api, createPgDatabase, customerBody, load, log, round, sleep, startBulb, startReceiver, subscribe,
+  ADMIN_KEY, ROOT, api, createPgDatabase, customerBody, load, log, replaceSection, round, rowsTable, sleep, startBulb, startReceiver, subscribe,
   type Child, type Row,
 } from './lib.ts';
 import { ATTEMPTS_PER_DELIVERY, EVENTS_PER_CUSTOMER, grow } from './volume-data.ts';
@@ -122,7 +122,9 @@ export async function runVolumeBench(o: { quick?: boolean } = {}): Promise<Row[]
       for (let si = 0; si < sites.length; si++) {
         const s = sites[si];
         // What bulk made is left for the possible-duplicates refresher, which runs in the worker beside the drain
-        // and the import as it does in production (its backlog is emptied after each round).
+        // and the import as it does in production (its backlog is emptied after each round);
+        // BENCH_VOLUME_REFRESHER=off empties it first (the write paths alone).
+        if (process.env.BENCH_VOLUME_REFRESHER === 'off') await s.c.query('TRUNCATE duplicate_dirty');
         const worker = await startBulb({ databaseUrl: s.url, role: 'worker', env });
         try {
           const d = await drained(s);
@@ -155,7 +157,10 @@ export async function runVolumeBench(o: { quick?: boolean } = {}): Promise<Row[]
     await receiver.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  rows.push({ what: 'Duplicates fold rate (the refresher, wt-dup)', value: 'not yet', unit: '', baseline: null, ratio: null, goal: 'not yet measured', command: cmd, note: 'the bounded-keys refresher is not on main yet' });
+  rows.push({
+    what: 'Duplicates fold rate (the refresher)', value: 'see "Possible duplicates"', unit: '', baseline: null, ratio: null, goal: 'not measured here', command: 'npm run bench -- --only duplicates',
+    note: 'the customers generated here have no duplicates profiles or keys (folding 4N customers first would take longer than the rest of the run); the duplicates bench seeds bases of two sizes with their profiles and keys in SQL and times an import folded into each',
+  });
   rows.push({ what: 'Retention of a day (wt-part\'s partition drop)', value: 'not yet', unit: '', baseline: null, ratio: null, goal: 'not yet measured', command: cmd, note: 'partitioned retention is not on main yet' });
   rows[rows.length - 1].note += `. Data: ${EVENTS_PER_CUSTOMER} events, ${EVENTS_PER_CUSTOMER} deliveries and ${EVENTS_PER_CUSTOMER * ATTEMPTS_PER_DELIVERY} attempts per customer, a note per 2; ${made.join('; ')}. Every figure: ${rounds} slices per size, alternating. Load average at the end ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores shared with other work.`;
   return rows;
@@ -247,7 +252,27 @@ function upload(base: string, file: string): Promise<{ status: number; body: str
   });
 }
 
+/** BENCHMARKS.md's section: the rows, the command, the load they were measured under. */
+export function volumeSection(rows: Row[], load: string): string[] {
+  return [
+    `Run ${new Date().toISOString().slice(0, 16)}Z under a load average of ${load} (\`uptime\`, 2 cores shared with other work). Growth: how many`,
+    'times slower (or larger) the operation is at 4N than at N, both measured in the same run in alternating slices.',
+    'Design and findings: docs/scaling.md "Flat at volume".',
+    '',
+    ...rowsTable(rows, 'at N (same run)'),
+  ];
+}
+
+// `node --import tsx bench/volume.ts [--quick] [--write]`: prints the rows (and keeps them in .cache/volume-rows.json);
+// `--write` puts them in BENCHMARKS.md; `--from .cache/volume-rows.json --write` writes a kept run without running.
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const rows = await runVolumeBench({ quick: process.argv.includes('--quick') });
+  const from = process.argv.indexOf('--from');
+  const rows: Row[] = from > 0 ? JSON.parse(fs.readFileSync(process.argv[from + 1], 'utf8')).rows : await runVolumeBench({ quick: process.argv.includes('--quick') });
+  const load = from > 0 ? JSON.parse(fs.readFileSync(process.argv[from + 1], 'utf8')).load : os.loadavg()[0].toFixed(1);
+  if (from < 0) {
+    fs.mkdirSync(path.join(ROOT, '.cache'), { recursive: true });
+    fs.writeFileSync(path.join(ROOT, '.cache', 'volume-rows.json'), JSON.stringify({ rows, load }, null, 1));
+  }
   console.log(JSON.stringify(rows, null, 1));
+  if (process.argv.includes('--write')) replaceSection('Volume (PostgreSQL, issue 25)', volumeSection(rows, load));
 }
