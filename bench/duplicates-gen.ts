@@ -48,10 +48,10 @@ function zipf(list: string[], s: number) {
   };
 }
 
-const FIRSTS = [...FIRST_COMMON, ...SYL_A.flatMap((a) => SYL_B.map((b) => a + b))]; // 640
-const LASTS = [...LAST_COMMON, ...SYL_A.flatMap((a) => SYL_C.map((c) => a + c)), ...SYL_B.flatMap((b) => SYL_C.map((c) => 'mc' + b + c))]; // 1290
-const AREA = ['201', '212', '213', '305', '312', '404', '415', '469', '503', '512', '602', '617', '646', '702', '713', '718', '773', '805', '917', '971'];
-const DOMAINS = ['gmail.com', 'yahoo.com', 'outlook.com', 'icloud.com', 'proton.me', 'example.com'];
+export const FIRSTS = [...FIRST_COMMON, ...SYL_A.flatMap((a) => SYL_B.map((b) => a + b))]; // 640
+export const LASTS = [...LAST_COMMON, ...SYL_A.flatMap((a) => SYL_C.map((c) => a + c)), ...SYL_B.flatMap((b) => SYL_C.map((c) => 'mc' + b + c))]; // 1290
+export const AREA = ['201', '212', '213', '305', '312', '404', '415', '469', '503', '512', '602', '617', '646', '702', '713', '718', '773', '805', '917', '971'];
+export const DOMAINS = ['gmail.com', 'yahoo.com', 'outlook.com', 'icloud.com', 'proton.me', 'example.com'];
 
 export interface GenCustomer {
   externalId: string;
@@ -86,19 +86,31 @@ function phoneFormats(r: Rng, area: string, ex: string, line: string): string {
   return r.pick([`(${area}) ${ex}-${line}`, `${area}.${ex}.${line}`, `+1 ${area} ${ex} ${line}`, `1-${area}-${ex}-${line}`, `${area}${ex}${line}`, `+1${area}${ex}${line}`]);
 }
 
-export function generate(n: number, seed = 42, dupRate = 0.05): Generated {
+/**
+ * Skew (Zipf exponents over FIRSTS, LASTS and CITIES): the commonest first name carries ~4.9% of the customers and
+ * the ten commonest ~20%; the commonest last name ~2.4%; the commonest city ~6.4% and the ten biggest ~25% (a
+ * retailer's customers gather around its stores). bench/duplicates.ts seeds its background population in SQL
+ * with the same lists and exponents.
+ */
+export const SKEW = { first: 0.7, last: 0.6, city: 0.7 };
+export const CITIES = Array.from({ length: 300 }, (_, i) => ({ name: `${cap(SYL_A[i % SYL_A.length])}${SYL_C[Math.floor(i / SYL_A.length) % SYL_C.length]}`, zips: Array.from({ length: 5 + (i % 20) }, (_, j) => String(10000 + i * 40 + j).padStart(5, '0')) }));
+export const STREET_KINDS = ['St', 'Ave', 'Rd', 'Blvd'];
+
+/** The k-th phone number of a run (distinct for k < 160 million: area, exchange and line all vary). */
+export function phoneNo(k: number): { area: string; ex: string; line: string } {
+  const rest = Math.floor(k / AREA.length);
+  return { area: AREA[k % AREA.length], ex: String(200 + ((rest * 7919) % 800)), line: String(Math.floor(rest / 800) % 10000).padStart(4, '0') };
+}
+
+export function generate(n: number, seed = 42, dupRate = 0.05, prefix = 'g-'): Generated {
   const r = rng(seed);
-  // Name frequencies roughly like the US census: the commonest last name ~2%, first name ~3%.
-  const first = zipf(FIRSTS, 0.7);
-  const last = zipf(LASTS, 0.6);
-  const nCities = 300;
-  const cities = Array.from({ length: nCities }, (_, i) => ({ name: `${cap(SYL_A[i % SYL_A.length])}${SYL_C[Math.floor(i / SYL_A.length) % SYL_C.length]}`, zips: Array.from({ length: 5 + (i % 20) }, (_, j) => String(10000 + i * 40 + j).padStart(5, '0')) }));
-  const city = zipf(cities.map((_, i) => String(i)), 0.7);
+  const first = zipf(FIRSTS, SKEW.first);
+  const last = zipf(LASTS, SKEW.last);
+  const cities = CITIES;
+  const city = zipf(cities.map((_, i) => String(i)), SKEW.city);
+  // Phone numbers repeated every 200,000 customers before (unrelated people sharing one at 1M).
   let phoneSeq = 0;
-  const newPhone = () => {
-    const k = phoneSeq++;
-    return { area: AREA[k % AREA.length], ex: String(200 + ((k * 7919) % 800)), line: String(Math.floor(k / AREA.length) % 10000).padStart(4, '0') };
-  };
+  const newPhone = () => phoneNo(phoneSeq++);
   const nDup = Math.round(n * dupRate);
   const nOrig = n - nDup;
   const customers: GenCustomer[] = [];
@@ -106,7 +118,7 @@ export function generate(n: number, seed = 42, dupRate = 0.05): Generated {
   let households = 0;
   const address = () => {
     const c = cities[Number(city(r))];
-    return { address1: `${1 + r.int(999)} ${cap(r.pick(LASTS))} ${r.pick(['St', 'Ave', 'Rd', 'Blvd'])}`, city: c.name, postCode: r.pick(c.zips), countryCode: 'US' };
+    return { address1: `${1 + r.int(999)} ${cap(r.pick(LASTS))} ${r.pick(STREET_KINDS)}`, city: c.name, postCode: r.pick(c.zips), countryCode: 'US' };
   };
   while (customers.length < nOrig) {
     const i = customers.length;
@@ -115,7 +127,7 @@ export function generate(n: number, seed = 42, dupRate = 0.05): Generated {
     const ph = newPhone();
     const addr = address();
     customers.push({
-      externalId: `g-${i}`, firstName: cap(f), lastName: cap(l),
+      externalId: `${prefix}${i}`, firstName: cap(f), lastName: cap(l),
       emails: [{ email: `${f}.${l}.${i}@${r.pick(DOMAINS)}` }],
       phones: [{ number: `+1${ph.area}${ph.ex}${ph.line}` }],
       addresses: [addr],
@@ -133,7 +145,7 @@ export function generate(n: number, seed = 42, dupRate = 0.05): Generated {
         const shared = r.chance(0.5);
         const mph = shared ? ph : newPhone();
         customers.push({
-          externalId: `g-${j}`, firstName: cap(fm), lastName: cap(l),
+          externalId: `${prefix}${j}`, firstName: cap(fm), lastName: cap(l),
           emails: [{ email: `${fm}.${l}.${j}@${r.pick(DOMAINS)}` }],
           phones: [{ number: `+1${mph.area}${mph.ex}${mph.line}` }],
           addresses: [{ ...addr }],
@@ -165,7 +177,7 @@ export function generate(n: number, seed = 42, dupRate = 0.05): Generated {
     const phoneKind = r.next();
     const dupPhones = phoneKind < 0.6 ? [{ number: phoneFormats(r, ph.area, ph.ex, ph.line) }] : phoneKind < 0.75 ? [(() => { const p = newPhone(); return { number: `+1${p.area}${p.ex}${p.line}` }; })()] : [];
     const addresses = r.chance(0.8) ? [{ ...o.addresses[0], city: r.chance(0.3) ? o.addresses[0].city.toUpperCase() : o.addresses[0].city }] : [];
-    const id = `g-${customers.length}`;
+    const id = `${prefix}${customers.length}`;
     customers.push({ externalId: id, firstName: style(f), lastName: style(l), emails, phones: dupPhones, addresses });
     truth.push([o.externalId, id]);
   }

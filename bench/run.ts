@@ -1,5 +1,5 @@
 // `npm run bench`: runs every benchmark and rewrites BENCHMARKS.md (one row per figure, the machine, the date).
-// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,export,duplicates,lookups,pooler,brokers`
+// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,attempts,export,duplicates,lookups,pooler,brokers,volume,retention`
 // runs some parts (also written to the .cache file; with `--write` they replace their sections of BENCHMARKS.md).
 // `--seconds N` sets the soak length.
 import fs from 'node:fs';
@@ -77,15 +77,24 @@ if (hasPg) await optional('export.ts', 'runExportBench', 'export', 'Customer exp
 if (hasPg) await optional('events.ts', 'runEventsBench', 'events', 'Events API (PostgreSQL)', args.quick, 10);
 // A replay of 1,000,000 events (--quick: 100,000) against one INSERT … SELECT of the same rows, live deliveries meanwhile: ~5 minutes.
 if (hasPg) await optional('replay.ts', 'runReplayBench', 'replay', 'Webhook replay (PostgreSQL)', args.quick, 30);
+// Attempt row size: the same 100,000 attempts (--quick: 20,000) written as before migration 051 and lean, bytes per row: ~1 minute.
+if (hasPg) await optional('attempts.ts', 'runAttemptsBench', 'attempts', 'Attempt rows', args.quick, 10);
+// Retention by partition: a day of 1,000,000 events and deliveries (--quick: 100,000) dropped, against a DELETE of an equal day.
+if (hasPg) await optional('retention.ts', 'runRetentionBench', 'retention', 'Retention by partition (PostgreSQL)', args.quick, 20);
 // Customer lookups by email and updatedSince over 1,000,000 customers: seeding ~1 minute, measuring ~1 minute.
 if (hasPg) await optional('lookups.ts', 'runLookupsBench', 'lookups', 'Customer lookups at scale (PostgreSQL)', args.quick, 15);
-// Possible duplicates: 100,000 customers built by the refresher (about 30 s) and 4,000 lookups, about a minute.
-if (hasPg) await optional('duplicates.ts', 'runDuplicatesBench', 'duplicates', 'Possible duplicates', args.quick, 10);
+// Possible duplicates: 1,000,000 customers built by the refresher for precision and recall (~15 minutes), then an
+// import of 100,000 folded into bases of 500,000 and 2,000,000 seeded in SQL (~25 minutes) under a load of 10.
+if (hasPg) await optional('duplicates.ts', 'runDuplicatesBench', 'duplicates', 'Possible duplicates', args.quick, 90);
 if (hasPg) {
   // Two floors and two imports of 1M customers: about 7 minutes on the shared 2-core machine at a load of 3 (--quick: 100,000 rows).
   await optional('ingest.ts', 'runIngestBench', 'ingest', 'Bulk and imports (PostgreSQL)', args.quick, args.quick ? 30 : 120);
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));
 }
+// Issue 25's volume run: two databases of N and 4N customers with their notes, events, deliveries and
+// attempts (generated in SQL), each operation measured at both and its growth factor (bench/volume.ts). Not part
+// of a plain `npm run bench` (run it alone: about 25 minutes at N = 500,000; --quick: N = 50,000, ~4 minutes).
+if (hasPg && args.only?.includes('volume')) await optional('volume.ts', 'runVolumeBench', 'volume', 'Volume (PostgreSQL, issue 25)', args.quick, args.quick ? 20 : 90);
 // Through a transaction-mode PgBouncer vs direct (GET by id, POST create, the delivery drain): about 3 minutes (--quick: 1.5).
 if (hasPg) await part('PgBouncer vs direct (PostgreSQL)', 'pooler', async () => (await import('./pooler.ts')).runPoolerBench({ quick: args.quick }));
 // Broker destinations: Bulb's drain to RabbitMQ and to NATS JetStream vs each broker's client publishing directly (docs/destinations.md).

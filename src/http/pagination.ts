@@ -32,6 +32,22 @@ export function decodeCursor(cursor: string | undefined): string | null {
   return m[1];
 }
 
+/**
+ * A cursor of a walk in (time, id) order (the customers changed since a time): the last row's time, exact to the
+ * microsecond in UTC, and its id.
+ */
+export function encodeTimeCursor(at: string, id: string): string {
+  return Buffer.from(`t1:${at}:${id}`, 'utf8').toString('base64url');
+}
+
+export function decodeTimeCursor(cursor: string | undefined): { at: string; id: string } | null {
+  if (cursor === undefined || cursor === '') return null;
+  const raw = Buffer.from(cursor, 'base64url').toString('utf8');
+  const m = /^t1:(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z):(\d{1,18})$/.exec(raw);
+  if (!m) throw invalid('cursor is not valid', 'cursor');
+  return { at: m[1], id: m[2] };
+}
+
 /** Given limit+1 rows fetched, returns the page and the next cursor. */
 export function pageOf<R extends { id: string }, O>(rows: R[], limit: number, shape: (r: R) => O): { data: O[]; nextCursor: string | null } {
   const more = rows.length > limit;

@@ -55,8 +55,8 @@ export function leanRequest(
     for (const h of SIGNED) delete headers[h];
   }
   const config: SendingConfig = { subscriptionId: sub.subscriptionId, url: sub.url, webhookVersion: sub.webhookVersion, hmacHeader, headers };
-  const back = rebuildRequest(config, signed, src, Math.floor(startedAtMs / 1000));
-  if (back.body !== body || !sameHeaders(back.headers, logHeaders)) return null;
+  const startSecond = Math.floor(startedAtMs / 1000);
+  if (body !== eventBody(src) || !sameHeaders(headersOf(config, signed, src.event_uuid, startSecond), logHeaders)) return null;
   return { config, signed };
 }
 
@@ -64,30 +64,33 @@ export function leanRequest(
 export function rebuildRequest(config: Pick<SendingConfig, 'hmacHeader' | 'headers'>, signed: SignedPart, src: BodySource, startSecond: number): {
   headers: Record<string, string>; body: string;
 } {
-  const body = eventBody(src);
-  if (signed.signatures === null) return { headers: {}, body };
+  return { headers: jsonbOrder(headersOf(config, signed, src.event_uuid, startSecond)), body: eventBody(src) };
+}
+
+/** The headers of a lean attempt, in no particular order. */
+function headersOf(config: Pick<SendingConfig, 'hmacHeader' | 'headers'>, signed: SignedPart, eventUuid: string, startSecond: number): Record<string, string> {
+  if (signed.signatures === null) return {};
   const bytes = Buffer.from(signed.signatures, 'hex');
   const sigs: string[] = [];
-  for (let i = 32; i < bytes.length; i += 32) sigs.push(`v1,${bytes.subarray(i, i + 32).toString('base64')}`);
-  const headers = {
+  for (let i = 32; i < bytes.length; i += 32) sigs.push(`v1,${bytes.toString('base64', i, i + 32)}`);
+  return {
     ...config.headers,
-    [config.hmacHeader]: bytes.subarray(0, 32).toString('hex'),
-    'webhook-id': src.event_uuid,
+    [config.hmacHeader]: bytes.toString('hex', 0, 32),
+    'webhook-id': eventUuid,
     'webhook-timestamp': String(startSecond + (signed.timestampSkew ?? 0)),
     'webhook-signature': sigs.join(' '),
   };
-  return { headers: jsonbOrder(headers), body };
 }
 
-/** The object's keys as jsonb orders them: shorter first, then by their bytes. */
+/** The object's keys as jsonb orders them: shorter (in bytes) first, then by their bytes. */
 export function jsonbOrder(o: Record<string, string>): Record<string, string> {
-  const keys = Object.keys(o).sort((a, b) => {
-    const x = Buffer.from(a);
-    const y = Buffer.from(b);
-    return x.length - y.length || Buffer.compare(x, y);
-  });
+  const keys = Object.keys(o).map((k) => Buffer.from(k));
+  keys.sort((x, y) => x.length - y.length || Buffer.compare(x, y));
   const out: Record<string, string> = {};
-  for (const k of keys) out[k] = o[k];
+  for (const k of keys) {
+    const key = k.toString();
+    out[key] = o[key];
+  }
   return out;
 }
 

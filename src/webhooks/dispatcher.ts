@@ -453,6 +453,7 @@ export class Dispatcher {
     lane.unwritten++;
     this.results.push({
       deliveryId: row.id,
+      deliveryCreatedAt: row.created_at,
       lockToken: f.token,
       subscriptionId: row.subscription_id,
       attemptNumber: row.attempt_count + 1,

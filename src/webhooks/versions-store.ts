@@ -19,18 +19,28 @@ function keep<K, V>(m: Map<K, V>, k: K, v: V): void {
   m.set(k, v);
 }
 
-const contentKey = (c: SendingConfig) => `${c.subscriptionId} ${digestOf(c)}`;
+/**
+ * A config's key in the map: its fields as text (headers in the order they were built, the same for every request of
+ * one config), so that a hit costs no digest.
+ */
+const contentKey = (c: SendingConfig) => JSON.stringify([c.subscriptionId, c.url, c.webhookVersion, c.hmacHeader, c.headers]);
 
 /** The version id of each config (written when new), in order. One statement for those this process has not seen. */
 export async function versionIds(db: Queryable, configs: SendingConfig[]): Promise<number[]> {
   const { idsByContent } = cacheOf(db);
   const keys = configs.map(contentKey);
-  const missing = new Map<string, SendingConfig>();
+  const found = new Map<string, number>();
+  // The configs not seen yet, by digest (the same headers built in another order are one version).
+  const missing = new Map<string, { config: SendingConfig; keys: string[] }>();
   keys.forEach((k, i) => {
-    if (!idsByContent.has(k) && !missing.has(k)) missing.set(k, configs[i]);
+    const id = idsByContent.get(k);
+    if (id !== undefined) return void found.set(k, id);
+    const d = `${configs[i].subscriptionId} ${digestOf(configs[i])}`;
+    const m = missing.get(d);
+    if (!m) missing.set(d, { config: configs[i], keys: [k] });
+    else if (!m.keys.includes(k)) m.keys.push(k);
   });
   if (missing.size > 0) {
-    const list = [...missing.values()];
     // ON CONFLICT DO UPDATE (a no-op) so that a row another process wrote first is returned too.
     const r = await db.query<{ id: number; subscription_id: string; digest: string }>(
       `INSERT INTO webhook_subscription_versions (subscription_id, digest, url, webhook_version, hmac_header, headers)
@@ -39,14 +49,19 @@ export async function versionIds(db: Queryable, configs: SendingConfig[]): Promi
        ORDER BY v.subscription_id, v.digest
        ON CONFLICT (subscription_id, digest) DO UPDATE SET digest = EXCLUDED.digest
        RETURNING id, subscription_id::text, digest`,
-      [JSON.stringify(list.map((c) => ({
+      [JSON.stringify([...missing.values()].map(({ config: c }) => ({
         subscription_id: c.subscriptionId, digest: digestOf(c), url: c.url, webhook_version: c.webhookVersion, hmac_header: c.hmacHeader, headers: c.headers,
       })))],
     );
-    for (const row of r.rows) keep(idsByContent, `${row.subscription_id} ${row.digest}`, row.id);
+    for (const row of r.rows) {
+      for (const k of missing.get(`${row.subscription_id} ${row.digest}`)?.keys ?? []) {
+        found.set(k, row.id);
+        keep(idsByContent, k, row.id);
+      }
+    }
   }
   return keys.map((k) => {
-    const id = idsByContent.get(k);
+    const id = found.get(k);
     if (id === undefined) throw new Error(`no version written for ${k}`);
     return id;
   });

@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * List customers (cursor pagination; filters externalId, email, status, updatedSince)
-         * @description Cursor pagination (`limit` 1–250, default 50; `cursor`). Filters `externalId`, `email`, `q`, `status` (default `active`; `disabled`, `all`), `updatedSince`. A cursor walk visits each record exactly once even while records are added.
+         * @description Cursor pagination (`limit` 1–250, default 50; `cursor`). Filters `externalId`, `email`, `q`, `status` (default `active`; `disabled`, `all`), `updatedSince`. A cursor walk visits each record exactly once even while records are added. In id order; with `updatedSince`, in order of last change (then id), so a customer changed again during the walk comes again at its end, as it now is.
          */
         get: operations["customersList"];
         put?: never;

@@ -4,7 +4,7 @@ import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { notFound } from '../../http/errors.ts';
 import { ErrorBody } from '../../http/schema.ts';
-import { decodeCursor, pageOf, Page } from '../../http/pagination.ts';
+import { decodeCursor, decodeTimeCursor, encodeTimeCursor, pageOf, Page } from '../../http/pagination.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import * as S from './schema.ts';
@@ -21,8 +21,13 @@ export function customerRoutes(s: Services): RouteDef[] {
       schema: { querystring: S.ListQuery, response: { 200: Page(S.Customer) } },
       handler: async (req) => {
         const q = req.query as S.ListQueryT;
-        const rows = await store.listCustomers(s.db, q, decodeCursor(q.cursor));
-        return pageOf(rows, q.limit ?? 50, shapeCustomer);
+        const limit = q.limit ?? 50;
+        if (q.updatedSince === undefined) return pageOf(await store.listCustomers(s.db, q, decodeCursor(q.cursor)), limit, shapeCustomer);
+        // An incremental sync walks in (updated_at, id) order: its cursor holds both (docs/scaling.md "updatedSince").
+        const rows = await store.listCustomers(s.db, q, decodeTimeCursor(q.cursor));
+        const page = rows.slice(0, limit);
+        const last = page.at(-1);
+        return { data: page.map(shapeCustomer), nextCursor: rows.length > limit && last ? encodeTimeCursor(last.sync_at!, last.id) : null };
       },
     },
     {

@@ -110,34 +110,30 @@ export async function replaceCustomer(db: Queryable, internalId: string, input: 
 }
 
 /**
- * Up to this many customers changed since updatedSince are found by the updated_at index and served in id order
- * from their ids; from this many on, by walking the ids in order (a page then reads at most about
- * limit × customers / SYNC_FEW rows, and fewer the more customers changed).
+ * Where a walk of the customers changed since a time stands: the last one served, by its updated_at (exact to
+ * the microsecond, in UTC: SYNC_AT) and id. Such a walk is in (updated_at, id) order, read from that index
+ * (customers_updated) whatever the number changed (see docs/scaling.md "updatedSince").
  */
-export const SYNC_FEW = 5000;
-
-/**
- * The customers (after the cursor) changed since a time, when fewer than SYNC_FEW: their ids; else null. Read
- * from the (updated_at, id) index in its order, so no plan can turn it into a walk of the table.
- */
-async function changedIds(db: Queryable, since: string, afterId: string | null): Promise<string[] | null> {
-  const r = await db.query<{ ids: string[] }>(
-    'SELECT ARRAY(SELECT id FROM customers WHERE updated_at >= $1 AND id > $2 ORDER BY updated_at, id LIMIT $3) AS ids',
-    [since, afterId ?? '0', SYNC_FEW],
-    'customer_changed_ids',
-  );
-  const ids = r.rows[0].ids;
-  return ids.length < SYNC_FEW ? ids : null;
+const SYNC_AT = `to_char(c.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+export interface SyncAfter {
+  at: string;
+  id: string;
 }
 
-export async function listCustomers(db: Queryable, q: ListQueryT, afterId: string | null): Promise<CustomerRow[]> {
+/**
+ * A page of customers: in id order after `after` (an id), or, with updatedSince, in (updated_at, id) order after
+ * `after` (a SyncAfter); each row of the latter carries its sync_at (the position to go on from).
+ */
+export async function listCustomers(db: Queryable, q: ListQueryT, after: string | SyncAfter | null): Promise<(CustomerRow & { sync_at?: string })[]> {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (sql: string, v: unknown) => {
     params.push(v);
     where.push(sql.replaceAll('?', `$${params.length}`));
   };
-  if (afterId !== null) add('c.id > ?', afterId);
+  const sync = q.updatedSince !== undefined;
+  if (after !== null && sync !== (typeof after === 'object')) throw new Error('listCustomers: the cursor does not fit the order');
+  if (typeof after === 'string') add('c.id > ?', after);
   // 'disabled' is written into the text, so the planner knows from the statistics that few customers are (and
   // reads customers_status_id): as a parameter, the cached generic plan assumed half of them and walked the
   // primary key for a page of disabled ones, the whole table when a handful are. 'active' stays a parameter
@@ -145,10 +141,9 @@ export async function listCustomers(db: Queryable, q: ListQueryT, afterId: strin
   if (q.status === 'disabled') where.push(`c.status = 'disabled'`);
   else if (q.status !== 'all') add('c.status = ?', 'active');
   if (q.externalId !== undefined) add('c.external_id = ?', q.externalId);
-  // Email and updatedSince (an incremental sync) select few customers, which an index finds; the query then
-  // takes them by id from the primary key, in order. Written as plain filters, the planner (which cannot tell
-  // how many customers share an email, or changed since a time it has not seen: 0.5% and 1/3 of the table
-  // assumed) walked the primary key in id order for a page of matches, reading the whole table for one.
+  // Email selects few customers, which an index finds; the query then takes them by id from the primary key, in
+  // order. Written as a plain filter, the planner (which cannot tell how many customers share an email: 0.5% of the
+  // table assumed) walked the primary key in id order for a page of matches, reading the whole table for one.
   if (q.email !== undefined) add('c.id = ANY (ARRAY(SELECT e.id FROM customers e WHERE e.email_keys @> ARRAY[?]::text[]))', q.email.toLowerCase());
   // q: the trigram index customers_search (migration 038) finds the rows whose name, externalId and emails hold the
   // term; the three exact conditions then keep those where one of them does. Planned for the term's value (not
@@ -158,16 +153,24 @@ export async function listCustomers(db: Queryable, q: ListQueryT, afterId: strin
     add(`customer_search_text(c.first_name, c.last_name, c.external_id, c.email_keys) LIKE ?
       AND (lower(coalesce(c.first_name, '') || ' ' || coalesce(c.last_name, '')) LIKE ? OR lower(c.external_id) LIKE ? OR array_to_string(c.email_keys, ' ') LIKE ?)`, like);
   }
-  if (q.updatedSince !== undefined) {
-    const ids = q.externalId === undefined && q.email === undefined ? await changedIds(db, q.updatedSince, afterId) : null;
-    if (ids) add('c.id = ANY (?::bigint[])', ids);
-    else add('c.updated_at >= ?', q.updatedSince);
+  // updatedSince (an incremental sync): served in (updated_at, id) order from the customers_updated index, so a
+  // page reads about a page whether 10 or 5 million customers changed (in id order, once thousands had changed,
+  // the planner walked the primary key and filtered: a page read limit × customers / changed rows).
+  if (sync) {
+    add('c.updated_at >= ?', q.updatedSince);
+    if (after !== null) {
+      const a = after as SyncAfter;
+      params.push(a.at, a.id);
+      where.push(`(c.updated_at, c.id) > ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+    }
   }
   params.push((q.limit ?? 50) + 1);
   // The text depends only on which filters are present (a handful of shapes), each prepared under its own name;
   // but a search: a generic plan cannot tell a rare term from a common one (it read the trigram index for every term,
   // all of the table's rows for a term most customers hold, to sort them for one page).
-  const sql = `${SELECT} ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY c.id LIMIT $${params.length}`;
+  const select = sync ? SELECT.replace(' FROM customers c', `, ${SYNC_AT} AS sync_at FROM customers c`) : SELECT;
+  const order = sync ? 'c.updated_at, c.id' : 'c.id';
+  const sql = `${select} ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY ${order} LIMIT $${params.length}`;
   const r = await db.query<CustomerRow>(sql, params, q.q === undefined ? statementName('customer_list', sql) : undefined);
   return r.rows;
 }

@@ -26,16 +26,36 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     if (ids.length === 0) return { taken: 0, requeued: 0 };
     const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
     const keys = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId })));
+    // What changed since the last refresh: a customer re-queued because its name changed step keeps its profile and keys.
+    const stored = await store.storedState(tx, ids);
+    const pairKey = (k: { key: string; customerId: string }) => `${k.customerId}\u0000${k.key}`;
+    const storedKeys = new Set(stored.keys.map(pairKey));
+    const newKeys = new Set(keys.map(pairKey));
+    const byId = new Map(profiles.map((p) => [p.customerId, p]));
+    const sameProfile = new Set(stored.profiles.filter((o) => {
+      const p = byId.get(o.customerId);
+      return p !== undefined && JSON.stringify([o.name, o.emails, o.phones, o.postalCodes, o.cities]) === JSON.stringify([p.name, p.emails, p.phones, p.postalCodes, p.cities]);
+    }).map((o) => o.customerId));
     // How many bear each key and each name now and once the batch is refreshed, one index probe each (the counts
     // are kept by triggers). Counted once per name: counted per candidate row, a name borne by k customers (k
     // walk-in "Guest Customer"s of one shop) cost k² candidates × k, 72 s for one read at k = 1,000.
-    const added = new Map<string, number>();
-    for (const k of keys) added.set(k.key, (added.get(k.key) ?? 0) + 1);
-    for (const p of profiles) added.set(`f:${p.name}`, (added.get(`f:${p.name}`) ?? 0) + 1);
-    const counts = (await store.keyCounts(tx, ids, [...added.keys()])).map((c) => ({ key: c.key, before: c.bearers, after: c.bearers - c.mine + (added.get(c.key) ?? 0) }));
-    await store.replaceProfiles(tx, ids, profiles, keys);
+    const delta = new Map<string, number>();
+    const add = (key: string, d: number) => delta.set(key, (delta.get(key) ?? 0) + d);
+    for (const k of keys) add(k.key, 1);
+    for (const p of profiles) add(`f:${p.name}`, 1);
+    for (const k of stored.keys) add(k.key, -1);
+    for (const o of stored.profiles) add(`f:${o.name}`, -1);
+    const now = await store.bearers(tx, [...delta.keys()]);
+    const counts = [...delta].map(([key, d]) => ({ key, before: now.get(key) ?? 0, after: (now.get(key) ?? 0) + d }));
+    await store.writeProfiles(tx, ids, {
+      dropProfiles: stored.profiles.filter((o) => !sameProfile.has(o.customerId)).map((o) => o.customerId),
+      addProfiles: profiles.filter((p) => !sameProfile.has(p.customerId)),
+      dropKeys: stored.keys.filter((k) => !newKeys.has(pairKey(k))),
+      addKeys: keys.filter((k) => !storedKeys.has(pairKey(k))),
+    });
     const capped = new Set(counts.filter((c) => !c.key.startsWith('f:') && c.after > keyCap(c.key)).map((c) => c.key));
     const requeued = await requeueFlipped(tx, ids, counts);
+    await rescoreCommoner(tx, ids, counts);
     const nameCount = new Map(counts.filter((c) => c.key.startsWith('f:')).map((c) => [c.key.slice(2), c.after]));
     const pairs = new Map<string, store.NewPair>();
     // Emails and phones past their cap are placeholders: no match either. Names past theirs still count in the score.
@@ -68,14 +88,47 @@ export function keyCap(key: string): number {
 
 /**
  * Re-queues the other bearers of each key this batch took past its cap or back under it (at most cap + 1 of
- * them), so their pairs through it go or come back, and of each name whose commonNameFloor step it changed,
- * so every pair is scored with the name's current count. Either way the pairs do not depend on the order
- * customers arrived in.
+ * them), so their pairs through it go or come back, and of each name that this batch made rarer by a
+ * commonNameFloor step (pairs may come back). Either way the pairs do not depend on the order customers arrived in.
  */
-async function requeueFlipped(tx: Queryable, ids: string[], counts: { key: string; before: number; after: number }[]): Promise<number> {
+async function requeueFlipped(tx: Queryable, ids: string[], counts: Count[]): Promise<number> {
   const keys = counts.filter((c) => !c.key.startsWith('f:') && c.before > keyCap(c.key) !== c.after > keyCap(c.key)).map((c) => c.key);
-  const names = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.before) !== commonNameFloor(c.after)).map((c) => c.key.slice(2));
+  const names = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.after) < commonNameFloor(c.before)).map((c) => c.key.slice(2));
   return (keys.length === 0 ? 0 : await store.requeueKeyBearers(tx, keys, ids)) + (names.length === 0 ? 0 : await store.requeueBearers(tx, names, ids));
+}
+
+/**
+ * Re-scores, in place, the stored pairs of two bearers of each name this batch made more common by a
+ * commonNameFloor step: their scores can only fall (some below STORED_MIN: dropped), and no other pair
+ * changes. Until 2026-11-25 every bearer was re-queued and refreshed whole instead: an import of 100,000 customers
+ * into 500,000 refreshed 202,714 (a name grows a step with every 41% more bearers).
+ */
+async function rescoreCommoner(tx: Queryable, ids: string[], counts: Count[]): Promise<void> {
+  const up = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.after) > commonNameFloor(c.before));
+  if (up.length === 0) return;
+  const nameCount = new Map(up.map((c) => [c.key.slice(2), c.after]));
+  const rows = await store.pairsOfNames(tx, [...nameCount.keys()], ids, { emails: [], phones: [] });
+  if (rows.length === 0) return;
+  // Shared emails and phones past their cap are no match.
+  const contacts = [...new Set(rows.flatMap((r) => [...r.emails.map((e) => `e:${e}`), ...r.phones.map((p) => `p:${p}`)]))];
+  const now = contacts.length === 0 ? new Map<string, number>() : await store.bearers(tx, contacts);
+  const open = (key: string) => (now.get(key) ?? 0) <= COMMON_CONTACT;
+  const keep: store.NewPair[] = [];
+  const drop: { a: string; b: string }[] = [];
+  for (const row of rows) {
+    const f: PairFeatures = { names: [row.name_x, row.name_y], nameCount: nameCount.get(row.name_x), emails: row.emails.filter((e) => open(`e:${e}`)), phones: row.phones.filter((p) => open(`p:${p}`)), nameSimilarity: Number(row.sim), postalCodes: row.postal, cities: row.cities };
+    const { score, reasons } = scorePair(f);
+    if (score >= STORED_MIN) keep.push({ a: row.x, b: row.y, score, reasons });
+    else drop.push({ a: row.x, b: row.y });
+  }
+  await store.insertPairs(tx, keep);
+  await store.deletePairs(tx, drop);
+}
+
+interface Count {
+  key: string;
+  before: number;
+  after: number;
 }
 
 /**

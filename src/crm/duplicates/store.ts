@@ -65,51 +65,61 @@ export async function activeSignals(tx: Queryable, ids: string[]): Promise<Custo
   return r.rows;
 }
 
-/** Replaces the profiles and keys and drops the pairs of these customers (profiles only for the active ones given). */
-export async function replaceProfiles(tx: Queryable, ids: string[], profiles: Profile[], keys: { key: string; customerId: string }[]): Promise<void> {
-  await tx.query('DELETE FROM duplicate_pairs WHERE a = ANY($1::bigint[]) OR b = ANY($1::bigint[])', [ids]);
-  await tx.query('DELETE FROM duplicate_keys WHERE customer_id = ANY($1::bigint[])', [ids]);
-  await tx.query('DELETE FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])', [ids]);
-  if (profiles.length === 0) return;
-  await tx.query(
-    `INSERT INTO duplicate_profiles (customer_id, name, emails, phones, postal_codes, cities)
-     SELECT x.id, x.name, ARRAY(SELECT jsonb_array_elements_text(x.emails)), ARRAY(SELECT jsonb_array_elements_text(x.phones)),
-       ARRAY(SELECT jsonb_array_elements_text(x.postal)), ARRAY(SELECT jsonb_array_elements_text(x.cities))
-     FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, name text, emails jsonb, phones jsonb, postal jsonb, cities jsonb)`,
-    [JSON.stringify(profiles.map((p) => ({ id: p.customerId, name: p.name, emails: p.emails, phones: p.phones, postal: p.postalCodes, cities: p.cities })))],
-  );
-  await tx.query(
-    'INSERT INTO duplicate_keys (key, customer_id) SELECT * FROM unnest($1::text[], $2::bigint[])',
-    [keys.map((k) => k.key), keys.map((k) => k.customerId)],
-  );
+export interface StoredState {
+  /** The stored profiles of these customers (name, emails, phones, postal codes, cities). */
+  profiles: Omit<Profile, 'streets'>[];
+  /** Their stored blocking keys. */
+  keys: { key: string; customerId: string }[];
 }
 
-export interface KeyCount {
-  /** A blocking key, or 'f:' and a folded name. */
-  key: string;
-  /** How many customers bear it now (duplicate_key_counts, kept by triggers). */
-  bearers: number;
-  /** Of those, how many are among the given customers (before their refresh). */
-  mine: number;
+/** What the refresher stored for these customers last time: their profiles and their keys. */
+export async function storedState(tx: Queryable, ids: string[]): Promise<StoredState> {
+  const profiles = await tx.query<{ customerId: string; name: string; emails: string[]; phones: string[]; postalCodes: string[]; cities: string[] }>(
+    `SELECT customer_id AS "customerId", name, emails, phones, postal_codes AS "postalCodes", cities FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])`,
+    [ids],
+  );
+  const keys = await tx.query<{ key: string; customerId: string }>(
+    `SELECT key, customer_id AS "customerId" FROM duplicate_keys WHERE customer_id = ANY($1::bigint[])`,
+    [ids],
+  );
+  return { profiles: profiles.rows, keys: keys.rows };
 }
 
 /**
- * For each blocking key and name ('f:' || name) these customers bear now or are given: how many bear it now and
- * how many of those are these customers. One index probe per key (the counts are kept by triggers, migration
- * 049): a key's bearers are never walked, however many there are.
+ * Drops the pairs of these customers and writes what changed of their profiles and keys: a profile or key
+ * stored as it is computed now is left alone (a customer re-queued because its name changed step keeps them),
+ * so neither the indexes nor the counts (triggers) churn for nothing.
  */
-export async function keyCounts(tx: Queryable, ids: string[], keys: string[]): Promise<KeyCount[]> {
-  const r = await tx.query<KeyCount>(
-    `WITH k AS (
-       SELECT key, count(*)::int AS mine FROM duplicate_keys WHERE customer_id = ANY($1::bigint[]) GROUP BY key
-       UNION ALL SELECT 'f:' || name, count(*)::int FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[]) GROUP BY name
-       UNION ALL SELECT unnest($2::text[]), 0
-     )
-     SELECT k.key, max(k.mine)::int AS mine, coalesce((SELECT c.bearers FROM duplicate_key_counts c WHERE c.key = k.key), 0)::int AS bearers
-     FROM k GROUP BY k.key`,
-    [ids, keys],
-  );
-  return r.rows;
+export async function writeProfiles(tx: Queryable, ids: string[], change: { dropProfiles: string[]; addProfiles: Profile[]; dropKeys: { key: string; customerId: string }[]; addKeys: { key: string; customerId: string }[] }): Promise<void> {
+  await tx.query('DELETE FROM duplicate_pairs WHERE a = ANY($1::bigint[]) OR b = ANY($1::bigint[])', [ids]);
+  if (change.dropKeys.length > 0) {
+    await tx.query(
+      'DELETE FROM duplicate_keys WHERE (key, customer_id) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))',
+      [change.dropKeys.map((k) => k.key), change.dropKeys.map((k) => k.customerId)],
+    );
+  }
+  if (change.dropProfiles.length > 0) await tx.query('DELETE FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])', [change.dropProfiles]);
+  if (change.addProfiles.length > 0) {
+    await tx.query(
+      `INSERT INTO duplicate_profiles (customer_id, name, emails, phones, postal_codes, cities)
+       SELECT x.id, x.name, ARRAY(SELECT jsonb_array_elements_text(x.emails)), ARRAY(SELECT jsonb_array_elements_text(x.phones)),
+         ARRAY(SELECT jsonb_array_elements_text(x.postal)), ARRAY(SELECT jsonb_array_elements_text(x.cities))
+       FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, name text, emails jsonb, phones jsonb, postal jsonb, cities jsonb)`,
+      [JSON.stringify(change.addProfiles.map((p) => ({ id: p.customerId, name: p.name, emails: p.emails, phones: p.phones, postal: p.postalCodes, cities: p.cities })))],
+    );
+  }
+  if (change.addKeys.length > 0) {
+    await tx.query(
+      'INSERT INTO duplicate_keys (key, customer_id) SELECT * FROM unnest($1::text[], $2::bigint[])',
+      [change.addKeys.map((k) => k.key), change.addKeys.map((k) => k.customerId)],
+    );
+  }
+}
+
+/** How many customers bear each of these keys (blocking keys, or 'f:' and a name) now: one index probe each. */
+export async function bearers(tx: Queryable, keys: string[]): Promise<Map<string, number>> {
+  const r = await tx.query<{ key: string; bearers: number }>('SELECT key, bearers FROM duplicate_key_counts WHERE key = ANY($1::text[])', [keys]);
+  return new Map(r.rows.map((x) => [x.key, x.bearers]));
 }
 
 /** Puts back on the queue the bearers of these names, except the given customers (being refreshed now). */
@@ -179,6 +189,37 @@ export async function candidates(tx: Queryable, keys: { key: string; customerId:
     [keys.map((k) => k.key), keys.map((k) => k.customerId), NAME_PREFILTER, common.emails, common.phones, hopeless],
   );
   return r.rows;
+}
+
+/**
+ * The stored pairs of two bearers of one of these names (except pairs of the given customers, being refreshed
+ * now), with the features the score needs: a name that became more common lowers their scores, and only theirs
+ * (the name's weight counts only between equal names). `common`: emails and phones past their cap, no match.
+ * Walks the names' bearers by index and probes each one's pairs: a bearer costs an index probe, not a refresh.
+ */
+export async function pairsOfNames(tx: Queryable, names: string[], except: string[], common: { emails: string[]; phones: string[] }): Promise<CandidateRow[]> {
+  const inter = (col: string, except: string) =>
+    `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) EXCEPT SELECT unnest(${except}::text[]) ORDER BY 1) ELSE '{}' END`;
+  const r = await tx.query<CandidateRow>(
+    `WITH f AS MATERIALIZED (
+       SELECT p.a AS x, p.b AS y, pa.name AS name_x, pb.name AS name_y, similarity(pa.name, pb.name)::float8 AS sim,
+         pa.emails AS emails_x, pb.emails AS emails_y, pa.phones AS phones_x, pb.phones AS phones_y,
+         pa.postal_codes AS postal_x, pb.postal_codes AS postal_y, pa.cities AS cities_x, pb.cities AS cities_y
+       FROM duplicate_profiles pa JOIN duplicate_pairs p ON p.a = pa.customer_id
+       JOIN duplicate_profiles pb ON pb.customer_id = p.b AND pb.name = pa.name
+       WHERE pa.name = ANY($1::text[]) AND p.a <> ALL($2::bigint[]) AND p.b <> ALL($2::bigint[])
+     )
+     SELECT f.x, f.y, ${inter('emails', '$3')} AS emails, ${inter('phones', '$4')} AS phones, f.sim, f.name_x, f.name_y,
+       ${inter('postal', "'{}'")} AS postal, ${inter('cities', "'{}'")} AS cities
+     FROM f`,
+    [names, except, common.emails, common.phones],
+  );
+  return r.rows;
+}
+
+export async function deletePairs(tx: Queryable, pairs: { a: string; b: string }[]): Promise<void> {
+  if (pairs.length === 0) return;
+  await tx.query('DELETE FROM duplicate_pairs WHERE (a, b) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))', [pairs.map((p) => p.a), pairs.map((p) => p.b)]);
 }
 
 export interface NewPair {

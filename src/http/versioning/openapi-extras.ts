@@ -18,7 +18,7 @@ export const TAGS: Record<string, string> = {
 };
 
 export const DESCRIPTIONS: Record<string, string> = {
-  'customers.list': 'Cursor pagination (`limit` 1–250, default 50; `cursor`). Filters `externalId`, `email`, `q`, `status` (default `active`; `disabled`, `all`), `updatedSince`. A cursor walk visits each record exactly once even while records are added.',
+  'customers.list': 'Cursor pagination (`limit` 1–250, default 50; `cursor`). Filters `externalId`, `email`, `q`, `status` (default `active`; `disabled`, `all`), `updatedSince`. A cursor walk visits each record exactly once even while records are added. In id order; with `updatedSince`, in order of last change (then id), so a customer changed again during the walk comes again at its end, as it now is.',
   'customers.create': 'Creates a customer and emits `customerCreate`. A duplicate `externalId` answers 409 `Conflict`. Read-only fields (`uuid`, `status`, `mergedInto`, timestamps) are refused as unknown fields.',
   'customers.get': 'A disabled (merged-away) customer is returned with `status: disabled` and `mergedInto` naming the final surviving primary.',
   'customers.put': 'Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 403 `CustomerDisabled`.',
