@@ -163,8 +163,11 @@ export const CLAIM_SQL = `WITH w AS (
        ) c
      ), upd AS (
        UPDATE webhook_deliveries d SET locked_until = now() + $3 * interval '1 millisecond', lock_token = $4
-       FROM (SELECT id, created_at FROM live UNION ALL SELECT id, created_at FROM replayed) x
-       -- The partition key too: each row is found in the one partition holding it (docs/partitioning.md).
+       -- By (id, partition key) pairs, so each row is probed in the one partition holding it (docs/partitioning.md).
+       -- Unnested from arrays: a join to the CTEs themselves was planned (generic plan) as a hash join reading every
+       -- partition whole; unnest's estimate of a few rows makes it a nested loop of index probes with run-time pruning.
+       FROM unnest(ARRAY(SELECT id FROM live UNION ALL SELECT id FROM replayed),
+                   ARRAY(SELECT created_at FROM live UNION ALL SELECT created_at FROM replayed)) AS x(id, created_at)
        WHERE d.id = x.id AND d.created_at = x.created_at
        RETURNING d.id, d.uuid, d.attempt_count, d.schedule_pos, d.event_id, d.event_created_at, d.subscription_id, d.next_attempt_at, d.created_at
      ), lanes AS (
