@@ -27,18 +27,20 @@ await describeEachDb('delivered deliveries behind a pending backlog', (ctx) => {
        SELECT 'customerCreate', 'Customer', gen_random_uuid(), 'TULIP_API' FROM generate_series(1, 1000)`,
     );
     await db().query(
-      `INSERT INTO webhook_deliveries (event_id, subscription_id, status, attempt_count, next_attempt_at, delivered_at)
-       SELECT (SELECT min(id) FROM events) + g % 1000, (SELECT id FROM webhook_subscriptions),
+      // With its event's created_at, as Bulb writes a delivery (its partition key: migration 054).
+      `WITH e AS (SELECT id, created_at, row_number() OVER (ORDER BY id) - 1 AS k FROM events)
+       INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id, status, attempt_count, next_attempt_at, delivered_at)
+       SELECT e.id, e.created_at, (SELECT id FROM webhook_subscriptions),
          CASE WHEN g <= $2::int THEN 'delivered' ELSE 'pending' END, CASE WHEN g <= $2::int THEN 1 ELSE 0 END,
          CASE WHEN g > $2::int THEN clock_timestamp() END, CASE WHEN g <= $2::int THEN clock_timestamp() END
-       FROM generate_series(1, $1::int) g ORDER BY g`,
+       FROM generate_series(1, $1::int) g JOIN e ON e.k = g % 1000 ORDER BY g`,
       [N, DELIVERED],
     );
     newestDelivered = (await db().query(`SELECT uuid FROM webhook_deliveries WHERE status = 'delivered' ORDER BY id DESC LIMIT 1`)).rows[0].uuid;
     if (ctx.backend === 'pglite') {
       await db().query('SELECT pg_stat_force_next_flush()');
       const done = await maintain(db());
-      assert.ok(done.analyzed.includes('webhook_deliveries'), JSON.stringify(done));
+      assert.ok(done.analyzed.some((t) => t.startsWith('webhook_deliveries')), JSON.stringify(done)); // its partition (migration 054)
     } else {
       await db().exec('ANALYZE events, webhook_subscriptions, webhook_deliveries'); // autovacuum's job
     }
