@@ -9,7 +9,6 @@
 // answers, so deliveries stay pending (they are written, not sent).
 //   node --import tsx bench/ingest.ts [--quick]
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,8 +17,8 @@ import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import {
-  ADMIN_KEY, api, createPgDatabase, customerBody, load, log, parseArgs, ratioGoal, round, rssMiB, sleep, startBulb,
-  subscribe, type Child, type LoadResult, type Row,
+  api, createPgDatabase, customerBody, load, log, parseArgs, ratioGoal, round, rssMiB, sleep, startBulb,
+  subscribe, uploadNdjson, type Child, type LoadResult, type Row,
 } from './lib.ts';
 import { runBulkFloor } from './bulk-floor.ts';
 
@@ -273,7 +272,7 @@ async function importRun(server: Child, worker: Child, file: string, events: boo
   }, 250);
   try {
     const t0 = Date.now();
-    const accepted = await upload(server, file, events);
+    const accepted = await uploadNdjson(`${server.url}/api/${V}/crm/imports?format=ndjson&events=${events}`, file);
     const uploadSeconds = (Date.now() - t0) / 1000;
     if (accepted.status !== 202) throw new Error(`import refused: ${accepted.status} ${accepted.body.slice(0, 300)}`);
     const uuid = JSON.parse(accepted.body).uuid as string;
@@ -293,24 +292,6 @@ async function importRun(server: Child, worker: Child, file: string, events: boo
   } finally {
     clearInterval(sampler);
   }
-}
-
-/** Streams the file as the request body (Content-Length known); resolves with the answer. */
-function upload(server: Child, file: string, events: boolean): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${server.url}/api/${V}/crm/imports?format=ndjson&events=${events}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/x-ndjson', 'content-length': fs.statSync(file).size },
-    }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    fs.createReadStream(file, { highWaterMark: 1 << 16 }).pipe(req);
-  });
 }
 
 /** A loopback TCP server that accepts connections and never answers (deliveries stay pending). */

@@ -2,6 +2,7 @@
 // baseline server, webhook receiver) that are always killed, autocannon runs, RSS sampling, machine facts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -463,4 +464,22 @@ export function replaceSection(title: string, body: string[]): void {
   const re = new RegExp(`^## ${escaped}\\n[\\s\\S]*?(?=^## |(?![\\s\\S]))`, 'm');
   const next = re.test(old) ? old.replace(re, section + '\n') : old.trimEnd() + '\n\n' + section;
   fs.writeFileSync(file, next.trimEnd() + '\n');
+}
+
+/** Streams an NDJSON file as the body of a POST to `url` (…/crm/imports?format=ndjson…; Content-Length known); resolves with the answer. */
+export function uploadNdjson(url: string, file: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/x-ndjson', 'content-length': fs.statSync(file).size },
+    }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    fs.createReadStream(file, { highWaterMark: 1 << 16 }).pipe(req);
+  });
 }

@@ -8,13 +8,12 @@
 // worker), then the drain of the deliveries bulk made (a worker process, to a fast receiver), then an import
 // (NDJSON upload → completed, events=false, the worker).
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import {
-  ADMIN_KEY, ROOT, api, createPgDatabase, customerBody, load, log, replaceSection, round, rowsTable, sleep, startBulb, startReceiver, subscribe,
-  type Child, type Row,
+  ROOT, api, createPgDatabase, customerBody, load, log, replaceSection, round, rowsTable, sleep, startBulb, startReceiver, subscribe,
+  uploadNdjson, type Child, type Row,
 } from './lib.ts';
 import { ATTEMPTS_PER_DELIVERY, EVENTS_PER_CUSTOMER, grow } from './volume-data.ts';
 
@@ -211,7 +210,7 @@ async function drained(s: Site): Promise<{ count: number; seconds: number }> {
 async function importOnce(s: Site, file: string, prefix: string, n: number): Promise<number> {
   fs.writeFileSync(file, Array.from({ length: n }, (_, i) => JSON.stringify(customerBody(`${prefix}-${i}`))).join('\n') + '\n');
   const t1 = Date.now();
-  const accepted = await upload(s.api.url, file);
+  const accepted = await uploadNdjson(`${s.api.url}/api/${V}/crm/imports?format=ndjson&events=false`, file);
   if (accepted.status !== 202) throw new Error(`import refused: ${accepted.status} ${accepted.body.slice(0, 300)}`);
   const uuid = JSON.parse(accepted.body).uuid as string;
   for (;;) {
@@ -232,24 +231,6 @@ async function bytesPerRow(s: Site, t: string): Promise<{ perRow: number; note: 
   const heap = Number(r.rows[0].heap);
   const idx = Number(r.rows[0].idx);
   return { perRow: (heap + idx) / rows, note: `${rows.toLocaleString('en-US')} rows: ${round(heap / rows, 0)} + ${round(idx / rows, 0)}` };
-}
-
-/** Streams an NDJSON file to POST /crm/imports (events=false). */
-function upload(base: string, file: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${base}/api/${V}/crm/imports?format=ndjson&events=false`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/x-ndjson', 'content-length': fs.statSync(file).size },
-    }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    fs.createReadStream(file).pipe(req);
-  });
 }
 
 /** BENCHMARKS.md's section: the rows, the command, the load they were measured under. */
