@@ -133,7 +133,7 @@ async function measureOn(db: Db, total: number, timed: boolean): Promise<Measure
           if (lean && !l) throw new Error('a request that does not rebuild');
           return {
             r: {
-              deliveryId: c.id, lockToken: token, subscriptionId: c.subscription_id, attemptNumber: c.attempt_count + 1,
+              deliveryId: c.id, deliveryCreatedAt: c.created_at, lockToken: token, subscriptionId: c.subscription_id, attemptNumber: c.attempt_count + 1,
               startedAt: new Date(startedAt).toISOString(), durationMs: 20 + ((written + i) % 80), statusCode: ok ? 200 : 500,
               errorCode: ok ? null : 'HTTP_STATUS', ok, schedulePos: c.schedule_pos, retryAfterMs: null,
               responseBody: ok ? '{"ok":true}' : 'Internal Server Error', request: null as unknown as StoredRequest,

@@ -79,6 +79,8 @@ if (hasPg) await optional('events.ts', 'runEventsBench', 'events', 'Events API (
 if (hasPg) await optional('replay.ts', 'runReplayBench', 'replay', 'Webhook replay (PostgreSQL)', args.quick, 30);
 // Attempt row size: the same 100,000 attempts (--quick: 20,000) written as before migration 051 and lean, bytes per row: ~1 minute.
 if (hasPg) await optional('attempts.ts', 'runAttemptsBench', 'attempts', 'Attempt rows', args.quick, 10);
+// Retention by partition: a day of 1,000,000 events and deliveries (--quick: 100,000) dropped, against a DELETE of an equal day.
+if (hasPg) await optional('retention.ts', 'runRetentionBench', 'retention', 'Retention by partition (PostgreSQL)', args.quick, 20);
 // Customer lookups by email and updatedSince over 1,000,000 customers: seeding ~1 minute, measuring ~1 minute.
 if (hasPg) await optional('lookups.ts', 'runLookupsBench', 'lookups', 'Customer lookups at scale (PostgreSQL)', args.quick, 15);
 // Possible duplicates: 1,000,000 customers built by the refresher for precision and recall (~15 minutes), then an

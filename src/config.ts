@@ -26,7 +26,7 @@ export interface Config {
   /** BULB_WEBHOOK_PROXY: an HTTP CONNECT proxy every webhook connection goes through (docs/receiver-auth.md); null: direct. */
   webhookProxy: URL | null;
   webhookRetentionDays: number;
-  /** Events older than this many days are deleted by the workers' housekeeping (SPEC §12). */
+  /** Events older than this many days (and than webhookRetentionDays) are dropped a day at a time by the workers' partitions job (SPEC §12, docs/partitioning.md). */
   eventRetentionDays: number;
   /** Hours without a successful attempt, while attempts keep failing, before a subscription is disabled. */
   webhookDisableAfterHours: number;

@@ -41,7 +41,7 @@ async function main() {
     stops.push(() => app.close());
   }
   // Background jobs (delivery, housekeeping, duplicates, imports, replays, …): one scheduler, src/scheduler.ts.
-  stops.push(...(await startJobs(backgroundJobs(db, config, (m, e) => console.error(m, e)), config.role)));
+  stops.push(...(await startJobs(backgroundJobs(db, config, (m, e) => (e === undefined ? console.log(m) : console.error(m, e))), config.role)));
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);
   if (address) {

@@ -6,6 +6,7 @@ import type { Db } from './db/db.ts';
 import { startAutovacuum } from './db/autovacuum.ts';
 import { startTimeMarks } from './events/time-marks.ts';
 import { startHousekeeping } from './housekeeping.ts';
+import { startPartitionMaintenance } from './partitions/maintain.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
 import { ReplayWorker } from './webhooks/replay-worker.ts';
 import { startDuplicateRefresher } from './crm/duplicates/refresh.ts';
@@ -20,7 +21,8 @@ export interface Job {
   start(): Promise<Stop>;
 }
 
-type Log = (message: string, err: unknown) => void;
+/** err: undefined for a notice. */
+type Log = (message: string, err?: unknown) => void;
 
 export function backgroundJobs(db: Db, config: Config, log: Log): Job[] {
   const failed = (name: string) => (err: unknown) => log(`${name} failed`, err);
@@ -38,7 +40,13 @@ export function backgroundJobs(db: Db, config: Config, log: Log): Job[] {
         return () => dispatcher.stop();
       },
     },
-    // Retention (attempts, events, time marks), expired Idempotency-Keys, deliveries of deleted subscriptions.
+    // Time partitions of events, deliveries and attempts: days created ahead, retention by dropping whole partitions
+    // (src/partitions/, docs/partitioning.md).
+    {
+      name: 'partitions', runs: 'worker',
+      start: async () => startPartitionMaintenance(db, config, 3_600_000, (m) => log(m), failed('partition maintenance')),
+    },
+    // Time marks past retention, expired Idempotency-Keys, deliveries of deleted subscriptions.
     { name: 'housekeeping', runs: 'worker', start: async () => startHousekeeping(db, config, 3_600_000, failed('housekeeping')) },
     // Possible duplicates: folds changed customers into the pairs table (SPEC §14).
     { name: 'duplicates refresh', runs: 'worker', start: async () => startDuplicateRefresher(db, config.defaultPhoneRegion, 1000, failed('duplicate refresh')) },

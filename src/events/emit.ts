@@ -29,10 +29,10 @@ export function outboxCtes(eventsSelect: string): string {
   return `ev AS (
        INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
        ${eventsSelect}
-       RETURNING id, uuid, event_type
+       RETURNING id, uuid, event_type, created_at
      ), d AS (
-       INSERT INTO webhook_deliveries (event_id, subscription_id)
-       SELECT ev.id, s.id FROM ev JOIN webhook_subscriptions s
+       INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id)
+       SELECT ev.id, ev.created_at, s.id FROM ev JOIN webhook_subscriptions s
          ON s.event_types @> ARRAY[ev.event_type] AND s.is_active AND s.deleted_at IS NULL
        ORDER BY ev.id, s.id
        RETURNING 1

@@ -1,6 +1,7 @@
-// SQL of the events API (SPEC §12): list in commit-safe order, get by uuid, and the retention purge.
+// SQL of the events API (SPEC §12): list in commit-safe order, get by uuid. (Retention: src/partitions/.)
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
 import { EVENT_TYPES } from './emit.ts';
+import { uuidTimeBound } from '../partitions/keys.ts';
 
 export interface EventRow {
   id: string;
@@ -131,31 +132,8 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
 }
 
 export async function findEvent(db: Queryable, uuid: string): Promise<EventRow | undefined> {
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE uuid = $1 AND ${NOT_HIDDEN}`, [uuid], 'events_get');
+  const params: unknown[] = [uuid];
+  const bound = uuidTimeBound(uuid, 'events', params); // one partition for a time-ordered uuid (docs/partitioning.md)
+  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE uuid = $1 AND ${NOT_HIDDEN}${bound}`, params, bound ? 'events_get_v7' : 'events_get');
   return r.rows[0];
-}
-
-/**
- * Retention: deletes events older than `days`, in batches, except those a delivery still needs: one
- * that is pending (it will be sent), or one whose attempts are still in the logs (kept by
- * BULB_WEBHOOK_RETENTION_DAYS; deleting the event would cascade to them). Returns how many went.
- */
-export async function purgeEvents(db: Queryable, days: number, batch = 5000): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const r = await db.query(
-      `DELETE FROM events WHERE id IN (
-         SELECT e.id FROM events e
-          WHERE e.created_at < clock_timestamp() - $1 * interval '1 day'
-            AND NOT EXISTS (
-              SELECT 1 FROM webhook_deliveries d
-               WHERE d.event_id = e.id
-                 AND (d.status = 'pending' OR EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id)))
-          ORDER BY e.created_at
-          LIMIT $2)`,
-      [days, batch],
-    );
-    total += r.rowCount;
-    if (r.rowCount < batch) return total;
-  }
 }

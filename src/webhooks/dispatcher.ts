@@ -7,7 +7,7 @@ import type { Db } from '../db/db.ts';
 import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
-import { claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk, type StoredRequest } from './queue-store.ts';
+import { CLAIM_AHEAD_MS, claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk, type StoredRequest } from './queue-store.ts';
 import { leanRequest, type SendingConfig, type SignedPart } from './attempt-request.ts';
 import { versionIds } from './versions-store.ts';
 import { recordOutcomes } from './health.ts';
@@ -76,8 +76,8 @@ export class Dispatcher {
   private readonly drainMs: number;
   private readonly log: (msg: string, err?: unknown) => void;
   private lanes = new Map<string, Lane<InFlight>>();
-  /** Lanes whose next waiting delivery has a rate-cap slot later than now: the timer that starts it then. */
-  private slotTimers = new Map<Lane<InFlight>, NodeJS.Timeout>();
+  /** Lanes whose next waiting delivery may not start yet (its rate-cap slot, or its due time): the timer that starts it then. */
+  private slotTimers = new Map<Lane<InFlight>, { at: number; timer: NodeJS.Timeout }>();
   /** The claim's clock as this process sees it: rate-cap slots count from it. */
   private claimClock = new ClaimClock();
   /** Waiting deliveries of lanes paused by Retry-After: their claims are given back on the next turn. */
@@ -169,7 +169,7 @@ export class Dispatcher {
    */
   private dueBy(lane: Lane<InFlight>, at: number): void {
     lane.addDue(at);
-    if (this.sleepsUntil > 0 && at < this.sleepsUntil) {
+    if (this.sleepsUntil > 0 && at - CLAIM_AHEAD_MS < this.sleepsUntil) {
       this.lookNow = true;
       this.wake();
     }
@@ -287,7 +287,7 @@ export class Dispatcher {
     const now = Date.now();
     const ready: Lane<InFlight>[] = [];
     for (const l of this.lanes.values()) {
-      if (l.takeDue(now)) l.due = true;
+      if (l.takeDue(now + CLAIM_AHEAD_MS)) l.due = true; // claimed ahead, sent at its time (CLAIM_AHEAD_MS)
       if (l.due && l.room(now) > 0) ready.push(l);
     }
     if (ready.length === 0) return false;
@@ -315,7 +315,10 @@ export class Dispatcher {
       const l = this.laneOf(id, row.max_in_flight);
       l.setMax(row.max_in_flight);
       l.pipeline = destinationKind(row.url) === 'http' ? 1 : BROKER_PIPELINE;
-      this.hold(row, l, token, row.send_in_ms === null ? 0 : answered + row.send_in_ms, row.slot_ms ?? 0);
+      // Not before its rate-cap slot, nor before its due time (a delivery claimed ahead of it).
+      const due = row.due_at_ms === null ? null : this.claimClock.local(row.due_at_ms);
+      const notBefore = Math.max(row.send_in_ms === null ? 0 : answered + row.send_in_ms, due !== null && due > answered ? due : 0);
+      this.hold(row, l, token, notBefore, row.slot_ms ?? 0);
     }
     for (const id of got.keys()) this.pump(this.lanes.get(id)!);
     // A lane that gave less than asked has nothing more claimable now: it waits for a notification or a due time.
@@ -335,15 +338,19 @@ export class Dispatcher {
   /** How long to sleep with nothing to do: until the next known due time or the sweep, whichever is first. */
   private idleMs(): number {
     let next = this.sweepAt;
-    for (const l of this.lanes.values()) if (l.dueAt < next) next = l.dueAt;
+    for (const l of this.lanes.values()) if (l.dueAt - CLAIM_AHEAD_MS < next) next = l.dueAt - CLAIM_AHEAD_MS;
     return Math.max(1, Math.min(this.pollMs, next - Date.now() + 2));
   }
 
-  /** A claimed delivery joins its lane's waiting list (pump starts it as soon as the lane has a slot). */
+  /** A claimed delivery joins its lane's waiting list (pump starts it as soon as the lane has a slot and its time came). */
   private hold(row: Claimed, lane: Lane<InFlight>, token: string, notBefore: number, slotMs: number): void {
     const f: InFlight = { row, lane, token, notBefore, slotMs, abort: new Abort(), released: false, done: Promise.resolve() };
     this.inflight.set(String(row.id), f);
-    lane.waiting.push(f);
+    // In notBefore order (a delivery due now goes before one claimed ahead of its time; slots come in order anyway).
+    const w = lane.waiting;
+    let i = w.length;
+    while (i > 0 && w[i - 1].notBefore > notBefore) i--;
+    w.splice(i, 0, f);
   }
 
   /**
@@ -364,11 +371,14 @@ export class Dispatcher {
       }
       const wait = head.notBefore - Date.now();
       if (wait > 0) {
-        if (!this.slotTimers.has(lane)) {
-          this.slotTimers.set(lane, setTimeout(() => {
+        // One timer per lane, for its head; a head that came before it (claimed since) moves it earlier.
+        const t = this.slotTimers.get(lane);
+        if (t && t.at > head.notBefore) clearTimeout(t.timer);
+        if (!t || t.at > head.notBefore) {
+          this.slotTimers.set(lane, { at: head.notBefore, timer: setTimeout(() => {
             this.slotTimers.delete(lane);
             this.pump(lane);
-          }, wait));
+          }, wait) });
         }
         return;
       }
@@ -430,6 +440,7 @@ export class Dispatcher {
     observeAttempt(res.ok, res.errorCode, res.durationMs / 1000);
     this.results.push({
       deliveryId: row.id,
+      deliveryCreatedAt: row.created_at,
       lockToken: f.token,
       subscriptionId: row.subscription_id,
       attemptNumber: row.attempt_count + 1,
@@ -515,9 +526,14 @@ export class Dispatcher {
       for (const st of states) {
         deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
         // A retry this worker scheduled: its lane is claimed at that time, the loop woken for it if it sleeps past it
-        // (other workers learn of it by the sweep). Counted from the statement's clock, as the sweep's due times.
+        // (other workers learn of it by the sweep). Its time on the database's clock, mapped as the claims' slots are:
+        // counted from when the answer was read (as the sweep's due times are), every retry was late by the rest of a
+        // failure's transaction and its reading (on PGlite under load, 70–320 ms: docs/delivery-policies.md).
         const lane = this.inflight.get(String(st.id))?.lane;
-        if (st.status === 'pending' && st.due_in_ms !== null && lane) this.dueBy(lane, answered + Number(st.due_in_ms));
+        if (st.status === 'pending' && st.due_in_ms !== null && lane) {
+          const at = st.due_at_ms === null ? null : this.claimClock.local(Number(st.due_at_ms));
+          this.dueBy(lane, at ?? answered + Number(st.due_in_ms));
+        }
       }
       for (const r of batch) this.inflight.delete(String(r.deliveryId));
     } catch (err) {
@@ -548,7 +564,7 @@ export class Dispatcher {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    for (const t of this.slotTimers.values()) clearTimeout(t);
+    for (const t of this.slotTimers.values()) clearTimeout(t.timer);
     this.slotTimers.clear();
     this.wake();
     await this.unlisten?.().catch(() => {});

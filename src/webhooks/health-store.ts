@@ -4,6 +4,7 @@
 import type { Queryable } from '../db/db.ts';
 import type { SubOutcome } from './queue-store.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
+import { eventOfDelivery } from '../partitions/keys.ts';
 
 /**
  * Disables (isActive false, with a reason) every active subscription among `outs` that has had no successful
@@ -42,17 +43,17 @@ export async function emitOperational(db: Queryable, failedIds: string[], disabl
     `WITH src AS (
        SELECT 'webhookDeliveryFailed'::text AS event_type, 'WebhookDelivery'::text AS resource_type, d.uuid AS resource_uuid,
          d.subscription_id AS about, d.id AS ord
-       FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+       FROM webhook_deliveries d JOIN events e ON ${eventOfDelivery('d', 'e')}
        WHERE d.id = ANY($1::bigint[]) AND d.status = 'failed' AND e.event_type <> 'webhookDeliveryFailed' AND d.schedule_pos < $5
        UNION ALL
        SELECT 'webhookSubscriptionDisabled', 'WebhookSubscription', s.uuid, s.id, s.id FROM webhook_subscriptions s WHERE s.id = ANY($2::bigint[])
      ), ev AS (
        INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
        SELECT event_type, resource_type, resource_uuid, NULL, $3 FROM src ORDER BY event_type, ord
-       RETURNING id, event_type, resource_uuid
+       RETURNING id, event_type, resource_uuid, created_at
      ), d AS (
-       INSERT INTO webhook_deliveries (event_id, subscription_id)
-       SELECT ev.id, s.id FROM ev JOIN src ON src.event_type = ev.event_type AND src.resource_uuid = ev.resource_uuid
+       INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id)
+       SELECT ev.id, ev.created_at, s.id FROM ev JOIN src ON src.event_type = ev.event_type AND src.resource_uuid = ev.resource_uuid
          JOIN webhook_subscriptions s ON s.event_types @> ARRAY[ev.event_type] AND s.is_active AND s.deleted_at IS NULL AND s.id <> src.about
        ORDER BY ev.id, s.id
        RETURNING 1

@@ -7,6 +7,7 @@ import { SecretError } from '../secrets/box.ts';
 import { memoize } from '../memo.ts';
 import { HELD_CEILINGS } from './lanes.ts';
 import type { SignedPart } from './attempt-request.ts';
+import { eventOfDelivery } from '../partitions/keys.ts';
 
 /** A claimed delivery, with what sending it needs of its event and subscription. */
 export interface Claimed
@@ -24,6 +25,8 @@ export interface Claimed
   resource_external_id: string | null;
   source: string;
   event_created_at: string;
+  /** The delivery's own created_at (its partition's key: the outcome's UPDATE finds it in one partition). */
+  created_at: string;
   subscription_id: string;
   subscription_uuid: string;
   max_in_flight: number;
@@ -40,6 +43,11 @@ export interface Claimed
   send_in_ms: number | null;
   /** Its slot interval, 1000 / maxPerSecond ms (null: no cap). */
   slot_ms: number | null;
+  /**
+   * Its next_attempt_at, epoch ms of the database's clock (null: a replayed delivery). A claim takes the deliveries of
+   * an uncapped lane falling due within CLAIM_AHEAD_MS: one claimed before its time waits for it in the worker.
+   */
+  due_at_ms: number | null;
 }
 
 /** OAuth2 client credentials and mutual TLS of the subscription (migration 044), secrets in clear. */
@@ -62,16 +70,17 @@ const CLAIMED_FIELDS = [
   ['id', 'u.id::text'], ['uuid', 'u.uuid'], ['attempt_count', 'u.attempt_count'], ['schedule_pos', 'u.schedule_pos'],
   ['event_id', 'e.id::text'], ['event_uuid', 'e.uuid'], ['event_type', 'e.event_type'], ['resource_type', 'e.resource_type'],
   ['resource_uuid', 'e.resource_uuid'], ['resource_external_id', 'e.resource_external_id'], ['source', 'e.source'],
-  ['event_created_at', 'e.created_at::text'],
+  ['event_created_at', 'e.created_at::text'], ['created_at', 'u.created_at::text'],
+  ['due_at_ms', 'extract(epoch FROM u.next_attempt_at)::float8 * 1000'],
 ] as const;
-type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string];
+type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string, string, number | null];
 
 /**
  * One claimed lane: the subscription's columns, its deliveries as JSON (CLAIMED_FIELDS per delivery; null: a
  * rate-capped lane that got none), and for a rate-capped one its rate, the slots it could take, when its first slot
  * falls and when its next claim is worth making (ms from the statement's clock).
  */
-type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error' | 'send_in_ms' | 'slot_ms'> & {
+type ClaimedLane = Omit<Claimed, (typeof CLAIMED_FIELDS)[number][0] | 'secret_error' | 'send_in_ms' | 'slot_ms' | 'due_at_ms'> & {
   deliveries: string | null;
   max_per_second: number | null;
   rate_slots: number | null;
@@ -97,6 +106,13 @@ export const RATE_HORIZON_MS = 1000;
 const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
 
 /**
+ * How far ahead of its due time a claim may take a delivery of a lane without a rate cap (ms): the worker claims a
+ * retry this much before it falls due and sends it at its time, so the claim's round trip is not part of its
+ * lateness (on PGlite, whose one session serves the API too, 2–45 ms under load: docs/delivery-policies.md).
+ */
+export const CLAIM_AHEAD_MS = 50;
+
+/**
  * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane, $6 ceilings held per lane. Exported for the bench's EXPLAIN.
  * A rate-capped subscription (max_per_second) is locked first, in id order (claims of one capped subscription take its
  * slots one after another, whichever process runs them), before any delivery row (the InitPlan counting `capped` in
@@ -117,15 +133,16 @@ export const CLAIM_SQL = `WITH w AS (
        WHERE s.id = ANY($1::bigint[]) AND s.max_per_second IS NOT NULL
        ORDER BY s.id FOR NO KEY UPDATE OF s
      ), ws AS (
-       SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim FROM w
+       SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim,
+         CASE WHEN cap.id IS NULL THEN ${CLAIM_AHEAD_MS} ELSE 0 END AS ahead FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
          AND (s.paused_until IS NULL OR s.paused_until <= now())
        LEFT JOIN capped cap ON cap.id = w.sub
        WHERE (SELECT count(*) FROM capped) >= 0
      ), live AS MATERIALIZED (
-       SELECT ws.sub, c.id FROM ws CROSS JOIN LATERAL (
-         SELECT d.id FROM webhook_deliveries d
-         WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at <= now()
+       SELECT ws.sub, c.id, c.created_at FROM ws CROSS JOIN LATERAL (
+         SELECT d.id, d.created_at FROM webhook_deliveries d
+         WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at <= now() + ws.ahead * interval '1 millisecond'
            AND (d.locked_until IS NULL OR d.locked_until <= now())
          ORDER BY d.next_attempt_at, d.id
          LIMIT ws.lim
@@ -133,22 +150,27 @@ export const CLAIM_SQL = `WITH w AS (
        ) c
      ), replayed AS MATERIALIZED (
        -- Replayed deliveries (next_attempt_at NULL: webhook_replays, migration 048) fill only the room live work left.
-       SELECT c.id FROM ws CROSS JOIN LATERAL (
-         SELECT d.id FROM webhook_deliveries d
+       SELECT c.id, c.created_at FROM ws CROSS JOIN LATERAL (
+         SELECT d.id, d.created_at FROM webhook_deliveries d
          WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at IS NULL
            AND (d.locked_until IS NULL OR d.locked_until <= now())
-         ORDER BY d.id
+         -- next_attempt_at (all null here) first: the order of webhook_deliveries_due, so the plan reads the lane's range
+         -- of that index; ORDER BY d.id alone let the generic plan walk the primary key over every delivery (50 ms
+         -- per claim at 100,000 deliveries, whenever a lane had no replayed work: docs/replay.md)
+         ORDER BY d.next_attempt_at, d.id
          LIMIT greatest(0, ws.lim - (SELECT count(*) FROM live WHERE live.sub = ws.sub))
          FOR UPDATE OF d SKIP LOCKED
        ) c
      ), upd AS (
        UPDATE webhook_deliveries d SET locked_until = now() + $3 * interval '1 millisecond', lock_token = $4
-       WHERE d.id = ANY(ARRAY(SELECT id FROM live UNION ALL SELECT id FROM replayed))
-       RETURNING d.id, d.uuid, d.attempt_count, d.schedule_pos, d.event_id, d.subscription_id, d.next_attempt_at
+       FROM (SELECT id, created_at FROM live UNION ALL SELECT id, created_at FROM replayed) x
+       -- The partition key too: each row is found in the one partition holding it (docs/partitioning.md).
+       WHERE d.id = x.id AND d.created_at = x.created_at
+       RETURNING d.id, d.uuid, d.attempt_count, d.schedule_pos, d.event_id, d.event_created_at, d.subscription_id, d.next_attempt_at, d.created_at
      ), lanes AS (
        SELECT u.subscription_id, count(*) AS taken, json_agg(json_build_array(${CLAIMED_FIELDS.map(([, sql]) => sql).join(', ')})
          ORDER BY u.next_attempt_at, u.id)::text AS deliveries
-       FROM upd u JOIN events e ON e.id = u.event_id GROUP BY u.subscription_id
+       FROM upd u JOIN events e ON ${eventOfDelivery('u', 'e')} GROUP BY u.subscription_id
      ), tat AS (
        UPDATE webhook_subscriptions s SET rate_tat = cap.start + lanes.taken / cap.rate * interval '1 second'
        FROM capped cap JOIN lanes ON lanes.subscription_id = cap.id WHERE s.id = cap.id
@@ -216,7 +238,8 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
     list.forEach((d, i) => {
       claimed.push({
         id: d[0], uuid: d[1], attempt_count: d[2], schedule_pos: d[3], event_id: d[4], event_uuid: d[5],
-        event_type: d[6], resource_type: d[7], resource_uuid: d[8], resource_external_id: d[9], source: d[10], event_created_at: d[11],
+        event_type: d[6], resource_type: d[7], resource_uuid: d[8], resource_external_id: d[9], source: d[10], event_created_at: d[11], created_at: d[12],
+        due_at_ms: d[13],
         subscription_id: sub.subscription_id, subscription_uuid: sub.subscription_uuid, url: sub.url, auth_method: sub.auth_method,
         bearer_token: sub.bearer_token, basic_username: sub.basic_username, basic_password: sub.basic_password,
         webhook_version: sub.webhook_version, signing_secret: sub.signing_secret, max_in_flight: sub.max_in_flight,
@@ -329,6 +352,8 @@ export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
 
 export interface AttemptResult {
   deliveryId: string;
+  /** The delivery's created_at (its partition's key), as claimed. */
+  deliveryCreatedAt: string;
   lockToken: string;
   subscriptionId: string;
   attemptNumber: number;
@@ -386,6 +411,8 @@ export interface DeliveryState {
   status: string;
   next_attempt_at: string | null;
   due_in_ms: number | string | null;
+  /** next_attempt_at as epoch ms of the database's clock (null: not pending). */
+  due_at_ms: number | string | null;
 }
 
 /**
@@ -411,7 +438,7 @@ export async function recordResults(
   if (rs.length === 0) return [];
   const r = await db.query<DeliveryState>(
     `WITH j AS (
-       SELECT * FROM json_to_recordset($2::json) AS j(delivery_id bigint, token uuid, subscription_id bigint,
+       SELECT * FROM json_to_recordset($2::json) AS j(delivery_id bigint, delivery_created_at timestamptz, token uuid, subscription_id bigint,
          attempt_number int, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
          schedule_pos int, version_id int, signatures text, timestamp_skew int, url text, request_headers jsonb, request_body text,
          response_body text, retry_after_ms float8)
@@ -451,22 +478,24 @@ export async function recordResults(
          resume_at = NULL, resume_pos = NULL,
          locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
        FROM r WHERE d.id = ANY($1::bigint[]) AND d.id = r.delivery_id AND d.lock_token = r.token AND d.status = 'pending'
+         AND d.created_at = ANY($7::timestamptz[]) AND d.created_at = r.delivery_created_at -- one partition each (partitioning.md)
          AND (SELECT count(*) FROM health) >= 0
-       RETURNING d.id, d.status, d.next_attempt_at
+       RETURNING d.id, d.status, d.next_attempt_at, d.created_at
      ), ins AS (
-       INSERT INTO webhook_attempts (uuid, delivery_id, subscription_id, attempt_number, started_at, duration_ms, status_code,
+       INSERT INTO webhook_attempts (uuid, delivery_id, delivery_created_at, subscription_id, attempt_number, started_at, duration_ms, status_code,
          error_code, outcome, next_attempt_at, version_id, signatures, timestamp_skew, url, request_headers, request_body, response_body)
-       SELECT NULL, r.delivery_id, r.subscription_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code,
+       SELECT NULL, r.delivery_id, r.delivery_created_at, r.subscription_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code,
          r.error_code, CASE WHEN r.ok THEN 'success' ELSE 'failure' END, upd.next_attempt_at,
          r.version_id, decode(r.signatures, 'hex'), r.timestamp_skew, r.url, r.request_headers, r.request_body, r.response_body
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
-     SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms FROM upd`,
+     SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms,
+       extract(epoch FROM next_attempt_at) * 1000 AS due_at_ms FROM upd`,
     // One JSON text rather than an array per column: serialised natively, not element by element.
     [
       rs.map((x) => x.deliveryId),
       JSON.stringify(rs.map((x) => ({
-        delivery_id: x.deliveryId, token: x.lockToken, subscription_id: x.subscriptionId, attempt_number: x.attemptNumber,
+        delivery_id: x.deliveryId, delivery_created_at: x.deliveryCreatedAt, token: x.lockToken, subscription_id: x.subscriptionId, attempt_number: x.attemptNumber,
         started_at: x.startedAt, duration_ms: x.durationMs, status_code: x.statusCode, error_code: x.errorCode, ok: x.ok,
         schedule_pos: x.schedulePos, ...storedColumns(x.request),
         response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
@@ -475,6 +504,7 @@ export async function recordResults(
       streakGapHours,
       policy.defaultSchedule,
       policy.unitMs,
+      rs.map((x) => x.deliveryCreatedAt),
     ],
     'webhook_record',
   );
@@ -506,22 +536,4 @@ export async function queueStats(db: Queryable): Promise<{ depth: number; oldest
      WHERE d.status = 'pending' AND s.deleted_at IS NULL AND s.is_active`,
   );
   return { depth: Number(r.rows[0]?.depth ?? 0), oldestDueSec: Math.max(0, Number(r.rows[0]?.oldest ?? 0)) };
-}
-
-/**
- * Deletes attempt rows older than the retention, in bounded batches. Returns how many. First summarises the page
- * ranges added to the BRIN time index since the last time (autovacuum does it on PostgreSQL; PGlite has none).
- */
-export async function purgeAttempts(db: Queryable, retentionDays: number, batch = 5000): Promise<number> {
-  await db.query(`SELECT brin_summarize_new_values('webhook_attempts_started'::regclass)`);
-  let total = 0;
-  for (;;) {
-    const r = await db.query(
-      `DELETE FROM webhook_attempts WHERE id IN (
-         SELECT id FROM webhook_attempts WHERE started_at < clock_timestamp() - $1 * interval '1 day' LIMIT $2)`,
-      [retentionDays, batch],
-    );
-    total += r.rowCount;
-    if (r.rowCount < batch) return total;
-  }
 }

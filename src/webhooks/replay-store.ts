@@ -110,8 +110,8 @@ export async function lockForChunk(tx: Queryable, id: string): Promise<(ReplayRo
 export async function queueChunk(tx: Queryable, r: ReplayRow, span: number, leaseMs: number): Promise<{ queued: number; done: boolean }> {
   const q = await tx.query<{ queued: number; done: boolean }>(
     `WITH ins AS (
-       INSERT INTO webhook_deliveries (event_id, subscription_id, next_attempt_at)
-       SELECT e.id, $2, NULL FROM events e
+       INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id, next_attempt_at)
+       SELECT e.id, e.created_at, $2, NULL FROM events e
        WHERE e.id > $3 AND e.id <= least($3 + $4, $5) AND e.event_type = ANY($6::text[])
          AND e.created_at >= $7 AND e.created_at < $8
        ORDER BY e.id

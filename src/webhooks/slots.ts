@@ -1,5 +1,6 @@
 // Rate-cap send slots as a worker keeps them (docs/delivery-policies.md, "Rate cap across processes"): the claim's
-// clock mapped onto this process's clock, and the rule that a send never goes later than its slot's slack.
+// clock mapped onto this process's clock (also for retries' due times), and the rule that a send never goes later
+// than its slot's slack.
 //
 // The claim hands out slots 1/maxPerSecond apart across every process (rate_tat in the database). What a receiver
 // sees is the send times: a send late by L followed by one on time (its own next slot, or another process's)
@@ -43,6 +44,11 @@ export class ClaimClock {
       return 0;
     }
     return seen - allowed;
+  }
+
+  /** A time of the database's clock (epoch ms) on this process's clock (Date.now()); null before the first claim. */
+  local(clockMs: number): number | null {
+    return this.best === Infinity ? null : clockMs + this.best;
   }
 }
 

@@ -2,6 +2,7 @@
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
 import { rebuildRequest, type SendingConfig } from './attempt-request.ts';
 import { versionsById } from './versions-store.ts';
+import { deliveryOfAttempt, eventOfDelivery, uuidTimeBound } from '../partitions/keys.ts';
 
 export interface SubscriptionRow {
   id: string;
@@ -235,9 +236,9 @@ export async function insertTestEvent(db: Queryable, sub: SubscriptionRow, sourc
   const r = await db.query<{ event_uuid: string; delivery_uuid: string }>(
     `WITH ev AS (
        INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
-       VALUES ('webhookTest', 'WebhookSubscription', $1, NULL, $2) RETURNING id, uuid
+       VALUES ('webhookTest', 'WebhookSubscription', $1, NULL, $2) RETURNING id, uuid, created_at
      ), d AS (
-       INSERT INTO webhook_deliveries (event_id, subscription_id) SELECT ev.id, $3 FROM ev RETURNING uuid
+       INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id) SELECT ev.id, ev.created_at, $3 FROM ev RETURNING uuid
      )
      SELECT ev.uuid AS event_uuid, d.uuid AS delivery_uuid FROM ev, d`,
     [sub.uuid, source, sub.id],
@@ -261,9 +262,27 @@ export interface DeliveryRow {
   delivered_at: string | null;
 }
 
-const DELIVERY_SELECT = `SELECT d.id, d.uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, d.status, d.attempt_count,
-  d.next_attempt_at, d.created_at, d.delivered_at
-  FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
+const DELIVERY_COLUMNS = `d.id, d.uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, d.status, d.attempt_count,
+  d.next_attempt_at, d.created_at, d.delivered_at`;
+const DELIVERY_SELECT = `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events e ON ${eventOfDelivery('d', 'e')}
+  JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
+/**
+ * A page's joins, one probe per row (LATERAL … LIMIT 1: the planner, which does not count the partitions the
+ * executor prunes, would otherwise hash whole tables of a few partitions' rows).
+ */
+const lateral = (table: string, alias: string, on: string) => `CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on} LIMIT 1) ${alias}`;
+const DELIVERY_JOINS = `${lateral('events', 'e', eventOfDelivery('d', 'e'))} JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
+
+/**
+ * A list's page: the rows of `table` (alias `alias`) in order first, then their joins, when no filter needs a joined
+ * table. Joined before the LIMIT, an underestimated filter (a status's share of a generic plan) made the planner
+ * join and sort every matching row; and on partitioned tables (docs/partitioning.md) each join is a probe. A row
+ * whose joined row went with an older partition (an attempt of a delivery past retention) is left out of its page.
+ */
+function pageFirst(table: string, alias: string, where: string[], order: string, limit: number, columns: string, joins: string): string {
+  return `SELECT ${columns} FROM (SELECT * FROM ${table} ${alias} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}) ${alias}
+     ${joins} ORDER BY ${order}`;
+}
 
 /** The cursor when none is given: every id is below it, so each shape has one text with or without a cursor. */
 const NO_CURSOR = '9223372036854775807';
@@ -348,14 +367,18 @@ export async function listDeliveries(
     where.push(`d.id < ${cursor}`);
     if (status) where.push(`d.status = ${status}`);
   }
-  if (events !== undefined && !fewEvents) where.push(`e.event_type = ${param(q.eventType)}`);
-  const sql = `${DELIVERY_SELECT} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`;
+  const byType = events !== undefined && !fewEvents;
+  if (byType) where.push(`e.event_type = ${param(q.eventType)}`);
+  const sql = byType
+    ? `${DELIVERY_SELECT} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`
+    : pageFirst('webhook_deliveries', 'd', where, order, fetchSize(q.limit), DELIVERY_COLUMNS, DELIVERY_JOINS);
   const r = await db.query<DeliveryRow>(sql, params, statementName('webhook_deliveries_list', sql));
   return r.rows.slice(0, q.limit + 1);
 }
 
 export async function findDelivery(db: Queryable, uuid: string): Promise<DeliveryRow | undefined> {
-  const r = await db.query<DeliveryRow>(`${DELIVERY_SELECT} WHERE d.uuid = $1`, [uuid]);
+  const params: unknown[] = [uuid];
+  const r = await db.query<DeliveryRow>(`${DELIVERY_SELECT} WHERE d.uuid = $1${uuidTimeBound(uuid, 'd', params)}`, params);
   return r.rows[0];
 }
 
@@ -436,7 +459,7 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
   const where: string[] = [];
   let order = 'a.id DESC';
   if (q.delivery !== undefined) {
-    where.push(`d.uuid = ${param(q.delivery)}::uuid`, `a.id < ${cursor}`);
+    where.push(`a.delivery_id = ANY(ARRAY(SELECT x.id FROM webhook_deliveries x WHERE x.uuid = ${param(q.delivery)}::uuid))`, `a.id < ${cursor}`);
     if (sub) where.push(`a.subscription_id = ${sub}`);
   } else if (fewEvents) {
     // The deliveries of those events, their attempts' ids (an attempt's event is its delivery's; webhook_attempts has
@@ -450,20 +473,25 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
   } else {
     where.push(`a.id < ${cursor}`);
   }
-  if (q.eventType !== undefined && !fewEvents) where.push(`e.event_type = ${param(q.eventType)}`);
+  const byType = q.eventType !== undefined && !fewEvents;
+  if (byType) where.push(`e.event_type = ${param(q.eventType)}`);
   if (q.outcome !== undefined) where.push(`a.outcome = ${param(q.outcome)}`);
   if (q.since !== undefined) where.push(`a.started_at >= ${param(q.since)}::timestamptz`);
   if (q.until !== undefined) where.push(`a.started_at < ${param(q.until)}::timestamptz`);
   // The event's fields and the attempt's signed part rebuild a lean row's request (attempt-request.ts); its version is
   // read apart, once per process (versions-store.ts), not joined per row.
-  const sql = `SELECT a.id, ${ATTEMPT_UUID_SQL} AS uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
+  const columns = `a.id, ${ATTEMPT_UUID_SQL} AS uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
        a.attempt_number, a.started_at, a.duration_ms, a.status_code, a.error_code, a.outcome, a.next_attempt_at,
        a.request_headers, a.request_body, a.response_body, a.version_id, encode(a.signatures, 'hex') AS signatures,
        floor(extract(epoch FROM a.started_at))::bigint + coalesce(a.timestamp_skew, 0) AS sent_timestamp,
-       e.created_at::text AS event_created_at, e.resource_type, e.resource_uuid, e.resource_external_id, e.source
-     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
-       JOIN webhook_subscriptions s ON s.id = a.subscription_id
-     WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`;
+       e.created_at::text AS event_created_at, e.resource_type, e.resource_uuid, e.resource_external_id, e.source`;
+  const joins = `JOIN webhook_deliveries d ON ${deliveryOfAttempt('a', 'd')} JOIN events e ON ${eventOfDelivery('d', 'e')}
+       JOIN webhook_subscriptions s ON s.id = a.subscription_id`;
+  const sql = byType
+    ? `SELECT ${columns} FROM webhook_attempts a ${joins} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`
+    : pageFirst('webhook_attempts', 'a', where, order, fetchSize(q.limit), columns,
+      `${lateral('webhook_deliveries', 'd', deliveryOfAttempt('a', 'd'))} ${lateral('events', 'e', eventOfDelivery('d', 'e'))}
+       JOIN webhook_subscriptions s ON s.id = a.subscription_id`);
   const dated = q.since !== undefined || q.until !== undefined;
   const r = await db.query<StoredAttempt>(sql, params, dated ? undefined : statementName('webhook_attempts_list', sql));
   const rows = r.rows.slice(0, q.limit + 1);

@@ -100,4 +100,17 @@ describeConsole('possible duplicates page', (ctx) => {
     assert.equal((await srv.api.get('/crm/customers/u-dup')).body.status, 'active', 'a preview changes nothing');
     await ctx.shot('duplicate-pairs-preview');
   });
+
+  it('says how many changed customers are still being checked (the pairs are those already folded in)', async () => {
+    const { page, srv } = ctx;
+    assert.equal((await srv.api.post('/crm/customers', { externalId: 'late-1', firstName: 'Nora', lastName: 'Vance', emails: [{ email: 'nora.vance@example.com' }] })).status, 201);
+    await ctx.go('Customers');
+    await ctx.go('Possible duplicates');
+    await page.getByText('1 recently changed customer is still being checked in the background: their pairs appear once checked.').waitFor();
+    await refreshDuplicates(ctx.tdb.db, 'US');
+    await ctx.go('Customers');
+    await ctx.go('Possible duplicates');
+    await page.getByRole('row', { name: /late-1/ }).first().waitFor();
+    assert.equal(await page.getByText(/still being checked/).count(), 0);
+  });
 });

@@ -355,6 +355,20 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.ok(Number((await ctx.tdb.db.query<{ n: string }>('SELECT count(*) AS n FROM duplicate_key_counts WHERE bearers > 0')).rows[0].n) > 100);
   });
 
+  it('migration 049 counts the keys and names already stored', async () => {
+    const db = ctx.tdb.db;
+    await drain();
+    const counts = async () => (await db.query<{ key: string; bearers: number }>('SELECT key, bearers FROM duplicate_key_counts WHERE bearers > 0 ORDER BY key')).rows;
+    const kept = await counts();
+    await db.exec('DROP TABLE duplicate_key_counts; DROP FUNCTION duplicate_keys_counted() CASCADE; DROP FUNCTION duplicate_names_counted() CASCADE');
+    await db.query('DELETE FROM schema_migrations WHERE version = 49');
+    assert.deepEqual(await migrate(db), ['049_duplicate_key_counts.sql']);
+    assert.deepEqual(await counts(), kept);
+    await create('m49-1', { firstName: 'Counted', lastName: 'Again', addresses: [{ address1: '3 Elm St', postCode: '49049' }] });
+    await drain();
+    assert.deepEqual((await db.query(`SELECT bearers FROM duplicate_key_counts WHERE key = 'n:counted|z:49049'`)).rows, [{ bearers: 1 }], 'the triggers are back');
+  });
+
   it('answers 404, 400 and EndpointNotInVersion in the error shape', async () => {
     const r = await api().get('/crm/customers/nobody-here/duplicates');
     assert.equal(r.status, 404);

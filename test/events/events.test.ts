@@ -6,7 +6,6 @@ import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { emitEvent, emitEvents, type NewEvent } from '../../src/events/emit.ts';
-import { housekeep } from '../../src/housekeeping.ts';
 import { loadConfig, ConfigError } from '../../src/config.ts';
 
 const KEYS = ['uuid', 'createdAt', 'eventType', 'resourceType', 'resource', 'source'];
@@ -207,37 +206,6 @@ await describeEachDb(
         }
       });
     }
-
-    it('retention: housekeeping deletes events older than BULB_EVENT_RETENTION_DAYS unless a delivery still needs them', async () => {
-      const sub = await ctx.srv.api.post('/integrations/webhooks/subscriptions', { url: 'http://127.0.0.1:9/hook', eventType: 'customerCreate' });
-      assert.equal(sub.status, 201, sub.text);
-      const ids: Record<string, string> = {};
-      for (const name of ['old-plain', 'old-pending', 'old-logged', 'old-done', 'fresh']) {
-        const c = await api().post('/crm/customers', { externalId: `ret-${name}` });
-        ids[name] = (await ctx.tdb.db.query<{ id: string }>(`SELECT id FROM events WHERE resource_uuid = $1`, [c.body.uuid])).rows[0].id;
-      }
-      const q = (sql: string, p: unknown[] = []) => ctx.tdb.db.query(sql, p);
-      // Deliveries: every customerCreate got one (pending). Make them what each case needs.
-      await q(`DELETE FROM webhook_deliveries WHERE event_id = $1`, [ids['old-plain']]);
-      await q(`UPDATE webhook_deliveries SET status = 'delivered', next_attempt_at = NULL WHERE event_id = ANY($1::bigint[])`, [[ids['old-logged'], ids['old-done']]]);
-      await q(
-        `INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code, outcome, request_headers, request_body)
-         SELECT d.id, d.subscription_id, d.event_id, 1, 'http://127.0.0.1:9/hook', now(), 5, 200, 'success', '{}', '{}' FROM webhook_deliveries d WHERE d.event_id = $1`,
-        [ids['old-logged']],
-      );
-      await q(`UPDATE events SET created_at = now() - interval '8 days' WHERE id = ANY($1::bigint[])`, [[ids['old-plain'], ids['old-pending'], ids['old-logged'], ids['old-done']]]);
-      const config = loadConfig({ BULB_EVENT_RETENTION_DAYS: '7', BULB_WEBHOOK_RETENTION_DAYS: '30' });
-      const out = await housekeep(ctx.tdb.db, config);
-      assert.ok(out.events >= 2);
-      const left = new Set((await q(`SELECT id FROM events WHERE id = ANY($1::bigint[])`, [Object.values(ids)])).rows.map((r: any) => r.id));
-      assert.deepEqual(Object.keys(ids).filter((k) => left.has(ids[k])), ['old-pending', 'old-logged', 'fresh']);
-      const pending = await q(`SELECT status FROM webhook_deliveries WHERE event_id = $1`, [ids['old-pending']]);
-      assert.deepEqual(pending.rows.map((r: any) => r.status), ['pending'], 'the pending delivery is untouched');
-      // Once the attempts are gone from the logs, the event goes too.
-      await q(`DELETE FROM webhook_attempts WHERE event_id = $1`, [ids['old-logged']]);
-      await housekeep(ctx.tdb.db, config);
-      assert.equal((await q(`SELECT 1 FROM events WHERE id = $1`, [ids['old-logged']])).rows.length, 0);
-    });
   },
   { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' },
 );

@@ -1,11 +1,12 @@
 // Retry policy per subscription (issue 26 item 1, docs/delivery-policies.md): retrySchedule and retryJitter are
 // stored per subscription (2026-11 only: older versions neither see nor accept them), bad values are a 400 naming
 // the field with nothing changed, a long schedule scaled down by BULB_WEBHOOK_RETRY_UNIT_MS gets its attempts at its
-// delays (lateness after due printed, asserted generously), jitter stays within [d·(1−j), d·(1+j)], a PATCH applies
+// delays (received within 100 ms after due: issue 26's goal, measured at the receiver; one second run allowed), jitter stays within [d·(1−j), d·(1+j)], a PATCH applies
 // to the next retry of pending deliveries, and a 410 Gone disables the subscription at once (health, operational
 // event, audit row).
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
@@ -102,7 +103,12 @@ await describeEachDb('retry policy per subscription', (ctx) => {
     assert.equal(okTotal.status, 200, okTotal.text);
   });
 
-  it('a 7-step schedule spanning 1.5 h, scaled down: each attempt at its delay (lateness after due printed), then failed', async () => {
+  /**
+   * One run of the 7-step schedule: each retry's lateness as the receiver saw it, its arrival minus the due time the
+   * attempt before announced (next_attempt_at in the log: the database's clock, this machine's, as the receiver's
+   * Date-based time), and the gaps between arrivals.
+   */
+  const sevenSteps = async () => {
     const s = await subscribe({ retrySchedule: LONG });
     await test(s.uuid);
     await waitFor(async () => (await logs(s.uuid)).length >= LONG.length + 1, 'every attempt', 30_000);
@@ -110,19 +116,33 @@ await describeEachDb('retry policy per subscription', (ctx) => {
     assert.equal(rows.length, LONG.length + 1);
     assert.equal(rows[LONG.length].nextAttemptAt, null, 'no attempt after the last step');
     const rx = receivedBy(s.uuid);
+    assert.equal(rx.length, LONG.length + 1);
     const late: number[] = [];
     for (let i = 1; i < rows.length; i++) {
-      // Lateness: the attempt's start minus the due time its predecessor's log row announced (one clock: the database's and
-      // this process's are the same machine's; PGlite runs in this process).
-      late.push(Date.parse(rows[i].startedAt) - Date.parse(rows[i - 1].nextAttemptAt));
+      late.push(Math.round(performance.timeOrigin + rx[i].at - Date.parse(rows[i - 1].nextAttemptAt)));
       const gap = rx[i].at - rx[i - 1].at;
       assert.ok(gap >= LONG[i - 1] * UNIT_MS - 5, `attempt ${i + 1} came ${gap.toFixed(0)} ms after the one before, its delay is ${LONG[i - 1] * UNIT_MS} ms`);
     }
-    const sorted = [...late].sort((a, b) => a - b);
-    console.log(`# [${ctx.backend}] retry lateness after due (ms), 7 steps: ${late.join(', ')}; median ${sorted[3]}, max ${sorted[6]}`);
-    for (const l of late) assert.ok(l > -20 && l < 1000, `lateness ${l} ms (the goal is within 100 ms; the bound is generous for a loaded machine)`);
     const d = (await api().get(`/integrations/webhooks/deliveries?subscription=${s.uuid}`)).body.data[0];
     assert.deepEqual([d.status, d.attemptCount], ['failed', LONG.length + 1]);
+    return late;
+  };
+
+  it('a 7-step schedule spanning 1.5 h, scaled down: each attempt received within 100 ms after due, then failed', async () => {
+    // The goal (issue 26) is a bound, measured at the receiver. A run on a machine too loaded for it (the whole suite
+    // beside other work) may miss it once: the schedule is run again, and the second run must meet it.
+    const eld = monitorEventLoopDelay({ resolution: 5 });
+    eld.enable();
+    let late = await sevenSteps();
+    const first = [...late];
+    eld.disable();
+    const show = (xs: number[]) => `${xs.join(', ')}; median ${[...xs].sort((a, b) => a - b)[3]}, max ${Math.max(...xs)}`;
+    console.log(`# [${ctx.backend}] retry lateness at the receiver after due (ms), 7 steps: ${show(late)} (this process's event loop: p99 delay ${(eld.percentile(99) / 1e6).toFixed(0)} ms, max ${(eld.max / 1e6).toFixed(0)} ms)`);
+    if (Math.max(...late) > 100) {
+      late = await sevenSteps();
+      console.log(`# [${ctx.backend}] missed the 100 ms once (${show(first)}); again: ${show(late)}`);
+    }
+    for (const l of late) assert.ok(l > -20 && l <= 100, `lateness ${l} ms after due (the goal: within 100 ms); all: ${late.join(', ')}, the first run's: ${first.join(', ')}`);
   });
 
   it('jitter: each delay within [d·(1−j), d·(1+j)], and not all the same', async () => {

@@ -55,6 +55,7 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     });
     const capped = new Set(counts.filter((c) => !c.key.startsWith('f:') && c.after > keyCap(c.key)).map((c) => c.key));
     const requeued = await requeueFlipped(tx, ids, counts);
+    await rescoreCommoner(tx, ids, counts);
     const nameCount = new Map(counts.filter((c) => c.key.startsWith('f:')).map((c) => [c.key.slice(2), c.after]));
     const pairs = new Map<string, store.NewPair>();
     // Emails and phones past their cap are placeholders: no match either. Names past theirs still count in the score.
@@ -87,14 +88,47 @@ export function keyCap(key: string): number {
 
 /**
  * Re-queues the other bearers of each key this batch took past its cap or back under it (at most cap + 1 of
- * them), so their pairs through it go or come back, and of each name whose commonNameFloor step it changed,
- * so every pair is scored with the name's current count. Either way the pairs do not depend on the order
- * customers arrived in.
+ * them), so their pairs through it go or come back, and of each name that this batch made rarer by a
+ * commonNameFloor step (pairs may come back). Either way the pairs do not depend on the order customers arrived in.
  */
-async function requeueFlipped(tx: Queryable, ids: string[], counts: { key: string; before: number; after: number }[]): Promise<number> {
+async function requeueFlipped(tx: Queryable, ids: string[], counts: Count[]): Promise<number> {
   const keys = counts.filter((c) => !c.key.startsWith('f:') && c.before > keyCap(c.key) !== c.after > keyCap(c.key)).map((c) => c.key);
-  const names = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.before) !== commonNameFloor(c.after)).map((c) => c.key.slice(2));
+  const names = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.after) < commonNameFloor(c.before)).map((c) => c.key.slice(2));
   return (keys.length === 0 ? 0 : await store.requeueKeyBearers(tx, keys, ids)) + (names.length === 0 ? 0 : await store.requeueBearers(tx, names, ids));
+}
+
+/**
+ * Re-scores, in place, the stored pairs of two bearers of each name this batch made more common by a
+ * commonNameFloor step: their scores can only fall (some below STORED_MIN: dropped), and no other pair
+ * changes. Until 2026-11-25 every bearer was re-queued and refreshed whole instead: an import of 100,000 customers
+ * into 500,000 refreshed 202,714 (a name grows a step with every 41% more bearers).
+ */
+async function rescoreCommoner(tx: Queryable, ids: string[], counts: Count[]): Promise<void> {
+  const up = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.after) > commonNameFloor(c.before));
+  if (up.length === 0) return;
+  const nameCount = new Map(up.map((c) => [c.key.slice(2), c.after]));
+  const rows = await store.pairsOfNames(tx, [...nameCount.keys()], ids, { emails: [], phones: [] });
+  if (rows.length === 0) return;
+  // Shared emails and phones past their cap are no match.
+  const contacts = [...new Set(rows.flatMap((r) => [...r.emails.map((e) => `e:${e}`), ...r.phones.map((p) => `p:${p}`)]))];
+  const now = contacts.length === 0 ? new Map<string, number>() : await store.bearers(tx, contacts);
+  const open = (key: string) => (now.get(key) ?? 0) <= COMMON_CONTACT;
+  const keep: store.NewPair[] = [];
+  const drop: { a: string; b: string }[] = [];
+  for (const row of rows) {
+    const f: PairFeatures = { names: [row.name_x, row.name_y], nameCount: nameCount.get(row.name_x), emails: row.emails.filter((e) => open(`e:${e}`)), phones: row.phones.filter((p) => open(`p:${p}`)), nameSimilarity: Number(row.sim), postalCodes: row.postal, cities: row.cities };
+    const { score, reasons } = scorePair(f);
+    if (score >= STORED_MIN) keep.push({ a: row.x, b: row.y, score, reasons });
+    else drop.push({ a: row.x, b: row.y });
+  }
+  await store.insertPairs(tx, keep);
+  await store.deletePairs(tx, drop);
+}
+
+interface Count {
+  key: string;
+  before: number;
+  after: number;
 }
 
 /**

@@ -191,6 +191,37 @@ export async function candidates(tx: Queryable, keys: { key: string; customerId:
   return r.rows;
 }
 
+/**
+ * The stored pairs of two bearers of one of these names (except pairs of the given customers, being refreshed
+ * now), with the features the score needs: a name that became more common lowers their scores, and only theirs
+ * (the name's weight counts only between equal names). `common`: emails and phones past their cap, no match.
+ * Walks the names' bearers by index and probes each one's pairs: a bearer costs an index probe, not a refresh.
+ */
+export async function pairsOfNames(tx: Queryable, names: string[], except: string[], common: { emails: string[]; phones: string[] }): Promise<CandidateRow[]> {
+  const inter = (col: string, except: string) =>
+    `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) EXCEPT SELECT unnest(${except}::text[]) ORDER BY 1) ELSE '{}' END`;
+  const r = await tx.query<CandidateRow>(
+    `WITH f AS MATERIALIZED (
+       SELECT p.a AS x, p.b AS y, pa.name AS name_x, pb.name AS name_y, similarity(pa.name, pb.name)::float8 AS sim,
+         pa.emails AS emails_x, pb.emails AS emails_y, pa.phones AS phones_x, pb.phones AS phones_y,
+         pa.postal_codes AS postal_x, pb.postal_codes AS postal_y, pa.cities AS cities_x, pb.cities AS cities_y
+       FROM duplicate_profiles pa JOIN duplicate_pairs p ON p.a = pa.customer_id
+       JOIN duplicate_profiles pb ON pb.customer_id = p.b AND pb.name = pa.name
+       WHERE pa.name = ANY($1::text[]) AND p.a <> ALL($2::bigint[]) AND p.b <> ALL($2::bigint[])
+     )
+     SELECT f.x, f.y, ${inter('emails', '$3')} AS emails, ${inter('phones', '$4')} AS phones, f.sim, f.name_x, f.name_y,
+       ${inter('postal', "'{}'")} AS postal, ${inter('cities', "'{}'")} AS cities
+     FROM f`,
+    [names, except, common.emails, common.phones],
+  );
+  return r.rows;
+}
+
+export async function deletePairs(tx: Queryable, pairs: { a: string; b: string }[]): Promise<void> {
+  if (pairs.length === 0) return;
+  await tx.query('DELETE FROM duplicate_pairs WHERE (a, b) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))', [pairs.map((p) => p.a), pairs.map((p) => p.b)]);
+}
+
 export interface NewPair {
   a: string;
   b: string;

@@ -2,6 +2,7 @@
 // of active customers, best first, with their score and reasons, filtered by the lowest score; older pages on
 // demand. *Preview merge* opens the pair's first customer (the earlier record) with the merge of the second
 // into it previewed as a dry run (#/customers/{uuid}?merge={externalId}); nothing changes until confirmed there.
+// The pairs are those the background refresher has folded in: how many changed customers it has still to check is said.
 import { get } from '../api.js';
 import { badge, busy, clear, empty, errorBox, field, h, load, select, table } from '../dom.js';
 
@@ -36,6 +37,10 @@ export function duplicatePairsPage({ main, query, signal, navigate }) {
     h('section', { 'aria-labelledby': 'pairs-h' }, h('h2', { id: 'pairs-h', tabindex: '-1' }, 'Pairs'), listBox));
 
   const pairs = [];
+  let pending = 0; // customers changed but not yet checked (the API's pendingCustomers, counted up to 10,000)
+  const pendingNote = () => pending > 0
+    ? h('p', { class: 'muted', role: 'status' }, `${pending >= 10000 ? '10,000 or more' : pending.toLocaleString('en-US')} recently changed customer${pending === 1 ? ' is' : 's are'} still being checked in the background: their pairs appear once checked.`)
+    : null;
   const fetchPage = (cursor) => get(PATH, { minScore, limit: PAGE, cursor }, { signal });
 
   function rowOf({ customers: [a, b], score, reasons }) {
@@ -53,7 +58,7 @@ export function duplicatePairsPage({ main, query, signal, navigate }) {
 
   function render(nextCursor) {
     if (pairs.length === 0) {
-      clear(listBox, empty(`No possible duplicates scoring ${pct(Number(minScore))} or more.`));
+      clear(listBox, empty(`No possible duplicates scoring ${pct(Number(minScore))} or more.`), pendingNote());
       return;
     }
     const more = nextCursor ? h('button', { type: 'button', class: 'btn' }, 'Show more pairs') : null;
@@ -68,12 +73,14 @@ export function duplicatePairsPage({ main, query, signal, navigate }) {
       }
     }));
     clear(listBox,
+      pendingNote(),
       h('p', { class: 'muted' }, `${pairs.length}${nextCursor ? '+' : ''} pair${pairs.length === 1 ? '' : 's'} scoring ${pct(Number(minScore))} or more.`),
       table({ caption: 'Possible duplicate pairs, best first', columns: ['Customer', 'Possible duplicate', 'Score', 'Why', h('span', { class: 'visually-hidden' }, 'Actions')], rows: pairs.map(rowOf), stack: true }),
       more ? h('div', { class: 'actions' }, more) : null);
   }
 
   load(listBox, 'possible duplicates', () => fetchPage(), (page) => {
+    pending = page.pendingCustomers ?? 0;
     pairs.push(...page.data);
     render(page.nextCursor);
   });

@@ -1,0 +1,97 @@
+// Partition maintenance, one job under src/scheduler.ts (docs/partitioning.md): creates each partitioned table's
+// days ahead, and retention by detaching and dropping whole partitions (no mass DELETE).
+import { sqlState, type Db } from '../db/db.ts';
+import { startLoop } from '../loop.ts';
+import { DAYS_AHEAD, DELIVERIES, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
+import { addDays, createDay, dayOf, daysInDefault, dropPartition, partitionName, partitions, pendingIn, pendingNeedingEvents } from './store.ts';
+
+/**
+ * Creates the partitions of today and the DAYS_AHEAD days after it that are missing, and of every day the DEFAULT
+ * partition holds rows of (moving them in). Days before a table's cutover belong to its legacy partition. Returns
+ * the partitions created.
+ */
+export async function ensurePartitions(db: Db, now = new Date(), busy: string[] = []): Promise<string[]> {
+  const created: string[] = [];
+  for (const t of PARTITIONED) {
+    const parts = await partitions(db, t);
+    const covered = (day: Date) => parts.some((p) => !p.isDefault && (p.from === null || p.from <= day) && p.to !== null && p.to > day);
+    const today = dayOf(now);
+    const days = [...(await daysInDefault(db, t))];
+    for (let i = 0; i <= DAYS_AHEAD; i++) days.push(addDays(today, i));
+    for (const day of days) {
+      if (covered(day) || created.includes(partitionName(t, day))) continue;
+      if (await orBusy(() => createDay(db, t, day), partitionName(t, day), busy)) created.push(partitionName(t, day));
+    }
+  }
+  return created;
+}
+
+export interface RetentionResult {
+  /** Partitions detached and dropped, per table. */
+  dropped: { table: string; partition: string; pendingExpired: number }[];
+  /** Events partitions past retention kept because pending deliveries need their events. */
+  deferred: { partition: string; pending: number }[];
+  /** Partitions left for the next pass: the table was busy past lock_timeout. */
+  busy: string[];
+}
+
+/** Runs fn; false if it gave up waiting for a lock (lock_timeout: the name goes to `busy`, the next pass retries). */
+async function orBusy(fn: () => Promise<unknown>, name: string, busy: string[]): Promise<boolean> {
+  try {
+    await fn();
+    return true;
+  } catch (err) {
+    if (sqlState(err) !== '55P03') throw err;
+    busy.push(name);
+    return false;
+  }
+}
+
+/**
+ * Retention: drops every partition whose whole range is older than its table's window (tables.ts), the legacy one
+ * included once its cutover is. A deliveries partition goes with its pending deliveries (past the window, they
+ * expire: counted in pendingExpired); an events partition waits while a pending delivery needs one of its events
+ * (bounded: such a delivery expires with its own partition). The bench (bench/volume*.ts) times this call.
+ */
+export async function runRetention(db: Db, config: RetentionConfig, now = new Date()): Promise<RetentionResult> {
+  const result: RetentionResult = { dropped: [], deferred: [], busy: [] };
+  for (const t of PARTITIONED) {
+    const horizon = addDays(now, -t.keepDays(config));
+    for (const p of await partitions(db, t)) {
+      if (p.isDefault || p.to === null || p.to > horizon) continue;
+      let pendingExpired = 0;
+      if (t === EVENTS) {
+        const pending = await pendingNeedingEvents(db, p.name);
+        if (pending > 0) {
+          result.deferred.push({ partition: p.name, pending });
+          continue;
+        }
+      } else if (t === DELIVERIES) {
+        pendingExpired = await pendingIn(db, p.name);
+      }
+      if (await orBusy(() => dropPartition(db, t, p.name), p.name, result.busy)) result.dropped.push({ table: t.table, partition: p.name, pendingExpired });
+    }
+  }
+  return result;
+}
+
+/** One pass of the job: partitions ahead first (an insert must find its day), then retention. */
+export async function maintainPartitions(db: Db, config: RetentionConfig, log: (message: string) => void, now = new Date()): Promise<RetentionResult & { created: string[] }> {
+  const busy: string[] = [];
+  const created = await ensurePartitions(db, now, busy);
+  const r = await runRetention(db, config, now);
+  r.busy.push(...busy);
+  if (r.busy.length) log(`partitions: ${r.busy.join(', ')} left for the next pass (the table was busy for 2 s)`);
+  for (const d of r.dropped) if (d.pendingExpired > 0) log(`retention: ${d.pendingExpired} pending deliveries past BULB_WEBHOOK_RETENTION_DAYS expired with ${d.partition}`);
+  for (const d of r.deferred) log(`retention: ${d.partition} kept, ${d.pending} pending deliveries need its events`);
+  return { ...r, created };
+}
+
+/**
+ * The job: a pass 10 s after start, then every `everyMs` (the scheduler's room for it, src/scheduler.ts). Not at
+ * once: a fresh database's first pass creates ~18 tables (350 ms on PGlite, whose one session requests wait
+ * behind), and the DEFAULT partitions take any row meanwhile.
+ */
+export function startPartitionMaintenance(db: Db, config: RetentionConfig, everyMs: number, log: (message: string) => void, onError: (err: unknown) => void): () => Promise<void> {
+  return startLoop(() => maintainPartitions(db, config, log), everyMs, onError, 10_000);
+}

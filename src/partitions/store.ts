@@ -1,0 +1,106 @@
+// SQL of partition maintenance (docs/partitioning.md): the partitions of a table and their bounds from the catalog,
+// creating a day's partition, detaching and dropping one, and what retention checks before a drop.
+import type { Db, Queryable } from '../db/db.ts';
+import type { PartitionedTable } from './tables.ts';
+
+export interface Partition {
+  name: string;
+  /** null: MINVALUE (the legacy partition) or the DEFAULT partition. */
+  from: Date | null;
+  to: Date | null;
+  isDefault: boolean;
+}
+
+const DAY_MS = 86_400_000;
+
+/** The UTC day holding t, as its start. */
+export function dayOf(t: Date): Date {
+  return new Date(Math.floor(t.getTime() / DAY_MS) * DAY_MS);
+}
+
+export function addDays(t: Date, n: number): Date {
+  return new Date(t.getTime() + n * DAY_MS);
+}
+
+export function partitionName(t: PartitionedTable, day: Date): string {
+  return `${t.table}_p${day.toISOString().slice(0, 10).replaceAll('-', '')}`;
+}
+
+/** The partitions of t, with their bounds (read as timestamptz by the server, whatever its TimeZone). */
+export async function partitions(db: Queryable, t: PartitionedTable): Promise<Partition[]> {
+  const r = await db.query<{ name: string; bound: string; from: Date | null; to: Date | null }>(
+    `SELECT c.relname AS name, b.bound,
+            (regexp_match(b.bound, 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz AS "from",
+            (regexp_match(b.bound, 'TO \\(''([^'']+)''\\)'))[1]::timestamptz AS "to"
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+            CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS bound) b
+      WHERE i.inhparent = $1::regclass
+      ORDER BY 3 NULLS FIRST`,
+    [t.table],
+  );
+  return r.rows.map((p) => ({ name: p.name, from: p.from && new Date(p.from), to: p.to && new Date(p.to), isDefault: p.bound === 'DEFAULT' }));
+}
+
+/**
+ * Creates the partition of one day: an empty table like the parent, then ATTACH (which takes no lock that stops
+ * the parent's readers and writers; it locks the DEFAULT partition while it checks that none of its rows belongs to
+ * the day). Rows the DEFAULT partition holds for the day (written while no partition covered it) are moved into the
+ * new one first, in the same transaction. lock_timeout: a busy moment is skipped, the next pass tries again.
+ */
+export async function createDay(db: Db, t: PartitionedTable, day: Date): Promise<number> {
+  const name = partitionName(t, day);
+  const from = day.toISOString();
+  const to = addDays(day, 1).toISOString();
+  return db.transaction(async (tx) => {
+    await tx.query(`SET LOCAL lock_timeout = '2s'`);
+    await tx.query(`CREATE TABLE ${name} (LIKE ${t.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)${t.with ? ` WITH (${t.with})` : ''}`);
+    const moved = await tx.query(
+      `WITH moved AS (DELETE FROM ${t.table}_default WHERE ${t.key} >= $1::timestamptz AND ${t.key} < $2::timestamptz RETURNING *)
+       INSERT INTO ${name} SELECT * FROM moved`,
+      [from, to],
+    );
+    await tx.query(`ALTER TABLE ${t.table} ATTACH PARTITION ${name} FOR VALUES FROM ('${from}') TO ('${to}')`);
+    return moved.rowCount;
+  });
+}
+
+/** The days the DEFAULT partition holds rows of (none, unless no partition covered a day when they were written). */
+export async function daysInDefault(db: Queryable, t: PartitionedTable): Promise<Date[]> {
+  const r = await db.query<{ day: Date }>(
+    `SELECT DISTINCT date_bin(interval '1 day', ${t.key}, timestamptz '2000-01-01 00:00:00+00') AS day FROM ${t.table}_default`,
+  );
+  return r.rows.map((x) => new Date(x.day));
+}
+
+/**
+ * Pending deliveries that need an event of this events partition (a replay queues new deliveries for old events;
+ * a disabled subscription's stay pending): the partition's id range bounds the probe of the pending ones.
+ */
+export async function pendingNeedingEvents(db: Queryable, partition: string): Promise<number> {
+  const r = await db.query<{ n: string }>(
+    `WITH range AS (SELECT min(id) AS lo, max(id) AS hi FROM ${partition})
+     SELECT count(*) AS n FROM webhook_deliveries d, range
+      WHERE d.status = 'pending' AND d.event_id BETWEEN range.lo AND range.hi
+        AND EXISTS (SELECT 1 FROM ${partition} e WHERE e.id = d.event_id)`,
+  );
+  return Number(r.rows[0].n);
+}
+
+/** Pending deliveries in a deliveries partition about to go (past retention: they expire with it). */
+export async function pendingIn(db: Queryable, partition: string): Promise<number> {
+  const r = await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${partition} WHERE status = 'pending'`);
+  return Number(r.rows[0].n);
+}
+
+/**
+ * Detaches a partition and drops it: catalog work and the removal of its files, whatever its rows (no DELETE, no
+ * WAL per row). DETACH … CONCURRENTLY is refused on a table with a DEFAULT partition, so the detach takes the
+ * parent's strong lock for a moment: under lock_timeout, a busy moment is skipped and the next pass tries again.
+ */
+export async function dropPartition(db: Db, t: PartitionedTable, partition: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.query(`SET LOCAL lock_timeout = '2s'`);
+    await tx.query(`ALTER TABLE ${t.table} DETACH PARTITION ${partition}`);
+    await tx.query(`DROP TABLE ${partition}`);
+  });
+}

@@ -1,0 +1,119 @@
+// Time partitions of events and deliveries (docs/partitioning.md): retention drops whole partitions (the catalog
+// shows them gone, and no row was deleted: n_tup_del stays 0), keeps an events partition while a pending delivery
+// needs one of its events, and an insert at a day with no partition yet still lands (DEFAULT partition), moved
+// into its day's partition when the job creates it.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { backends, freshDb, type TestDb } from '../helpers/db.ts';
+import { DELIVERIES, EVENTS } from '../../src/partitions/tables.ts';
+import { addDays, partitions } from '../../src/partitions/store.ts';
+import { ensurePartitions, runRetention } from '../../src/partitions/maintain.ts';
+
+const config = { eventRetentionDays: 30, webhookRetentionDays: 30 };
+
+for (const backend of await backends()) {
+  describe(`time partitions [${backend}]`, () => {
+    let tdb: TestDb;
+    before(async () => {
+      tdb = await freshDb(backend);
+    });
+    after(() => tdb?.close());
+    const q = (sql: string, p: unknown[] = []) => tdb.db.query<any>(sql, p);
+    const names = async (t = EVENTS) => (await partitions(tdb.db, t)).map((p) => p.name);
+    const event = async (at: Date, name: string) =>
+      (await q(
+        `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, created_at)
+         VALUES ('customerCreate', 'Customer', gen_random_uuid(), $2, 'TULIP_API', $1) RETURNING id`,
+        [at, name],
+      )).rows[0].id as string;
+    const delivery = async (eventId: string, sub: string, at: Date, status: string) =>
+      q(`INSERT INTO webhook_deliveries (event_id, subscription_id, status, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, CASE WHEN $3 = 'pending' THEN $4::timestamptz END)`, [eventId, sub, status, at]);
+
+    it('an insert at a day with no partition yet lands in DEFAULT; the job moves it into its day; retention drops whole days, keeping one a pending delivery needs', async () => {
+      const legacy = (await partitions(tdb.db, EVENTS)).find((p) => p.name === 'events_legacy')!;
+      assert.ok(legacy.to, 'the legacy partition ends at the cutover');
+      const day1 = addDays(legacy.to!, 3); // after the cutover: a day with no partition yet
+      const sub = (await q(`INSERT INTO webhook_subscriptions (url, event_types, signing_secret) VALUES ('https://example.com/h', ARRAY['customerCreate'], 'whsec_x') RETURNING id`)).rows[0].id;
+      const early = await event(new Date(day1.getTime() + 3_600_000), 'early');
+      assert.equal((await q(`SELECT count(*)::int AS n FROM events_default`)).rows[0].n, 1, 'the row waits in DEFAULT');
+
+      // The job, run on day1 + 1: creates that day and the days ahead, and day1 (the DEFAULT partition held one).
+      const created = await ensurePartitions(tdb.db, addDays(day1, 1));
+      assert.ok(created.includes('events_p' + day1.toISOString().slice(0, 10).replaceAll('-', '')), created.join());
+      assert.equal((await q(`SELECT count(*)::int AS n FROM events_default`)).rows[0].n, 0, 'DEFAULT emptied');
+      assert.equal((await q(`SELECT tableoid::regclass::text AS p FROM events WHERE id = $1`, [early])).rows[0].p, `events_p${day1.toISOString().slice(0, 10).replaceAll('-', '')}`);
+      assert.deepEqual(await ensurePartitions(tdb.db, addDays(day1, 1)), [], 'a second pass creates nothing');
+
+      // Day 2: an event whose delivery is pending; day 3: delivered ones.
+      const day2 = addDays(day1, 1);
+      const day3 = addDays(day1, 2);
+      const needed = await event(new Date(day2.getTime() + 60_000), 'needed');
+      await delivery(needed, sub, new Date(day2.getTime() + 60_000), 'delivered');
+      for (let i = 0; i < 50; i++) await delivery(await event(new Date(day3.getTime() + i * 1000), `done-${i}`), sub, new Date(day3.getTime() + i * 1000), 'delivered');
+      // A replay, days later, queued a new delivery of day 2's event: it is pending (its own partition is recent).
+      const later = addDays(day1, 6);
+      await delivery(needed, sub, later, 'pending');
+
+      // 30 days after day 3 ended: days 1–3 of both tables are past retention.
+      const now = addDays(day3, 31.5);
+      await ensurePartitions(tdb.db, now);
+      const deletesBefore = await deletes();
+      const r = await runRetention(tdb.db, config, now);
+      const dropped = r.dropped.map((d) => d.partition);
+      for (const day of [day1, day3]) assert.ok(dropped.includes(`events_p${ymd(day)}`), `events of ${ymd(day)} dropped: ${dropped}`);
+      assert.ok(['events_legacy', 'webhook_deliveries_legacy', 'webhook_attempts_legacy'].every((p) => dropped.includes(p)), 'the legacy partitions, wholly past the window, went too');
+      assert.ok(dropped.includes(`webhook_deliveries_p${ymd(day3)}`));
+      assert.deepEqual(r.deferred.map((d) => d.partition), [`events_p${ymd(day2)}`], 'day 2 is kept: a pending delivery needs its event');
+      const left = await names();
+      assert.ok(!left.includes(`events_p${ymd(day1)}`) && !left.includes('events_legacy'), 'gone from the catalog (pg_inherits)');
+      assert.equal((await q(`SELECT count(*)::int AS n FROM pg_class WHERE relname = $1`, [`events_p${ymd(day1)}`])).rows[0].n, 0, 'and dropped, not only detached');
+      assert.ok(left.includes(`events_p${ymd(day2)}`));
+      assert.equal((await q(`SELECT count(*)::int AS n FROM events WHERE id = $1`, [needed])).rows[0].n, 1, 'the pending delivery still has its event');
+      assert.equal((await q(`SELECT count(*)::int AS n FROM events WHERE id = $1`, [early])).rows[0].n, 0);
+      assert.equal(await deletes(), deletesBefore, 'no row deleted: n_tup_del unchanged');
+
+      // Once delivered, the next pass drops day 2 as well.
+      await q(`UPDATE webhook_deliveries SET status = 'delivered', next_attempt_at = NULL WHERE event_id = $1`, [needed]);
+      const again = await runRetention(tdb.db, config, now);
+      assert.deepEqual(again.dropped.map((d) => d.partition), [`events_p${ymd(day2)}`]);
+      assert.deepEqual(again.deferred, []);
+    });
+
+    it('a deliveries partition past retention goes with its pending deliveries (expired, counted)', async () => {
+      const parts = await partitions(tdb.db, DELIVERIES);
+      const day = parts.filter((p) => p.from !== null).at(-1)!.from!;
+      const sub = (await q(`SELECT id FROM webhook_subscriptions LIMIT 1`)).rows[0].id;
+      await delivery(await event(day, 'stuck'), sub, day, 'pending');
+      const r = await runRetention(tdb.db, { eventRetentionDays: 60, webhookRetentionDays: 30 }, addDays(day, 31.5));
+      const d = r.dropped.find((x) => x.partition === `webhook_deliveries_p${ymd(day)}`);
+      assert.equal(d?.pendingExpired, 1);
+      assert.ok(!r.dropped.some((x) => x.partition === `events_p${ymd(day)}`), 'its events are kept longer (BULB_EVENT_RETENTION_DAYS=60)');
+      assert.equal((await q(`SELECT count(*)::int AS n FROM events WHERE resource_external_id = 'stuck'`)).rows[0].n, 1);
+    });
+
+    it('a table busy past lock_timeout is left for the next pass, not waited for', { skip: backend === 'pg' ? false : 'PostgreSQL only: two sessions' }, async () => {
+      const day = (await partitions(tdb.db, EVENTS)).find((p) => p.from !== null && !p.isDefault)!;
+      const now = addDays(day.to!, 61);
+      const r = await tdb.db.transaction(async (tx) => {
+        await tx.query('LOCK TABLE events IN ACCESS SHARE MODE'); // a long read of the events
+        return runRetention(tdb.db, config, now);
+      });
+      assert.ok(r.busy.includes(day.name), JSON.stringify(r.busy));
+      assert.ok(!r.dropped.some((d) => d.table === 'events'));
+      assert.ok(r.busy.every((n) => n.startsWith('events_')), 'only the busy table waits');
+      const again = await runRetention(tdb.db, config, now);
+      assert.ok(again.dropped.some((d) => d.partition === day.name), 'the next pass drops it');
+    });
+
+    async function deletes(): Promise<number> {
+      if (backend === 'pglite') return 0; // no statistics collector in PGlite's single-user mode
+      await q(`SELECT pg_stat_force_next_flush()`).catch(() => {});
+      const r = await q(`SELECT coalesce(sum(n_tup_del), 0)::int AS n FROM pg_stat_user_tables WHERE relname LIKE 'events%' OR relname LIKE 'webhook_deliveries%'`);
+      return r.rows[0].n;
+    }
+  });
+}
+
+function ymd(d: Date): string {
+  return d.toISOString().slice(0, 10).replaceAll('-', '');
+}
