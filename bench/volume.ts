@@ -263,8 +263,9 @@ async function retention(s: Site): Promise<{ ms: number; note: string }> {
   return { ms, note: `${counts.map((n, i) => `${names[i]} ${n.toLocaleString('en-US')} rows`).join(', ')} dropped with ${dropped.length - names.length} legacy ones in ${round(ms, 0)} ms, ${round(wal / 1024, 0)} KiB of WAL server-wide (other work's included: an upper bound)` };
 }
 
+/** Table and index bytes per row, summed over a partitioned table's partitions. */
 async function bytesPerRow(s: Site, t: string): Promise<{ perRow: number; note: string }> {
-  const r = await s.c.query<{ rows: string; heap: string; idx: string }>(`SELECT (SELECT count(*) FROM ${t}) AS rows, pg_table_size('${t}') AS heap, pg_indexes_size('${t}') AS idx`);
+  const r = await s.c.query<{ rows: string; heap: string; idx: string }>(`SELECT (SELECT count(*) FROM ${t}) AS rows, sum(pg_table_size(relid)) AS heap, sum(pg_indexes_size(relid)) AS idx FROM pg_partition_tree('${t}') WHERE isleaf`);
   const rows = Number(r.rows[0].rows);
   const heap = Number(r.rows[0].heap);
   const idx = Number(r.rows[0].idx);
