@@ -265,7 +265,7 @@ async function retention(s: Site): Promise<{ ms: number; note: string }> {
 
 /** Table and index bytes per row, summed over a partitioned table's partitions. */
 async function bytesPerRow(s: Site, t: string): Promise<{ perRow: number; note: string }> {
-  const r = await s.c.query<{ rows: string; heap: string; idx: string }>(`SELECT (SELECT count(*) FROM ${t}) AS rows, sum(pg_table_size(relid)) AS heap, sum(pg_indexes_size(relid)) AS idx FROM pg_partition_tree('${t}') WHERE isleaf`);
+  const r = await s.c.query<{ rows: string; heap: string; idx: string }>(`SELECT (SELECT count(*) FROM ${t}) AS rows, sum(pg_table_size(relid)) AS heap, sum(pg_indexes_size(relid)) AS idx FROM (SELECT relid FROM pg_partition_tree('${t}') UNION SELECT '${t}'::regclass) p JOIN pg_class k ON k.oid = p.relid WHERE k.relkind <> 'p'`);
   const rows = Number(r.rows[0].rows);
   const heap = Number(r.rows[0].heap);
   const idx = Number(r.rows[0].idx);
