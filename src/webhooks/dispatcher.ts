@@ -37,6 +37,15 @@ const RECORD_WAIT_MS = 3;
 /** A result as its attempt leaves it: a lean request names its sending config, whose version id the result writer looks up. */
 type Finished = Omit<AttemptResult, 'request'> & { request: Exclude<StoredRequest, { versionId: number }> | (SignedPart & { config: SendingConfig }) };
 
+/**
+ * Back-pressure from the result writer. Without it, a drain faster than the result writes (a replay's: writes of 500
+ * took 0.5–0.75 s while its chunks were inserted) piled up 30,000 unwritten results; their leases ran out (45 s) and
+ * the deliveries were claimed and sent again, which the replay bench counted as live deliveries 45 and 90 s late.
+ * A lane with LANE_RESULTS_MAX results waiting for the writer is not claimed for (the others are: a live lane beside a
+ * replay's keeps its latency), and no lane is once RESULTS_MAX wait in all.
+ */
+const LANE_RESULTS_MAX = 1_000;
+const RESULTS_MAX = 10_000;
 /** maxInFlight of a lane first heard of by a notification, until a claim reads the subscription's own. */
 const DEFAULT_MAX = 16;
 
@@ -284,9 +293,12 @@ export class Dispatcher {
 
   /** One claim for the ready lanes, least recently served first. Returns whether lanes still have work and room. */
   private async claim(): Promise<boolean> {
+    // Back-pressure: the writer's backlog bounds the claims (flushOnce wakes the loop when it falls below).
+    if (this.results.length >= RESULTS_MAX) return false;
     const now = Date.now();
     const ready: Lane<InFlight>[] = [];
     for (const l of this.lanes.values()) {
+      if (l.unwritten >= LANE_RESULTS_MAX) continue;
       if (l.takeDue(now + CLAIM_AHEAD_MS)) l.due = true; // claimed ahead, sent at its time (CLAIM_AHEAD_MS)
       if (l.due && l.room(now) > 0) ready.push(l);
     }
@@ -438,6 +450,7 @@ export class Dispatcher {
       this.giveBack.push(...lane.waiting.splice(0));
     }
     observeAttempt(res.ok, res.errorCode, res.durationMs / 1000);
+    lane.unwritten++;
     this.results.push({
       deliveryId: row.id,
       deliveryCreatedAt: row.created_at,
@@ -535,7 +548,16 @@ export class Dispatcher {
           this.dueBy(lane, at ?? answered + Number(st.due_in_ms));
         }
       }
-      for (const r of batch) this.inflight.delete(String(r.deliveryId));
+      let heldBack = this.results.length + batch.length >= RESULTS_MAX;
+      for (const r of batch) {
+        const f = this.inflight.get(String(r.deliveryId));
+        if (f && f.lane.unwritten-- === LANE_RESULTS_MAX) heldBack = true;
+        this.inflight.delete(String(r.deliveryId));
+      }
+      if (heldBack) {
+        this.lookNow = true; // claims were held back by the backlog: claim again
+        this.wake();
+      }
     } catch (err) {
       this.results.unshift(...batch);
       throw err;

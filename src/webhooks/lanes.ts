@@ -59,6 +59,8 @@ export class Lane<W = unknown> {
   /** Current ceiling of attempts in flight in this process. */
   cap: number;
   inflight = 0;
+  /** Attempts of this lane finished and waiting for the result writer (the dispatcher's back-pressure). */
+  unwritten = 0;
   /**
    * Claimed deliveries waiting for a slot (up to HELD_CEILINGS − 1 ceilings' worth, so the next attempt starts the
    * moment one ends instead of after a database round trip). Their deadline starts only when they are sent.

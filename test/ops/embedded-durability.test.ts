@@ -69,11 +69,18 @@ describe('embedded database durability', () => {
     const acked: string[] = [];
     try {
       // Writes in flight when the process dies: the ones answered 201 must all be there afterwards.
+      // Killed just after the first answer (not after a fixed time: a loaded machine may answer none in it), so the
+      // others are still in flight.
+      let firstAnswer!: () => void;
+      const answered = new Promise<void>((r) => (firstAnswer = r));
       const writes = Array.from({ length: 40 }, async (_, i) => {
         const r = await fetch(`${first.url}/api/2026-11/crm/customers`, { method: 'POST', headers, body: JSON.stringify({ externalId: `dur-${i}` }) }).catch(() => null);
-        if (r?.status === 201) acked.push(`dur-${i}`);
+        if (r?.status === 201) {
+          acked.push(`dur-${i}`);
+          firstAnswer();
+        }
       });
-      await Promise.race([Promise.all(writes), new Promise((r) => setTimeout(r, 400))]);
+      await Promise.race([Promise.all(writes), answered, new Promise((r) => setTimeout(r, 30_000))]);
       assert.ok(acked.length > 0, 'some writes were answered before the kill');
     } finally {
       await first.stop('SIGKILL');

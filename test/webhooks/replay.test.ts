@@ -269,8 +269,14 @@ await describeEachDb('the claim beside many replayed deliveries', (ctx) => {
       await tx.query('DEALLOCATE claim_plan');
       return r.rows[0]['QUERY PLAN'][0];
     });
-    const buffers = plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks'];
-    console.log(`# [${ctx.backend}] claim of a live lane beside 50,000 replayed deliveries: ${buffers} buffers, ${plan['Execution Time'].toFixed(1)} ms`);
-    assert.ok(buffers < 200, `the claim read ${buffers} buffers (the table's primary key walked?)`);
+    // The claim's replayed part (its CTE), counted alone: the whole claim's count also holds the lease UPDATE by id,
+    // which on the partitioned table (migrations 053–055) may read a partition whole (reported, not this test's subject).
+    const find = (n: any): any => (n['Subplan Name'] === 'CTE replayed' ? n : (n.Plans ?? []).map(find).find(Boolean));
+    const node = find(plan.Plan);
+    assert.ok(node, 'the plan has the CTE replayed');
+    const buffers = node['Shared Hit Blocks'] + node['Shared Read Blocks'];
+    const all = plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks'];
+    console.log(`# [${ctx.backend}] claim of a live lane beside 50,000 replayed deliveries: its replayed part ${buffers} buffers (the whole claim ${all}), ${plan['Execution Time'].toFixed(1)} ms`);
+    assert.ok(buffers < 100, `the claim's replayed part read ${buffers} buffers (the table's primary key walked?)`);
   });
 });
