@@ -3,7 +3,7 @@
 // retail data), two emails, a phone, an address and attributes; a note for every other customer; per customer
 // EVENTS_PER_CUSTOMER events (a create and updates), one delivery per event to the bench's subscription, and
 // 1.6 attempts per delivery (three in five failed once with a 500, then succeeded; lean rows, as since migration
-// 051), spread over the last 5 days.
+// 051), spread over 5 days in partitions of their own (docs/partitioning.md).
 import type pg from 'pg';
 
 export const EVENTS_PER_CUSTOMER = 2;
@@ -17,8 +17,11 @@ const skewed = (n: number) => `1 + floor(${n} * power(random(), 3))::int`;
 
 const SLICE = 250_000;
 
-/** Adds customers from+1 … to, their notes, events, deliveries and attempts; returns seconds spent. */
-export async function grow(c: pg.Client, from: number, to: number, subscriptionId: string, url: string, log: (s: string) => void): Promise<number> {
+/**
+ * Adds customers from+1 … to with their rows; their events, deliveries and attempts fall in the 5 days from day0
+ * (partitions of their own: the first days after the tables' legacy partition, made ahead by the caller).
+ */
+export async function grow(c: pg.Client, from: number, to: number, subscriptionId: string, url: string, day0: Date, log: (s: string) => void): Promise<number> {
   const t0 = Date.now();
   const versionId = (await c.query<{ id: number }>(
     `INSERT INTO webhook_subscription_versions (subscription_id, digest, url, webhook_version, hmac_header, headers)
@@ -53,15 +56,16 @@ export async function grow(c: pg.Client, from: number, to: number, subscriptionI
     const ev = await c.query<{ lo: string; hi: string }>(
       `WITH e AS (
          INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, created_at)
-         SELECT CASE WHEN k = 1 THEN 'customerCreate' ELSE 'customerUpdate' END, 'customer', uuid, external_id, 'TULIP_API', created_at + (k - 1) * interval '1 hour'
+         SELECT CASE WHEN k = 1 THEN 'customerCreate' ELSE 'customerUpdate' END, 'customer', uuid, external_id, 'TULIP_API',
+           $3::timestamptz + random() * interval '5 days' + (k - 1) * interval '1 hour'
          FROM customers, generate_series(1, ${EVENTS_PER_CUSTOMER}) k WHERE id BETWEEN $1 AND $2 RETURNING id)
        SELECT min(id) AS lo, max(id) AS hi FROM e`,
-      [ids.lo, ids.hi],
+      [ids.lo, ids.hi, day0.toISOString()],
     );
     const dv = await c.query<{ lo: string; hi: string }>(
       `WITH d AS (
-         INSERT INTO webhook_deliveries (event_id, subscription_id, status, attempt_count, schedule_pos, next_attempt_at, created_at, updated_at, delivered_at)
-         SELECT id, $3, 'delivered', CASE WHEN id % 5 < 3 THEN 2 ELSE 1 END, 0, NULL, created_at, created_at + interval '1 minute', created_at + interval '1 minute'
+         INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id, status, attempt_count, schedule_pos, next_attempt_at, created_at, updated_at, delivered_at)
+         SELECT id, created_at, $3, 'delivered', CASE WHEN id % 5 < 3 THEN 2 ELSE 1 END, 0, NULL, created_at, created_at + interval '1 minute', created_at + interval '1 minute'
          FROM events WHERE id BETWEEN $1 AND $2 RETURNING id)
        SELECT min(id) AS lo, max(id) AS hi FROM d`,
       [ev.rows[0].lo, ev.rows[0].hi, subscriptionId],
@@ -69,8 +73,8 @@ export async function grow(c: pg.Client, from: number, to: number, subscriptionI
     // Attempts as Bulb writes them since migration 051 (lean rows): what only the attempt knows, its signatures and
     // the version of its subscription's sending config; the logs API rebuilds the request from the event and that.
     await c.query(
-      `INSERT INTO webhook_attempts (uuid, delivery_id, subscription_id, attempt_number, started_at, duration_ms, status_code, error_code, outcome, next_attempt_at, version_id, signatures, response_body)
-       SELECT NULL, d.id, d.subscription_id, k, d.created_at + k * interval '20 seconds', 20 + d.id % 50,
+      `INSERT INTO webhook_attempts (uuid, delivery_id, delivery_created_at, subscription_id, attempt_number, started_at, duration_ms, status_code, error_code, outcome, next_attempt_at, version_id, signatures, response_body)
+       SELECT NULL, d.id, d.created_at, d.subscription_id, k, d.created_at + k * interval '20 seconds', 20 + d.id % 50,
          CASE WHEN k < d.attempt_count THEN 500 ELSE 200 END, CASE WHEN k < d.attempt_count THEN 'HTTP_STATUS' END,
          CASE WHEN k < d.attempt_count THEN 'failure' ELSE 'success' END, CASE WHEN k < d.attempt_count THEN d.created_at + interval '1 minute' END,
          $3, sha256(int8send(d.id * 4 + k)) || sha256(int8send(d.id * 4 + k + 1)), CASE WHEN k < d.attempt_count THEN 'upstream error' ELSE '{}' END
