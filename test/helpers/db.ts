@@ -1,4 +1,5 @@
 // Fresh databases for tests: PGlite from a cached migrated snapshot, PostgreSQL from a migrated template.
+import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -156,4 +157,19 @@ function ownDatabase(name: string, poolSize: number): TestDb {
       await a.end();
     },
   };
+}
+
+/** Every row of every table, as text (what reading the database reveals): the secrets and redaction tests search it. */
+export async function readEveryTable(db: Db): Promise<string> {
+  const tables = await db.query<{ s: string; t: string }>(
+    `SELECT table_schema AS s, table_name AS t FROM information_schema.tables
+     WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')`,
+  );
+  assert.ok(tables.rows.some((r) => r.t === 'webhook_subscriptions'));
+  let out = '';
+  for (const { s, t } of tables.rows) {
+    const r = await db.query<{ row: string }>(`SELECT x::text AS row FROM "${s}"."${t}" x`);
+    out += r.rows.map((x) => x.row).join('\n') + '\n';
+  }
+  return out;
 }

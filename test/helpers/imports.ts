@@ -1,5 +1,18 @@
-// Waiting for an import through the API, shared by the import tests.
+// An import worker beside a test server, and waiting for an import through the API, shared by the import tests.
+import { after, before } from 'node:test';
+import { ImportWorker } from '../../src/imports/worker.ts';
 import type { Client } from './server.ts';
+import type { Ctx } from './suite.ts';
+
+/** A real import worker on the suite's database for its tests (chunks of `chunkRows`), stopped after them. */
+export function useImportWorker(ctx: Ctx, chunkRows: number): void {
+  let worker: ImportWorker;
+  before(async () => {
+    worker = new ImportWorker(ctx.tdb.db, { importChunkRows: chunkRows, importLeaseMs: 5000 });
+    await worker.start();
+  });
+  after(() => worker.stop());
+}
 
 /** The import once it has ended (completed, failed or cancelled); throws after about 30 s. */
 export async function importFinished(api: Client, uuid: string): Promise<any> {

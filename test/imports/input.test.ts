@@ -3,20 +3,14 @@
 // import Content-Type is a 415 naming the import types, a declared latin1 charset is honoured (others refused), and a
 // malformed CSV record is reported with csv-parse's reason.
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
-import { ImportWorker } from '../../src/imports/worker.ts';
 import { MAX_HEADER_BYTES, MAX_HEADER_COLUMNS, MAX_LISTED_PROBLEMS } from '../../src/imports/parse.ts';
-import { importErrors, importFinished } from '../helpers/imports.ts';
+import { importErrors, importFinished, useImportWorker } from '../helpers/imports.ts';
 
 await describeEachDb('import input', (ctx) => {
-  let worker: ImportWorker;
-  before(async () => {
-    worker = new ImportWorker(ctx.tdb.db, { importChunkRows: 100, importLeaseMs: 5000 });
-    await worker.start();
-  });
-  after(() => worker.stop());
+  useImportWorker(ctx, 100);
   const api = () => ctx.srv.api.withVersion('2026-11');
   const count = async (sql: string) => Number((await ctx.tdb.db.query(sql)).rows[0].n);
   const raw = (path: string, body: BodyInit, headers: Record<string, string>) =>

@@ -6,15 +6,14 @@
 import assert from 'node:assert/strict';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
-import { ImportWorker } from '../../src/imports/worker.ts';
 import { textGuard, type StagedLine } from '../../src/imports/parse.ts';
 import { tgenFileOf, tgenRows } from '../../src/imports/tgen.ts';
 import { batchSink } from '../../src/imports/staging.ts';
 import { createImport } from '../../src/imports/store.ts';
 import { mergeAddress } from '../../src/imports/tgen-apply.ts';
-import { importErrors, importFinished } from '../helpers/imports.ts';
+import { importErrors, importFinished, useImportWorker } from '../helpers/imports.ts';
 
 /** The staged lines TGEN makes of a file (no database: the uuid resolution comes after). */
 async function linesOf(csv: string, name?: string): Promise<StagedLine[]> {
@@ -122,12 +121,7 @@ it('an address replaces the one with its uuid, else the one with its externalId 
 });
 
 await describeEachDb('TGEN imports', (ctx) => {
-  let worker: ImportWorker;
-  before(async () => {
-    worker = new ImportWorker(ctx.tdb.db, { importChunkRows: 100, importLeaseMs: 5000 });
-    await worker.start();
-  });
-  after(() => worker.stop());
+  useImportWorker(ctx, 100);
   const api = () => ctx.srv.api.withVersion('2026-11');
   const csv = { 'content-type': 'text/csv' };
   const finished = (uuid: string) => importFinished(api(), uuid);

@@ -8,27 +8,12 @@ import { promisify } from 'node:util';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
-import type { Db } from '../../src/db/db.ts';
+import { readEveryTable } from '../helpers/db.ts';
 import { PgliteDb } from '../../src/db/pglite.ts';
 import { waitFor, type Receiver } from '../webhooks/receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' };
 const rand = (p: string) => `${p}-${crypto.randomBytes(12).toString('hex')}`;
-
-/** Every row of every table, as text (what reading the embedded database reveals). */
-async function readEveryTable(db: Db): Promise<string> {
-  const tables = await db.query<{ s: string; t: string }>(
-    `SELECT table_schema AS s, table_name AS t FROM information_schema.tables
-     WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')`,
-  );
-  assert.ok(tables.rows.some((r) => r.t === 'webhook_subscriptions'));
-  let out = '';
-  for (const { s, t } of tables.rows) {
-    const r = await db.query<{ row: string }>(`SELECT x::text AS row FROM "${s}"."${t}" x`);
-    out += r.rows.map((x) => x.row).join('\n') + '\n';
-  }
-  return out;
-}
 
 await describeEachDb('secrets at rest: a database dump reveals none', (ctx) => {
   let rx: Receiver;

@@ -9,7 +9,7 @@ import { it } from 'node:test';
 import type http from 'node:http';
 import { describeEachDb } from '../helpers/suite.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
-import type { Db } from '../../src/db/db.ts';
+import { readEveryTable } from '../helpers/db.ts';
 import { startReceiver, waitFor } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.1' };
@@ -40,15 +40,6 @@ const echoing = (req: http.IncomingMessage, res: http.ServerResponse) => {
 
 /** Every form, lower-cased, that must appear nowhere (searched in lower-cased text). */
 const forbidden = (secrets: string[]) => [...new Set(secrets.flatMap((s) => [...Object.values(echoes(s)), JSON.stringify(s).slice(1, -1)]).map((x) => x.toLowerCase()))];
-
-async function readEveryTable(db: Db): Promise<string> {
-  const tables = await db.query<{ s: string; t: string }>(
-    `SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')`,
-  );
-  let out = '';
-  for (const { s, t } of tables.rows) out += (await db.query<{ row: string }>(`SELECT x::text AS row FROM "${s}"."${t}" x`)).rows.map((x) => x.row).join('\n') + '\n';
-  return out;
-}
 
 await describeEachDb('echoed credentials are redacted in every form', (ctx) => {
   useWorkerAndReceiver(ctx, ENV, () => {});

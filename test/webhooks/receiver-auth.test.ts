@@ -18,7 +18,7 @@ import { after, before, it } from 'node:test';
 import { describeEachDb, type Ctx } from '../helpers/suite.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
 import { startServer } from '../helpers/server.ts';
-import type { Db } from '../../src/db/db.ts';
+import { readEveryTable } from '../helpers/db.ts';
 import { PgliteDb } from '../../src/db/pglite.ts';
 import { hmacHex } from '../../src/webhooks/signing.ts';
 import { startReceiver, waitFor, sleep, type Receiver } from './receiver.ts';
@@ -157,15 +157,6 @@ async function attemptsOf(ctx: Ctx, sub: string, n: number): Promise<any[]> {
     const d = (await ctx.srv.api.withVersion('2026-11').get(`/integrations/webhooks/logs?subscription=${sub}&limit=100`)).body.data as any[];
     return d.length >= n ? d : null;
   }, `${n} attempt(s) of ${sub}`);
-}
-
-async function readEveryTable(db: Db): Promise<string> {
-  const tables = await db.query<{ s: string; t: string }>(
-    `SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')`,
-  );
-  let out = '';
-  for (const { s, t } of tables.rows) out += (await db.query<{ row: string }>(`SELECT x::text AS row FROM "${s}"."${t}" x`)).rows.map((x) => x.row).join('\n') + '\n';
-  return out;
 }
 
 async function dumps(ctx: Ctx): Promise<[string, string][]> {
