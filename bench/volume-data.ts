@@ -58,7 +58,7 @@ export async function grow(url: string, from: number, to: number, subscriptionId
     for (const k of clients) await k.query(`RESET session_replication_role`);
     const t1 = Date.now();
     await Promise.all(clients.map(async (k) => {
-      await k.query(`SET maintenance_work_mem = '256MB'`);
+      await k.query(`SET maintenance_work_mem = '1GB'`);
       for (let sql = rebuild.shift(); sql; sql = rebuild.shift()) { const t = Date.now(); await k.query(sql); if (process.env.BENCH_VOLUME_TRACE) log(`${Date.now() - t} ms ${sql.slice(0, 90)}`); }
     }));
     if (from === 0) log(`volume: indexes and constraints built in ${((Date.now() - t1) / 1000).toFixed(0)} s`);
@@ -126,14 +126,14 @@ const TABLES = ['customers', 'notes', 'events', 'webhook_deliveries', 'webhook_a
  * Drops the tables' secondary indexes (a partitioned table's with its partitions') and unique constraints that no
  * foreign key needs; returns the statements that make them again, as the migrations made them (primary keys stay).
  */
-async function dropIndexes(c: pg.Client): Promise<string[]> {
+export async function dropIndexes(c: pg.Client, tables = TABLES): Promise<string[]> {
   const r = await c.query<{ name: string; def: string; con: string | null; tbl: string }>(
     `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def, k.conname AS con, i.indrelid::regclass::text AS tbl,
        pg_get_constraintdef(k.oid) AS condef
      FROM pg_index i LEFT JOIN pg_constraint k ON k.conindid = i.indexrelid AND k.conrelid = i.indrelid
      WHERE i.indrelid = ANY ($1::regclass[]) AND NOT i.indisprimary
        AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid)`,
-    [TABLES],
+    [tables],
   );
   const again: string[] = [];
   for (const x of r.rows as (typeof r.rows[number] & { condef: string | null })[]) {

@@ -273,7 +273,8 @@ async function importOnce(s: Site, file: string, prefix: string, n: number): Pro
 /** Times runRetention dropping the first generated day (and the legacy partitions, which hold the bench's writes). */
 async function retention(s: Site): Promise<{ ms: number; note: string }> {
   const names = PARTITIONED.map((t) => partitionName(t, s.day0));
-  const counts = await Promise.all(names.map(async (n) => Number((await s.c.query(`SELECT count(*) FROM ${n}`)).rows[0].count)));
+  const counts: number[] = [];
+  for (const n of names) counts.push(Number((await s.c.query(`SELECT count(*) FROM ${n}`)).rows[0].count));
   const lsn0 = (await s.c.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l;
   const t0 = performance.now();
   const out = await runRetention(s.db, { eventRetentionDays: 30, webhookRetentionDays: 30 }, addDays(s.day0, 31.05));
