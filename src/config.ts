@@ -26,7 +26,7 @@ export interface Config {
   /** BULB_WEBHOOK_PROXY: an HTTP CONNECT proxy every webhook connection goes through (docs/receiver-auth.md); null: direct. */
   webhookProxy: URL | null;
   webhookRetentionDays: number;
-  /** Events older than this many days (and than webhookRetentionDays) are dropped a day at a time by the workers' partitions job (SPEC §12, docs/partitioning.md). */
+  /** Events older than this many days (and than webhookRetentionDays) are dropped a partition at a time (a day, or BULB_PARTITION_DAYS) by the workers' partitions job (SPEC §12, docs/partitioning.md). */
   eventRetentionDays: number;
   /** Days one time partition spans (docs/partitioning.md): 1, a partition a day; more, fewer partitions per statement. */
   partitionDays: number;
