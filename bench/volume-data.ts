@@ -45,23 +45,38 @@ export async function grow(url: string, from: number, to: number, subscriptionId
     )).rows[0].id;
     const rebuild = from === 0 ? await dropIndexes(c) : [];
     for (const k of clients) await k.query(`SET session_replication_role = replica; SET work_mem = '64MB'`);
-    const slices: [number, number][] = [];
-    for (let a = from + 1; a <= to; a += SLICE) slices.push([a, Math.min(to, a + SLICE - 1)]);
-    let done = 0;
-    await Promise.all(clients.slice(0, 1).map(async (k) => {
-      for (let s = slices.shift(); s; s = slices.shift()) {
-        await k.query(SLICE_SQL, [s[0], s[1], day0.toISOString(), subscriptionId, versionId]);
-        done += s[1] - s[0] + 1;
-        log(`volume: ${(from + done).toLocaleString('en-US')} customers (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+    for (const k of clients) await k.query(`SET maintenance_work_mem = '1GB'`);
+    const build = async (k: pg.Client, list: Rebuild[]) => {
+      for (let r = list.shift(); r; r = list.shift()) {
+        const t = Date.now();
+        await k.query(r.sql);
+        if (process.env.BENCH_VOLUME_TRACE) log(`${Date.now() - t} ms ${r.sql.slice(0, 90)}`);
       }
-    }));
+    };
+    // First the customers (and their notes), then their other rows by id range while the second connection builds
+    // the customers' indexes (the trigram index's build is the longest step), then the other tables' indexes.
+    const ranges: [string, string][] = [];
+    for (let a = from + 1; a <= to; a += SLICE) {
+      const r = (await c.query<{ lo: string; hi: string }>(CUSTOMERS_SQL, [a, Math.min(to, a + SLICE - 1)])).rows[0];
+      ranges.push([r.lo, r.hi]);
+    }
+    log(`volume: ${to.toLocaleString('en-US')} customers (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+    const first = rebuild.filter((r) => r.table === 'customers' || r.table === 'notes');
+    const rest = rebuild.filter((r) => !first.includes(r));
+    await Promise.all([
+      (async () => {
+        let done = 0;
+        for (const [lo, hi] of ranges) {
+          await c.query(ROWS_SQL, [lo, hi, day0.toISOString(), subscriptionId, versionId]);
+          done += Number(hi) - Number(lo) + 1;
+          log(`volume: the rows of ${done.toLocaleString('en-US')} customers (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+        }
+      })(),
+      build(clients[1], first),
+    ]);
     for (const k of clients) await k.query(`RESET session_replication_role`);
-    const t1 = Date.now();
-    await Promise.all(clients.map(async (k) => {
-      await k.query(`SET maintenance_work_mem = '1GB'`);
-      for (let sql = rebuild.shift(); sql; sql = rebuild.shift()) { const t = Date.now(); await k.query(sql); if (process.env.BENCH_VOLUME_TRACE) log(`${Date.now() - t} ms ${sql.slice(0, 90)}`); }
-    }));
-    if (from === 0) log(`volume: indexes and constraints built in ${((Date.now() - t1) / 1000).toFixed(0)} s`);
+    await Promise.all(clients.map((k) => build(k, rest)));
+    if (from === 0) log(`volume: indexes and constraints built (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
     // Nothing is left for the possible-duplicates refresher: its fold rate is its own row (wt-dup), and a
     // backlog of millions would load the worker during the write measurements.
     await c.query('TRUNCATE duplicate_dirty');
@@ -77,13 +92,8 @@ export async function grow(url: string, from: number, to: number, subscriptionId
   return (Date.now() - t0) / 1000;
 }
 
-/**
- * One slice, one statement: customers $1 … $2, a note per two, EVENTS_PER_CUSTOMER events each (from $3), a delivery
- * per event to subscription $4, and its attempts as Bulb writes them since migration 051 (lean rows: what only the
- * attempt knows, its signatures and the version $5 of its subscription's sending config; the logs API rebuilds the
- * request from the event and that). Its own rows pass from step to step, so that slices can be made at once.
- */
-const SLICE_SQL = `
+/** Customers $1 … $2 and a note per two; answers their id range. */
+const CUSTOMERS_SQL = `
   WITH n AS (
     INSERT INTO customers (external_id, first_name, last_name, emails, email_keys, phones, addresses, attributes, loyalty_tier, created_at, updated_at)
     SELECT 'v' || g, (${sqlArray(FIRST)})[${skewed(FIRST.length)}], 'L' || (${skewed(20_000)}),
@@ -97,16 +107,25 @@ const SLICE_SQL = `
       jsonb_build_array(jsonb_build_object('key', 'favoriteStore', 'value', 'store-' || (g % 300)), jsonb_build_object('key', 'size', 'value', 'M')),
       (ARRAY['gold', 'silver', 'bronze', NULL])[1 + g % 4], t, t
     FROM generate_series($1::int, $2::int) g, LATERAL (SELECT now() - interval '5 days' * random() AS t) x
-    RETURNING id, uuid, external_id, created_at),
+    RETURNING id, created_at),
   nt AS (
     INSERT INTO notes (customer_id, type, comments, created_at, updated_at)
     SELECT id, 'CUSTOMER_NOTE', 'Prefers ' || (ARRAY['email', 'phone', 'text'])[1 + id % 3] || ' contact; asked about size ' || (id % 12) || ' in store ' || (id % 300), created_at, created_at
-    FROM n WHERE id % 2 = 0),
-  e AS (
+    FROM n WHERE id % 2 = 0)
+  SELECT min(id) AS lo, max(id) AS hi FROM n`;
+
+/**
+ * The other rows of customers with ids $1 … $2, one statement: EVENTS_PER_CUSTOMER events each (from $3), a delivery
+ * per event to subscription $4, and its attempts as Bulb writes them since migration 051 (lean rows: what only the
+ * attempt knows, its signatures and the version $5 of its subscription's sending config; the logs API rebuilds the
+ * request from the event and that).
+ */
+const ROWS_SQL = `
+  WITH e AS (
     INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, created_at)
     SELECT CASE WHEN k = 1 THEN 'customerCreate' ELSE 'customerUpdate' END, 'customer', uuid, external_id, 'TULIP_API',
       $3::timestamptz + random() * interval '5 days' + (k - 1) * interval '1 hour'
-    FROM n, generate_series(1, ${EVENTS_PER_CUSTOMER}) k
+    FROM customers, generate_series(1, ${EVENTS_PER_CUSTOMER}) k WHERE id BETWEEN $1 AND $2
     RETURNING id, created_at),
   d AS (
     INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id, status, attempt_count, schedule_pos, next_attempt_at, created_at, updated_at, delivered_at)
@@ -126,24 +145,29 @@ const TABLES = ['customers', 'notes', 'events', 'webhook_deliveries', 'webhook_a
  * Drops the tables' secondary indexes (a partitioned table's with its partitions') and unique constraints that no
  * foreign key needs; returns the statements that make them again, as the migrations made them (primary keys stay).
  */
-export async function dropIndexes(c: pg.Client, tables = TABLES): Promise<string[]> {
+interface Rebuild {
+  table: string;
+  sql: string;
+}
+
+export async function dropIndexes(c: pg.Client, tables = TABLES): Promise<Rebuild[]> {
   const r = await c.query<{ name: string; def: string; con: string | null; tbl: string }>(
-    `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def, k.conname AS con, i.indrelid::regclass::text AS tbl,
-       pg_get_constraintdef(k.oid) AS condef
+    `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def, k.conname AS con, i.indrelid::regclass::text AS tbl
      FROM pg_index i LEFT JOIN pg_constraint k ON k.conindid = i.indexrelid AND k.conrelid = i.indrelid
      WHERE i.indrelid = ANY ($1::regclass[]) AND NOT i.indisprimary
        AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid)`,
     [tables],
   );
-  const again: string[] = [];
-  for (const x of r.rows as (typeof r.rows[number] & { condef: string | null })[]) {
+  const again: Rebuild[] = [];
+  for (const x of r.rows) {
     if (x.con) {
       await c.query(`ALTER TABLE ${x.tbl} DROP CONSTRAINT ${x.con}`);
-      again.push(`ALTER TABLE ${x.tbl} ADD CONSTRAINT ${x.con} ${x.condef}`);
+      // The index first (a share lock: the table stays readable), then the constraint on it (a brief exclusive lock).
+      again.push({ table: x.tbl, sql: `${x.def}; ALTER TABLE ${x.tbl} ADD CONSTRAINT ${x.con} UNIQUE USING INDEX ${x.name}` });
     } else {
       await c.query(`DROP INDEX ${x.name}`);
       // A partitioned table's index is defined ON ONLY the parent; made again without ONLY, it is built on every partition.
-      again.push(x.def.replace(' ON ONLY ', ' ON '));
+      again.push({ table: x.tbl, sql: x.def.replace(' ON ONLY ', ' ON ') });
     }
   }
   return again;

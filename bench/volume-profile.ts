@@ -69,7 +69,7 @@ try {
   }
   await c.query('RESET session_replication_role');
   await c.query(`SET maintenance_work_mem = '256MB'`);
-  for (const sql of again) await c.query(sql);
+  for (const r of again) await c.query(r.sql);
   await c.query('RESET maintenance_work_mem');
   await c.query('TRUNCATE duplicate_dirty');
   await c.query('VACUUM ANALYZE customers');
