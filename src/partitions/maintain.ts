@@ -3,7 +3,7 @@
 import { sqlState, type Db } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
 import { DAYS_AHEAD, DELIVERIES, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
-import { addDays, createPartition, dayOf, daysInDefault, dropPartition, partitionName, partitions, pendingIn, pendingNeedingEvents, rangeFor } from './store.ts';
+import { addDays, createPartition, dayOf, daysInDefault, dropPartition, dropRetired, partitionName, partitions, pendingIn, pendingNeedingEvents, rangeFor } from './store.ts';
 
 /**
  * Creates the partitions of today and the DAYS_AHEAD days after it that are missing, and of every day the DEFAULT
@@ -59,6 +59,7 @@ async function orBusy(fn: () => Promise<unknown>, name: string, busy: string[]):
  */
 export async function runRetention(db: Db, config: RetentionConfig, now = new Date()): Promise<RetentionResult> {
   const result: RetentionResult = { dropped: [], deferred: [], busy: [] };
+  await dropRetired(db); // detached by a pass that stopped before dropping them
   for (const t of PARTITIONED) {
     const horizon = addDays(now, -t.keepDays(config));
     for (const p of await partitions(db, t)) {

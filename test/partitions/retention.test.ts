@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { backends, freshDb, type TestDb } from '../helpers/db.ts';
 import { DELIVERIES, EVENTS } from '../../src/partitions/tables.ts';
-import { addDays, partitions } from '../../src/partitions/store.ts';
+import { addDays, partitions, RETIRED_PREFIX } from '../../src/partitions/store.ts';
 import { ensurePartitions, runRetention } from '../../src/partitions/maintain.ts';
 
 const config = { eventRetentionDays: 30, webhookRetentionDays: 30 };
@@ -103,6 +103,34 @@ for (const backend of await backends()) {
       assert.ok(r.busy.every((n) => n.startsWith('events_')), 'only the busy table waits');
       const again = await runRetention(tdb.db, config, now);
       assert.ok(again.dropped.some((d) => d.partition === day.name), 'the next pass drops it');
+    });
+
+    it('the drop holds no lock on the parent (only the detach does), and a table a pass detached but did not drop goes on the next pass', { skip: backend === 'pg' ? false : 'PostgreSQL only: an event trigger' }, async () => {
+      // An event trigger runs inside each DROP TABLE's transaction and notes whether that transaction holds a lock
+      // on the parent: the API's reads and writes of the table would wait for it while the files are removed.
+      await q(`CREATE TABLE drop_seen (dropped text, parent_locked boolean)`);
+      await q(`CREATE FUNCTION note_drop() RETURNS event_trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO drop_seen SELECT o.object_identity, EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid()
+            AND l.relation IN ('events'::regclass, 'webhook_deliveries'::regclass, 'webhook_attempts'::regclass))
+          FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table';
+        END $$`);
+      await q(`CREATE EVENT TRIGGER note_drop ON sql_drop EXECUTE FUNCTION note_drop()`);
+      try {
+        await ensurePartitions(tdb.db, addDays(new Date(), 200)); // days of their own (the tests before dropped theirs)
+        const day = (await partitions(tdb.db, DELIVERIES)).find((p) => p.from !== null && !p.isDefault)!;
+        // A pass that stopped after its detach: the table renamed, not dropped.
+        await q(`CREATE TABLE ${RETIRED_PREFIX}webhook_attempts_p19990101 (id bigint)`);
+        const r = await runRetention(tdb.db, config, addDays(day.to!, 62));
+        assert.ok(r.dropped.some((d) => d.partition === day.name), JSON.stringify(r.dropped));
+        const seen = (await q(`SELECT dropped, parent_locked FROM drop_seen ORDER BY 1`)).rows as { dropped: string; parent_locked: boolean }[];
+        assert.ok(seen.some((x) => x.dropped === `public.${RETIRED_PREFIX}${day.name}`), JSON.stringify(seen));
+        assert.ok(seen.some((x) => x.dropped === `public.${RETIRED_PREFIX}webhook_attempts_p19990101`), 'the leftover of a stopped pass is dropped');
+        assert.deepEqual(seen.filter((x) => x.parent_locked), [], 'no drop held a lock on a partitioned parent');
+        assert.equal((await q(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE '${RETIRED_PREFIX}%'`)).rows[0].n, 0);
+      } finally {
+        await q(`DROP EVENT TRIGGER note_drop`);
+      }
     });
 
     async function deletes(): Promise<number> {
