@@ -58,7 +58,7 @@ const arr = (xs: string[]) => `ARRAY[${xs.map((x) => `'${x}'`).join(',')}]`;
 
 /**
  * Seeds customers [from, to) in SQL with the generator's lists and skew (each with an email, a phone and an
- * address), then their profiles and blocking keys as the refresher writes them (ASCII names: folding is lower
+ * address), then their profiles, blocking keys and word keys as the refresher writes them (ASCII names: folding is lower
  * case), and takes them off the queue: a base already folded in (its pairs aside).
  */
 export async function seedBase(db: PgDb, from: number, to: number): Promise<void> {
@@ -96,7 +96,8 @@ export async function seedBase(db: PgDb, from: number, to: number): Promise<void
     await db.query(`INSERT INTO duplicate_keys (key, customer_id)
       SELECT DISTINCT k, id FROM (${fields}) x CROSS JOIN LATERAL (VALUES ('e:' || e), ('p:' || p),
         ('n:' || f || '|z:' || z), ('n:' || f || '|s:' || st || '|' || z),
-        ('n:' || l || '|z:' || z), ('n:' || l || '|s:' || st || '|' || z)) v(k)`, ids);
+        ('n:' || l || '|z:' || z), ('n:' || l || '|s:' || st || '|' || z),
+        (CASE WHEN length(f) >= 4 THEN 'w:' || f END), (CASE WHEN length(l) >= 4 THEN 'w:' || l END)) v(k) WHERE k IS NOT NULL`, ids);
     await db.query('DELETE FROM duplicate_dirty');
     log(`duplicates: base seeded to ${n0(hi)} customers (load ${load()})`);
   }

@@ -414,6 +414,24 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.deepEqual((await db.query(`SELECT bearers FROM duplicate_key_counts WHERE key = 'n:counted|z:49049'`)).rows, [{ bearers: 1 }], 'the triggers are back');
   });
 
+  it('migration 058 writes the word keys of the profiles already stored, and re-queues the pairs scored by the typo rule', async () => {
+    const db = ctx.tdb.db;
+    await drain();
+    const words = async () => (await db.query<{ key: string; customer_id: string }>(`SELECT key, customer_id FROM duplicate_keys WHERE key LIKE 'w:%' ORDER BY 1, 2`)).rows;
+    const counts = async () => (await db.query<{ key: string; bearers: number }>(`SELECT key, bearers FROM duplicate_key_counts WHERE key LIKE 'w:%' AND bearers > 0 ORDER BY key`)).rows;
+    const [kept, keptCounts] = [await words(), await counts()];
+    assert.ok(kept.some((k) => k.key === 'w:alena'), 'the refresher writes them');
+    const typoSides = (await db.query<{ a: string }>(`SELECT DISTINCT a FROM duplicate_pairs WHERE reasons::text LIKE '%one typo apart%' ORDER BY a`)).rows.map((r) => r.a);
+    assert.ok(typoSides.length > 0);
+    await db.query(`DELETE FROM duplicate_keys WHERE key LIKE 'w:%'`);
+    await db.query('DELETE FROM schema_migrations WHERE version = 58');
+    assert.deepEqual(await migrate(db), ['058_duplicate_word_counts.sql']);
+    assert.deepEqual(await words(), kept);
+    assert.deepEqual(await counts(), keptCounts);
+    assert.deepEqual((await db.query<{ customer_id: string }>('SELECT customer_id FROM duplicate_dirty ORDER BY customer_id')).rows.map((r) => r.customer_id), typoSides);
+    await drain();
+  });
+
   it('answers 404, 400 and EndpointNotInVersion in the error shape', async () => {
     const r = await api().get('/crm/customers/nobody-here/duplicates');
     assert.equal(r.status, 404);
