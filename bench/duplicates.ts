@@ -6,12 +6,12 @@
 // truth; per-customer lookups through a Bulb server next to GET /crm/customers/{id} on the same server.
 //
 // Scale: the refresher's rate folding in an import of IMPORT_N customers (generated like the above) into a base
-// of N customers already folded, at two sizes (500,000 and 2,000,000 by default: seeding 5M took too long on the
-// shared machine; --sizes 1250000,5000000 for the target size; --quick 50,000 and 200,000), and the
-// growth factor between them. The base is seeded in SQL (INSERT … SELECT generate_series with the generator's
-// lists and skew, and its profiles and blocking keys written in SQL as the refresher would write them; its own
-// pairs are not built): folding millions of customers through the refresher would take hours. Also a read of
-// GET /crm/duplicates while the import is queued (it no longer folds anything in).
+// of N customers already folded, at two sizes (1,250,000 and 5,000,000 by default, the goal's size; --quick 50,000
+// and 200,000), and the growth factor between them. The base is seeded in SQL in bulk (seedBase: INSERT … SELECT
+// generate_series with the generator's lists and skew, its profiles, blocking keys, word keys and counts written in
+// SQL as the refresher would write them, indexes built after; its own pairs are not built): folding millions of
+// customers through the refresher would take hours. 5M seeds in ~17 minutes on the shared machine (2M took 25 before).
+// Also a read of GET /crm/duplicates while the import is queued (it no longer folds anything in).
 //
 // Run: node --import tsx bench/duplicates.ts [--quick] [--part quality|scale] [--sizes 1250000,5000000] [--import 100000]
 //   or npm run bench -- --only duplicates --write
@@ -290,7 +290,7 @@ export async function runDuplicatesBench(opts: { quick?: boolean; part?: string;
   if (!(await pgAvailable())) throw new Error('the duplicate bench needs PostgreSQL');
   const rows: Row[] = [];
   if (opts.part !== 'scale') rows.push(...(await qualityPart(opts.qualityN ?? (opts.quick ? 20_000 : 1_000_000), opts.quick ? 300 : 2000)));
-  if (opts.part !== 'quality') rows.push(...(await scalePart(opts.sizes ?? (opts.quick ? [50_000, 200_000] : [500_000, 2_000_000]), opts.importN ?? (opts.quick ? 20_000 : 100_000))));
+  if (opts.part !== 'quality') rows.push(...(await scalePart(opts.sizes ?? (opts.quick ? [50_000, 200_000] : [1_250_000, 5_000_000]), opts.importN ?? (opts.quick ? 20_000 : 100_000))));
   return rows;
 }
 
