@@ -18,7 +18,7 @@ import type { Claimed } from '../src/webhooks/queue-store.ts';
 import { newSigningSecret } from '../src/webhooks/signing.ts';
 import { BROKER_PIPELINE } from '../src/webhooks/lanes.ts';
 import { createPgDatabase, log, pgAvailable, ratioGoal, round, type Row } from './lib.ts';
-import { bulbWorker, event, subscribe } from './webhooks.ts';
+import { backendCpu, bulbWorker, cpuMs, event, serverPid, subscribe } from './webhooks.ts';
 
 const AMQP = 'amqp://guest:guest@127.0.0.1:5672';
 const NATS = '127.0.0.1:4222';
@@ -63,8 +63,32 @@ async function directly(n: number, inFlight: number, publish: (i: number) => Pro
   }));
 }
 
-/** Bulb's drain of `n` queued deliveries to `url` by one worker process, counted by `arrivals`. */
-async function bulbDrain(url: string, n: number, arrivals: Arrivals): Promise<number> {
+/** CPU (ms) per delivery of each process taking part in a drain, by role. */
+type CpuShare = Record<string, number>;
+
+/** This process's CPU (ms) so far: the direct client's publishing and every consumer's counting. */
+function selfMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+/** Runs `work`; the CPU per delivery it cost this process (as `self`) and the broker's server process (`comm`). */
+async function withCpu<T>(comm: string, n: number, self: string, work: () => Promise<T>): Promise<{ result: T; cpu: CpuShare }> {
+  const broker = serverPid(comm);
+  const b0 = broker ? cpuMs(broker) : NaN;
+  const s0 = selfMs();
+  const result = await work();
+  return { result, cpu: { [self]: (selfMs() - s0) / n, broker: broker ? (cpuMs(broker) - b0) / n : NaN } };
+}
+
+const total = (c: CpuShare) => Object.values(c).reduce((a, b) => a + b, 0);
+const shares = (c: CpuShare) => Object.entries(c).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(' + ');
+
+/**
+ * Bulb's drain of `n` queued deliveries to `url` by one worker process, counted by `arrivals`, and the CPU per
+ * delivery of the worker and its PostgreSQL backends (from the worker being ready to the last arrival).
+ */
+async function bulbDrain(url: string, n: number, arrivals: Arrivals, comm: string): Promise<{ rate: number; cpu: CpuShare }> {
   const pgdb = await createPgDatabase('brokers');
   const db = new PgDb(pgdb.url, 4);
   try {
@@ -74,10 +98,15 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals): Promise<nu
     const from = arrivals.at.length;
     // BENCH_CPU_PROF=dir: a .cpuprofile of the draining worker (bench/profile-summary.ts summarises it).
     const w = await bulbWorker(pgdb.url, {}, process.env.BENCH_CPU_PROF);
+    const w0 = cpuMs(w.pid);
+    const pg0 = await backendCpu(db, pgdb.name);
     try {
-      await waitArrivals(arrivals, from + n);
+      const { cpu: others } = await withCpu(comm, n, 'consumer', () => waitArrivals(arrivals, from + n));
+      const pg1 = await backendCpu(db, pgdb.name);
+      let pg = 0;
+      for (const [pid, t] of pg1) pg += t - (pg0.get(pid) ?? 0);
       const at = arrivals.at.slice(from, from + n);
-      return (n - 1) / ((at[n - 1] - at[0]) / 1000);
+      return { rate: (n - 1) / ((at[n - 1] - at[0]) / 1000), cpu: { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, ...others } };
     } finally {
       await w.stop();
     }
@@ -87,16 +116,25 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals): Promise<nu
   }
 }
 
-/** The goal's row (the direct publisher as many in flight as the lane), and the one against the default maxInFlight. */
-function rows(broker: string, what: string, bulb: number, same: number, fewer: number): Row[] {
-  return [[same, IN_FLIGHT, true], [fewer, MAX_IN_FLIGHT, false]].map(([base, inFlight, goal]) => {
+/**
+ * The goal's row (the direct publisher as many in flight as the lane), the one against the default maxInFlight, and
+ * where the CPU went: per delivery, Bulb's drain against the direct client's at the lane's in-flight count.
+ */
+function rows(broker: string, what: string, bulb: number, same: number, fewer: number, bulbCpu: CpuShare, directCpu: CpuShare): Row[] {
+  log(`${broker} CPU ms per delivery: Bulb ${shares(bulbCpu)} = ${total(bulbCpu).toFixed(3)}; direct ${shares(directCpu)} = ${total(directCpu).toFixed(3)}`);
+  const cpuRow: Row = {
+    what: `${broker}: CPU per delivery (ms, all processes of the drain), Bulb (${shares(bulbCpu)}) vs the direct client at ${IN_FLIGHT} in flight (${shares(directCpu)})`,
+    value: round(total(bulbCpu), 3), unit: 'ms CPU per delivery', baseline: round(total(directCpu), 3), ratio: round(total(bulbCpu) / total(directCpu)),
+    goal: 'information: on 2 shared cores the drain is bound by CPU, so its rate ratio follows the inverse of this one', command: COMMAND,
+  };
+  return [...[[same, IN_FLIGHT, true], [fewer, MAX_IN_FLIGHT, false]].map(([base, inFlight, goal]) => {
     const ratio = bulb / (base as number);
     return {
       what: `${broker}: ${what}, ${inFlight} in flight${goal ? ' (as many as the lane)' : ' (the default maxInFlight; information)'}`,
       value: round(bulb, 0), unit: 'deliveries/s', baseline: round(base as number, 0), ratio: round(ratio),
       goal: goal ? ratioGoal(ratio, GOAL) : '', command: COMMAND,
     };
-  });
+  }), cpuRow];
 }
 
 async function amqpRows(n: number): Promise<Row[]> {
@@ -113,18 +151,21 @@ async function amqpRows(n: number): Promise<Row[]> {
     const s = sample();
     const direct = async (inFlight: number) => {
       arrivals.at.length = 0;
-      await directly(n, inFlight, (i) => new Promise<void>((resolve, reject) => {
-        ch.publish(exchange, 'customer.events', Buffer.from(s.body), { mandatory: true, persistent: true, contentType: 'application/json', messageId: `direct-${i}`, headers: s.headers }, (err) => (err ? reject(err) : resolve()));
-      }));
-      const rate = await waitArrivals(arrivals, n);
+      const { result: rate, cpu } = await withCpu('beam.smp', n, 'client and consumer', async () => {
+        await directly(n, inFlight, (i) => new Promise<void>((resolve, reject) => {
+          ch.publish(exchange, 'customer.events', Buffer.from(s.body), { mandatory: true, persistent: true, contentType: 'application/json', messageId: `direct-${i}`, headers: s.headers }, (err) => (err ? reject(err) : resolve()));
+        }));
+        return waitArrivals(arrivals, n);
+      });
       log(`amqp direct, ${inFlight} in flight: ${rate.toFixed(0)}/s`);
       arrivals.at.length = 0;
-      return rate;
+      return { rate, cpu };
     };
     const [direct16, direct64] = [await direct(MAX_IN_FLIGHT), await direct(IN_FLIGHT)];
-    const bulb = await bulbDrain(`amqp://127.0.0.1:5672?exchange=${exchange}&routingKey=customer.events`, n, arrivals);
-    log(`amqp bulb: ${bulb.toFixed(0)}/s`);
-    return rows('RabbitMQ', `drain of ${n} queued deliveries (publisher confirms) vs amqplib publishing the same bodies directly`, bulb, direct64, direct16);
+    const bulb = await bulbDrain(`amqp://127.0.0.1:5672?exchange=${exchange}&routingKey=customer.events`, n, arrivals, 'beam.smp');
+    log(`amqp bulb: ${bulb.rate.toFixed(0)}/s`);
+    return rows('RabbitMQ', `drain of ${n} queued deliveries (publisher confirms) vs amqplib publishing the same bodies directly`, bulb.rate, direct64.rate, direct16.rate,
+      bulb.cpu, direct64.cpu);
   } finally {
     await conn.close().catch(() => {});
   }
@@ -145,20 +186,23 @@ async function natsRows(n: number): Promise<Row[]> {
     const s = sample();
     const direct = async (inFlight: number) => {
       arrivals.at.length = 0;
-      await directly(n, inFlight, async (i) => {
-        const h = natsHeaders();
-        for (const [k, v] of Object.entries(s.headers)) h.set(k, v);
-        await js.publish(subject, Buffer.from(s.body), { msgID: `direct-${tag}-${inFlight}-${i}`, headers: h });
+      const { result: rate, cpu } = await withCpu('nats-server', n, 'client and consumer', async () => {
+        await directly(n, inFlight, async (i) => {
+          const h = natsHeaders();
+          for (const [k, v] of Object.entries(s.headers)) h.set(k, v);
+          await js.publish(subject, Buffer.from(s.body), { msgID: `direct-${tag}-${inFlight}-${i}`, headers: h });
+        });
+        return waitArrivals(arrivals, n);
       });
-      const rate = await waitArrivals(arrivals, n);
       log(`nats direct, ${inFlight} in flight: ${rate.toFixed(0)}/s`);
       arrivals.at.length = 0;
-      return rate;
+      return { rate, cpu };
     };
     const [direct16, direct64] = [await direct(MAX_IN_FLIGHT), await direct(IN_FLIGHT)];
-    const bulb = await bulbDrain(`nats://127.0.0.1:4222?subject=${subject}`, n, arrivals);
-    log(`nats bulb: ${bulb.toFixed(0)}/s`);
-    return rows('NATS JetStream', `drain of ${n} queued deliveries (acknowledged publish) vs the nats client publishing the same bodies directly`, bulb, direct64, direct16);
+    const bulb = await bulbDrain(`nats://127.0.0.1:4222?subject=${subject}`, n, arrivals, 'nats-server');
+    log(`nats bulb: ${bulb.rate.toFixed(0)}/s`);
+    return rows('NATS JetStream', `drain of ${n} queued deliveries (acknowledged publish) vs the nats client publishing the same bodies directly`, bulb.rate, direct64.rate, direct16.rate,
+      bulb.cpu, direct64.cpu);
   } finally {
     await jsm.streams.delete(stream).catch(() => {});
     await nc.close();

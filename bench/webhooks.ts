@@ -360,7 +360,7 @@ export function cpuMs(pid: number): number {
 }
 
 /** CPU (ms) of the PostgreSQL backends connected to one database, by pid. */
-async function backendCpu(db: Db, name: string): Promise<Map<number, number>> {
+export async function backendCpu(db: Db, name: string): Promise<Map<number, number>> {
   const r = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
   return new Map(r.rows.map((x) => [x.pid, cpuMs(x.pid)]));
 }
@@ -410,11 +410,11 @@ async function bulbDrain(rx: Rx, n: number): Promise<number> {
   }
 }
 
-/** The local Redis server's pid (for its CPU), if one runs here. */
-function redisPid(): number | undefined {
+/** The pid of a local server by its command name (redis-server, beam.smp, nats-server: for its CPU), if one runs here. */
+export function serverPid(comm: string): number | undefined {
   for (const d of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
     try {
-      if (fs.readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'redis-server') return Number(d);
+      if (fs.readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm) return Number(d);
     } catch {
       // gone meanwhile
     }
@@ -446,7 +446,7 @@ async function bullmqDrain(rx: Rx, n: number): Promise<number> {
     }
     const from = rx.count;
     const me0 = process.cpuUsage();
-    const redis = redisPid();
+    const redis = serverPid('redis-server');
     const r0 = redis ? cpuMs(redis) : 0;
     const w = await spawnNode('bench/webhook-peers.ts', ['bullmq', rx.url, String(CONCURRENCY), name], {}, /peer ready/);
     const w0 = cpuMs(w.pid);

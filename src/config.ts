@@ -26,8 +26,10 @@ export interface Config {
   /** BULB_WEBHOOK_PROXY: an HTTP CONNECT proxy every webhook connection goes through (docs/receiver-auth.md); null: direct. */
   webhookProxy: URL | null;
   webhookRetentionDays: number;
-  /** Events older than this many days (and than webhookRetentionDays) are dropped a day at a time by the workers' partitions job (SPEC §12, docs/partitioning.md). */
+  /** Events older than this many days (and than webhookRetentionDays) are dropped a partition at a time (a day, or BULB_PARTITION_DAYS) by the workers' partitions job (SPEC §12, docs/partitioning.md). */
   eventRetentionDays: number;
+  /** Days one time partition spans (docs/partitioning.md): 1, a partition a day; more, fewer partitions per statement. */
+  partitionDays: number;
   /** Hours without a successful attempt, while attempts keep failing, before a subscription is disabled. */
   webhookDisableAfterHours: number;
   logLevel: string;
@@ -125,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookProxy: webhookProxy(env.BULB_WEBHOOK_PROXY),
     webhookRetentionDays: int(env, 'BULB_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
     eventRetentionDays: int(env, 'BULB_EVENT_RETENTION_DAYS', 30, 1, 3650),
+    partitionDays: int(env, 'BULB_PARTITION_DAYS', 1, 1, 31),
     webhookDisableAfterHours: int(env, 'BULB_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 87600),
     logLevel: env.BULB_LOG_LEVEL || 'info',
     rateLimitPerSec: int(env, 'BULB_RATE_LIMIT_PER_SEC', 100, 1, 10_000_000),

@@ -7,6 +7,7 @@ import { startAutovacuum } from './db/autovacuum.ts';
 import { startTimeMarks } from './events/time-marks.ts';
 import { startHousekeeping } from './housekeeping.ts';
 import { startPartitionMaintenance } from './partitions/maintain.ts';
+import { startKeyBackfill } from './partitions/backfill.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
 import { ReplayWorker } from './webhooks/replay-worker.ts';
 import { startDuplicateRefresher } from './crm/duplicates/refresh.ts';
@@ -45,6 +46,12 @@ export function backgroundJobs(db: Db, config: Config, log: Log): Job[] {
     {
       name: 'partitions', runs: 'worker',
       start: async () => startPartitionMaintenance(db, config, 3_600_000, (m) => log(m), failed('partition maintenance')),
+    },
+    // The partition keys of rows written before the conversion (deliveries' event_created_at, attempts'
+    // delivery_created_at), filled in batches once (migration 060).
+    {
+      name: 'partition key backfill', runs: 'worker',
+      start: async () => startKeyBackfill(db, 3_600_000, (m) => log(m), failed('partition key backfill')),
     },
     // Time marks past retention, expired Idempotency-Keys, deliveries of deleted subscriptions.
     { name: 'housekeeping', runs: 'worker', start: async () => startHousekeeping(db, config, 3_600_000, failed('housekeeping')) },

@@ -3,14 +3,15 @@
 import { sqlState, type Db } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
 import { DAYS_AHEAD, DELIVERIES, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
-import { addDays, createDay, dayOf, daysInDefault, dropPartition, partitionName, partitions, pendingIn, pendingNeedingEvents } from './store.ts';
+import { addDays, createPartition, dayOf, daysInDefault, dropPartition, partitionName, partitions, pendingIn, pendingNeedingEvents, rangeFor } from './store.ts';
 
 /**
  * Creates the partitions of today and the DAYS_AHEAD days after it that are missing, and of every day the DEFAULT
- * partition holds rows of (moving them in). Days before a table's cutover belong to its legacy partition. Returns
- * the partitions created.
+ * partition holds rows of (moving them in). Each partition spans `spanDays` days (BULB_PARTITION_DAYS; aligned,
+ * cut at the partitions already there: store.ts rangeFor). Days before a table's cutover belong to its legacy
+ * partition. Returns the partitions created.
  */
-export async function ensurePartitions(db: Db, now = new Date(), busy: string[] = []): Promise<string[]> {
+export async function ensurePartitions(db: Db, now = new Date(), busy: string[] = [], spanDays = 1): Promise<string[]> {
   const created: string[] = [];
   for (const t of PARTITIONED) {
     const parts = await partitions(db, t);
@@ -19,8 +20,11 @@ export async function ensurePartitions(db: Db, now = new Date(), busy: string[] 
     const days = [...(await daysInDefault(db, t))];
     for (let i = 0; i <= DAYS_AHEAD; i++) days.push(addDays(today, i));
     for (const day of days) {
-      if (covered(day) || created.includes(partitionName(t, day))) continue;
-      if (await orBusy(() => createDay(db, t, day), partitionName(t, day), busy)) created.push(partitionName(t, day));
+      if (covered(day)) continue;
+      const range = rangeFor(day, spanDays, parts);
+      const name = partitionName(t, range.from);
+      if (await orBusy(() => createPartition(db, t, range), name, busy)) created.push(name);
+      parts.push({ name, ...range, isDefault: false }); // covered for the rest of this pass (a busy one: the next pass retries)
     }
   }
   return created;
@@ -75,10 +79,13 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
   return result;
 }
 
+/** Retention, and the days a partition spans (BULB_PARTITION_DAYS; 1 when not given). */
+export type PartitionConfig = RetentionConfig & { partitionDays?: number };
+
 /** One pass of the job: partitions ahead first (an insert must find its day), then retention. */
-export async function maintainPartitions(db: Db, config: RetentionConfig, log: (message: string) => void, now = new Date()): Promise<RetentionResult & { created: string[] }> {
+export async function maintainPartitions(db: Db, config: PartitionConfig, log: (message: string) => void, now = new Date()): Promise<RetentionResult & { created: string[] }> {
   const busy: string[] = [];
-  const created = await ensurePartitions(db, now, busy);
+  const created = await ensurePartitions(db, now, busy, config.partitionDays);
   const r = await runRetention(db, config, now);
   r.busy.push(...busy);
   if (r.busy.length) log(`partitions: ${r.busy.join(', ')} left for the next pass (the table was busy for 2 s)`);
@@ -92,6 +99,6 @@ export async function maintainPartitions(db: Db, config: RetentionConfig, log: (
  * once: a fresh database's first pass creates ~18 tables (350 ms on PGlite, whose one session requests wait
  * behind), and the DEFAULT partitions take any row meanwhile.
  */
-export function startPartitionMaintenance(db: Db, config: RetentionConfig, everyMs: number, log: (message: string) => void, onError: (err: unknown) => void): () => Promise<void> {
+export function startPartitionMaintenance(db: Db, config: PartitionConfig, everyMs: number, log: (message: string) => void, onError: (err: unknown) => void): () => Promise<void> {
   return startLoop(() => maintainPartitions(db, config, log), everyMs, onError, 10_000);
 }

@@ -41,16 +41,36 @@ export async function partitions(db: Queryable, t: PartitionedTable): Promise<Pa
   return r.rows.map((p) => ({ name: p.name, from: p.from && new Date(p.from), to: p.to && new Date(p.to), isDefault: p.bound === 'DEFAULT' }));
 }
 
+/** Days since 2000-01-01 (UTC): partitions of `span` days start at multiples of span from it. */
+const ORIGIN_MS = Date.UTC(2000, 0, 1);
+
 /**
- * Creates the partition of one day: an empty table like the parent, then ATTACH (which takes no lock that stops
- * the parent's readers and writers; it locks the DEFAULT partition while it checks that none of its rows belongs to
- * the day). Rows the DEFAULT partition holds for the day (written while no partition covered it) are moved into the
- * new one first, in the same transaction. lock_timeout: a busy moment is skipped, the next pass tries again.
+ * The range of the partition that should hold `day`: its span's [start, start + span) (aligned on ORIGIN_MS), cut
+ * where an existing partition begins or ends (the legacy partition's cutover, days made under another span).
  */
-export async function createDay(db: Db, t: PartitionedTable, day: Date): Promise<number> {
-  const name = partitionName(t, day);
-  const from = day.toISOString();
-  const to = addDays(day, 1).toISOString();
+export function rangeFor(day: Date, span: number, existing: Partition[]): { from: Date; to: Date } {
+  const start = new Date(ORIGIN_MS + Math.floor((day.getTime() - ORIGIN_MS) / (span * DAY_MS)) * span * DAY_MS);
+  let from = start;
+  let to = addDays(start, span);
+  for (const p of existing) {
+    if (p.isDefault) continue;
+    if (p.to !== null && p.to <= day && p.to > from) from = p.to;
+    if (p.from !== null && p.from > day && p.from < to) to = p.from;
+  }
+  return { from, to };
+}
+
+/**
+ * Creates the partition [from, to) (a day, or a span of days: BULB_PARTITION_DAYS): an empty table like the parent,
+ * then ATTACH (which takes no lock that stops the parent's readers and writers; it locks the DEFAULT partition while
+ * it checks that none of its rows belongs to the range). Rows the DEFAULT partition holds for the range (written
+ * while no partition covered it) are moved into the new one first, in the same transaction. lock_timeout: a busy
+ * moment is skipped, the next pass tries again.
+ */
+export async function createPartition(db: Db, t: PartitionedTable, range: { from: Date; to: Date }): Promise<number> {
+  const name = partitionName(t, range.from);
+  const from = range.from.toISOString();
+  const to = range.to.toISOString();
   return db.transaction(async (tx) => {
     await tx.query(`SET LOCAL lock_timeout = '2s'`);
     await tx.query(`CREATE TABLE ${name} (LIKE ${t.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)${t.with ? ` WITH (${t.with})` : ''}`);

@@ -411,10 +411,10 @@ export class Dispatcher {
   private async giveBackWaiting(): Promise<void> {
     if (this.giveBack.length === 0) return;
     const fs = this.giveBack.splice(0);
-    const byToken = new Map<string, string[]>();
-    for (const f of fs) byToken.set(f.token, [...(byToken.get(f.token) ?? []), f.row.id]);
+    const byToken = new Map<string, Claimed[]>();
+    for (const f of fs) byToken.set(f.token, [...(byToken.get(f.token) ?? []), f.row]);
     try {
-      for (const [token, ids] of byToken) await releaseClaims(this.db, ids, token);
+      for (const [token, rows] of byToken) await releaseClaims(this.db, rows, token);
       for (const f of fs) this.inflight.delete(String(f.row.id));
     } catch (err) {
       this.giveBack.unshift(...fs);
@@ -611,9 +611,9 @@ export class Dispatcher {
         await new Promise((r) => setTimeout(r, 200));
       });
     }
-    const byToken = new Map<string, string[]>();
-    for (const f of left) byToken.set(f.token, [...(byToken.get(f.token) ?? []), f.row.id]);
-    for (const [token, ids] of byToken) await releaseClaims(this.db, ids, token).catch((e) => this.log('release failed', e));
+    const byToken = new Map<string, Claimed[]>();
+    for (const f of left) byToken.set(f.token, [...(byToken.get(f.token) ?? []), f.row]);
+    for (const [token, rows] of byToken) await releaseClaims(this.db, rows, token).catch((e) => this.log('release failed', e));
     for (const f of left) this.inflight.delete(String(f.row.id));
     await Promise.all([...this.lanes.values()].map((l) => l.closePool()));
     await this.brokers.close();

@@ -30,21 +30,31 @@ export async function disableFailing(db: Queryable, outs: SubOutcome[], hours: n
   return r.rows.map((x) => x.id);
 }
 
+/** A delivery and its partition's key (docs/partitioning.md). */
+export interface FailedDelivery {
+  id: string;
+  createdAt: string;
+}
+
 /**
  * Writes the operational events of one batch, each delivered to every active subscription listening to its
- * type except the subscription it is about: `webhookDeliveryFailed` for each delivery among `failedIds` that is
+ * type except the subscription it is about: `webhookDeliveryFailed` for each delivery among `failed` that is
  * failed after its schedule (none for a failed delivery of a webhookDeliveryFailed event: no loops; none again when a
  * manual retry or recover of a failed delivery fails, schedule_pos ≥ manualPos), `webhookSubscriptionDisabled`
  * for each of `disabledIds`. Wakes the workers on commit. Returns how many events were written.
  */
-export async function emitOperational(db: Queryable, failedIds: string[], disabledIds: string[], source: string, manualPos: number): Promise<number> {
-  if (failedIds.length === 0 && disabledIds.length === 0) return 0;
+export async function emitOperational(db: Queryable, failed: FailedDelivery[], disabledIds: string[], source: string, manualPos: number): Promise<number> {
+  if (failed.length === 0 && disabledIds.length === 0) return 0;
   const r = await db.query<{ events: string }>(
     `WITH src AS (
        SELECT 'webhookDeliveryFailed'::text AS event_type, 'WebhookDelivery'::text AS resource_type, d.uuid AS resource_uuid,
          d.subscription_id AS about, d.id AS ord
-       FROM webhook_deliveries d JOIN events e ON ${eventOfDelivery('d', 'e')}
-       WHERE d.id = ANY($1::bigint[]) AND d.status = 'failed' AND e.event_type <> 'webhookDeliveryFailed' AND d.schedule_pos < $5
+       -- Each delivery by its primary key, in its partition (LATERAL … LIMIT 1: joined, the planner, which does not
+       -- count the partitions the executor prunes, scanned every partition's failed ones).
+       FROM unnest($1::bigint[], $6::timestamptz[]) AS x(id, created_at)
+         CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.id = x.id AND d.created_at = x.created_at LIMIT 1) d
+         JOIN events e ON ${eventOfDelivery('d', 'e')}
+       WHERE d.status = 'failed' AND e.event_type <> 'webhookDeliveryFailed' AND d.schedule_pos < $5
        UNION ALL
        SELECT 'webhookSubscriptionDisabled', 'WebhookSubscription', s.uuid, s.id, s.id FROM webhook_subscriptions s WHERE s.id = ANY($2::bigint[])
      ), ev AS (
@@ -59,7 +69,7 @@ export async function emitOperational(db: Queryable, failedIds: string[], disabl
        RETURNING 1
      )
      SELECT (SELECT count(*) FROM ev) AS events, CASE WHEN (SELECT count(*) FROM d) > 0 THEN pg_notify($4, '') END AS woke`,
-    [failedIds, disabledIds, source, WEBHOOK_CHANNEL, manualPos],
+    [failed.map((f) => f.id), disabledIds, source, WEBHOOK_CHANNEL, manualPos, failed.map((f) => f.createdAt)],
   );
   return Number(r.rows[0]?.events ?? 0);
 }

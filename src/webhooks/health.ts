@@ -69,7 +69,9 @@ export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]
     const final = await recordResults(tx, rs, outs, gap, policy);
     const disabled = await disableFailing(tx, outs, config.webhookDisableAfterHours);
     await auditSubscriptionsDisabled(tx, disabled); // audit log (SPEC §15): actor system
-    const failed = final.filter((s) => s.status === 'failed').map((s) => s.id);
+    // With its partition's key, as claimed: each is found in one partition.
+    const createdAt = new Map(rs.map((r) => [String(r.deliveryId), r.deliveryCreatedAt]));
+    const failed = final.filter((s) => s.status === 'failed').map((s) => ({ id: s.id, createdAt: createdAt.get(String(s.id))! }));
     await emitOperational(tx, failed, disabled, wireNames(config.serviceName).sourceApi, NO_MORE_RETRIES);
     return final;
   });

@@ -521,12 +521,17 @@ function storedColumns(r: StoredRequest) {
     : { url: r.url, request_headers: r.headers, request_body: r.body };
 }
 
-/** Gives claims back without an attempt (shutdown): they are due again at once for any worker. */
-export async function releaseClaims(db: Queryable, ids: string[], token: string): Promise<void> {
-  if (ids.length === 0) return;
+/**
+ * Gives claims back without an attempt (shutdown): they are due again at once for any worker. The (id, created_at)
+ * pairs from `unnest`: a primary-key probe in one partition each (docs/partitioning.md).
+ */
+export async function releaseClaims(db: Queryable, claims: Pick<Claimed, 'id' | 'created_at'>[], token: string): Promise<void> {
+  if (claims.length === 0) return;
   await db.query(
-    `UPDATE webhook_deliveries SET locked_until = NULL, lock_token = NULL WHERE id = ANY($1::bigint[]) AND lock_token = $2`,
-    [ids, token],
+    `UPDATE webhook_deliveries d SET locked_until = NULL, lock_token = NULL
+     FROM unnest($1::bigint[], $3::timestamptz[]) AS x(id, created_at)
+     WHERE d.id = x.id AND d.created_at = x.created_at AND d.lock_token = $2`,
+    [claims.map((c) => c.id), token, claims.map((c) => c.created_at)],
   );
 }
 

@@ -275,7 +275,7 @@ export async function retryNow(db: Db, uuid: string) {
     const sub = await store.findSubscription(tx, d.subscription_uuid, 'share');
     if (!sub) throw new ApiError('Conflict', 'the subscription of this delivery is deleted', 'subscriptionUuid');
     if (!sub.is_active) throw new ApiError('Conflict', 'the subscription is inactive: activate it to retry its deliveries', 'isActive');
-    await store.retryDelivery(tx, d.id, NO_MORE_RETRIES);
+    await store.retryDelivery(tx, d, NO_MORE_RETRIES);
     return shapeDelivery((await store.findDelivery(tx, uuid))!);
   });
 }

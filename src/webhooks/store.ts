@@ -386,7 +386,7 @@ export async function findDelivery(db: Queryable, uuid: string): Promise<Deliver
  * Queues one delivery for an attempt now. A pending one remembers where its schedule stood (resume_at /
  * resume_pos, restored by outcomes.ts if the manual attempt fails); any other gets a single attempt.
  */
-export async function retryDelivery(db: Queryable, id: string, noMoreRetries: number): Promise<void> {
+export async function retryDelivery(db: Queryable, d: Pick<DeliveryRow, 'id' | 'created_at'>, noMoreRetries: number): Promise<void> {
   await db.query(
     `UPDATE webhook_deliveries SET
        resume_at = CASE WHEN status = 'pending' THEN coalesce(resume_at, next_attempt_at) END,
@@ -395,8 +395,8 @@ export async function retryDelivery(db: Queryable, id: string, noMoreRetries: nu
        status = 'pending', next_attempt_at = clock_timestamp(),
        locked_until = CASE WHEN status = 'pending' THEN locked_until END,
        lock_token = CASE WHEN status = 'pending' THEN lock_token END, updated_at = clock_timestamp()
-     WHERE id = $1`,
-    [id, noMoreRetries],
+     WHERE id = $1 AND created_at = $3::timestamptz`, // its partition's key: one partition (docs/partitioning.md)
+    [d.id, noMoreRetries, d.created_at],
   );
   await notifyWorkers(db);
 }
@@ -459,7 +459,7 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
   const where: string[] = [];
   let order = 'a.id DESC';
   if (q.delivery !== undefined) {
-    where.push(`a.delivery_id = ANY(ARRAY(SELECT x.id FROM webhook_deliveries x WHERE x.uuid = ${param(q.delivery)}::uuid))`, `a.id < ${cursor}`);
+    where.push(`a.delivery_id = ANY(ARRAY(SELECT x.id FROM webhook_deliveries x WHERE x.uuid = ${param(q.delivery)}::uuid${uuidTimeBound(q.delivery, 'x', params)}))`, `a.id < ${cursor}`);
     if (sub) where.push(`a.subscription_id = ${sub}`);
   } else if (fewEvents) {
     // The deliveries of those events, their attempts' ids (an attempt's event is its delivery's; webhook_attempts has

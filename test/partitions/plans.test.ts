@@ -12,8 +12,9 @@ import { addDays, partitions } from '../../src/partitions/store.ts';
 import { ensurePartitions } from '../../src/partitions/maintain.ts';
 import { EVENTS } from '../../src/partitions/tables.ts';
 import { listEvents, findEvent } from '../../src/events/store.ts';
-import { claimLanes } from '../../src/webhooks/queue-store.ts';
-import { attemptStats, listAttempts, listDeliveries } from '../../src/webhooks/store.ts';
+import { claimLanes, releaseClaims } from '../../src/webhooks/queue-store.ts';
+import { attemptStats, listAttempts, listDeliveries, retryDelivery } from '../../src/webhooks/store.ts';
+import { emitOperational } from '../../src/webhooks/health-store.ts';
 
 const DAYS = 30;
 const PER_DAY = 400;
@@ -94,6 +95,42 @@ for (const backend of await backends()) {
       await few('logs', (q) => listAttempts(q, { limit: 50 }, null), 400);
       const since = addDays(first, DAYS - 1).toISOString();
       await few('stats (24 h)', (q) => attemptStats(q, since), 200);
+    });
+
+    it('statements by a delivery\'s id name its partition: a manual retry, the release of claims, the failure events', async () => {
+      const db = tdb.db;
+      type Row = { id: string; uuid: string; created_at: string };
+      const pick = async (offset: number) => (await db.query<Row>(
+        `SELECT id, uuid, created_at FROM webhook_deliveries WHERE status = 'delivered' ORDER BY id OFFSET $1 LIMIT 1`, [offset])).rows[0];
+      const state = async (d: Row) => (await db.query<{ status: string; lock_token: string | null }>(
+        `SELECT status, lock_token FROM webhook_deliveries WHERE id = $1`, [d.id])).rows[0];
+
+      const retried = await pick(DAYS * PER_DAY / 3);
+      await few('manual retry (UPDATE by id)', (q) => retryDelivery(q, retried, 99), 30);
+      assert.equal((await state(retried)).status, 'pending');
+
+      const claimed = await pick(DAYS * PER_DAY / 4);
+      const token = crypto.randomUUID();
+      await db.query(`UPDATE webhook_deliveries SET lock_token = $2, locked_until = now() + interval '1 minute' WHERE id = $1`, [claimed.id, token]);
+      await few('release of claims', (q) => releaseClaims(q, [claimed], token), 30);
+      assert.equal((await state(claimed)).lock_token, null);
+
+      // A delivery failed after its schedule: one webhookDeliveryFailed event per call (nobody listens to it here).
+      const failed = await pick(DAYS * PER_DAY / 5);
+      await db.query(`UPDATE webhook_deliveries SET status = 'failed', schedule_pos = 0 WHERE id = $1`, [failed.id]);
+      await few('failure events', (q) => emitOperational(q, [{ id: failed.id, createdAt: failed.created_at }], [], 'TULIP_API', 99), 22);
+      const events = await db.query(`SELECT 1 FROM events WHERE event_type = 'webhookDeliveryFailed' AND resource_uuid = $1`, [failed.uuid]);
+      assert.equal(events.rows.length, 8); // costOf's 7 calls and the measured one
+
+      // The logs of one delivery: a time-ordered uuid finds the delivery in its partition.
+      const ev = (await db.query<{ id: string; created_at: string }>(
+        `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
+         VALUES ('customerCreate', 'Customer', gen_random_uuid(), 'logs', 'TULIP_API') RETURNING id, created_at`)).rows[0];
+      const v7 = (await db.query<{ uuid: string }>(
+        `INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id, status) VALUES ($1, $2, $3, 'delivered') RETURNING uuid`,
+        [ev.id, ev.created_at, sub])).rows[0].uuid;
+      assert.equal(v7[14], '7');
+      await few('logs of a delivery (time-ordered uuid)', (q) => listAttempts(q, { delivery: v7, limit: 50 }, null), 60);
     });
   });
 }
