@@ -6,12 +6,12 @@
 // truth; per-customer lookups through a Bulb server next to GET /crm/customers/{id} on the same server.
 //
 // Scale: the refresher's rate folding in an import of IMPORT_N customers (generated like the above) into a base
-// of N customers already folded, at two sizes (500,000 and 2,000,000 by default: seeding 5M took too long on the
-// shared machine; --sizes 1250000,5000000 for the target size; --quick 50,000 and 200,000), and the
-// growth factor between them. The base is seeded in SQL (INSERT … SELECT generate_series with the generator's
-// lists and skew, and its profiles and blocking keys written in SQL as the refresher would write them; its own
-// pairs are not built): folding millions of customers through the refresher would take hours. Also a read of
-// GET /crm/duplicates while the import is queued (it no longer folds anything in).
+// of N customers already folded, at two sizes (1,250,000 and 5,000,000 by default, the goal's size; --quick 50,000
+// and 200,000), and the growth factor between them. The base is seeded in SQL in bulk (seedBase: INSERT … SELECT
+// generate_series with the generator's lists and skew, its profiles, blocking keys, word keys and counts written in
+// SQL as the refresher would write them, indexes built after; its own pairs are not built): folding millions of
+// customers through the refresher would take hours. 5M seeds in ~17 minutes on the shared machine (2M took 25 before).
+// Also a read of GET /crm/duplicates while the import is queued (it no longer folds anything in).
 //
 // Run: node --import tsx bench/duplicates.ts [--quick] [--part quality|scale] [--sizes 1250000,5000000] [--import 100000]
 //   or npm run bench -- --only duplicates --write
@@ -51,55 +51,83 @@ export async function insertCustomers(db: PgDb, customers: GenCustomer[]): Promi
 }
 
 /** A Zipf-like index 1..m in SQL (continuous power law, exponent s) from a uniform u in [0, 1). */
-const zipfSql = (u: string, m: number, s: number) => `least(${m}, floor(power((power(${m + 1}, ${1 - s}) - 1) * ${u} + 1, ${1 / (1 - s)}))::int)`;
-/** A deterministic uniform in [0, 1) from g and a salt. */
-const uni = (salt: number) => `((hashint8(g * 31 + ${salt})::bigint + 2147483648) / 4294967296.0)`;
+const zipfSql = (u: string, m: number, s: number) => `least(${m}, floor(power((power(${m + 1}::float8, ${1 - s}) - 1) * ${u} + 1, ${1 / (1 - s)}))::int)`;
+/** A deterministic uniform in [0, 1) from g and a salt, in float8 (numeric made power() 55 µs a call: most of the seed). */
+const uni = (salt: number) => `((hashint8(g * 31 + ${salt})::bigint + 2147483648) / 4294967296.0::float8)`;
 const arr = (xs: string[]) => `ARRAY[${xs.map((x) => `'${x}'`).join(',')}]`;
 
 /**
- * Seeds customers [from, to) in SQL with the generator's lists and skew (each with an email, a phone and an
- * address), then their profiles and blocking keys as the refresher writes them (ASCII names: folding is lower
- * case), and takes them off the queue: a base already folded in (its pairs aside).
+ * Seeds n customers into an empty database in SQL with the generator's lists and skew (each with an email, a phone and an
+ * address), then their profiles, blocking keys and word keys as the refresher writes them (ASCII names: folding
+ * is lower case), and their counts: a base already folded in (its pairs aside). Bulk-loaded: the tables'
+ * secondary indexes and the unique ones no foreign key needs are dropped first and built once after, the queue's and the
+ * counts' triggers are off during the load (nothing is queued; the counts are taken once with GROUP BY, as
+ * migration 049 does). Row by row into live indexes (the trigram GIN of customers above all) and through the
+ * triggers, 2M took 25 minutes under load; built indexes are also denser than grown ones (say so with figures).
  */
-export async function seedBase(db: PgDb, from: number, to: number): Promise<void> {
-  const cityNames = arr(CITIES.map((c) => c.name));
-  const cityZip0 = `ARRAY[${CITIES.map((_, i) => 10000 + i * 40).join(',')}]`;
-  const cityZipN = `ARRAY[${CITIES.map((c) => c.zips.length).join(',')}]`;
-  const STEP = 250_000;
-  for (let lo = from; lo < to; lo += STEP) {
-    const hi = Math.min(to, lo + STEP);
-    const maxId = async () => Number((await db.query<{ m: string | null }>('SELECT max(id)::text AS m FROM customers')).rows[0].m ?? 0);
-    const firstId = await maxId();
-    await db.query(
-      `INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, email_keys)
+export async function seedBase(db: PgDb, n: number): Promise<void> {
+  const tables = ['customers', 'duplicate_profiles', 'duplicate_keys', 'duplicate_key_counts'];
+  const indexes = (await db.query<{ indexname: string; indexdef: string }>(
+    `SELECT indexname, indexdef FROM pg_indexes i WHERE schemaname = current_schema() AND tablename = ANY($1::text[])
+       AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)`, [tables],
+  )).rows;
+  const timed = async (what: string, sql: string, params: unknown[] = []) => {
+    const t0 = performance.now();
+    await db.query(sql, params);
+    log(`duplicates: seed ${what} ${((performance.now() - t0) / 1000).toFixed(1)} s (load ${load()})`);
+  };
+  const constraints = (await db.query<{ conname: string; t: string; def: string }>(
+    `SELECT conname, conrelid::regclass::text AS t, pg_get_constraintdef(oid) AS def FROM pg_constraint c
+     WHERE conrelid = ANY($1::regclass[]) AND contype IN ('p', 'u') AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = c.conindid)`, [tables],
+  )).rows;
+  for (const i of indexes) await db.query(`DROP INDEX ${i.indexname}`);
+  for (const c of constraints) await db.query(`ALTER TABLE ${c.t} DROP CONSTRAINT ${c.conname}`);
+  const triggers = 'customers DISABLE TRIGGER customers_duplicates_insert; ALTER TABLE duplicate_keys DISABLE TRIGGER duplicate_keys_count_insert; ALTER TABLE duplicate_profiles DISABLE TRIGGER duplicate_profiles_count_insert';
+  await db.exec(`ALTER TABLE ${triggers}`);
+  const STEP = 1_000_000;
+  for (let lo = 0; lo < n; lo += STEP) {
+    const hi = Math.min(n, lo + STEP);
+    await timed(`customers ${n0(lo)}–${n0(hi)}`,
+      `WITH fn AS (SELECT * FROM unnest($3::text[]) WITH ORDINALITY AS t(f, i)), ln AS (SELECT * FROM unnest($4::text[]) WITH ORDINALITY AS t(l, i)),
+         ct AS (SELECT * FROM unnest($5::text[], $6::int[], $7::int[]) WITH ORDINALITY AS t(cn, z0, zn, i))
+       INSERT INTO customers (external_id, first_name, last_name, emails, phones, addresses, email_keys)
        SELECT 'b-' || g, initcap(f), initcap(l), jsonb_build_array(jsonb_build_object('email', e)), jsonb_build_array(jsonb_build_object('number', ph)),
          jsonb_build_array(jsonb_build_object('address1', st, 'city', cn, 'postCode', z, 'countryCode', 'US')), ARRAY[e]
        FROM (
-         SELECT g, f, l, f || '.' || l || '.b' || g || '@' || (${arr(DOMAINS)})[1 + g % ${DOMAINS.length}] AS e,
+         SELECT g, fn.f, ln.l, fn.f || '.' || ln.l || '.b' || g || '@' || (${arr(DOMAINS)})[1 + g % ${DOMAINS.length}] AS e,
            '+1' || (${arr(AREA)})[1 + k % ${AREA.length}] || (200 + ((k / ${AREA.length}) * 7919) % 800) || lpad(((k / ${AREA.length} / 800) % 10000)::text, 4, '0') AS ph,
-           (1 + g % 999) || ' ' || initcap((${arr(LASTS)})[1 + (hashint8(g * 31 + 5)::bigint & 65535) % ${LASTS.length}]) || ' ' || (${arr(STREET_KINDS)})[1 + g % ${STREET_KINDS.length}] AS st,
-           (${cityNames})[c] AS cn, lpad(((${cityZip0})[c] + (hashint8(g * 31 + 4)::bigint & 65535) % (${cityZipN})[c])::text, 5, '0') AS z
+           (1 + g % 999) || ' ' || initcap(sl.l) || ' ' || (${arr(STREET_KINDS)})[1 + g % ${STREET_KINDS.length}] AS st,
+           ct.cn, lpad((ct.z0 + (hashint8(g * 31 + 4)::bigint & 65535) % ct.zn)::text, 5, '0') AS z
          FROM (
-           SELECT g, g + 20000000 AS k, (${arr(FIRSTS)})[${zipfSql(uni(1), FIRSTS.length, SKEW.first)}] AS f,
-             (${arr(LASTS)})[${zipfSql(uni(2), LASTS.length, SKEW.last)}] AS l, ${zipfSql(uni(3), CITIES.length, SKEW.city)} AS c
+           SELECT g, g + 20000000 AS k, ${zipfSql(uni(1), FIRSTS.length, SKEW.first)} AS fi, ${zipfSql(uni(2), LASTS.length, SKEW.last)} AS li,
+             ${zipfSql(uni(3), CITIES.length, SKEW.city)} AS ci, 1 + (hashint8(g * 31 + 5)::bigint & 65535) % ${LASTS.length} AS si
            FROM generate_series($1::bigint, $2::bigint - 1) g
-         ) a
+         ) a JOIN fn ON fn.i = a.fi JOIN ln ON ln.i = a.li JOIN ln sl ON sl.i = a.si JOIN ct ON ct.i = a.ci
        ) b`,
-      [lo, hi],
+      [lo, hi, FIRSTS, LASTS, CITIES.map((c) => c.name), CITIES.map((_, i) => 10000 + i * 40), CITIES.map((c) => c.zips.length)],
     );
-    const ids = [firstId, await maxId()];
-    const range = 'c.id > $1::bigint AND c.id <= $2::bigint';
-    const fields = `SELECT c.id, lower(c.first_name) AS f, lower(c.last_name) AS l, c.email_keys[1] AS e, c.phones->0->>'number' AS p,
-        c.addresses->0->>'postCode' AS z, lower(c.addresses->0->>'city') AS city, lower(c.addresses->0->>'address1') AS st FROM customers c WHERE ${range}`;
-    await db.query(`INSERT INTO duplicate_profiles (customer_id, name, emails, phones, postal_codes, cities)
-      SELECT id, f || ' ' || l, ARRAY[e], ARRAY[p], ARRAY[z], ARRAY[city] FROM (${fields}) x`, ids);
-    await db.query(`INSERT INTO duplicate_keys (key, customer_id)
-      SELECT DISTINCT k, id FROM (${fields}) x CROSS JOIN LATERAL (VALUES ('e:' || e), ('p:' || p),
-        ('n:' || f || '|z:' || z), ('n:' || f || '|s:' || st || '|' || z),
-        ('n:' || l || '|z:' || z), ('n:' || l || '|s:' || st || '|' || z)) v(k)`, ids);
-    await db.query('DELETE FROM duplicate_dirty');
-    log(`duplicates: base seeded to ${n0(hi)} customers (load ${load()})`);
   }
+  const fields = `SELECT c.id, lower(c.first_name) AS f, lower(c.last_name) AS l, c.email_keys[1] AS e, c.phones->0->>'number' AS p,
+      c.addresses->0->>'postCode' AS z, lower(c.addresses->0->>'city') AS city, lower(c.addresses->0->>'address1') AS st FROM customers c`;
+  await timed('profiles', `INSERT INTO duplicate_profiles (customer_id, name, emails, phones, postal_codes, cities)
+    SELECT id, f || ' ' || l, ARRAY[e], ARRAY[p], ARRAY[z], ARRAY[city] FROM (${fields}) x`);
+  // Distinct without a sort: the last name's keys only when it is not also the first name (thomas thomas).
+  await timed('keys', `INSERT INTO duplicate_keys (key, customer_id)
+    SELECT k, id FROM (${fields}) x CROSS JOIN LATERAL (VALUES ('e:' || e), ('p:' || p),
+      ('n:' || f || '|z:' || z), ('n:' || f || '|s:' || st || '|' || z),
+      (CASE WHEN l <> f THEN 'n:' || l || '|z:' || z END), (CASE WHEN l <> f THEN 'n:' || l || '|s:' || st || '|' || z END),
+      (CASE WHEN length(f) >= 4 THEN 'w:' || f END), (CASE WHEN length(l) >= 4 AND l <> f THEN 'w:' || l END)) v(k) WHERE k IS NOT NULL`);
+  await db.exec(`ALTER TABLE ${triggers.replaceAll('DISABLE', 'ENABLE')}`);
+  await timed('counts', `INSERT INTO duplicate_key_counts (key, bearers)
+    SELECT key, count(*) FROM duplicate_keys GROUP BY key UNION ALL SELECT 'f:' || name, count(*) FROM duplicate_profiles GROUP BY name`);
+  await db.transaction(async (tx) => {
+    await tx.query(`SET LOCAL maintenance_work_mem = '1GB'`);
+    const t0 = performance.now();
+    for (const c of constraints) await tx.query(`ALTER TABLE ${c.t} ADD CONSTRAINT ${c.conname} ${c.def}`);
+    for (const i of indexes) await tx.query(i.indexdef);
+    log(`duplicates: seed indexes built ${((performance.now() - t0) / 1000).toFixed(1)} s (load ${load()})`);
+  });
+  log(`duplicates: base seeded to ${n0(n)} customers (load ${load()})`);
 }
 
 /** Quality at n customers, the build rate from empty, and per-customer lookups. */
@@ -200,7 +228,7 @@ async function scaleRun(base: number, importN: number): Promise<ScaleResult> {
   try {
     await migrate(db);
     const s0 = performance.now();
-    await seedBase(db, 0, base);
+    await seedBase(db, base);
     await db.exec('VACUUM ANALYZE');
     const seedS = (performance.now() - s0) / 1000;
     const gen = generate(importN, 4242, 0.05, 'imp-');
@@ -262,7 +290,7 @@ export async function runDuplicatesBench(opts: { quick?: boolean; part?: string;
   if (!(await pgAvailable())) throw new Error('the duplicate bench needs PostgreSQL');
   const rows: Row[] = [];
   if (opts.part !== 'scale') rows.push(...(await qualityPart(opts.qualityN ?? (opts.quick ? 20_000 : 1_000_000), opts.quick ? 300 : 2000)));
-  if (opts.part !== 'quality') rows.push(...(await scalePart(opts.sizes ?? (opts.quick ? [50_000, 200_000] : [500_000, 2_000_000]), opts.importN ?? (opts.quick ? 20_000 : 100_000))));
+  if (opts.part !== 'quality') rows.push(...(await scalePart(opts.sizes ?? (opts.quick ? [50_000, 200_000] : [1_250_000, 5_000_000]), opts.importN ?? (opts.quick ? 20_000 : 100_000))));
   return rows;
 }
 

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { keysOf, normalizeEmail, normalizePhone, profileOf } from '../../src/crm/duplicates/normalize.ts';
-import { COMMON_CONTACT, NAME_KEY_CAP, oneTypoApart, scorePair } from '../../src/crm/duplicates/score.ts';
+import { COMMON_CONTACT, NAME_KEY_CAP, SLIP_COMMON, oneTypoApart, scorePair, slipFloor } from '../../src/crm/duplicates/score.ts';
 import { refreshDuplicates } from '../../src/crm/duplicates/refresh.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { activeSignals, candidates } from '../../src/crm/duplicates/store.ts';
@@ -58,6 +58,16 @@ describe('duplicate signals', () => {
     const typo = scorePair({ ...none, names: ['jamees smith', 'james smith'], nameSimilarity: 0.57, postalCodes: ['07030'] });
     assert.ok(typo.score >= 0.8, JSON.stringify(typo));
     assert.match(typo.reasons[0].detail, /one typo apart/);
+    // A typo between two spellings each borne by many is two names (alena/alina), a slip of a common name is not.
+    const slip = { ...none, names: ['alena smith', 'alina smith'] as [string, string], nameSimilarity: 0.5, postalCodes: ['07030'] };
+    assert.deepEqual(scorePair({ ...slip, typoCount: 1 }), scorePair({ ...slip, typoCount: SLIP_COMMON }), 'a rare spelling: a slip');
+    assert.ok(scorePair({ ...slip, typoCount: 2 }).score >= 0.8);
+    const twoNames = scorePair({ ...slip, typoCount: 64 });
+    assert.ok(twoNames.score < 0.8, JSON.stringify(twoNames));
+    assert.match(twoNames.reasons[0].detail, /one typo apart .*both spellings common \(the rarer borne by at least 64 customers\)/);
+    assert.ok(scorePair({ ...slip, typoCount: 1000 }).score < twoNames.score, 'the commoner, the less');
+    assert.ok(scorePair({ ...slip, typoCount: 1e6 }).score >= scorePair({ ...slip, names: undefined }).score, 'never less than its trigrams');
+    assert.deepEqual([63, 64, 90, 91].map(slipFloor), [0, 64, 64, 91]);
     const r = scorePair({ ...none, emails: ['a@b.c'], nameSimilarity: 0.9, cities: ['hoboken'] }).reasons.map((x) => x.field);
     assert.deepEqual(r, ['email', 'name', 'address']);
   });
@@ -220,6 +230,41 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.deepEqual(await pairOf('o-1', 'o-2'), rare);
   });
 
+  it('names one typo apart: two common spellings are two names, a slip of a common name is one; re-scored as the spellings\' counts change, whatever the order', async () => {
+    const at = (postCode: string) => ({ address1: '7 Birch St', city: `Town ${postCode}`, postCode, countryCode: 'US' });
+    const pairOf = async (a: string, b: string) => (await dupsOf(a)).find((x) => x.customer.externalId === b);
+    const many = async (prefix: string, firstName: string, n: number) => {
+      // Elsewhere and without contacts: they count, they meet nobody.
+      const items = [...Array(n)].map((_, i) => ({ externalId: `${prefix}-${i}`, firstName, lastName: `Filler${i}` }));
+      for (let i = 0; i < n; i += 100) assert.equal((await api().post('/crm/customers/bulk', items.slice(i, i + 100))).status, 200);
+    };
+    // Both spellings rare: a slip, as before.
+    await create('ty-a1', { firstName: 'Alena', lastName: 'Smithers', addresses: [at('58001')] });
+    await create('ty-a2', { firstName: 'Alina', lastName: 'Smithers', addresses: [at('58001')] });
+    const rare = (await pairOf('ty-a1', 'ty-a2'))!;
+    assert.ok(rare.score >= 0.8, JSON.stringify(rare));
+    // Both spellings become common (64 bearers each): the stored pair is re-scored in place, below minScore.
+    await many('ty-alena', 'Alena', 64);
+    await many('ty-alina', 'Alina', 64);
+    const common = (await pairOf('ty-a1', 'ty-a2'))!;
+    assert.ok(common.score < 0.8, JSON.stringify(common));
+    assert.match(common.reasons[0].detail, /both spellings common \(the rarer borne by at least 64 customers\)/);
+    // The same two spellings met after they became common: the same score.
+    await create('ty-b1', { firstName: 'Alena', lastName: 'Wrightson', addresses: [at('58002')] });
+    await create('ty-b2', { firstName: 'Alina', lastName: 'Wrightson', addresses: [at('58002')] });
+    const late = (await pairOf('ty-b1', 'ty-b2'))!;
+    assert.equal(late.score, common.score);
+    // A slip of a common name (its rare spelling borne by one) still is a likely duplicate.
+    await create('ty-c1', { firstName: 'Alena', lastName: 'Carter', addresses: [at('58003')] });
+    await create('ty-c2', { firstName: 'Alnea', lastName: 'Carter', addresses: [at('58003')] });
+    const slip = (await pairOf('ty-c1', 'ty-c2'))!;
+    assert.deepEqual(slip.score, rare.score, JSON.stringify(slip));
+    // One spelling rare again: the pairs come back as slips.
+    assert.equal((await api().post('/crm/customers/bulk', [...Array(64)].map((_, i) => ({ externalId: `ty-alina-${i}`, firstName: 'Bo' })))).status, 200);
+    assert.deepEqual(await pairOf('ty-a1', 'ty-a2'), rare);
+    assert.equal((await pairOf('ty-b1', 'ty-b2'))!.score, rare.score);
+  });
+
   it('stays current as customers change: patch, merge (only active customers), undo, bulk', async () => {
     await create('k-1', { firstName: 'Kim', lastName: 'Park', emails: [{ email: 'kim@park.example' }] });
     await create('k-2', { firstName: 'Jo', lastName: 'Yoon', emails: [{ email: 'other@park.example' }] });
@@ -367,6 +412,24 @@ await describeEachDb('possible duplicates', (ctx) => {
     await create('m49-1', { firstName: 'Counted', lastName: 'Again', addresses: [{ address1: '3 Elm St', postCode: '49049' }] });
     await drain();
     assert.deepEqual((await db.query(`SELECT bearers FROM duplicate_key_counts WHERE key = 'n:counted|z:49049'`)).rows, [{ bearers: 1 }], 'the triggers are back');
+  });
+
+  it('migration 058 writes the word keys of the profiles already stored, and re-queues the pairs scored by the typo rule', async () => {
+    const db = ctx.tdb.db;
+    await drain();
+    const words = async () => (await db.query<{ key: string; customer_id: string }>(`SELECT key, customer_id FROM duplicate_keys WHERE key LIKE 'w:%' ORDER BY 1, 2`)).rows;
+    const counts = async () => (await db.query<{ key: string; bearers: number }>(`SELECT key, bearers FROM duplicate_key_counts WHERE key LIKE 'w:%' AND bearers > 0 ORDER BY key`)).rows;
+    const [kept, keptCounts] = [await words(), await counts()];
+    assert.ok(kept.some((k) => k.key === 'w:alena'), 'the refresher writes them');
+    const typoSides = (await db.query<{ a: string }>(`SELECT DISTINCT a FROM duplicate_pairs WHERE reasons::text LIKE '%one typo apart%' ORDER BY a`)).rows.map((r) => r.a);
+    assert.ok(typoSides.length > 0);
+    await db.query(`DELETE FROM duplicate_keys WHERE key LIKE 'w:%'`);
+    await db.query('DELETE FROM schema_migrations WHERE version = 58');
+    assert.deepEqual(await migrate(db), ['058_duplicate_word_counts.sql']);
+    assert.deepEqual(await words(), kept);
+    assert.deepEqual(await counts(), keptCounts);
+    assert.deepEqual((await db.query<{ customer_id: string }>('SELECT customer_id FROM duplicate_dirty ORDER BY customer_id')).rows.map((r) => r.customer_id), typoSides);
+    await drain();
   });
 
   it('answers 404, 400 and EndpointNotInVersion in the error shape', async () => {

@@ -95,3 +95,13 @@ export function keysOf(p: Profile): string[] {
   }
   return [...new Set(keys)];
 }
+
+/**
+ * Counting keys of a folded name, one per word of 4+ letters ('w:' + the word): no blocking key (a word alone
+ * brings nobody together), stored in duplicate_keys so that its count (duplicate_key_counts) says how common
+ * a spelling is, and its bearers can be walked by index when that count changes step. A typo between two
+ * common spellings is two names, not a slip (score.ts, SLIP_COMMON). Length in code points, as SQL's length().
+ */
+export function wordKeysOf(name: string): string[] {
+  return [...new Set(name.split(' ').filter((w) => [...w].length >= 4))].map((w) => `w:${w}`);
+}

@@ -4,12 +4,13 @@
 // cap brings nobody together (keyCap), and every count is one index probe. One refresher at a time (an
 // advisory lock), so two changed customers never score each other against stale profiles. A name that
 // becomes more or less common (a step of commonNameFloor) puts its other bearers back on the queue, so every
-// pair is scored with the name's current count, whatever the order customers arrived in. While an import
+// pair is scored with the name's current count, whatever the order customers arrived in; so does a word of a name
+// changing step past SLIP_COMMON for the pairs one typo apart through it. While an import
 // is being applied the refresher defers (it would compete with the import for the same tables and the
 // same cores): what the import changes stays queued and is folded in once the import is done.
 import type { Db, Queryable } from '../../db/db.ts';
-import { keysOf, profileOf } from './normalize.ts';
-import { COMMON_CONTACT, NAME_KEY_CAP, STORED_MIN, commonNameFloor, scorePair, type PairFeatures } from './score.ts';
+import { keysOf, profileOf, wordKeysOf } from './normalize.ts';
+import { COMMON_CONTACT, NAME_KEY_CAP, STORED_MIN, commonNameFloor, scorePair, slipFloor, typoWords, type PairFeatures } from './score.ts';
 import * as store from './store.ts';
 import { startLoop } from '../../loop.ts';
 
@@ -25,7 +26,8 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     const ids = await store.claimDirty(tx, batch);
     if (ids.length === 0) return { taken: 0, requeued: 0 };
     const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
-    const keys = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId })));
+    // Blocking keys and the counting keys of the name's words ('w:', no blocking key: see wordKeysOf).
+    const keys = profiles.flatMap((p) => [...keysOf(p), ...wordKeysOf(p.name)].map((key) => ({ key, customerId: p.customerId })));
     // What changed since the last refresh: a customer re-queued because its name changed step keeps its profile and keys.
     const stored = await store.storedState(tx, ids);
     const pairKey = (k: { key: string; customerId: string }) => `${k.customerId}\u0000${k.key}`;
@@ -53,25 +55,22 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
       dropKeys: stored.keys.filter((k) => !newKeys.has(pairKey(k))),
       addKeys: keys.filter((k) => !storedKeys.has(pairKey(k))),
     });
-    const capped = new Set(counts.filter((c) => !c.key.startsWith('f:') && c.after > keyCap(c.key)).map((c) => c.key));
+    const capped = new Set(counts.filter((c) => blocking(c.key) && c.after > keyCap(c.key)).map((c) => c.key));
     const requeued = await requeueFlipped(tx, ids, counts);
     await rescoreCommoner(tx, ids, counts);
     const nameCount = new Map(counts.filter((c) => c.key.startsWith('f:')).map((c) => [c.key.slice(2), c.after]));
-    const pairs = new Map<string, store.NewPair>();
     // Emails and phones past their cap are placeholders: no match either. Names past theirs still count in the score.
     const common = { emails: [...capped].filter((k) => k.startsWith('e:')).map((k) => k.slice(2)), phones: [...capped].filter((k) => k.startsWith('p:')).map((k) => k.slice(2)) };
     // Names whose bearers pair only with a contact in common (the best place weighed at the name's rarity stays below STORED_MIN).
     const lone = { emails: [], phones: [], nameSimilarity: 1, postalCodes: ['-'], cities: [] };
     const hopeless = [...nameCount].filter(([name, n]) => name === '' || scorePair({ ...lone, names: [name, name], nameCount: n }).score < STORED_MIN).map(([name]) => name);
-    for (const row of await store.candidates(tx, keys.filter((k) => !capped.has(k.key)), common, hopeless)) {
+    const found = new Map<string, store.CandidateRow>();
+    for (const row of await store.candidates(tx, keys.filter((k) => blocking(k.key) && !capped.has(k.key)), common, hopeless)) {
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
-      const key = `${a}/${b}`;
-      if (pairs.has(key)) continue;
-      const f: PairFeatures = { names: [row.name_x, row.name_y], nameCount: row.name_x === row.name_y ? nameCount.get(row.name_x) : undefined, emails: row.emails, phones: row.phones, nameSimilarity: Number(row.sim), postalCodes: row.postal, cities: row.cities };
-      const { score, reasons } = scorePair(f);
-      if (score >= STORED_MIN) pairs.set(key, { a, b, score, reasons });
+      if (!found.has(`${a}/${b}`)) found.set(`${a}/${b}`, { ...row, x: a, y: b });
     }
-    await store.insertPairs(tx, [...pairs.values()]);
+    const pairs = (await scoreRows(tx, [...found.values()], new Map(counts.map((c) => [c.key, c.after])))).filter((p) => p.score >= STORED_MIN);
+    await store.insertPairs(tx, pairs);
     return { taken: ids.length, requeued };
   });
 }
@@ -86,43 +85,66 @@ export function keyCap(key: string): number {
   return key.startsWith('e:') || key.startsWith('p:') ? COMMON_CONTACT : NAME_KEY_CAP;
 }
 
-/**
- * Re-queues the other bearers of each key this batch took past its cap or back under it (at most cap + 1 of
- * them), so their pairs through it go or come back, and of each name that this batch made rarer by a
- * commonNameFloor step (pairs may come back). Either way the pairs do not depend on the order customers arrived in.
- */
-async function requeueFlipped(tx: Queryable, ids: string[], counts: Count[]): Promise<number> {
-  const keys = counts.filter((c) => !c.key.startsWith('f:') && c.before > keyCap(c.key) !== c.after > keyCap(c.key)).map((c) => c.key);
-  const names = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.after) < commonNameFloor(c.before)).map((c) => c.key.slice(2));
-  return (keys.length === 0 ? 0 : await store.requeueKeyBearers(tx, keys, ids)) + (names.length === 0 ? 0 : await store.requeueBearers(tx, names, ids));
+/** Whether a key brings customers together (an email, a phone, a word of the name with a place), not only counts ('f:', 'w:'). */
+function blocking(key: string): boolean {
+  return !key.startsWith('f:') && !key.startsWith('w:');
 }
 
 /**
- * Re-scores, in place, the stored pairs of two bearers of each name this batch made more common by a
- * commonNameFloor step: their scores can only fall (some below STORED_MIN: dropped), and no other pair
- * changes. Until 2026-11-25 every bearer was re-queued and refreshed whole instead: an import of 100,000 customers
- * into 500,000 refreshed 202,714 (a name grows a step with every 41% more bearers).
+ * Re-queues the other bearers of each key this batch took past its cap or back under it (at most cap + 1 of
+ * them), so their pairs through it go or come back, of each name that this batch made rarer by a
+ * commonNameFloor step, and of each word of a name that it made rarer by a slipFloor step (pairs may come
+ * back: a typo through a rarer spelling weighs more). Either way the pairs do not depend on the order customers arrived in.
+ */
+async function requeueFlipped(tx: Queryable, ids: string[], counts: Count[]): Promise<number> {
+  const keys = counts.filter((c) => blocking(c.key) && c.before > keyCap(c.key) !== c.after > keyCap(c.key)).map((c) => c.key);
+  const words = counts.filter((c) => c.key.startsWith('w:') && slipFloor(c.after) < slipFloor(c.before)).map((c) => c.key);
+  const names = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.after) < commonNameFloor(c.before)).map((c) => c.key.slice(2));
+  return (keys.length + words.length === 0 ? 0 : await store.requeueKeyBearers(tx, [...keys, ...words], ids)) + (names.length === 0 ? 0 : await store.requeueBearers(tx, names, ids));
+}
+
+/**
+ * Re-scores, in place, the stored pairs whose score this batch lowered: of two bearers of each name it made
+ * more common by a commonNameFloor step, and of names one typo apart through a word it made more common by a
+ * slipFloor step. Their scores can only fall (some below STORED_MIN: dropped), and no other pair changes.
+ * Until 2026-11-25 every bearer of such a name was re-queued and refreshed whole instead: an import of
+ * 100,000 customers into 500,000 refreshed 202,714 (a name grows a step with every 41% more bearers).
  */
 async function rescoreCommoner(tx: Queryable, ids: string[], counts: Count[]): Promise<void> {
-  const up = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.after) > commonNameFloor(c.before));
-  if (up.length === 0) return;
-  const nameCount = new Map(up.map((c) => [c.key.slice(2), c.after]));
-  const rows = await store.pairsOfNames(tx, [...nameCount.keys()], ids, { emails: [], phones: [] });
-  if (rows.length === 0) return;
+  const names = counts.filter((c) => c.key.startsWith('f:') && commonNameFloor(c.after) > commonNameFloor(c.before)).map((c) => c.key.slice(2));
+  const words = counts.filter((c) => c.key.startsWith('w:') && slipFloor(c.after) > slipFloor(c.before)).map((c) => c.key);
+  if (names.length + words.length === 0) return;
+  const found = new Map<string, store.CandidateRow>();
+  const rows = [...(names.length === 0 ? [] : await store.pairsOfNames(tx, names, ids, { emails: [], phones: [] })), ...(words.length === 0 ? [] : await store.typoPairsOfWords(tx, words, ids))];
+  for (const row of rows) found.set(`${row.x}/${row.y}`, row);
+  if (found.size === 0) return;
   // Shared emails and phones past their cap are no match.
-  const contacts = [...new Set(rows.flatMap((r) => [...r.emails.map((e) => `e:${e}`), ...r.phones.map((p) => `p:${p}`)]))];
+  const contacts = [...new Set([...found.values()].flatMap((r) => [...r.emails.map((e) => `e:${e}`), ...r.phones.map((p) => `p:${p}`)]))];
   const now = contacts.length === 0 ? new Map<string, number>() : await store.bearers(tx, contacts);
   const open = (key: string) => (now.get(key) ?? 0) <= COMMON_CONTACT;
-  const keep: store.NewPair[] = [];
-  const drop: { a: string; b: string }[] = [];
-  for (const row of rows) {
-    const f: PairFeatures = { names: [row.name_x, row.name_y], nameCount: nameCount.get(row.name_x), emails: row.emails.filter((e) => open(`e:${e}`)), phones: row.phones.filter((p) => open(`p:${p}`)), nameSimilarity: Number(row.sim), postalCodes: row.postal, cities: row.cities };
-    const { score, reasons } = scorePair(f);
-    if (score >= STORED_MIN) keep.push({ a: row.x, b: row.y, score, reasons });
-    else drop.push({ a: row.x, b: row.y });
-  }
-  await store.insertPairs(tx, keep);
-  await store.deletePairs(tx, drop);
+  const scored = await scoreRows(tx, [...found.values()].map((r) => ({ ...r, emails: r.emails.filter((e) => open(`e:${e}`)), phones: r.phones.filter((p) => open(`p:${p}`)) })), new Map(counts.map((c) => [c.key, c.after])));
+  await store.insertPairs(tx, scored.filter((p) => p.score >= STORED_MIN));
+  await store.deletePairs(tx, scored.filter((p) => p.score < STORED_MIN));
+}
+
+/**
+ * Scores pairs with the counts their score depends on, taken now (`known`: this batch's, already probed): the
+ * name's when both names are equal (commonNameFloor), the two differing words' when the names are one typo
+ * apart (the rarer one's, slipFloor). The others are probed at once, one index probe each.
+ */
+async function scoreRows(tx: Queryable, rows: store.CandidateRow[], known: Map<string, number>): Promise<store.NewPair[]> {
+  const typos = rows.map((r) => (r.name_x === r.name_y ? null : typoWords(r.name_x, r.name_y)));
+  const needed = [...new Set(rows.flatMap((r, i) => (r.name_x === r.name_y ? [`f:${r.name_x}`] : (typos[i] ?? []).map((w) => `w:${w}`))))].filter((k) => !known.has(k));
+  const counts = needed.length === 0 ? known : new Map([...known, ...(await store.bearers(tx, needed))]);
+  return rows.map((row, i) => {
+    const typo = typos[i];
+    const f: PairFeatures = {
+      names: [row.name_x, row.name_y], emails: row.emails, phones: row.phones, nameSimilarity: Number(row.sim), postalCodes: row.postal, cities: row.cities,
+      nameCount: row.name_x === row.name_y ? counts.get(`f:${row.name_x}`) : undefined,
+      typoCount: typo ? Math.min(counts.get(`w:${typo[0]}`) ?? 0, counts.get(`w:${typo[1]}`) ?? 0) : undefined,
+    };
+    return { a: row.x, b: row.y, ...scorePair(f) };
+  });
 }
 
 interface Count {

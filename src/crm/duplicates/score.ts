@@ -20,6 +20,15 @@ export const WEIGHTS = {
 export const COMMON_NAME = 3;
 /** Names equal but for one typo (one letter inserted, deleted, changed or two swapped) count as this similar. */
 export const TYPO_SIMILARITY = 0.9;
+/**
+ * Names one typo apart are two names, not a slip, when the rarer of the two differing words is itself borne by
+ * many customers (`alena`/`alina`, `alton`/`alston`): a slip is rare, two spellings each borne by many are two
+ * names. Past SLIP_COMMON bearers (counted as a step of commonNameFloor, see slipFloor) the typo weighs
+ * √(SLIP_COMMON / n) of its full similarity: from 64 bearers on, a typo with a postal code alone stays below the
+ * default minScore. Measured on bench/duplicates-gen.ts at 1M customers: a slip of the commonest first name is
+ * borne by ~35 customers (the generator types 1.5% of names with a slip), two generated names by hundreds.
+ */
+export const SLIP_COMMON = 46;
 /** Name similarity below NAME_FLOOR adds nothing; from NAME_FULL on (or one typo apart) it adds its full weight. */
 export const NAME_FLOOR = 0.35;
 export const NAME_FULL = 0.9;
@@ -50,6 +59,8 @@ export interface PairFeatures {
   names?: [string, string];
   /** How many active customers bear exactly this name (when both names are equal): common names say less. */
   nameCount?: number;
+  /** When the names are one typo apart: how many active customers bear the rarer of the two differing words. */
+  typoCount?: number;
   emails: string[];
   phones: string[];
   nameSimilarity: number;
@@ -73,9 +84,12 @@ export function scorePair(f: PairFeatures): { score: number; reasons: Reason[] }
     miss *= 1 - WEIGHTS.phone;
     reasons.push({ field: 'phone', detail: `same phone ${f.phones[0]}` });
   }
-  const typo = f.names !== undefined && f.nameSimilarity < TYPO_SIMILARITY && oneTypoApart(f.names[0], f.names[1]);
-  const effective = typo ? TYPO_SIMILARITY : f.nameSimilarity;
-  const sim = Math.max(0, Math.min(1, (effective - NAME_FLOOR) / (NAME_FULL - NAME_FLOOR)));
+  const plain = nameShare(f.nameSimilarity);
+  // A typo weighs as a full match, less when both spellings are common (two names); never less than its trigrams.
+  const slip = f.names !== undefined && f.nameSimilarity < TYPO_SIMILARITY && oneTypoApart(f.names[0], f.names[1]) ? slipFloor(f.typoCount ?? 0) : -1;
+  const typoShare = slip < 0 ? 0 : nameShare(TYPO_SIMILARITY) * (slip > 0 ? Math.sqrt(SLIP_COMMON / slip) : 1);
+  const typo = typoShare > plain;
+  const sim = Math.max(plain, typoShare);
   if (sim > 0) {
     const place = f.postalCodes.length > 0 ? 'postal' : f.cities.length > 0 ? 'city' : null;
     const w = place === 'postal' ? WEIGHTS.namePostal : place === 'city' ? WEIGHTS.nameCity : WEIGHTS.nameOnly;
@@ -83,11 +97,27 @@ export function scorePair(f: PairFeatures): { score: number; reasons: Reason[] }
     const rarity = common > 0 ? Math.sqrt(COMMON_NAME / common) : 1;
     miss *= 1 - w * sim * rarity;
     const commonText = common > 0 ? `, a common name (at least ${common} customers)` : '';
-    reasons.push({ field: 'name', detail: typo ? `names one typo apart (similarity ${f.nameSimilarity.toFixed(2)})` : `name similarity ${f.nameSimilarity.toFixed(2)}${commonText}` });
+    const typoText = slip > 0 ? `, both spellings common (the rarer borne by at least ${slip} customers)` : '';
+    reasons.push({ field: 'name', detail: typo ? `names one typo apart (similarity ${f.nameSimilarity.toFixed(2)})${typoText}` : `name similarity ${f.nameSimilarity.toFixed(2)}${commonText}` });
     if (place === 'postal') reasons.push({ field: 'address', detail: `same postal code ${f.postalCodes[0]}` });
     else if (place === 'city') reasons.push({ field: 'address', detail: `same city ${f.cities[0]}` });
   }
   return { score: Math.round((1 - miss) * 1000) / 1000, reasons };
+}
+
+/** The share of a name's weight a trigram similarity earns: 0 at NAME_FLOOR, 1 from NAME_FULL on. */
+function nameShare(similarity: number): number {
+  return Math.max(0, Math.min(1, (similarity - NAME_FLOOR) / (NAME_FULL - NAME_FLOOR)));
+}
+
+/**
+ * 0 for a word borne by fewer customers than the first step past SLIP_COMMON (a typo of it may be a slip);
+ * else its count's step (commonNameFloor). A typo pair's score depends on this step of its rarer word, so the
+ * refresher re-scores such pairs when a word changes step (see refresh.ts), as it does for equal names.
+ */
+export function slipFloor(count: number): number {
+  const step = commonNameFloor(count);
+  return step > SLIP_COMMON ? step : 0;
 }
 
 /**
@@ -124,9 +154,14 @@ export function withinOneEdit(a: string, b: string): boolean {
  * often differ only there ("elina"/"alina").
  */
 export function oneTypoApart(a: string, b: string): boolean {
+  return typoWords(a, b) !== null;
+}
+
+/** The two words in which names one typo apart differ (see oneTypoApart), else null. */
+export function typoWords(a: string, b: string): [string, string] | null {
   const wa = a.split(' ').filter(Boolean);
   const wb = b.split(' ').filter(Boolean);
-  if (wa.length !== wb.length || wa.length === 0) return false;
+  if (wa.length !== wb.length || wa.length === 0) return null;
   const rest = [...wb];
   const left: string[] = [];
   for (const w of wa) {
@@ -135,5 +170,5 @@ export function oneTypoApart(a: string, b: string): boolean {
     else left.push(w);
   }
   const [x, y] = [left[0], rest[0]];
-  return left.length === 1 && rest.length === 1 && Math.min(x.length, y.length) >= 4 && x[0] === y[0] && withinOneEdit(x, y);
+  return left.length === 1 && rest.length === 1 && Math.min(x.length, y.length) >= 4 && x[0] === y[0] && withinOneEdit(x, y) ? [x, y] : null;
 }

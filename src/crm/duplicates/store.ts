@@ -217,6 +217,39 @@ export async function pairsOfNames(tx: Queryable, names: string[], except: strin
   return r.rows;
 }
 
+/**
+ * The stored pairs of a bearer of one of these words ('w:' keys, walked by index) whose names may be one typo
+ * apart (as many words, lengths at most one apart, not equal; the refresher checks the typo), except pairs of
+ * the given customers (being refreshed now), with the features the score needs: a word that became more
+ * common lowers the scores of typos through it, and only theirs (the caller drops contacts past their cap).
+ */
+export async function typoPairsOfWords(tx: Queryable, words: string[], except: string[]): Promise<CandidateRow[]> {
+  const inter = (col: string) =>
+    `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) ORDER BY 1) ELSE '{}' END`;
+  const words_ = (name: string) => `array_length(string_to_array(${name}, ' '), 1)`;
+  const r = await tx.query<CandidateRow>(
+    `WITH w AS MATERIALIZED (
+       SELECT DISTINCT customer_id FROM duplicate_keys WHERE key = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
+     ), p AS MATERIALIZED (
+       SELECT d.a, d.b FROM w JOIN duplicate_pairs d ON d.a = w.customer_id
+       UNION
+       SELECT d.a, d.b FROM w JOIN duplicate_pairs d ON d.b = w.customer_id
+     ), f AS MATERIALIZED (
+       SELECT p.a AS x, p.b AS y, pa.name AS name_x, pb.name AS name_y, similarity(pa.name, pb.name)::float8 AS sim,
+         pa.emails AS emails_x, pb.emails AS emails_y, pa.phones AS phones_x, pb.phones AS phones_y,
+         pa.postal_codes AS postal_x, pb.postal_codes AS postal_y, pa.cities AS cities_x, pb.cities AS cities_y
+       FROM p JOIN duplicate_profiles pa ON pa.customer_id = p.a JOIN duplicate_profiles pb ON pb.customer_id = p.b
+       WHERE p.a <> ALL($2::bigint[]) AND p.b <> ALL($2::bigint[]) AND pa.name <> pb.name
+         AND ${words_('pa.name')} = ${words_('pb.name')} AND abs(length(pa.name) - length(pb.name)) <= 1
+     )
+     SELECT f.x, f.y, ${inter('emails')} AS emails, ${inter('phones')} AS phones, f.sim, f.name_x, f.name_y,
+       ${inter('postal')} AS postal, ${inter('cities')} AS cities
+     FROM f`,
+    [words, except],
+  );
+  return r.rows;
+}
+
 export async function deletePairs(tx: Queryable, pairs: { a: string; b: string }[]): Promise<void> {
   if (pairs.length === 0) return;
   await tx.query('DELETE FROM duplicate_pairs WHERE (a, b) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))', [pairs.map((p) => p.a), pairs.map((p) => p.b)]);
