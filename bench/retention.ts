@@ -59,12 +59,21 @@ export async function runRetentionBench(opts: { quick?: boolean; rows?: number }
       deleteWal += plan.Plan['WAL Bytes'];
     }
 
-    // Retention of day A: 30 days after it ended (day B, a day younger, stays).
+    // Retention of day A: 30 days after it ended (day B, a day younger, stays), while another connection inserts
+    // events one at a time (as the API does): the longest of those inserts is how long writers waited for it.
     await db.exec('CHECKPOINT');
+    const writer = new PgDb(pgdb.url, 1);
+    const before = await writes(writer, dayB, 300);
     const lsn0 = (await db.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l;
+    let stop = false;
+    const during = writes(writer, dayB, Infinity, () => stop);
+    await new Promise((r) => setTimeout(r, 50));
     const t0 = performance.now();
-    const out = await runRetention(db, { eventRetentionDays: 30, webhookRetentionDays: 30 }, addDays(dayA, 31.05));
+    const out = await runRetention(db, { eventRetentionDays: 30, webhookRetentionDays: 30 }, addDays(dayA, 31.05)).finally(() => { stop = true; });
     const dropMs = performance.now() - t0;
+    const stall = await during;
+    await writer.close();
+    log(`retention: inserts meanwhile ${stall.n}, longest ${round(stall.max)} ms (before: ${before.n} in 300 ms, longest ${round(before.max)} ms)`);
     const lsn1 = (await db.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l;
     const serverWal = Number((await db.query<{ b: string }>('SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn) AS b', [lsn0, lsn1])).rows[0].b);
     const own = await walOfDatabase(db, lsn0, lsn1);
@@ -82,6 +91,12 @@ export async function runRetentionBench(opts: { quick?: boolean; rows?: number }
         note: 'baseline: DELETE of an equal day (the retention before partitioning), both after a CHECKPOINT; the call also drops the (empty) legacy partitions',
       },
       {
+        what: 'retention of that day: the longest wait of an insert into events meanwhile (one connection inserting one event at a time) vs the same just before',
+        value: round(stall.max), unit: 'ms', baseline: round(before.max), ratio: round(stall.max / before.max),
+        goal: `information (the call took ${round(dropMs)} ms; writers wait for a partition's detach, not for its files' removal)`,
+        command: cmd, note: `${stall.n} inserts during the call; ${before.n} in the 300 ms before`,
+      },
+      {
         what: 'retention of that day: WAL written', value: wal, unit: 'B', baseline: deleteWal, ratio: round(wal / deleteWal, 5),
         // Catalog records (and their full-page images after the checkpoint) of the partitions dropped, whatever their rows.
         goal: `no WAL per row (catalog records only; the DELETE ${round(deleteWal / rows)} B per row), < 1 % of the DELETE's: ${wal < deleteWal / 100 ? 'met' : 'not met'}`,
@@ -92,6 +107,24 @@ export async function runRetentionBench(opts: { quick?: boolean; rows?: number }
     await db.close();
     await pgdb.drop();
   }
+}
+
+/** Inserts one event at a time into day `day` for `ms` (or until `stop`): how many, and the longest one (ms). */
+async function writes(db: PgDb, day: Date, ms: number, stop: () => boolean = () => false): Promise<{ n: number; max: number }> {
+  const end = performance.now() + ms;
+  let n = 0;
+  let max = 0;
+  while (performance.now() < end && !stop()) {
+    const t = performance.now();
+    await db.query(
+      `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, created_at)
+       VALUES ('customerCreate', 'Customer', gen_random_uuid(), 'w', 'TULIP_API', $1::timestamptz + random() * interval '1 hour')`,
+      [day.toISOString()],
+    );
+    max = Math.max(max, performance.now() - t);
+    n++;
+  }
+  return { n, max };
 }
 
 /** WAL bytes of the records touching this database's relations between two positions (null: pg_waldump unusable). */
