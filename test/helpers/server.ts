@@ -1,5 +1,6 @@
 // A real Bulb HTTP server on loopback over a test database, and a small JSON client for it. Every answer
 // the client receives is checked against the served OpenAPI document (./contract.ts): a mismatch throws.
+import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { makeServices, type Services } from '../../src/services.ts';
@@ -87,6 +88,13 @@ export class Client {
   delete<T = any>(path: string, headers?: Record<string, string>) {
     return this.req<T>('DELETE', path, undefined, headers);
   }
+}
+
+/** Creates a webhook subscription through the API and asserts it was created (201): the answer's body. */
+export async function createSubscription(api: Client, body: Record<string, unknown>): Promise<any> {
+  const r = await api.post('/integrations/webhooks/subscriptions', body);
+  assert.equal(r.status, 201, r.text);
+  return r.body;
 }
 
 /** Asserts the SPEC §3 error shape and returns the error codes. */

@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { describeEachDb } from '../helpers/suite.ts';
-import { errorCodes } from '../helpers/server.ts';
+import { createSubscription, errorCodes } from '../helpers/server.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { emitEvents } from '../../src/events/emit.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -28,11 +28,7 @@ await describeEachDb('webhook delivery', (ctx) => {
   let rx: Receiver;
   useWorkerAndReceiver(ctx, ENV, (_w, r) => (rx = r));
 
-  const subscribe = async (body: Record<string, unknown>) => {
-    const r = await api().post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'customerCreate', ...body });
-    assert.equal(r.status, 201, r.text);
-    return r.body;
-  };
+  const subscribe = (body: Record<string, unknown>) => createSubscription(api(), { url: rx.url, eventType: 'customerCreate', ...body });
   const attempts = async (q = '') => (await api().get(`/integrations/webhooks/logs?limit=250${q}`)).body.data as any[];
   const deliveriesOf = async (sub: string) => (await api().get(`/integrations/webhooks/deliveries?limit=250&subscription=${sub}`)).body.data as any[];
   const forSub = (sub: string) => rx.received.filter((r) => r.body?.subscription === sub);

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
+import { createSubscription } from '../helpers/server.ts';
 import { backends, emptyDb } from '../helpers/db.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { migrate, migrationFiles } from '../../src/db/migrate.ts';
@@ -20,11 +21,7 @@ await describeEachDb('lean attempt rows', (ctx) => {
   let rx: Receiver;
   useWorkerAndReceiver(ctx, ENV, (_w, r) => (rx = r));
 
-  const subscribe = async (body: Record<string, unknown>) => {
-    const r = await api().post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'customerCreate', ...body });
-    assert.equal(r.status, 201, r.text);
-    return r.body as { uuid: string };
-  };
+  const subscribe = (body: Record<string, unknown>): Promise<{ uuid: string }> => createSubscription(api(), { url: rx.url, eventType: 'customerCreate', ...body });
   const logsOf = async (q: string) => (await api().get(`/integrations/webhooks/logs?limit=250&${q}`)).body.data as any[];
 
   it('the logs show what was sent, and still after the subscription changes (URL, auth, version, rotation)', async () => {

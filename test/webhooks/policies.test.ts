@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describeEachDb } from '../helpers/suite.ts';
-import { errorCodes } from '../helpers/server.ts';
+import { createSubscription, errorCodes } from '../helpers/server.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
 import { startReceiver, status, waitFor, type Receiver } from './receiver.ts';
 
@@ -30,11 +30,7 @@ await describeEachDb('retry policy per subscription', (ctx) => {
     await worker?.stop();
     await down?.close();
   });
-  const subscribe = async (body: Record<string, unknown>) => {
-    const r = await api().post(SUBS, { url: down.url, eventTypes: ['webhookTest'], ...body });
-    assert.equal(r.status, 201, r.text);
-    return r.body;
-  };
+  const subscribe = (body: Record<string, unknown>) => createSubscription(api(), { url: down.url, eventTypes: ['webhookTest'], ...body });
   const test = async (uuid: string) => assert.equal((await api().post(`${SUBS}/${uuid}/test`)).status, 202);
   const logs = async (uuid: string) =>
     ((await api().get(`/integrations/webhooks/logs?limit=250&subscription=${uuid}`)).body.data as any[]).reverse(); // oldest first
