@@ -130,7 +130,7 @@ export async function dropPartition(db: Db, t: PartitionedTable, partition: stri
     await tx.query(`ALTER TABLE ${t.table} DETACH PARTITION ${partition}`);
     await tx.query(`ALTER TABLE ${partition} RENAME TO ${RETIRED_PREFIX}${partition}`);
   });
-  await dropRetired(db);
+  await dropTable(db, RETIRED_PREFIX + partition);
 }
 
 /**
@@ -143,16 +143,20 @@ export async function dropRetired(db: Db): Promise<string[]> {
     [RETIRED_PREFIX],
   );
   const dropped: string[] = [];
-  for (const { name } of r.rows) {
-    try {
-      await db.transaction(async (tx) => {
-        await tx.query(`SET LOCAL lock_timeout = '2s'`);
-        await tx.query(`DROP TABLE IF EXISTS ${name}`);
-      });
-      dropped.push(name);
-    } catch (err) {
-      if (sqlState(err) !== '55P03') throw err;
-    }
-  }
+  for (const { name } of r.rows) if (await dropTable(db, name)) dropped.push(name);
   return dropped;
+}
+
+/** Drops a detached table under lock_timeout; false: a query still holds it (left for the next pass). */
+async function dropTable(db: Db, name: string): Promise<boolean> {
+  try {
+    await db.transaction(async (tx) => {
+      await tx.query(`SET LOCAL lock_timeout = '2s'`);
+      await tx.query(`DROP TABLE IF EXISTS ${name}`);
+    });
+    return true;
+  } catch (err) {
+    if (sqlState(err) !== '55P03') throw err;
+    return false;
+  }
 }
