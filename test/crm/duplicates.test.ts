@@ -192,14 +192,14 @@ await describeEachDb('possible duplicates', (ctx) => {
     const ids = (await db.query<{ id: string }>(`SELECT id FROM customers WHERE external_id LIKE 'gc-%'`)).rows.map((r) => r.id);
     const profiles = (await activeSignals(db, ids)).map((c) => profileOf(c, 'US'));
     const rec = recording(db);
-    const rows = (await candidates(rec.q, profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId }))))).length;
+    const rows = (await candidates(rec.q, profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId, name: p.name }))))).length;
     assert.equal(rows, k * (k - 1));
     const { buffers } = await buffersOf(db, rec.sent[0]);
     // The statement's own reads beside its candidate search (before: the name's index again for every candidate, 4 per candidate here).
     assert.ok(buffers < rows, `${buffers} buffers for ${rows} candidates`);
     // A name this common pairs its bearers only with a contact in common: the others are left out in the database
     // (before: k² rows computed, sent and scored for nothing, 22 s of one batch at k = 1,000).
-    const guests = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId })));
+    const guests = profiles.flatMap((p) => keysOf(p).map((key) => ({ key, customerId: p.customerId, name: p.name })));
     assert.equal((await candidates(db, guests, { emails: [], phones: [] }, ['guest customer'])).length, 0);
     await api().post('/crm/customers/bulk', [1, 2].map((i) => ({ externalId: `gc-e${i}`, firstName: 'Guest', lastName: 'Customer', emails: [{ email: 'jo.guest@example.com' }], addresses: [{ city: 'Newark', postCode: '07102' }] })));
     assert.deepEqual((await dupsOf('gc-e1')).map((x) => x.customer.externalId), ['gc-e2']);
@@ -372,9 +372,9 @@ await describeEachDb('possible duplicates', (ctx) => {
     // The first name with the city becomes common: past the cap it brings nobody together, and the earlier pair goes too.
     const items = [...Array(NAME_KEY_CAP)].map((_, i) => ({ externalId: `cap-x${i}`, firstName: 'Avelina', lastName: `Zed${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}ski`, addresses: [town(`${i} Elm St`)] }));
     for (let i = 0; i < items.length; i += 100) assert.equal((await api().post('/crm/customers/bulk', items.slice(i, i + 100))).status, 200);
-    const bearers = async () => (await db.query<{ bearers: number }>(`SELECT bearers FROM duplicate_key_counts WHERE key = 'n:avelina|c:springvale'`)).rows[0]?.bearers;
+    const bearers = async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM duplicate_keys WHERE key = 'n:avelina|c:springvale'`)).rows[0].n;
     await drain();
-    assert.equal(await bearers(), NAME_KEY_CAP + 2, 'the count kept by the triggers');
+    assert.equal(await bearers(), NAME_KEY_CAP + 2, 'every bearer keeps the key, counted on its index up to the cap');
     assert.equal(await pairOf('cap-a1', 'cap-a2'), undefined, 'a key past the cap brings nobody together');
     assert.deepEqual(await dupsOf('cap-x0'), []);
     // The same name with a postal code in common pairs (that key is rare), above the default minScore.
@@ -389,10 +389,10 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.equal(await bearers(), 2);
   });
 
-  it('the counts kept by the triggers are the keys and names stored, after all the changes above', async () => {
+  it('the counts kept by the triggers are the words and names stored, after all the changes above (blocking keys are counted on their index)', async () => {
     await drain();
     const r = await ctx.tdb.db.query<{ key: string; kept: number; real: number }>(
-      `WITH real AS (SELECT key, count(*)::int AS n FROM duplicate_keys GROUP BY key UNION ALL SELECT 'f:' || name, count(*)::int FROM duplicate_profiles GROUP BY name)
+      `WITH real AS (SELECT key, count(*)::int AS n FROM duplicate_keys WHERE key LIKE 'w:%' GROUP BY key UNION ALL SELECT 'f:' || name, count(*)::int FROM duplicate_profiles GROUP BY name)
        SELECT coalesce(c.key, r.key) AS key, coalesce(c.bearers, 0) AS kept, coalesce(r.n, 0) AS real
        FROM duplicate_key_counts c FULL JOIN real r ON r.key = c.key WHERE coalesce(c.bearers, 0) <> coalesce(r.n, 0)`,
     );
@@ -400,18 +400,29 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.ok(Number((await ctx.tdb.db.query<{ n: string }>('SELECT count(*) AS n FROM duplicate_key_counts WHERE bearers > 0')).rows[0].n) > 100);
   });
 
-  it('migration 049 counts the keys and names already stored', async () => {
+  it('migrations 049 and 061: every key and name counted, then the names and words only, the pairs as before', async () => {
     const db = ctx.tdb.db;
     await drain();
     const counts = async () => (await db.query<{ key: string; bearers: number }>('SELECT key, bearers FROM duplicate_key_counts WHERE bearers > 0 ORDER BY key')).rows;
-    const kept = await counts();
+    const pairs = async () => (await db.query('SELECT a, b, score, reasons FROM duplicate_pairs ORDER BY a, b')).rows;
+    const [kept, keptPairs] = [await counts(), await pairs()];
+    assert.ok(kept.length > 100 && kept.every((c) => c.key.startsWith('f:') || c.key.startsWith('w:')), 'names and words only');
     await db.exec('DROP TABLE duplicate_key_counts; DROP FUNCTION duplicate_keys_counted() CASCADE; DROP FUNCTION duplicate_names_counted() CASCADE');
-    await db.query('DELETE FROM schema_migrations WHERE version = 49');
-    assert.deepEqual(await migrate(db), ['049_duplicate_key_counts.sql']);
+    await db.exec('ALTER TABLE duplicate_profiles DROP CONSTRAINT duplicate_profiles_pkey, ADD PRIMARY KEY (customer_id)');
+    await db.query('DELETE FROM schema_migrations WHERE version IN (49, 61)');
+    assert.deepEqual(await migrate(db, 49), ['049_duplicate_key_counts.sql']);
+    assert.ok((await counts()).some((c) => c.key.startsWith('n:')), '049 counted the blocking keys too');
+    assert.deepEqual(await migrate(db), ['061_duplicate_counts_of_names.sql']);
     assert.deepEqual(await counts(), kept);
+    const pk = await db.query<{ def: string }>(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'duplicate_profiles_pkey'`);
+    assert.equal(pk.rows[0].def, 'PRIMARY KEY (customer_id) INCLUDE (name)');
+    await db.query(`INSERT INTO duplicate_dirty (customer_id) SELECT customer_id FROM duplicate_profiles ON CONFLICT DO NOTHING`);
+    await drain();
+    assert.deepEqual(await pairs(), keptPairs, 'every pair scored as before');
     await create('m49-1', { firstName: 'Counted', lastName: 'Again', addresses: [{ address1: '3 Elm St', postCode: '49049' }] });
     await drain();
-    assert.deepEqual((await db.query(`SELECT bearers FROM duplicate_key_counts WHERE key = 'n:counted|z:49049'`)).rows, [{ bearers: 1 }], 'the triggers are back');
+    assert.deepEqual((await db.query(`SELECT key, bearers FROM duplicate_key_counts WHERE key IN ('w:counted', 'f:counted again', 'n:counted|z:49049') ORDER BY key`)).rows,
+      [{ key: 'f:counted again', bearers: 1 }, { key: 'w:counted', bearers: 1 }], 'the triggers count names and words, not blocking keys');
   });
 
   it('migration 058 writes the word keys of the profiles already stored, and re-queues the pairs scored by the typo rule', async () => {

@@ -38,16 +38,24 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
       const p = byId.get(o.customerId);
       return p !== undefined && JSON.stringify([o.name, o.emails, o.phones, o.postalCodes, o.cities]) === JSON.stringify([p.name, p.emails, p.phones, p.postalCodes, p.cities]);
     }).map((o) => o.customerId));
-    // How many bear each key and each name now and once the batch is refreshed, one index probe each (the counts
-    // are kept by triggers). Counted once per name: counted per candidate row, a name borne by k customers (k
-    // walk-in "Guest Customer"s of one shop) cost k² candidates × k, 72 s for one read at k = 1,000.
+    // How many bear each key and each name now and once the batch is refreshed, one index probe each: names and
+    // words from their counts (kept by triggers), blocking keys on their own index up to what their cap needs (its
+    // cap + 1, + as many as this batch takes away, so that "past the cap" before and after is exact). Counted once
+    // per name: counted per candidate row, a name borne by k customers (k walk-in "Guest Customer"s of one shop)
+    // cost k² candidates × k, 72 s for one read at k = 1,000.
     const delta = new Map<string, number>();
     const add = (key: string, d: number) => delta.set(key, (delta.get(key) ?? 0) + d);
     for (const k of keys) add(k.key, 1);
     for (const p of profiles) add(`f:${p.name}`, 1);
     for (const k of stored.keys) add(k.key, -1);
     for (const o of stored.profiles) add(`f:${o.name}`, -1);
-    const now = await store.bearers(tx, [...delta.keys()]);
+    const removed = new Map<string, number>();
+    for (const k of stored.keys) removed.set(k.key, (removed.get(k.key) ?? 0) + 1);
+    const capKeys = [...delta.keys()].filter(blocking);
+    const now = new Map([
+      ...(await store.counted(tx, [...delta.keys()].filter((k) => !blocking(k)))),
+      ...(await store.bearersUpTo(tx, capKeys, capKeys.map((k) => keyCap(k) + 1 + (removed.get(k) ?? 0)))),
+    ]);
     const counts = [...delta].map(([key, d]) => ({ key, before: now.get(key) ?? 0, after: (now.get(key) ?? 0) + d }));
     await store.writeProfiles(tx, ids, {
       dropProfiles: stored.profiles.filter((o) => !sameProfile.has(o.customerId)).map((o) => o.customerId),
@@ -65,7 +73,7 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     const lone = { emails: [], phones: [], nameSimilarity: 1, postalCodes: ['-'], cities: [] };
     const hopeless = [...nameCount].filter(([name, n]) => name === '' || scorePair({ ...lone, names: [name, name], nameCount: n }).score < STORED_MIN).map(([name]) => name);
     const found = new Map<string, store.CandidateRow>();
-    for (const row of await store.candidates(tx, keys.filter((k) => blocking(k.key) && !capped.has(k.key)), common, hopeless)) {
+    for (const row of await store.candidates(tx, keys.filter((k) => blocking(k.key) && !capped.has(k.key)).map((k) => ({ ...k, name: byId.get(k.customerId)!.name })), common, hopeless)) {
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
       if (!found.has(`${a}/${b}`)) found.set(`${a}/${b}`, { ...row, x: a, y: b });
     }
@@ -120,7 +128,7 @@ async function rescoreCommoner(tx: Queryable, ids: string[], counts: Count[]): P
   if (found.size === 0) return;
   // Shared emails and phones past their cap are no match.
   const contacts = [...new Set([...found.values()].flatMap((r) => [...r.emails.map((e) => `e:${e}`), ...r.phones.map((p) => `p:${p}`)]))];
-  const now = contacts.length === 0 ? new Map<string, number>() : await store.bearers(tx, contacts);
+  const now = await store.bearersUpTo(tx, contacts, contacts.map(() => COMMON_CONTACT + 1));
   const open = (key: string) => (now.get(key) ?? 0) <= COMMON_CONTACT;
   const scored = await scoreRows(tx, [...found.values()].map((r) => ({ ...r, emails: r.emails.filter((e) => open(`e:${e}`)), phones: r.phones.filter((p) => open(`p:${p}`)) })), new Map(counts.map((c) => [c.key, c.after])));
   await store.insertPairs(tx, scored.filter((p) => p.score >= STORED_MIN));
@@ -135,7 +143,7 @@ async function rescoreCommoner(tx: Queryable, ids: string[], counts: Count[]): P
 async function scoreRows(tx: Queryable, rows: store.CandidateRow[], known: Map<string, number>): Promise<store.NewPair[]> {
   const typos = rows.map((r) => (r.name_x === r.name_y ? null : typoWords(r.name_x, r.name_y)));
   const needed = [...new Set(rows.flatMap((r, i) => (r.name_x === r.name_y ? [`f:${r.name_x}`] : (typos[i] ?? []).map((w) => `w:${w}`))))].filter((k) => !known.has(k));
-  const counts = needed.length === 0 ? known : new Map([...known, ...(await store.bearers(tx, needed))]);
+  const counts = needed.length === 0 ? known : new Map([...known, ...(await store.counted(tx, needed))]);
   return rows.map((row, i) => {
     const typo = typos[i];
     const f: PairFeatures = {
