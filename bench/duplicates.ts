@@ -119,7 +119,7 @@ export async function seedBase(db: PgDb, n: number): Promise<void> {
       (CASE WHEN length(f) >= 4 THEN 'w:' || f END), (CASE WHEN length(l) >= 4 AND l <> f THEN 'w:' || l END)) v(k) WHERE k IS NOT NULL`);
   await db.exec(`ALTER TABLE ${triggers.replaceAll('DISABLE', 'ENABLE')}`);
   await timed('counts', `INSERT INTO duplicate_key_counts (key, bearers)
-    SELECT key, count(*) FROM duplicate_keys GROUP BY key UNION ALL SELECT 'f:' || name, count(*) FROM duplicate_profiles GROUP BY name`);
+    SELECT key, count(*) FROM duplicate_keys WHERE key LIKE 'w:%' GROUP BY key UNION ALL SELECT 'f:' || name, count(*) FROM duplicate_profiles GROUP BY name`);
   await db.transaction(async (tx) => {
     await tx.query(`SET LOCAL maintenance_work_mem = '1GB'`);
     const t0 = performance.now();
@@ -160,7 +160,7 @@ async function qualityPart(n: number, lookups: number): Promise<Row[]> {
     const precision = predicted.length ? tp / predicted.length : 0;
     const recall = tp / truth.size;
     const capped = (await db.query<{ keys: number; bearings: string }>(
-      `SELECT count(*)::int AS keys, coalesce(sum(bearers), 0)::text AS bearings FROM duplicate_key_counts WHERE key LIKE 'n:%' AND bearers > $1`, [NAME_KEY_CAP],
+      `SELECT count(*)::int AS keys, coalesce(sum(n), 0)::text AS bearings FROM (SELECT count(*) AS n FROM duplicate_keys WHERE key LIKE 'n:%' GROUP BY key) k WHERE n > $1`, [NAME_KEY_CAP],
     )).rows[0];
     const allBearings = Number((await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM duplicate_keys`)).rows[0].n);
     rows.push({
