@@ -9,7 +9,7 @@ import { keysOf, normalizeEmail, normalizePhone, profileOf } from '../../src/crm
 import { COMMON_CONTACT, NAME_KEY_CAP, SLIP_COMMON, oneTypoApart, scorePair, slipFloor } from '../../src/crm/duplicates/score.ts';
 import { refreshDuplicates } from '../../src/crm/duplicates/refresh.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { activeSignals, candidates } from '../../src/crm/duplicates/store.ts';
+import { activeSignals, candidates, pairsOfNames } from '../../src/crm/duplicates/store.ts';
 import { buffersOf, recording } from '../helpers/buffers.ts';
 
 describe('duplicate signals', () => {
@@ -243,6 +243,25 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.deepEqual((await dupsOf('gc-e1')).map((x) => x.customer.externalId), ['gc-e2']);
   });
 
+  it('a name a step more common re-scores its pairs read by their name, not by walking its bearers', async () => {
+    // Before migration 062 the step walked every bearer of the name (its index, each bearer's profile and pairs):
+    // at 5M customers as much of the refresher's time as the candidate search.
+    const db = ctx.tdb.db;
+    const k = 120;
+    const items = [...Array(k)].map((_, i) => ({ externalId: `sn-${i}`, firstName: 'Odile', lastName: 'Stepwise', emails: i === 0 ? [{ email: 'odile.twin@example.com' }] : [], addresses: [{ address1: `${i} Far Rd`, city: `Town ${i}`, postCode: String(70000 + i), countryCode: 'US' }] }));
+    for (let i = 0; i < k; i += 100) assert.equal((await api().post('/crm/customers/bulk', items.slice(i, i + 100))).status, 200);
+    await create('sn-twin', { firstName: 'Odile', lastName: 'Stepwise', emails: [{ email: 'odile.twin@example.com' }], addresses: [{ address1: '0 Far Rd', city: 'Town 0', postCode: '70000', countryCode: 'US' }] });
+    const pair = (await dupsOf('sn-0')).find((x) => x.customer.externalId === 'sn-twin');
+    assert.ok(pair && /at least \d+ customers/.test(JSON.stringify(pair.reasons)), JSON.stringify(pair));
+    const stored = (await db.query<{ same_name: string | null }>(`SELECT same_name FROM duplicate_pairs WHERE same_name = 'odile stepwise'`)).rows;
+    assert.equal(stored.length, 1, 'the one pair of two bearers, marked with its name');
+    const rec = recording(db);
+    const rows = await pairsOfNames(rec.q, ['odile stepwise'], [], { emails: [], phones: [] });
+    assert.equal(rows.length, 1);
+    const { buffers } = await buffersOf(db, rec.sent[0]);
+    assert.ok(buffers < k / 2, `${buffers} buffers for a name of ${k + 1} bearers and 1 pair`);
+  });
+
   it('scores a common name by its current count, whatever order its bearers arrived in, up and down', async () => {
     const at = (postCode: string) => ({ address1: '5 Oak St', city: `Town ${postCode}`, postCode, countryCode: 'US' });
     const pairOf = async (a: string, b: string) => (await dupsOf(a)).find((x) => x.customer.externalId === b)!;
@@ -438,20 +457,23 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.ok(Number((await ctx.tdb.db.query<{ n: string }>('SELECT count(*) AS n FROM duplicate_key_counts WHERE bearers > 0')).rows[0].n) > 100);
   });
 
-  it('migrations 049 and 061: every key and name counted, then the names and words only, the pairs as before', async () => {
+  it('migrations 049, 061 and 062: every key and name counted, then the names and words only; the pairs of equal names marked', async () => {
     const db = ctx.tdb.db;
     await drain();
     const counts = async () => (await db.query<{ key: string; bearers: number }>('SELECT key, bearers FROM duplicate_key_counts WHERE bearers > 0 ORDER BY key')).rows;
-    const pairs = async () => (await db.query('SELECT a, b, score, reasons FROM duplicate_pairs ORDER BY a, b')).rows;
+    const pairs = async () => (await db.query('SELECT a, b, score, reasons, same_name FROM duplicate_pairs ORDER BY a, b')).rows;
     const [kept, keptPairs] = [await counts(), await pairs()];
     assert.ok(kept.length > 100 && kept.every((c) => c.key.startsWith('f:') || c.key.startsWith('w:')), 'names and words only');
     await db.exec('DROP TABLE duplicate_key_counts; DROP FUNCTION duplicate_keys_counted() CASCADE; DROP FUNCTION duplicate_names_counted() CASCADE');
     await db.exec('ALTER TABLE duplicate_profiles DROP CONSTRAINT duplicate_profiles_pkey, ADD PRIMARY KEY (customer_id)');
-    await db.query('DELETE FROM schema_migrations WHERE version IN (49, 61)');
+    await db.query('UPDATE duplicate_pairs SET same_name = NULL');
+    await db.query('DELETE FROM schema_migrations WHERE version IN (49, 61, 62)');
+    await db.exec('DROP INDEX duplicate_pairs_same_name; ALTER TABLE duplicate_pairs DROP COLUMN same_name');
     assert.deepEqual(await migrate(db, 49), ['049_duplicate_key_counts.sql']);
     assert.ok((await counts()).some((c) => c.key.startsWith('n:')), '049 counted the blocking keys too');
-    assert.deepEqual(await migrate(db), ['061_duplicate_counts_of_names.sql']);
+    assert.deepEqual(await migrate(db), ['061_duplicate_counts_of_names.sql', '062_duplicate_pairs_same_name.sql']);
     assert.deepEqual(await counts(), kept);
+    assert.deepEqual(await pairs(), keptPairs, '062 marks the pairs of two equal names');
     const pk = await db.query<{ def: string }>(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'duplicate_profiles_pkey'`);
     assert.equal(pk.rows[0].def, 'PRIMARY KEY (customer_id) INCLUDE (name)');
     await db.query(`INSERT INTO duplicate_dirty (customer_id) SELECT customer_id FROM duplicate_profiles ON CONFLICT DO NOTHING`);

@@ -151,7 +151,7 @@ async function scoreRows(tx: Queryable, rows: store.CandidateRow[], known: Map<s
       nameCount: row.name_x === row.name_y ? counts.get(`f:${row.name_x}`) : undefined,
       typoCount: typo ? Math.min(counts.get(`w:${typo[0]}`) ?? 0, counts.get(`w:${typo[1]}`) ?? 0) : undefined,
     };
-    return { a: row.x, b: row.y, ...scorePair(f) };
+    return { a: row.x, b: row.y, ...scorePair(f), sameName: row.name_x === row.name_y ? row.name_x : null };
   });
 }
 

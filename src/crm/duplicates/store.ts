@@ -225,7 +225,8 @@ export async function candidates(tx: Queryable, keys: { key: string; customerId:
  * The stored pairs of two bearers of one of these names (except pairs of the given customers, being refreshed
  * now), with the features the score needs: a name that became more common lowers their scores, and only theirs
  * (the name's weight counts only between equal names). `common`: emails and phones past their cap, no match.
- * Walks the names' bearers by index and probes each one's pairs: a bearer costs an index probe, not a refresh.
+ * Reads the name's pairs by their same_name (migration 062), however many customers bear the name (it walked
+ * every bearer before: thousands of profiles for the few pairs among them).
  */
 export async function pairsOfNames(tx: Queryable, names: string[], except: string[], common: { emails: string[]; phones: string[] }): Promise<CandidateRow[]> {
   const inter = (col: string, except: string) =>
@@ -235,9 +236,9 @@ export async function pairsOfNames(tx: Queryable, names: string[], except: strin
        SELECT p.a AS x, p.b AS y, pa.name AS name_x, pb.name AS name_y, similarity(pa.name, pb.name)::float8 AS sim,
          pa.emails AS emails_x, pb.emails AS emails_y, pa.phones AS phones_x, pb.phones AS phones_y,
          pa.postal_codes AS postal_x, pb.postal_codes AS postal_y, pa.cities AS cities_x, pb.cities AS cities_y
-       FROM duplicate_profiles pa JOIN duplicate_pairs p ON p.a = pa.customer_id
+       FROM duplicate_pairs p JOIN duplicate_profiles pa ON pa.customer_id = p.a
        JOIN duplicate_profiles pb ON pb.customer_id = p.b AND pb.name = pa.name
-       WHERE pa.name = ANY($1::text[]) AND p.a <> ALL($2::bigint[]) AND p.b <> ALL($2::bigint[])
+       WHERE p.same_name = ANY($1::text[]) AND p.a <> ALL($2::bigint[]) AND p.b <> ALL($2::bigint[])
      )
      SELECT f.x, f.y, ${inter('emails', '$3')} AS emails, ${inter('phones', '$4')} AS phones, f.sim, f.name_x, f.name_y,
        ${inter('postal', "'{}'")} AS postal, ${inter('cities', "'{}'")} AS cities
@@ -290,15 +291,17 @@ export interface NewPair {
   b: string;
   score: number;
   reasons: Reason[];
+  /** The name both bear, when they bear the same (its count weighs the pair: pairsOfNames finds it by this). */
+  sameName: string | null;
 }
 
 export async function insertPairs(tx: Queryable, pairs: NewPair[]): Promise<void> {
   if (pairs.length === 0) return;
   await tx.query(
-    `INSERT INTO duplicate_pairs (a, b, score, reasons)
-     SELECT a, b, s, r::jsonb FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[]) AS t(a, b, s, r)
-     ON CONFLICT (a, b) DO UPDATE SET score = excluded.score, reasons = excluded.reasons`,
-    [pairs.map((p) => p.a), pairs.map((p) => p.b), pairs.map((p) => Math.round(p.score * 1000)), pairs.map((p) => JSON.stringify(p.reasons))],
+    `INSERT INTO duplicate_pairs (a, b, score, reasons, same_name)
+     SELECT a, b, s, r::jsonb, n FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], $5::text[]) AS t(a, b, s, r, n)
+     ON CONFLICT (a, b) DO UPDATE SET score = excluded.score, reasons = excluded.reasons, same_name = excluded.same_name`,
+    [pairs.map((p) => p.a), pairs.map((p) => p.b), pairs.map((p) => Math.round(p.score * 1000)), pairs.map((p) => JSON.stringify(p.reasons)), pairs.map((p) => p.sameName)],
   );
 }
 
