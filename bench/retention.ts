@@ -1,8 +1,9 @@
 // Retention by partition (issue 25 items 2 and 5, docs/partitioning.md): the cost of dropping a day of events,
-// webhook deliveries and attempts (runRetention: DETACH, then DROP of each table's partition) at two sizes in one run,
-// N and 4N rows a day (N = 1,000,000 events and as many deliveries, 1.5 lean attempts per delivery; --quick 100,000;
-// --rows=N), against the mass DELETE of before on an equal day of N. PostgreSQL. Each size: the call's time, its
-// WAL, and the growth factor from N to 4N (the volume rule: ≤ 1.2), with each statement's time inside the call.
+// webhook deliveries and attempts (runRetention: DETACH each table's partition, then DROP them) at two sizes in one
+// run, N and 4N rows a day (N = 1,000,000 events and as many deliveries, 1.5 lean attempts per delivery; --quick
+// 100,000; --rows=N), against the mass DELETE of before on an equal day of N. PostgreSQL. Each size: the call's time
+// and that of its two phases (the checks and detaches; the drops, where the files go), the CPU of its backends, its
+// WAL, and the growth factor from N to 4N (the volume rule: ≤ 1.2); each statement's time is logged.
 // WAL: for the DELETE, EXPLAIN (ANALYZE, WAL) of each statement (its own WAL exactly); for the retention, the records
 // of this database between the WAL positions before and after (pg_waldump, when the server's pg_wal is readable
 // here; else the whole server's WAL between them, other sessions' writes included: an upper bound). A CHECKPOINT
@@ -80,38 +81,54 @@ export async function runRetentionBench(opts: { quick?: boolean; rows?: number }
     for (const [i, day] of dropDays.entries()) runs.push(await measure(db, pgdb.url, day, liveDay, sizes[i]));
     const [a, b] = runs;
     const growth = b.ms / a.ms;
+    const retireGrowth = b.retireMs / a.retireMs;
     const walGrowth = b.wal / a.wal;
     const fmt = (x: number) => x.toLocaleString('en');
-    const day = (i: number) => `${fmt(sizes[i])} events + ${fmt(sizes[i])} deliveries + ${fmt(sizes[i] * 1.5)} attempts, ${round(bytes[i] / 2 ** 20)} MiB`;
-    const steps = (r: Run) => r.steps.map((s) => `${s.what} ${round(s.ms, 1)}`).join(', ');
+    const mib = (i: number) => round(bytes[i] / 2 ** 20);
+    const day = (i: number) => `${fmt(sizes[i])} events + ${fmt(sizes[i])} deliveries + ${fmt(sizes[i] * 1.5)} attempts, ${mib(i)} MiB`;
+    const phases = (r: Run) => `checks and detaches ${round(r.retireMs)} ms (the events partition's pending-delivery check ${round(r.steps.find((s) => s.what.startsWith('WITH range'))?.ms ?? 0, 1)} ms), drops ${round(r.dropMs)} ms (their COMMITs, where the files go: ${r.steps.filter((s) => s.what === 'BEGIN + COMMIT' && s.at >= r.dropAt).map((s) => round(s.ms)).join(' / ')} ms)`;
+    const cpu = (r: Run) => (r.cpuMs === null ? 'not readable' : `${round(r.cpuMs)} ms`);
+    const met = (ok: boolean) => (ok ? 'met' : 'not met');
     return [
       {
-        what: `retention of a day at N (${day(0)}): runRetention (DETACH, then DROP)`,
+        what: `retention of a day at N (${day(0)}): runRetention (DETACH each partition, then DROP them)`,
         value: round(a.ms), unit: 'ms', baseline: round(deleteMs), ratio: round(a.ms / deleteMs, 4),
-        goal: `< 1 s: ${a.ms < 1000 ? 'met' : 'not met'}`, command: cmd,
-        note: `baseline: DELETE of an equal day (the retention before partitioning), both after a CHECKPOINT. Statements (ms): ${steps(a)}`,
+        goal: `< 1 s: ${met(a.ms < 1000)}`, command: cmd,
+        note: `baseline: DELETE of an equal day (the retention before partitioning), both after a CHECKPOINT. ${phases(a)}`,
       },
       {
-        what: `retention of a day at 4N (${day(1)}) vs at N`,
+        what: `retention of a day at 4N (${day(1)}) vs at N: the whole call`,
         value: round(b.ms), unit: 'ms', baseline: round(a.ms), ratio: round(growth, 2),
-        goal: `growth ≤ 1.2 for 4× the rows: ${growth <= 1.2 ? 'met' : 'not met'}; < 1 s: ${b.ms < 1000 ? 'met' : 'not met'}`, command: cmd,
-        note: `Statements (ms): ${steps(b)}`,
+        goal: `growth ≤ 1.2 for 4× the rows: ${met(growth <= 1.2)}; < 1 s: ${met(b.ms < 1000)}`, command: cmd,
+        note: phases(b),
+      },
+      {
+        what: 'the same, its first phase: the checks and the DETACH (and rename) of each partition, after which the day is out of the three tables',
+        value: round(b.retireMs, 1), unit: 'ms', baseline: round(a.retireMs, 1), ratio: round(retireGrowth, 2),
+        goal: `growth ≤ 1.2 for 4× the rows: ${met(retireGrowth <= 1.2)}; < 1 s: ${met(b.retireMs < 1000)}`, command: cmd,
+        note: 'catalog work and index bounds: no statement reads the day\'s rows',
+      },
+      {
+        what: 'the same, its second phase: the DROP of the detached tables (the removal of their files), 4N vs N',
+        value: round(b.dropMs), unit: 'ms', baseline: round(a.dropMs), ratio: round(b.dropMs / a.dropMs, 2),
+        goal: `information: ${round(b.dropMs / mib(1), 3)} ms per MiB at 4N, ${round(a.dropMs / mib(0), 3)} at N (the files' size: ${round(mib(1) / mib(0), 2)}×)`, command: cmd,
+        note: `CPU of the call's backends (kernel time of the truncate and unlink included): ${cpu(b)} at 4N, ${cpu(a)} at N; the rest of the wall time they wait for the filesystem`,
       },
       {
         what: 'retention of the day at N: WAL written', value: a.wal, unit: 'B', baseline: deleteWal, ratio: round(a.wal / deleteWal, 5),
         // Catalog records (and their full-page images after the checkpoint) of the partitions dropped, whatever their rows.
-        goal: `no WAL per row (catalog records only; the DELETE ${round(deleteWal / (3.5 * n))} B per row), < 1 % of the DELETE's: ${a.wal < deleteWal / 100 ? 'met' : 'not met'}`,
+        goal: `no WAL per row (catalog records only; the DELETE ${round(deleteWal / (3.5 * n))} B per row), < 1 % of the DELETE's: ${met(a.wal < deleteWal / 100)}`,
         command: cmd, note: `runRetention: ${a.walHow}; DELETE: EXPLAIN (ANALYZE, WAL)`,
       },
       {
         what: 'retention of the day at 4N: WAL written vs at N', value: b.wal, unit: 'B', baseline: a.wal, ratio: round(walGrowth, 2),
-        goal: `growth ≤ 1.2 for 4× the rows: ${walGrowth <= 1.2 ? 'met' : 'not met'}`, command: cmd, note: `runRetention: ${b.walHow}`,
+        goal: `growth ≤ 1.2 for 4× the rows: ${met(walGrowth <= 1.2)}`, command: cmd, note: `runRetention: ${b.walHow}`,
       },
       {
-        what: 'retention at N and at 4N: the longest wait of an insert into events meanwhile (one connection inserting one event at a time), 4N vs N',
+        what: 'retention at 4N vs at N: the longest wait of an insert into events meanwhile (one connection inserting one event at a time)',
         value: round(b.stall.max), unit: 'ms', baseline: round(a.stall.max), ratio: round(b.stall.max / a.stall.max),
         goal: 'information (writers wait for a partition\'s detach, not for its files\' removal)', command: cmd,
-        note: `${a.stall.n} / ${b.stall.n} inserts during the calls; just before each: longest ${round(a.before.max)} / ${round(b.before.max)} ms`,
+        note: `${a.stall.n} / ${b.stall.n} inserts during the calls; in the 300 ms just before each: longest ${round(a.before.max)} / ${round(b.before.max)} ms`,
       },
     ];
   } finally {
@@ -149,11 +166,25 @@ async function fillDay(db: Db, day: Date, rows: number, lo: number, hi: number, 
   );
 }
 
+interface Step {
+  what: string;
+  /** performance.now() at its start (a transaction's BEGIN + COMMIT: at the transaction's start). */
+  at: number;
+  ms: number;
+}
+
 interface Run {
   ms: number;
+  /** The first phase (the checks, each partition's DETACH and rename) and the second (the DROPs: the files' removal). */
+  retireMs: number;
+  dropMs: number;
+  /** performance.now() when the second phase began. */
+  dropAt: number;
+  /** CPU time of the call's backends (schedstat), null when /proc of the server is not readable here. */
+  cpuMs: number | null;
   wal: number;
   walHow: string;
-  steps: { what: string; ms: number }[];
+  steps: Step[];
   stall: { n: number; max: number };
   before: { n: number; max: number };
 }
@@ -167,34 +198,57 @@ async function measure(db: PgDb, url: string, day: Date, liveDay: Date, rows: nu
   await db.exec('CHECKPOINT');
   const writer = new PgDb(url, 1);
   const before = await writes(writer, liveDay, 300);
+  const writerPid = (await writer.query<{ p: number }>('SELECT pg_backend_pid() AS p')).rows[0].p;
+  // The writer's inserts write WAL of their own: left out of the call's (its partition, indexes, toast, sequence).
+  const writerRels = (await db.query<{ f: string }>(
+    `SELECT pg_relation_filenode(c.oid)::text AS f FROM pg_class c, (SELECT $1::regclass AS p) x
+      WHERE c.oid = x.p OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = x.p)
+         OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = x.p) OR c.oid = pg_get_serial_sequence('events', 'id')::regclass`,
+    [partitionName(EVENTS, liveDay)],
+  )).rows.map((r) => r.f);
+  const backends = (await db.query<{ p: number }>(`SELECT pid AS p FROM pg_stat_activity WHERE datname = current_database() AND pid <> $1`, [writerPid])).rows.map((r) => r.p);
   const lsn0 = (await db.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l;
   let stop = false;
   const during = writes(writer, liveDay, Infinity, () => stop);
   await new Promise((r) => setTimeout(r, 50));
   const timed = timing(db);
+  const cpu0 = cpuOf(backends);
   const t0 = performance.now();
   const out = await runRetention(timed.db, { eventRetentionDays: 30, webhookRetentionDays: 30 }, addDays(day, 31.05)).finally(() => { stop = true; });
-  const ms = performance.now() - t0;
+  const t1 = performance.now();
+  const cpu1 = cpuOf(backends);
+  const ms = t1 - t0;
+  // The second phase begins with dropRetired's look-up of the detached tables (the last statement before the DROPs).
+  const dropAt = timed.steps.filter((s) => s.what.startsWith('SELECT relname AS name FROM pg_class')).at(-1)?.at ?? t1;
   const stall = await during;
   await writer.close();
   const lsn1 = (await db.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l;
   const serverWal = Number((await db.query<{ b: string }>('SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn) AS b', [lsn0, lsn1])).rows[0].b);
-  const own = await walOfDatabase(db, lsn0, lsn1);
+  const own = await walOfDatabase(db, lsn0, lsn1, writerRels);
   const dropped = out.dropped.map((d) => d.partition).sort();
   const want = [EVENTS, DELIVERIES, ATTEMPTS].map((t) => partitionName(t, day)).sort();
   if (dropped.join() !== want.join()) throw new Error(`dropped ${dropped}, wanted ${want}`);
-  const steps = timed.steps.filter((s) => s.ms >= 0.5 || /DROP|DETACH|COMMIT/.test(s.what));
-  log(`retention: ${rows} a day dropped in ${round(ms)} ms, ${own ?? serverWal} B of WAL; inserts meanwhile ${stall.n}, longest ${round(stall.max)} ms (before: ${round(before.max)} ms)`);
-  for (const s of timed.steps) log(`  ${round(s.ms, 2)} ms  ${s.what}`);
+  const cpuMs = cpu0 === null || cpu1 === null ? null : cpu1 - cpu0;
+  log(`retention: ${rows} a day dropped in ${round(ms)} ms (detaches ${round(dropAt - t0)} ms, drops ${round(t1 - dropAt)} ms; backends' CPU ${cpuMs === null ? '?' : round(cpuMs)} ms), ${own ?? serverWal} B of WAL; inserts meanwhile ${stall.n}, longest ${round(stall.max)} ms (before: ${round(before.max)} ms)`);
+  for (const s of timed.steps) log(`  ${round(s.at - t0, 1)} +${round(s.ms, 2)} ms  ${s.what}`);
   return {
-    ms, wal: own ?? serverWal, steps, stall, before,
-    walHow: own === null ? 'pg_current_wal_lsn before/after (the whole server: an upper bound)' : `pg_waldump: this database's records (the whole server wrote ${serverWal} B meanwhile)`,
+    ms, retireMs: dropAt - t0, dropMs: t1 - dropAt, dropAt, cpuMs, wal: own ?? serverWal, steps: timed.steps, stall, before,
+    walHow: own === null ? 'pg_current_wal_lsn before/after (the whole server: an upper bound)' : `pg_waldump: this database's records but the concurrent writer's inserts (the whole server wrote ${serverWal} B meanwhile)`,
   };
 }
 
+/** CPU time (ms) the server processes `pids` have used, from /proc/<pid>/schedstat (null: not readable from here). */
+function cpuOf(pids: number[]): number | null {
+  try {
+    return pids.reduce((sum, p) => sum + Number(fs.readFileSync(`/proc/${p}/schedstat`, 'utf8').split(' ')[0]) / 1e6, 0);
+  } catch {
+    return null;
+  }
+}
+
 /** The db, with each statement's time (and each transaction's BEGIN and COMMIT, as "COMMIT") recorded in order. */
-function timing(db: Db): { db: Db; steps: { what: string; ms: number }[] } {
-  const steps: { what: string; ms: number }[] = [];
+function timing(db: Db): { db: Db; steps: Step[] } {
+  const steps: Step[] = [];
   const label = (sql: string) => sql.replace(/\s+/g, ' ').trim().slice(0, 70);
   const wrap = (q: Queryable): Queryable => ({
     async query<T>(sql: string, params?: unknown[], name?: string): Promise<QueryResult<T>> {
@@ -202,7 +256,7 @@ function timing(db: Db): { db: Db; steps: { what: string; ms: number }[] } {
       try {
         return await q.query<T>(sql, params, name);
       } finally {
-        steps.push({ what: label(sql), ms: performance.now() - t });
+        steps.push({ what: label(sql), at: t, ms: performance.now() - t });
       }
     },
     async exec(sql: string) {
@@ -210,7 +264,7 @@ function timing(db: Db): { db: Db; steps: { what: string; ms: number }[] } {
       try {
         await q.exec(sql);
       } finally {
-        steps.push({ what: label(sql), ms: performance.now() - t });
+        steps.push({ what: label(sql), at: t, ms: performance.now() - t });
       }
     },
   });
@@ -220,11 +274,11 @@ function timing(db: Db): { db: Db; steps: { what: string; ms: number }[] } {
       let inner = 0;
       try {
         return await db.transaction((tx) => fn({
-          query: async (sql, params, name) => { const s = performance.now(); try { return await tx.query(sql, params, name); } finally { inner += performance.now() - s; steps.push({ what: label(sql), ms: performance.now() - s }); } },
-          exec: async (sql) => { const s = performance.now(); try { await tx.exec(sql); } finally { inner += performance.now() - s; steps.push({ what: label(sql), ms: performance.now() - s }); } },
+          query: async (sql, params, name) => { const s = performance.now(); try { return await tx.query(sql, params, name); } finally { inner += performance.now() - s; steps.push({ what: label(sql), at: s, ms: performance.now() - s }); } },
+          exec: async (sql) => { const s = performance.now(); try { await tx.exec(sql); } finally { inner += performance.now() - s; steps.push({ what: label(sql), at: s, ms: performance.now() - s }); } },
         }));
       } finally {
-        steps.push({ what: 'BEGIN + COMMIT', ms: performance.now() - t - inner });
+        steps.push({ what: 'BEGIN + COMMIT', at: t, ms: performance.now() - t - inner });
       }
     },
   });
@@ -249,8 +303,8 @@ async function writes(db: PgDb, day: Date, ms: number, stop: () => boolean = () 
   return { n, max };
 }
 
-/** WAL bytes of the records touching this database's relations between two positions (null: pg_waldump unusable). */
-async function walOfDatabase(db: PgDb, from: string, to: string): Promise<number | null> {
+/** WAL bytes of the records touching this database's relations (but those with filenodes `exclude`) between two positions (null: pg_waldump unusable). */
+async function walOfDatabase(db: PgDb, from: string, to: string, exclude: string[] = []): Promise<number | null> {
   try {
     const r = await db.query<{ dir: string; oid: string; v: string }>(
       `SELECT current_setting('data_directory') AS dir, (SELECT oid FROM pg_database WHERE datname = current_database())::text AS oid,
@@ -262,7 +316,7 @@ async function walOfDatabase(db: PgDb, from: string, to: string): Promise<number
     const out = execFileSync(bin, ['-p', `${dir}/pg_wal`, '-s', from, '-e', to], { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'ignore'] });
     let bytes = 0;
     for (const line of out.split('\n')) {
-      if (!line.includes(`/${oid}/`)) continue;
+      if (!line.includes(`/${oid}/`) || exclude.some((f) => new RegExp(`/${oid}/${f}\\b`).test(line))) continue;
       const m = /len \(rec\/tot\):\s*\d+\/\s*(\d+)/.exec(line);
       if (m) bytes += Number(m[1]);
     }
