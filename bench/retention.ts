@@ -228,7 +228,7 @@ async function measure(db: PgDb, url: string, day: Date, liveDay: Date, rows: nu
   const dropped = out.dropped.map((d) => d.partition).sort();
   const want = [EVENTS, DELIVERIES, ATTEMPTS].map((t) => partitionName(t, day)).sort();
   if (dropped.join() !== want.join()) throw new Error(`dropped ${dropped}, wanted ${want}`);
-  const cpuMs = cpu0 === null || cpu1 === null ? null : cpu1 - cpu0;
+  const cpuMs = cpuBetween(cpu0, cpu1);
   log(`retention: ${rows} a day dropped in ${round(ms)} ms (detaches ${round(dropAt - t0)} ms, drops ${round(t1 - dropAt)} ms; backends' CPU ${cpuMs === null ? '?' : round(cpuMs)} ms), ${own ?? serverWal} B of WAL; inserts meanwhile ${stall.n}, longest ${round(stall.max)} ms (before: ${round(before.max)} ms)`);
   for (const s of timed.steps) log(`  ${round(s.at - t0, 1)} +${round(s.ms, 2)} ms  ${s.what}`);
   return {
@@ -237,13 +237,23 @@ async function measure(db: PgDb, url: string, day: Date, liveDay: Date, rows: nu
   };
 }
 
-/** CPU time (ms) the server processes `pids` have used, from /proc/<pid>/schedstat (null: not readable from here). */
-function cpuOf(pids: number[]): number | null {
-  try {
-    return pids.reduce((sum, p) => sum + Number(fs.readFileSync(`/proc/${p}/schedstat`, 'utf8').split(' ')[0]) / 1e6, 0);
-  } catch {
-    return null;
+/** CPU time (ms) each of the server processes `pids` has used, from /proc/<pid>/schedstat (absent: not readable here, or gone). */
+function cpuOf(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const p of pids) {
+    try {
+      out.set(p, Number(fs.readFileSync(`/proc/${p}/schedstat`, 'utf8').split(' ')[0]) / 1e6);
+    } catch {
+      // not on this machine, or the process ended (a connection closed since pg_stat_activity listed it)
+    }
   }
+  return out;
+}
+
+/** CPU used between two readings by the processes read both times (null: none was). */
+function cpuBetween(a: Map<number, number>, b: Map<number, number>): number | null {
+  const both = [...a.keys()].filter((p) => b.has(p));
+  return both.length === 0 ? null : both.reduce((sum, p) => sum + b.get(p)! - a.get(p)!, 0);
 }
 
 /** The db, with each statement's time (and each transaction's BEGIN and COMMIT, as "COMMIT") recorded in order. */
