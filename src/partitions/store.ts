@@ -120,7 +120,7 @@ export const RETIRED_PREFIX = 'bulb_retired_';
  * WAL per row). DETACH … CONCURRENTLY is refused on a table with a DEFAULT partition, so the detach takes the
  * parent's strong lock: under lock_timeout (a busy moment is skipped and the next pass tries again), and only for the
  * detach and the rename, committed at once. The renamed table is dropped by dropRetired, after the pass has retired
- * every partition due: the removal of its files, whose time follows their size (the filesystem freeing them, ~0.4 s
+ * every partition due: the removal of its files, whose time follows their size (the filesystem freeing them, 0.4–1 s
  * per GB on the bench machine, BENCHMARKS.md), holds nothing of the parent, and no detach waits behind it.
  */
 export async function retirePartition(db: Db, t: PartitionedTable, partition: string): Promise<void> {
