@@ -3,7 +3,7 @@
 import { sqlState, type Db } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
 import { DAYS_AHEAD, DELIVERIES, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
-import { addDays, createPartition, dayOf, daysInDefault, dropPartition, dropRetired, partitionName, partitions, pendingIn, pendingNeedingEvents, rangeFor } from './store.ts';
+import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingIn, pendingNeedingEvents, rangeFor, retirePartition } from './store.ts';
 
 /**
  * Creates the partitions of today and the DAYS_AHEAD days after it that are missing, and of every day the DEFAULT
@@ -55,17 +55,20 @@ async function orBusy(fn: () => Promise<unknown>, name: string, busy: string[]):
  * Retention: drops every partition whose whole range is older than its table's window (tables.ts), the legacy one
  * included once its cutover is. A deliveries partition goes with its pending deliveries (past the window, they
  * expire: counted in pendingExpired); an events partition waits while a pending delivery needs one of its events
- * (bounded: such a delivery expires with its own partition). The bench (bench/volume*.ts) times this call.
+ * (bounded: such a delivery expires with its own partition). Two phases: every partition due is detached first
+ * (retirePartition: catalog work, so a day leaves the three tables within milliseconds of each other), then the
+ * detached tables are dropped (dropRetired: the removal of their files, which follows their size and holds no lock
+ * on a parent). The benches (bench/retention.ts, bench/volume*.ts) time this call and each phase.
  */
 export async function runRetention(db: Db, config: RetentionConfig, now = new Date()): Promise<RetentionResult> {
   const result: RetentionResult = { dropped: [], deferred: [], busy: [] };
-  await dropRetired(db); // detached by a pass that stopped before dropping them
   for (const t of PARTITIONED) {
     const horizon = addDays(now, -t.keepDays(config));
     for (const p of await partitions(db, t)) {
       if (p.isDefault || p.to === null || p.to > horizon) continue;
       let pendingExpired = 0;
       if (t === EVENTS) {
+        // The deliveries retired above are out of webhook_deliveries already: they need nothing.
         const pending = await pendingNeedingEvents(db, p.name);
         if (pending > 0) {
           result.deferred.push({ partition: p.name, pending });
@@ -74,9 +77,10 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
       } else if (t === DELIVERIES) {
         pendingExpired = await pendingIn(db, p.name);
       }
-      if (await orBusy(() => dropPartition(db, t, p.name), p.name, result.busy)) result.dropped.push({ table: t.table, partition: p.name, pendingExpired });
+      if (await orBusy(() => retirePartition(db, t, p.name), p.name, result.busy)) result.dropped.push({ table: t.table, partition: p.name, pendingExpired });
     }
   }
+  await dropRetired(db); // this pass's, and any a pass stopped before dropping
   return result;
 }
 

@@ -116,26 +116,25 @@ export async function pendingIn(db: Queryable, partition: string): Promise<numbe
 export const RETIRED_PREFIX = 'bulb_retired_';
 
 /**
- * Detaches a partition and drops it: catalog work and the removal of its files, whatever its rows (no DELETE, no
+ * Detaches a partition and renames it RETIRED_PREFIX + its name: catalog work only, whatever its rows (no DELETE, no
  * WAL per row). DETACH … CONCURRENTLY is refused on a table with a DEFAULT partition, so the detach takes the
- * parent's strong lock: under lock_timeout (a busy moment is skipped and the next pass tries again), and only for
- * the detach and a rename, committed at once. The drop, whose removal of the files grows with them (1.4 s for a day
- * of 2M deliveries, events and 3M attempts), runs after, in its own transaction, holding nothing of the parent: the
- * API and the workers wait for the detach only. A pass stopped between the two leaves the table renamed
- * (RETIRED_PREFIX): dropRetired drops it on the next pass.
+ * parent's strong lock: under lock_timeout (a busy moment is skipped and the next pass tries again), and only for the
+ * detach and the rename, committed at once. The renamed table is dropped by dropRetired, after the pass has retired
+ * every partition due: the removal of its files, whose time follows their size (the filesystem freeing them, 0.4–1 s
+ * per GB on the bench machine, BENCHMARKS.md), holds nothing of the parent, and no detach waits behind it.
  */
-export async function dropPartition(db: Db, t: PartitionedTable, partition: string): Promise<void> {
+export async function retirePartition(db: Db, t: PartitionedTable, partition: string): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.query(`SET LOCAL lock_timeout = '2s'`);
     await tx.query(`ALTER TABLE ${t.table} DETACH PARTITION ${partition}`);
     await tx.query(`ALTER TABLE ${partition} RENAME TO ${RETIRED_PREFIX}${partition}`);
   });
-  await dropTable(db, RETIRED_PREFIX + partition);
 }
 
 /**
- * Drops the detached partitions waiting (RETIRED_PREFIX): a table a query still reads past lock_timeout is left for
- * the next pass. Returns the names dropped.
+ * Drops the detached partitions waiting (RETIRED_PREFIX), one transaction each: those this pass retired, and any a
+ * pass stopped before dropping (a crash; a query still reading the table past lock_timeout, left for the next pass).
+ * Returns the names dropped.
  */
 export async function dropRetired(db: Db): Promise<string[]> {
   const r = await db.query<{ name: string }>(

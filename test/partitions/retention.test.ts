@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { backends, freshDb, type TestDb } from '../helpers/db.ts';
-import { DELIVERIES, EVENTS } from '../../src/partitions/tables.ts';
+import { ATTEMPTS, DELIVERIES, EVENTS } from '../../src/partitions/tables.ts';
 import { addDays, partitions, RETIRED_PREFIX } from '../../src/partitions/store.ts';
 import { ensurePartitions, runRetention } from '../../src/partitions/maintain.ts';
 
@@ -130,6 +130,33 @@ for (const backend of await backends()) {
         assert.equal((await q(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE '${RETIRED_PREFIX}%'`)).rows[0].n, 0);
       } finally {
         await q(`DROP EVENT TRIGGER note_drop`);
+      }
+    });
+
+    it('a pass detaches every partition due before it drops any: a day leaves the three tables together, not a drop apart', { skip: backend === 'pg' ? false : 'PostgreSQL only: an event trigger' }, async () => {
+      // An event trigger inside each DROP TABLE notes how many of the day's partitions are still attached to their
+      // parent at that moment. Before, each partition was dropped right after its own detach, so the attempts' and the
+      // events' partitions of the day stayed in their tables while the deliveries' files were removed.
+      await ensurePartitions(tdb.db, addDays(new Date(), 400));
+      const day = (await partitions(tdb.db, ATTEMPTS)).find((p) => p.from !== null && !p.isDefault)!;
+      const names = [DELIVERIES, ATTEMPTS, EVENTS].map((t) => `${t.table}_p${ymd(day.from!)}`);
+      for (const n of names) assert.equal((await q(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhrelid = to_regclass($1)`, [n])).rows[0].n, 1, `${n} exists`);
+      await q(`CREATE TABLE drop_order (dropped text, attached int)`);
+      await q(`CREATE FUNCTION note_drop_order() RETURNS event_trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO drop_order SELECT o.object_identity, (SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+            WHERE c.relname = ANY(ARRAY['${names.join("','")}']))
+          FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table';
+        END $$`);
+      await q(`CREATE EVENT TRIGGER note_drop_order ON sql_drop EXECUTE FUNCTION note_drop_order()`);
+      try {
+        const r = await runRetention(tdb.db, config, addDays(day.to!, 31));
+        for (const n of names) assert.ok(r.dropped.some((d) => d.partition === n), `${n} dropped: ${JSON.stringify(r.dropped)}`);
+        const seen = (await q(`SELECT dropped, attached FROM drop_order`)).rows as { dropped: string; attached: number }[];
+        for (const n of names) assert.ok(seen.some((x) => x.dropped === `public.${RETIRED_PREFIX}${n}`), JSON.stringify(seen));
+        assert.deepEqual(seen.filter((x) => x.attached > 0), [], 'no drop ran while a partition of the day was still attached');
+      } finally {
+        await q(`DROP EVENT TRIGGER note_drop_order`);
       }
     });
 
