@@ -105,6 +105,11 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals, comm: strin
       const pg1 = await backendCpu(db, pgdb.name);
       let pg = 0;
       for (const [pid, t] of pg1) pg += t - (pg0.get(pid) ?? 0);
+      if (process.env.BENCH_BROKERS_STATS) {
+        await new Promise((r) => setTimeout(r, 700)); // the statistics collector's flush
+        const st = await db.query(`SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname LIKE 'webhook_%' AND n_tup_ins + n_tup_upd > 0 ORDER BY relname`);
+        for (const r of st.rows) log(JSON.stringify(r));
+      }
       const at = arrivals.at.slice(from, from + n);
       return { rate: (n - 1) / ((at[n - 1] - at[0]) / 1000), cpu: { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, ...others } };
     } finally {
@@ -211,8 +216,10 @@ async function natsRows(n: number): Promise<Row[]> {
 
 export async function runBrokersBench(opts: { quick?: boolean } = {}): Promise<Row[]> {
   if (!(await pgAvailable())) throw new Error('the broker bench needs PostgreSQL');
-  const n = opts.quick ? 2_000 : 10_000;
-  return [...(await amqpRows(n)), ...(await natsRows(n))];
+  // BENCH_BROKERS_N: another size (a longer drain to profile, with BENCH_CPU_PROF); BENCH_BROKERS_ONLY=amqp|nats: one broker.
+  const n = Number(process.env.BENCH_BROKERS_N ?? (opts.quick ? 2_000 : 10_000));
+  const only = process.env.BENCH_BROKERS_ONLY;
+  return [...(only === 'nats' ? [] : await amqpRows(n)), ...(only === 'amqp' ? [] : await natsRows(n))];
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
