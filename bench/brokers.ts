@@ -95,6 +95,12 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals, comm: strin
     await migrate(db);
     await subscribe(db, url);
     for (let i = 0; i < n; i += 500) await db.transaction((tx) => emitEvents(tx, Array.from({ length: Math.min(500, n - i) }, event)));
+    // BENCH_BROKERS_EXPLAIN: every statement of the drain with its plan in the server log (auto_explain).
+    if (process.env.BENCH_BROKERS_EXPLAIN) {
+      await db.query(`ALTER DATABASE ${pgdb.name} SET session_preload_libraries = 'auto_explain'`);
+      await db.query(`ALTER DATABASE ${pgdb.name} SET auto_explain.log_min_duration = 0`);
+      await db.query(`ALTER DATABASE ${pgdb.name} SET auto_explain.log_nested_statements = on`);
+    }
     const from = arrivals.at.length;
     // BENCH_CPU_PROF=dir: a .cpuprofile of the draining worker (bench/profile-summary.ts summarises it).
     const w = await bulbWorker(pgdb.url, {}, process.env.BENCH_CPU_PROF);
