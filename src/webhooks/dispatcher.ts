@@ -538,8 +538,11 @@ export class Dispatcher {
     try {
       const states = await recordOutcomes(this.db, this.config, await this.withVersions(batch));
       const answered = Date.now();
+      // Counted per outcome once per batch (a labelled increment per delivery hashed its labels each time).
+      const outcomes = new Map<string, number>();
       for (const st of states) {
-        deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
+        const outcome = st.status === 'pending' ? 'retry' : st.status;
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
         // A retry this worker scheduled: its lane is claimed at that time, the loop woken for it if it sleeps past it
         // (other workers learn of it by the sweep). Its time on the database's clock, mapped as the claims' slots are:
         // counted from when the answer was read (as the sweep's due times are), every retry was late by the rest of a
@@ -550,6 +553,7 @@ export class Dispatcher {
           this.dueBy(lane, at ?? answered + Number(st.due_in_ms));
         }
       }
+      for (const [outcome, n] of outcomes) deliveriesTotal.inc({ outcome }, n);
       let heldBack = this.results.length + batch.length >= RESULTS_MAX;
       for (const r of batch) {
         const f = this.inflight.get(String(r.deliveryId));
