@@ -95,6 +95,12 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals, comm: strin
     await migrate(db);
     await subscribe(db, url);
     for (let i = 0; i < n; i += 500) await db.transaction((tx) => emitEvents(tx, Array.from({ length: Math.min(500, n - i) }, event)));
+    // BENCH_BROKERS_EXPLAIN: every statement of the drain with its plan in the server log (auto_explain).
+    if (process.env.BENCH_BROKERS_EXPLAIN) {
+      await db.query(`ALTER DATABASE ${pgdb.name} SET session_preload_libraries = 'auto_explain'`);
+      await db.query(`ALTER DATABASE ${pgdb.name} SET auto_explain.log_min_duration = 0`);
+      await db.query(`ALTER DATABASE ${pgdb.name} SET auto_explain.log_nested_statements = on`);
+    }
     const from = arrivals.at.length;
     // BENCH_CPU_PROF=dir: a .cpuprofile of the draining worker (bench/profile-summary.ts summarises it).
     const w = await bulbWorker(pgdb.url, {}, process.env.BENCH_CPU_PROF);
@@ -105,6 +111,11 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals, comm: strin
       const pg1 = await backendCpu(db, pgdb.name);
       let pg = 0;
       for (const [pid, t] of pg1) pg += t - (pg0.get(pid) ?? 0);
+      if (process.env.BENCH_BROKERS_STATS) {
+        await new Promise((r) => setTimeout(r, 700)); // the statistics collector's flush
+        const st = await db.query(`SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname LIKE 'webhook_%' AND n_tup_ins + n_tup_upd > 0 ORDER BY relname`);
+        for (const r of st.rows) log(JSON.stringify(r));
+      }
       const at = arrivals.at.slice(from, from + n);
       return { rate: (n - 1) / ((at[n - 1] - at[0]) / 1000), cpu: { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, ...others } };
     } finally {
@@ -172,7 +183,8 @@ async function amqpRows(n: number): Promise<Row[]> {
 }
 
 async function natsRows(n: number): Promise<Row[]> {
-  const nc = await natsConnect({ servers: NATS });
+  // No stack captured per request, as Bulb's publisher connects (destinations/nats.ts): the same client configuration.
+  const nc = await natsConnect({ servers: NATS, noAsyncTraces: true });
   const tag = crypto.randomBytes(4).toString('hex');
   const stream = `BULB_BENCH_${tag}`;
   const subject = `bulb.bench.${tag}`;
@@ -211,8 +223,10 @@ async function natsRows(n: number): Promise<Row[]> {
 
 export async function runBrokersBench(opts: { quick?: boolean } = {}): Promise<Row[]> {
   if (!(await pgAvailable())) throw new Error('the broker bench needs PostgreSQL');
-  const n = opts.quick ? 2_000 : 10_000;
-  return [...(await amqpRows(n)), ...(await natsRows(n))];
+  // BENCH_BROKERS_N: another size (a longer drain to profile, with BENCH_CPU_PROF); BENCH_BROKERS_ONLY=amqp|nats: one broker.
+  const n = Number(process.env.BENCH_BROKERS_N ?? (opts.quick ? 2_000 : 10_000));
+  const only = process.env.BENCH_BROKERS_ONLY;
+  return [...(only === 'nats' ? [] : await amqpRows(n)), ...(only === 'amqp' ? [] : await natsRows(n))];
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

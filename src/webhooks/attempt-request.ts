@@ -60,6 +60,41 @@ export function leanRequest(
   return { config, signed };
 }
 
+/**
+ * The lean form of requests buildRequest made (request.ts: their signed part given as bytes), per subscription: whether
+ * a config rebuilds its requests exactly is checked by leanRequest once, on the first request of that config (its URL,
+ * webhookVersion, hex HMAC header and logged headers other than the signed ones), and the config kept for the next
+ * ones, instead of parsing each request's signatures back and rebuilding its body and headers to compare. What a
+ * request adds to its config (webhook-id, the timestamp, the signatures) is made by buildRequest in the form the
+ * rebuild reads, so a config that rebuilt one request rebuilds them all. A config that did not is checked again each
+ * time (its requests are stored whole).
+ */
+export class LeanConfigs {
+  private readonly kept = new Map<string, { shape: string; config: SendingConfig }>();
+
+  of(
+    logHeaders: Record<string, string>, body: string, src: BodySource, sub: { subscriptionId: string; url: string; webhookVersion: string },
+    hmacHeader: string, startedAtMs: number, signed: { signatures: string; timestamp: number } | undefined,
+  ): { config: SendingConfig; signed: SignedPart } | null {
+    if (signed === undefined) return leanRequest(logHeaders, body, src, sub, hmacHeader, startedAtMs);
+    let shape = `${sub.url}\u0000${sub.webhookVersion}\u0000${hmacHeader}`;
+    for (const k in logHeaders) {
+      if (k !== hmacHeader && k !== 'webhook-id' && k !== 'webhook-timestamp' && k !== 'webhook-signature') shape += `\u0000${k}\u0000${logHeaders[k]}`;
+    }
+    const k = this.kept.get(sub.subscriptionId);
+    if (k !== undefined && k.shape === shape) {
+      const skew = signed.timestamp - Math.floor(startedAtMs / 1000);
+      return { config: k.config, signed: { signatures: signed.signatures, timestampSkew: skew === 0 ? null : skew } };
+    }
+    const lean = leanRequest(logHeaders, body, src, sub, hmacHeader, startedAtMs);
+    if (lean !== null) {
+      if (this.kept.size >= 10_000) this.kept.clear();
+      this.kept.set(sub.subscriptionId, { shape, config: lean.config });
+    }
+    return lean;
+  }
+}
+
 /** The logged request of a lean attempt: its body, and its headers in the order jsonb gave them (before migration 051). */
 export function rebuildRequest(config: Pick<SendingConfig, 'hmacHeader' | 'headers'>, signed: SignedPart, src: BodySource, startSecond: number): {
   headers: Record<string, string>; body: string;

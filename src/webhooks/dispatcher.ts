@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
 import { WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { CLAIM_AHEAD_MS, claimLanes, discoverLanes, releaseClaims, type AttemptResult, type Claimed, type LaneAsk, type StoredRequest } from './queue-store.ts';
-import { leanRequest, type SendingConfig, type SignedPart } from './attempt-request.ts';
+import { LeanConfigs, type SendingConfig, type SignedPart } from './attempt-request.ts';
 import { versionIds } from './versions-store.ts';
 import { recordOutcomes } from './health.ts';
 import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
@@ -79,6 +79,8 @@ export class Dispatcher {
   /** OAuth2 access tokens of OAUTH2_CLIENT_CREDENTIALS subscriptions, per subscription. */
   private readonly tokens: TokenSource;
   private readonly hmacHeader: string;
+  /** The sending configs of lean attempt records, per subscription (attempt-request.ts). */
+  private readonly leanConfigs = new LeanConfigs();
   private readonly leaseMs: number;
   private readonly batch: number;
   private readonly pollMs: number;
@@ -464,7 +466,7 @@ export class Dispatcher {
       ok: res.ok,
       schedulePos: row.schedule_pos,
       retryAfterMs: res.retryAfterMs,
-      request: storedRequest(row, req, this.hmacHeader, startedAt.getTime()),
+      request: storedRequest(this.leanConfigs, row, req, this.hmacHeader, startedAt.getTime()),
       responseBody: redactCredentials(res.responseBody, credentialsOf(row, tokens)), // a receiver may echo a credential back, in any form
     });
     if (this.completed++ === 0) this.firstCompletedAt = performance.now();
@@ -536,8 +538,11 @@ export class Dispatcher {
     try {
       const states = await recordOutcomes(this.db, this.config, await this.withVersions(batch));
       const answered = Date.now();
+      // Counted per outcome once per batch (a labelled increment per delivery hashed its labels each time).
+      const outcomes = new Map<string, number>();
       for (const st of states) {
-        deliveriesTotal.inc({ outcome: st.status === 'pending' ? 'retry' : st.status });
+        const outcome = st.status === 'pending' ? 'retry' : st.status;
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
         // A retry this worker scheduled: its lane is claimed at that time, the loop woken for it if it sleeps past it
         // (other workers learn of it by the sweep). Its time on the database's clock, mapped as the claims' slots are:
         // counted from when the answer was read (as the sweep's due times are), every retry was late by the rest of a
@@ -548,6 +553,7 @@ export class Dispatcher {
           this.dueBy(lane, at ?? answered + Number(st.due_in_ms));
         }
       }
+      for (const [outcome, n] of outcomes) deliveriesTotal.inc({ outcome }, n);
       let heldBack = this.results.length + batch.length >= RESULTS_MAX;
       for (const r of batch) {
         const f = this.inflight.get(String(r.deliveryId));
@@ -569,13 +575,16 @@ export class Dispatcher {
    * committed before the results that point at them).
    */
   private async withVersions(batch: Finished[]): Promise<AttemptResult[]> {
-    const lean = batch.flatMap((r) => ('config' in r.request ? [r.request.config] : []));
-    const ids = lean.length === 0 ? [] : await versionIds(this.db, lean);
-    let i = 0;
+    // Each config once (the same object for a subscription's requests: LeanConfigs), not once per result.
+    const configs = new Set<SendingConfig>();
+    for (const r of batch) if ('config' in r.request) configs.add(r.request.config);
+    const unique = [...configs];
+    const ids = unique.length === 0 ? [] : await versionIds(this.db, unique);
+    const idOf = new Map(unique.map((c, i) => [c, ids[i]]));
     return batch.map((r) => {
       if (!('config' in r.request)) return { ...r, request: r.request };
       const { signatures, timestampSkew } = r.request;
-      return { ...r, request: { versionId: ids[i++], signatures, timestampSkew } };
+      return { ...r, request: { versionId: idOf.get(r.request.config)!, signatures, timestampSkew } };
     });
   }
 
@@ -625,9 +634,9 @@ export class Dispatcher {
  * What the attempt row keeps of the request it logged: lean (its subscription's sending config and the signed part)
  * whenever that rebuilds it exactly (attempt-request.ts), else whole.
  */
-function storedRequest(row: Claimed, req: BuiltRequest, hmacHeader: string, startedAtMs: number): Finished['request'] {
+function storedRequest(configs: LeanConfigs, row: Claimed, req: BuiltRequest, hmacHeader: string, startedAtMs: number): Finished['request'] {
   const sub = { subscriptionId: row.subscription_id, url: row.url, webhookVersion: row.webhook_version };
-  const lean = leanRequest(req.logHeaders, req.body, row, sub, hmacHeader, startedAtMs);
+  const lean = configs.of(req.logHeaders, req.body, row, sub, hmacHeader, startedAtMs, req.signed);
   return lean ? { config: lean.config, ...lean.signed } : { url: row.url, headers: req.logHeaders, body: req.body };
 }
 

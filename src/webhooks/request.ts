@@ -1,7 +1,7 @@
 // Builds one webhook request: the event body (exact bytes), and every header, signed with each valid secret.
 import { createRequire } from 'node:module';
 import { isoNN } from '../http/time.ts';
-import { hmacHex, signatureHeader } from './signing.ts';
+import { hmacBytes, standardMac } from './signing.ts';
 import type { Claimed } from './queue-store.ts';
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
@@ -27,6 +27,11 @@ export interface BuiltRequest {
   logHeaders: Record<string, string>;
   /** The credential in the Authorization header (a bearer token, Basic's base64), or null: redacted from the logs. */
   credential: string | null;
+  /**
+   * What the signing added, for the attempt's lean record (attempt-request.ts): the hex HMAC and each Standard Webhooks
+   * signature as bytes, in the headers' order, in hex; and the webhook-timestamp (s). Absent: nothing was signed.
+   */
+  signed?: { signatures: string; timestamp: number };
 }
 
 export const REDACTED = '[redacted]';
@@ -40,26 +45,29 @@ export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.no
   const previous = c.previous_secrets ?? [];
   const secrets = [c.signing_secret, ...[...previous].reverse()];
   const hexSecret = previous.length > 0 ? previous[0] : c.signing_secret;
+  const hex = hmacBytes(hexSecret, body);
+  const macs = secrets.map((s) => standardMac(s, c.event_uuid, timestamp, body));
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
     Accept: 'application/json',
     'User-Agent': USER_AGENT,
-    [hmacHeaderName]: hmacHex(hexSecret, body),
+    [hmacHeaderName]: hex.toString('hex'),
     'X-Webhook-Version': c.webhook_version,
     'webhook-id': c.event_uuid,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': signatureHeader(secrets, c.event_uuid, timestamp, body),
+    'webhook-signature': macs.map((m) => `v1,${m.toString('base64')}`).join(' '),
   };
+  const signed = { signatures: Buffer.concat([hex, ...macs]).toString('hex'), timestamp };
   // Without credentials the logged headers are the sent ones (neither is changed afterwards).
   if (c.auth_method === 'BEARER' && c.bearer_token) {
-    return { body, headers: { ...headers, Authorization: `Bearer ${c.bearer_token}` }, logHeaders: { ...headers, Authorization: `Bearer ${REDACTED}` }, credential: c.bearer_token };
+    return { body, headers: { ...headers, Authorization: `Bearer ${c.bearer_token}` }, logHeaders: { ...headers, Authorization: `Bearer ${REDACTED}` }, credential: c.bearer_token, signed };
   }
   if (c.auth_method === 'OAUTH2_CLIENT_CREDENTIALS' && oauth2Token) {
-    return { body, headers: { ...headers, Authorization: `Bearer ${oauth2Token}` }, logHeaders: { ...headers, Authorization: `Bearer ${REDACTED}` }, credential: oauth2Token };
+    return { body, headers: { ...headers, Authorization: `Bearer ${oauth2Token}` }, logHeaders: { ...headers, Authorization: `Bearer ${REDACTED}` }, credential: oauth2Token, signed };
   }
   if (c.auth_method === 'BASIC' && c.basic_username !== null) {
     const basic = Buffer.from(`${c.basic_username}:${c.basic_password ?? ''}`).toString('base64');
-    return { body, headers: { ...headers, Authorization: `Basic ${basic}` }, logHeaders: { ...headers, Authorization: `Basic ${REDACTED}` }, credential: basic };
+    return { body, headers: { ...headers, Authorization: `Basic ${basic}` }, logHeaders: { ...headers, Authorization: `Basic ${REDACTED}` }, credential: basic, signed };
   }
-  return { body, headers, logHeaders: headers, credential: null };
+  return { body, headers, logHeaders: headers, credential: null, signed };
 }

@@ -27,13 +27,22 @@ const hexKey = memoize((secret: string) => crypto.createSecretKey(Buffer.from(se
  * secret's text as shown: what `createHmac('sha256', secret).update(body).digest('hex')` gives a receiver.
  */
 export function hmacHex(secret: string, body: string | Buffer): string {
-  return crypto.createHmac('sha256', hexKey(secret)).update(body).digest('hex');
+  return hmacBytes(secret, body).toString('hex');
+}
+
+/** The same HMAC as bytes (32). */
+export function hmacBytes(secret: string, body: string | Buffer): Buffer {
+  return crypto.createHmac('sha256', hexKey(secret)).update(body).digest();
 }
 
 /** Standard Webhooks signature of one secret: v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">. */
 export function standardSignature(secret: string, id: string, timestamp: number, body: string | Buffer): string {
-  const mac = crypto.createHmac('sha256', hmacKey(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64');
-  return `v1,${mac}`;
+  return `v1,${standardMac(secret, id, timestamp, body).toString('base64')}`;
+}
+
+/** The HMAC of one Standard Webhooks signature, as bytes (32). */
+export function standardMac(secret: string, id: string, timestamp: number, body: string | Buffer): Buffer {
+  return crypto.createHmac('sha256', hmacKey(secret)).update(`${id}.${timestamp}.`).update(body).digest();
 }
 
 /** The webhook-signature header: one v1 signature per valid secret, space-separated. */

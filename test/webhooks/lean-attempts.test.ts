@@ -11,7 +11,10 @@ import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { migrate, migrationFiles } from '../../src/db/migrate.ts';
 import * as store from '../../src/webhooks/store.ts';
 import { shapeAttempt } from '../../src/webhooks/service.ts';
-import { leanRequest } from '../../src/webhooks/attempt-request.ts';
+import { LeanConfigs, leanRequest } from '../../src/webhooks/attempt-request.ts';
+import { buildRequest } from '../../src/webhooks/request.ts';
+import { newSigningSecret } from '../../src/webhooks/signing.ts';
+import type { Claimed } from '../../src/webhooks/queue-store.ts';
 import { ok, status, waitFor, type Receiver } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.4', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
@@ -166,3 +169,51 @@ for (const backend of await backends()) {
     });
   });
 }
+
+// LeanConfigs (the worker's lean records): the form leanRequest gives for every request buildRequest makes, its config
+// checked once per subscription's config and kept, a changed config noticed, and a config that does not rebuild its
+// requests checked each time (stored whole).
+describe('lean records of built requests (LeanConfigs)', () => {
+  const secret = newSigningSecret();
+  const claimed = (i: number, over: Partial<Claimed> = {}): Claimed => ({
+    event_uuid: `0b6f7f5e-0000-4000-8000-${String(i).padStart(12, '0')}`, subscription_uuid: '0b6f7f5e-0000-4000-8000-100000000000',
+    event_created_at: '2026-11-25 12:00:00.123456+00', event_type: 'customerCreate', resource_type: 'Customer',
+    resource_uuid: '0b6f7f5e-0000-4000-8000-200000000000', resource_external_id: null, source: 'TULIP_API', subscription_id: '7',
+    url: 'amqp://127.0.0.1:5672?exchange=x', webhook_version: '2025-04', auth_method: 'NONE', bearer_token: null, basic_username: null,
+    basic_password: null, signing_secret: secret, previous_secrets: [], ...over,
+  } as Claimed);
+  const both = (configs: LeanConfigs, c: Claimed, hmacHeader: string, startedAtMs: number, nowMs = startedAtMs) => {
+    const req = buildRequest(c, hmacHeader, nowMs);
+    const sub = { subscriptionId: c.subscription_id, url: c.url, webhookVersion: c.webhook_version };
+    return { kept: configs.of(req.logHeaders, req.body, c, sub, hmacHeader, startedAtMs, req.signed), checked: leanRequest(req.logHeaders, req.body, c, sub, hmacHeader, startedAtMs) };
+  };
+
+  it('gives what leanRequest gives, request after request, and follows a changed config', () => {
+    const configs = new LeanConfigs();
+    const shapes: Partial<Claimed>[] = [
+      {}, {}, { previous_secrets: [newSigningSecret(), newSigningSecret()] }, { auth_method: 'BEARER', bearer_token: 'tok' },
+      { auth_method: 'BEARER', bearer_token: 'tok' }, { auth_method: 'BASIC', basic_username: 'ann', basic_password: 'pw' },
+      { webhook_version: '2022-08' }, { url: 'nats://127.0.0.1:4222?subject=s' }, {},
+    ];
+    let first: unknown;
+    shapes.forEach((over, i) => {
+      const start = 1795608000_000 + i * 1_700;
+      for (const skewMs of [0, 2_000]) {
+        const { kept, checked } = both(configs, claimed(i * 2 + skewMs, over), 'X-Tulip-Hmac-256', start, start + skewMs);
+        assert.ok(checked !== null, 'a built request is lean');
+        assert.deepEqual(kept, checked, `request ${i} (${JSON.stringify(over)}, timestamp ${skewMs} ms after the start)`);
+      }
+      if (i === 0) first = both(configs, claimed(99), 'X-Tulip-Hmac-256', 1795608000_000).kept!.config;
+      if (i === 1) assert.equal(both(configs, claimed(98), 'X-Tulip-Hmac-256', 1795608000_000).kept!.config, first, 'one config object kept per subscription');
+    });
+  });
+
+  it('a config whose requests do not rebuild is checked each time: stored whole', () => {
+    const configs = new LeanConfigs();
+    for (let i = 0; i < 3; i++) {
+      const { kept, checked } = both(configs, claimed(i), 'webhook-id', 1795608000_000); // the hex HMAC's header overwritten by webhook-id
+      assert.equal(checked, null);
+      assert.equal(kept, null);
+    }
+  });
+});

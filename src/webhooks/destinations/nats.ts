@@ -53,6 +53,8 @@ export class NatsPublisher implements Publisher {
         timeout: this.opts.timeoutMs,
         reconnect: false,
         ignoreClusterUpdates: true,
+        // No stack captured for each request (two Error objects per publish): an outcome is told by its code, never its stack.
+        noAsyncTraces: true,
       });
       void nc.closed().then(() => (this.closed = true));
       if (this.closing) {

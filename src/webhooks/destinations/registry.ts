@@ -41,22 +41,22 @@ export class BrokerDestinations {
     const e = this.entryOf(row);
     e.inflight++;
     e.lastUsed = Date.now();
-    let timer: NodeJS.Timeout | undefined;
-    let out: PublishOutcome;
-    try {
-      out = await Promise.race([
-        e.publisher.publish(msg),
-        new Promise<PublishOutcome>((resolve) => {
-          timer = setTimeout(() => resolve(failure('BROKER_TIMEOUT', `no confirm from the broker within ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
-        }),
-        new Promise<PublishOutcome>((resolve) => abort?.bind((reason) => resolve(failure('BROKER_UNREACHABLE', String(reason.message))))),
-      ]);
-    } finally {
-      clearTimeout(timer);
-      abort?.bind(undefined);
-      e.inflight--;
-      e.lastUsed = Date.now();
-    }
+    // One promise settled by the first of the publish's outcome, the deadline and an abort (no race of three).
+    const out = await new Promise<PublishOutcome>((resolve) => {
+      let settled = false;
+      const settle = (o: PublishOutcome) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        abort?.bind(undefined);
+        resolve(o);
+      };
+      const timer = setTimeout(() => settle(failure('BROKER_TIMEOUT', `no confirm from the broker within ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
+      abort?.bind((reason) => settle(failure('BROKER_UNREACHABLE', String(reason.message))));
+      e.publisher.publish(msg).then(settle, (err) => settle(failure('BROKER_UNREACHABLE', String(err?.message ?? err))));
+    });
+    e.inflight--;
+    e.lastUsed = Date.now();
     // A connection that missed the deadline is not trusted with the next publish (it may hang for good).
     if (!out.ok && out.errorCode === 'BROKER_TIMEOUT' && this.entries.get(row.subscription_id) === e) this.drop(row.subscription_id, e);
     const durationMs = Math.round(performance.now() - t0);
