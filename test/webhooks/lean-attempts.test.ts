@@ -144,9 +144,10 @@ for (const backend of await backends()) {
           `INSERT INTO webhook_subscriptions (url, event_types, signing_secret) VALUES ('https://example.com/h', ARRAY['customerCreate'], 'whsec_x') RETURNING id`,
         )).rows[0].id;
         const event = (await t.db.query<{ id: string }>(
-          `INSERT INTO events (event_type, resource_type, resource_uuid, source) VALUES ('customerCreate', 'Customer', gen_random_uuid(), 'TULIP_API') RETURNING id`,
+          `INSERT INTO events (event_type, resource_type, resource_uuid, source, created_at) VALUES ('customerCreate', 'Customer', gen_random_uuid(), 'TULIP_API', '2026-11-25T09:59:59Z') RETURNING id`,
         )).rows[0].id;
-        const delivery = (await t.db.query<{ id: string }>(`INSERT INTO webhook_deliveries (event_id, subscription_id) VALUES ($1, $2) RETURNING id`, [event, sub])).rows[0].id;
+        // Made before their attempts (the fixture's times are fixed: a delivery made today would be days after them).
+        const delivery = (await t.db.query<{ id: string }>(`INSERT INTO webhook_deliveries (event_id, subscription_id, created_at) VALUES ($1, $2, '2026-11-25T09:59:59.5Z') RETURNING id`, [event, sub])).rows[0].id;
         // As recordResults wrote them: the request whole (a success, and a failure that sent nothing).
         await t.db.query(
           `INSERT INTO webhook_attempts (delivery_id, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
