@@ -3,7 +3,7 @@
 import { sqlState, type Db } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
 import { DAYS_AHEAD, DELIVERIES, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
-import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingIn, pendingNeedingEvents, rangeFor, retirePartition } from './store.ts';
+import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingIn, pendingNeedingEvents, rangeFor, retirePartition, type Partition } from './store.ts';
 
 /**
  * Creates the partitions of today and the DAYS_AHEAD days after it that are missing, and of every day the DEFAULT
@@ -14,20 +14,34 @@ import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionN
 export async function ensurePartitions(db: Db, now = new Date(), busy: string[] = [], spanDays = 1): Promise<string[]> {
   const created: string[] = [];
   for (const t of PARTITIONED) {
-    const parts = await partitions(db, t);
-    const covered = (day: Date) => parts.some((p) => !p.isDefault && (p.from === null || p.from <= day) && p.to !== null && p.to > day);
-    const today = dayOf(now);
-    const days = [...(await daysInDefault(db, t))];
-    for (let i = 0; i <= DAYS_AHEAD; i++) days.push(addDays(today, i));
-    for (const day of days) {
-      if (covered(day)) continue;
-      const range = rangeFor(day, spanDays, parts);
+    for (const range of rangesToCreate(await partitions(db, t), now, await daysInDefault(db, t), spanDays)) {
       const name = partitionName(t, range.from);
-      if (await orBusy(() => createPartition(db, t, range), name, busy)) created.push(name);
-      parts.push({ name, ...range, isDefault: false }); // covered for the rest of this pass (a busy one: the next pass retries)
+      if (await orBusy(() => createPartition(db, t, range), name, busy)) created.push(name); // a busy one: the next pass retries
     }
   }
   return created;
+}
+
+/**
+ * The ranges ensurePartitions creates for one table (no I/O): for each day in `inDefault`, then today and the
+ * DAYS_AHEAD days after it, not covered by `existing` nor by a range chosen before it, its rangeFor. The days a
+ * stopped job never reached and no row holds stay without a partition (a row written there later waits in DEFAULT
+ * for the next pass).
+ */
+export function rangesToCreate(existing: Partition[], now: Date, inDefault: Date[], spanDays = 1): { from: Date; to: Date }[] {
+  const parts = [...existing];
+  const covered = (day: Date) => parts.some((p) => !p.isDefault && (p.from === null || p.from <= day) && p.to !== null && p.to > day);
+  const today = dayOf(now);
+  const days = [...inDefault];
+  for (let i = 0; i <= DAYS_AHEAD; i++) days.push(addDays(today, i));
+  const ranges: { from: Date; to: Date }[] = [];
+  for (const day of days) {
+    if (covered(day)) continue;
+    const range = rangeFor(day, spanDays, parts);
+    ranges.push(range);
+    parts.push({ name: '', ...range, isDefault: false }); // covered for the rest of this pass
+  }
+  return ranges;
 }
 
 export interface RetentionResult {

@@ -1,13 +1,15 @@
 // Partitions spanning several days (BULB_PARTITION_DAYS, docs/partitioning.md): the job makes aligned ranges of that
 // many days (cut at the legacy partition's cutover and at partitions made under another span, never overlapping),
 // moves a DEFAULT row into its range, a row lands in the range holding its day, and retention drops a range once
-// all of it is past the window. Fewer partitions than days: what each statement opens (the drain's cost).
+// all of it is past the window. Fewer partitions than days: what each statement opens (the drain's cost). A database's
+// cutover is today's, so the test on the engines sees one alignment of the spans a day: the range logic is also
+// checked without a database over 60 consecutive dates (every alignment of each span), at the end of this file.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { backends, freshDb, type TestDb } from '../helpers/db.ts';
 import { DAYS_AHEAD, EVENTS, PARTITIONED } from '../../src/partitions/tables.ts';
-import { addDays, partitions, type Partition } from '../../src/partitions/store.ts';
-import { ensurePartitions, runRetention } from '../../src/partitions/maintain.ts';
+import { addDays, dayOf, partitions, type Partition } from '../../src/partitions/store.ts';
+import { ensurePartitions, rangesToCreate, runRetention } from '../../src/partitions/maintain.ts';
 import { loadConfig } from '../../src/config.ts';
 
 const DAY = 86_400_000;
@@ -23,6 +25,47 @@ function contiguous(parts: Partition[]): Partition[] {
     end = p.to!.getTime();
   }
   return ranges;
+}
+
+const ORIGIN = Date.UTC(2000, 0, 1);
+const iso = (t: Date | number) => new Date(t).toISOString().slice(0, 10);
+
+/** A table as migration 054 leaves it: the legacy partition up to `cutover`, and DEFAULT. */
+function fresh(cutover: Date): Partition[] {
+  return [{ name: 'legacy', from: null, to: cutover, isDefault: false }, { name: 'default', from: null, to: null, isDefault: true }];
+}
+
+/**
+ * One pass of the job on a table held in memory (ensurePartitions without the database). Each range it makes lies
+ * within one aligned span, and begins (ends) on the span's boundary or where a partition already there ends (begins).
+ */
+function pass(parts: Partition[], now: Date, span: number, inDefault: Date[], what: string) {
+  const aligned = (t: Date) => (t.getTime() - ORIGIN) % (span * DAY) === 0;
+  for (const r of rangesToCreate(parts, now, inDefault, span)) {
+    const name = `[${iso(r.from)}, ${iso(r.to)}) of span ${span}`;
+    assert.equal(Math.floor((r.to.getTime() - DAY - ORIGIN) / (span * DAY)), Math.floor((r.from.getTime() - ORIGIN) / (span * DAY)), `${what}: ${name} within one aligned span`);
+    assert.ok(aligned(r.from) || parts.some((p) => !p.isDefault && p.to?.getTime() === r.from.getTime()), `${what}: ${name} begins on a boundary or where a partition ends`);
+    assert.ok(aligned(r.to) || parts.some((p) => !p.isDefault && p.from?.getTime() === r.to.getTime()), `${what}: ${name} ends on a boundary or where a partition begins`);
+    parts.push({ name: iso(r.from), ...r, isDefault: false });
+  }
+}
+
+/** The ranges after the legacy one in order; their gaps (none allowed unless `gaps` is given); throws on an overlap. */
+function tiling(parts: Partition[], what: string, gaps?: [number, number][]): Partition[] {
+  const ranges = parts.filter((p) => p.from !== null && !p.isDefault).sort((a, b) => a.from!.getTime() - b.from!.getTime());
+  let end = parts.find((p) => p.from === null && !p.isDefault)!.to!.getTime();
+  for (const p of ranges) {
+    assert.ok(p.to! > p.from!, `${what}: ${p.name} is empty`);
+    assert.ok(p.from!.getTime() >= end, `${what}: ${p.name} [${iso(p.from!)}, ${iso(p.to!)}) overlaps the partition ending ${iso(end)}`);
+    if (gaps) { if (p.from!.getTime() > end) gaps.push([end, p.from!.getTime()]); }
+    else assert.equal(iso(p.from!), iso(end), `${what}: ${p.name} begins where the previous partition ends`);
+    end = p.to!.getTime();
+  }
+  return ranges;
+}
+
+function covers(parts: Partition[], day: Date): boolean {
+  return parts.some((p) => !p.isDefault && (p.from === null || p.from <= day) && p.to !== null && p.to > day);
 }
 
 for (const backend of await backends()) {
@@ -50,8 +93,10 @@ for (const backend of await backends()) {
         [new Date(far.getTime() + 3_600_000)],
       )).rows[0].id;
 
-      // Then 7 days a partition, the job run 14 days on: weeks from where the days end, and the one holding the row.
-      await ensurePartitions(tdb.db, addDays(cutover, 14), [], 7);
+      // Then 7 days a partition, the job run daily for 14 days (every hour in production): weeks from where the days
+      // end, and the one holding the row. (A single pass 14 days on would leave the days between uncovered unless
+      // the week holding that day began where the days end: the job never reached them; see the test above.)
+      for (let d = 1; d <= 14; d++) await ensurePartitions(tdb.db, addDays(cutover, d), [], 7);
       for (const t of PARTITIONED) {
         const ranges = contiguous(await partitions(tdb.db, t)); // no overlap, no gap up to the last one
         const weeks = ranges.filter((p) => p.to!.getTime() - p.from!.getTime() > DAY);
@@ -77,3 +122,60 @@ for (const backend of await backends()) {
     });
   });
 }
+
+// After the database tests are registered: a synchronous loop before would starve their connection attempt.
+describe('the ranges of several days, on any date (no database)', () => {
+  const first = Date.UTC(2026, 10, 1); // 60 cutovers from here: every alignment of every span up to 31 days
+  const spans: [number, number][] = [[1, 1], [7, 7], [1, 7], [7, 1], [1, 3], [3, 7], [7, 3], [2, 5], [1, 31], [31, 7], [31, 1]];
+
+  it('tile time from the cutover with no gap and no overlap while the job runs at least every DAYS_AHEAD + 1 days, the span changed or not', () => {
+    for (let c = 0; c < 60; c++) {
+      for (const [before, after] of spans) {
+        for (const everyHours of [24 + 1, (DAYS_AHEAD + 1) * 24 - 1]) {
+          const cutover = new Date(first + c * DAY);
+          const parts = fresh(cutover);
+          for (let h = -47; h < 60 * 24; h += everyHours) {
+            const now = new Date(cutover.getTime() + h * 3_600_000);
+            const span = h < 25 * 24 ? before : after;
+            const what = `cutover ${iso(cutover)}, span ${before} then ${after}, a pass every ${everyHours} h, now ${now.toISOString()}`;
+            pass(parts, now, span, [], what);
+            tiling(parts, what);
+            for (let i = 0; i <= DAYS_AHEAD; i++) assert.ok(covers(parts, addDays(dayOf(now), i)), `${what}: day ${i} ahead covered`);
+          }
+        }
+      }
+    }
+  });
+
+  it('after the job stopped past the days ahead: no overlap, every day DEFAULT holds rows of and the days ahead covered; the days left out are behind the restart and hold no row', () => {
+    for (let c = 0; c < 60; c++) {
+      for (const span of [1, 3, 7, 31]) {
+        for (const stopped of [DAYS_AHEAD + 2, 14, 40]) {
+          const cutover = new Date(first + c * DAY);
+          const parts = fresh(cutover);
+          const restart = addDays(cutover, stopped);
+          const what = `cutover ${iso(cutover)}, span ${span}, restarted ${stopped} days on`;
+          pass(parts, cutover, 1, [], what); // daily partitions, as the test on a database
+          // Rows written meanwhile waited in DEFAULT: a day in the stretch no pass reached, and one ahead.
+          const inDefault = [addDays(cutover, DAYS_AHEAD + 1 + (c % (stopped - DAYS_AHEAD - 1))), addDays(restart, 20)];
+          pass(parts, restart, span, inDefault, what);
+          const gaps: [number, number][] = [];
+          tiling(parts, what, gaps);
+          for (const d of inDefault) assert.ok(covers(parts, d), `${what}: ${iso(d)} (rows in DEFAULT) covered`);
+          for (let i = 0; i <= DAYS_AHEAD; i++) assert.ok(covers(parts, addDays(restart, i)), `${what}: day ${i} ahead covered`);
+          for (const [from, to] of gaps.filter(([from]) => from < restart.getTime())) {
+            assert.ok(to <= restart.getTime(), `${what}: gap [${iso(from)}, ${iso(to)}) behind the restart`);
+          }
+          // A row written later into such a gap waits in DEFAULT; the next pass gives it a range between its neighbours
+          // (the setting changed meanwhile: a span whose range would cross into the partition after the gap).
+          const later = span === 31 ? 7 : 31;
+          for (const [from] of gaps) {
+            pass(parts, restart, later, [new Date(from)], `${what}, then span ${later}`);
+            assert.ok(covers(parts, new Date(from)), `${what}: ${iso(from)} covered once a row is there`);
+            tiling(parts, what, []);
+          }
+        }
+      }
+    }
+  });
+});
