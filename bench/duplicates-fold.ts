@@ -1,0 +1,78 @@
+// The refresher's fold of one import into a large base, measured on a copy (issue 25, docs/duplicates.md): a base of
+// --base customers is seeded once by the duplicates bench's seedBase into a kept database (bulb_bench_dupbase_<N>,
+// reused by later runs: 5M takes ~9 minutes to seed), copied (CREATE DATABASE … TEMPLATE), migrated (so a base kept
+// from an older checkout is upgraded as a deployment would be), then --import generated customers are inserted and
+// folded in by refreshDuplicates. Prints the rate, the WAL written per customer (the whole server's) and, per
+// customer folded, the blocks each duplicates table and index touched and read from outside shared_buffers
+// (pg_statio, reset before the fold). The copy is dropped after; `--drop-base` drops the kept base too.
+// `node --import tsx bench/duplicates-fold.ts [--base 5000000] [--import 1000000] [--drop-base]`
+import pg from 'pg';
+import { PgDb } from '../src/db/pg.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { refreshDuplicates } from '../src/crm/duplicates/refresh.ts';
+import { generate } from './duplicates-gen.ts';
+import { insertCustomers, seedBase } from './duplicates.ts';
+import { log, PG_ADMIN_URL } from './lib.ts';
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const base = arg('base', 5_000_000);
+const importN = arg('import', 1_000_000);
+const kept = `bulb_bench_dupbase_${base}`;
+const copy = `${kept}_fold`;
+const urlOf = (name: string) => Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${name}` }).toString();
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+const exists = await admin(async (c) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [kept])).rowCount === 1);
+if (!exists) {
+  await admin((c) => c.query(`CREATE DATABASE ${kept}`));
+  const db = new PgDb(urlOf(kept), 4);
+  await migrate(db);
+  await seedBase(db, base);
+  await db.exec('VACUUM ANALYZE');
+  await db.close();
+}
+await admin(async (c) => {
+  await c.query(`DROP DATABASE IF EXISTS ${copy}`);
+  await c.query(`CREATE DATABASE ${copy} TEMPLATE ${kept}`);
+});
+let db = new PgDb(urlOf(copy), 4);
+try {
+  log(`duplicates fold: migrations applied to the copy: ${JSON.stringify(await migrate(db))}`);
+  await insertCustomers(db, generate(importN, 4242, 0.05, 'imp-').customers);
+  await db.exec('SELECT pg_stat_reset()');
+  const lsn = (await db.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l;
+  const t0 = performance.now();
+  const refreshed = await refreshDuplicates(db, 'US');
+  const s = (performance.now() - t0) / 1000;
+  const wal = Number((await db.query<{ w: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS w', [lsn])).rows[0].w);
+  await db.close(); // its backends flush their statistics as they exit
+  db = new PgDb(urlOf(copy), 1);
+  const per = (n: string | number) => (Number(n) / importN).toFixed(1);
+  const rels = await db.query<{ relname: string; touched: string; read: string }>(
+    `SELECT relname, heap_blks_hit + heap_blks_read + coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0) AS touched,
+       heap_blks_read + coalesce(idx_blks_read, 0) AS read
+     FROM pg_statio_user_tables WHERE relname LIKE 'duplicate%' ORDER BY 2 DESC`,
+  );
+  console.log(`base ${base}, import ${importN}: ${refreshed} customers refreshed (re-queued included) in ${s.toFixed(1)} s: ${Math.round(importN / s)} customers/s`);
+  console.log(`WAL ${(wal / importN / 1024).toFixed(1)} kB per customer (the whole server's)`);
+  for (const r of rels.rows) console.log(`${r.relname.padEnd(24)} blocks per customer ${per(r.touched).padStart(7)}, read from outside shared_buffers ${per(r.read)}`);
+} finally {
+  await db.close();
+  await admin(async (c) => {
+    await c.query(`DROP DATABASE IF EXISTS ${copy} WITH (FORCE)`);
+    if (process.argv.includes('--drop-base')) await c.query(`DROP DATABASE IF EXISTS ${kept} WITH (FORCE)`);
+  });
+}
+process.exit(0);
