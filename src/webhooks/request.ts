@@ -1,7 +1,7 @@
 // Builds one webhook request: the event body (exact bytes), and every header, signed with each valid secret.
 import { createRequire } from 'node:module';
 import { isoNN } from '../http/time.ts';
-import { hmacBytes, standardMac } from './signing.ts';
+import { hmacBytes, signatureHeaderOf, standardMac } from './signing.ts';
 import type { Claimed } from './queue-store.ts';
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
@@ -55,7 +55,7 @@ export function buildRequest(c: Claimed, hmacHeaderName: string, nowMs = Date.no
     'X-Webhook-Version': c.webhook_version,
     'webhook-id': c.event_uuid,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': macs.map((m) => `v1,${m.toString('base64')}`).join(' '),
+    'webhook-signature': signatureHeaderOf(macs),
   };
   const signed = { signatures: Buffer.concat([hex, ...macs]).toString('hex'), timestamp };
   // Without credentials the logged headers are the sent ones (neither is changed afterwards).

@@ -35,17 +35,17 @@ export function hmacBytes(secret: string, body: string | Buffer): Buffer {
   return crypto.createHmac('sha256', hexKey(secret)).update(body).digest();
 }
 
-/** Standard Webhooks signature of one secret: v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">. */
-export function standardSignature(secret: string, id: string, timestamp: number, body: string | Buffer): string {
-  return `v1,${standardMac(secret, id, timestamp, body).toString('base64')}`;
-}
-
-/** The HMAC of one Standard Webhooks signature, as bytes (32). */
+/** The HMAC of one Standard Webhooks signature, as bytes (32): HMAC-SHA256 of "{id}.{timestamp}.{body}". */
 export function standardMac(secret: string, id: string, timestamp: number, body: string | Buffer): Buffer {
   return crypto.createHmac('sha256', hmacKey(secret)).update(`${id}.${timestamp}.`).update(body).digest();
 }
 
+/** The webhook-signature header of these MACs (standardMac): v1,<base64> each, space-separated. */
+export function signatureHeaderOf(macs: Buffer[]): string {
+  return macs.map((m) => `v1,${m.toString('base64')}`).join(' ');
+}
+
 /** The webhook-signature header: one v1 signature per valid secret, space-separated. */
 export function signatureHeader(secrets: string[], id: string, timestamp: number, body: string | Buffer): string {
-  return secrets.map((s) => standardSignature(s, id, timestamp, body)).join(' ');
+  return signatureHeaderOf(secrets.map((s) => standardMac(s, id, timestamp, body)));
 }

@@ -47,10 +47,12 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     const add = (key: string, d: number) => delta.set(key, (delta.get(key) ?? 0) + d);
     for (const k of keys) add(k.key, 1);
     for (const p of profiles) add(`f:${p.name}`, 1);
-    for (const k of stored.keys) add(k.key, -1);
-    for (const o of stored.profiles) add(`f:${o.name}`, -1);
     const removed = new Map<string, number>();
-    for (const k of stored.keys) removed.set(k.key, (removed.get(k.key) ?? 0) + 1);
+    for (const k of stored.keys) {
+      add(k.key, -1);
+      removed.set(k.key, (removed.get(k.key) ?? 0) + 1);
+    }
+    for (const o of stored.profiles) add(`f:${o.name}`, -1);
     const capKeys = [...delta.keys()].filter(blocking);
     const now = new Map([
       ...(await store.counted(tx, [...delta.keys()].filter((k) => !blocking(k)))),

@@ -197,9 +197,9 @@ export async function candidates(tx: Queryable, keys: { key: string; customerId:
        FROM unnest($1::text[], $2::bigint[], $7::text[]) AS k(key, x, name) JOIN duplicate_keys o ON o.key = k.key AND o.customer_id <> k.x
        GROUP BY k.x, o.customer_id
      ), n AS MATERIALIZED (
-       SELECT c.x, c.y, similarity(c.name_x, q.name)::float8 AS sim
-       FROM c JOIN duplicate_profiles q ON q.customer_id = c.y
-       WHERE c.contact OR similarity(c.name_x, q.name) >= $3
+       SELECT c.x, c.y, s.sim::float8 AS sim
+       FROM c JOIN duplicate_profiles q ON q.customer_id = c.y CROSS JOIN LATERAL (SELECT similarity(c.name_x, q.name) AS sim) s
+       WHERE c.contact OR s.sim >= $3
          OR (${words('c.name_x')} = ${words('q.name')} AND abs(length(c.name_x) - length(q.name)) <= 1
            AND EXISTS (SELECT 1 FROM (SELECT unnest(string_to_array(c.name_x, ' ')) EXCEPT ALL SELECT unnest(string_to_array(q.name, ' '))) l(w),
                (SELECT unnest(string_to_array(q.name, ' ')) EXCEPT ALL SELECT unnest(string_to_array(c.name_x, ' '))) r(w)
