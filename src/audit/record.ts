@@ -2,9 +2,11 @@
 // act, its target and the request's IP address), written in the act's own transaction, so that the act and its
 // row commit together or not at all. An audited handler takes its request's hook with auditOf(req) and calls it
 // inside the transaction that does the act, with the answer it will give; if the row cannot be written the act
-// rolls back and the request fails as a whole (500 InternalError, nothing changed: a retry is safe).
+// rolls back and the request fails as a whole (500 InternalError, nothing changed: a retry is safe), but for a
+// database that is unavailable (a failover, a restart), which answers 503 with Retry-After like any other statement.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RETRYABLE_SQLSTATES, sqlState, type Queryable } from '../db/db.ts';
+import { databaseUnavailable } from '../db/unavailable.ts';
 import { ApiError } from '../http/errors.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
 import type { AuditDecl } from './actions.ts';
@@ -39,6 +41,7 @@ export function auditOf(req: FastifyRequest): AuditHook {
         await appendAudit(tx, entry);
       } catch (err) {
         if (RETRYABLE_SQLSTATES.has(sqlState(err) ?? '')) throw err; // the transaction is retried whole
+        if (databaseUnavailable(err)) throw err; // 503 with Retry-After, as for any statement of the act
         const e = new ApiError('InternalError', 'the act could not be recorded in the audit log, so it was not done (nothing changed: retrying is safe)', 'audit log', []);
         e.cause = err;
         throw e;

@@ -14,9 +14,9 @@ await describeEachDb('audit row in the act\'s transaction', (ctx) => {
   const count = async (sql: string, params: unknown[] = []) => Number((await db().query(sql, params)).rows[0].n);
   const audited = (action: string) => count('SELECT count(*) AS n FROM audit_log WHERE action = $1', [action]);
   /** The audit log refuses this action from now on (null: refuses none). */
-  const refuse = async (action: string | null) => {
+  const refuse = async (action: string | null, errcode = 'P0001') => {
     await db().query('DELETE FROM test_refused_audit');
-    if (action) await db().query('INSERT INTO test_refused_audit (action) VALUES ($1)', [action]);
+    if (action) await db().query('INSERT INTO test_refused_audit (action, errcode) VALUES ($1, $2)', [action, errcode]);
   };
   /** The request failed whole: 500 InternalError (what it left is checked after). */
   const failedWhole = (r: Res) => {
@@ -26,11 +26,13 @@ await describeEachDb('audit row in the act\'s transaction', (ctx) => {
 
   before(async () => {
     await db().exec(`
-      CREATE TABLE test_refused_audit (action text PRIMARY KEY);
+      CREATE TABLE test_refused_audit (action text PRIMARY KEY, errcode text NOT NULL);
       CREATE FUNCTION test_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE code text;
       BEGIN
-        IF EXISTS (SELECT 1 FROM test_refused_audit WHERE action = NEW.action) THEN
-          RAISE EXCEPTION 'the audit log refuses %', NEW.action;
+        SELECT errcode INTO code FROM test_refused_audit WHERE action = NEW.action;
+        IF code IS NOT NULL THEN
+          RAISE EXCEPTION USING ERRCODE = code, MESSAGE = format('the audit log refuses %s', NEW.action);
         END IF;
         RETURN NEW;
       END $$;
@@ -154,6 +156,19 @@ await describeEachDb('audit row in the act\'s transaction', (ctx) => {
     await refuse(null);
     assert.equal((await api().post(`/crm/imports/${imp.body.uuid}/cancel`)).status, 200);
     assert.deepEqual([await audited('import.started'), await audited('import.cancelled')], [1, 1]);
+  });
+
+  it('a database going away while the audit row is written is 503 with Retry-After (a failover), not a 500', async () => {
+    // 57P01 admin_shutdown is what a backend says when its server stops under it (a failover's immediate stop).
+    await refuse('merge.created', '57P01');
+    for (const x of ['gone-p', 'gone-s']) await makeCustomer(db(), x);
+    const r = await api().post('/crm/customers/gone-p/merge', { mergeWithCustomerIds: ['gone-s'] });
+    assert.equal(r.status, 503, r.text);
+    assert.deepEqual(errorCodes(r), ['ServiceUnavailable']);
+    assert.equal(r.headers.get('retry-after'), '1');
+    await refuse(null);
+    assert.equal((await db().query("SELECT status FROM customers WHERE external_id = 'gone-s'")).rows[0].status, 'active', 'not merged');
+    assert.equal((await api().post('/crm/customers/gone-p/merge', { mergeWithCustomerIds: ['gone-s'] })).status, 200);
   });
   // On PostgreSQL the server gets the database URL, so an upload takes the COPY path (its own connection and transaction).
 }, (tdb) => ({ BULB_WEBHOOK_ALLOW_PRIVATE: 'true', ...(tdb.url ? { DATABASE_URL: tdb.url } : {}) }));

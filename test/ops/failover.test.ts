@@ -132,7 +132,8 @@ describe('failover to a promoted standby', { skip: !enabled }, () => {
 
     // Never a 500 or a hang; the switch was answered 503 with Retry-After.
     const statuses = outcomes.map((o) => o.status);
-    assert.deepEqual(statuses.filter((s) => s === 'hang' || s === 'network' || (typeof s === 'number' && s >= 500 && s !== 503)), [], 'no 5xx but 503, no hang');
+    const failed = proc.output().split('\n').filter((l) => l.includes('request failed')).slice(0, 3).join('\n');
+    assert.deepEqual(statuses.filter((s) => s === 'hang' || s === 'network' || (typeof s === 'number' && s >= 500 && s !== 503)), [], `no 5xx but 503, no hang\n${failed}`);
     const unavailable = outcomes.filter((o) => o.status === 503);
     assert.ok(outcomes.slice(during).some((o) => o.status === 503), 'the switch was seen as 503');
     for (const o of unavailable) {

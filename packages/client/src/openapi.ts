@@ -2891,6 +2891,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersCreate: {
@@ -3079,6 +3101,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersGet: {
@@ -3198,6 +3242,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -3426,6 +3492,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersPatch: {
@@ -3637,6 +3725,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customerAttributesList: {
@@ -3738,6 +3848,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -3934,6 +4066,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customerAttributesGet: {
@@ -4053,6 +4207,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -4229,6 +4405,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersBulk: {
@@ -4397,6 +4595,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersExport: {
@@ -4506,6 +4726,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     associatesList: {
@@ -4607,6 +4849,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -4803,6 +5067,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     associatesGet: {
@@ -4922,6 +5208,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -5054,6 +5362,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -5273,6 +5603,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersFollowUpsList: {
@@ -5397,6 +5749,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -5616,6 +5990,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersNotesList: {
@@ -5740,6 +6136,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -5959,6 +6377,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersMessagesList: {
@@ -6083,6 +6523,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -6302,6 +6764,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersPreferencesList: {
@@ -6426,6 +6910,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -6645,6 +7151,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersProductSharesList: {
@@ -6769,6 +7297,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -6988,6 +7538,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersAssociatesList: {
@@ -7112,6 +7684,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -7331,6 +7925,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customerNotesCreate: {
@@ -7519,6 +8135,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customerNotesGet: {
@@ -7638,6 +8276,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -7849,6 +8509,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -8071,6 +8753,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersMerges: {
@@ -8215,6 +8919,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -8445,6 +9171,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     customersDuplicates: {
@@ -8609,6 +9357,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     duplicatesList: {
@@ -8755,6 +9525,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     apiKeysList: {
@@ -8876,6 +9668,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -9044,6 +9858,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -9237,6 +10073,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     authClientsList: {
@@ -9358,6 +10216,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -9526,6 +10406,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -9719,6 +10621,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     webhooksEventTypes: {
@@ -9835,6 +10759,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -9968,6 +10914,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -10144,6 +11112,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     webhooksSubscriptionsGet: {
@@ -10283,6 +11273,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -10468,6 +11480,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -10687,6 +11721,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     webhooksSubscriptionsSecret: {
@@ -10846,6 +11902,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -11033,6 +12111,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -11248,6 +12348,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     webhooksSubscriptionsRecover: {
@@ -11439,6 +12561,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     webhooksDeliveriesList: {
@@ -11566,6 +12710,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -11781,6 +12947,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     webhooksStats: {
@@ -11934,6 +13122,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     webhooksLogs: {
@@ -12067,6 +13277,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -12286,6 +13518,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     webhooksReplaysList: {
@@ -12438,6 +13692,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     webhooksReplaysGet: {
@@ -12577,6 +13853,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -12792,6 +14090,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     eventsList: {
@@ -12918,6 +14238,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -13058,6 +14400,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -13221,6 +14585,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -13435,6 +14821,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     importsGet: {
@@ -13612,6 +15020,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     importsErrors: {
@@ -13751,6 +15181,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]
@@ -13996,6 +15448,28 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     auditLogList: {
@@ -14123,6 +15597,28 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
                      *           "moreInfo": ""
                      *         }
                      *       ]

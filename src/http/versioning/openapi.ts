@@ -55,6 +55,7 @@ const ERROR_EXAMPLES: Record<number, [string, string, string, string]> = {
   415: ['Body is not JSON', 'request body must be application/json', 'UnsupportedMediaType', ''],
   429: ['Rate limit reached', 'too many requests for this token', 'RateLimited', 'retry after 1 s'],
   500: ['Internal error (no internals are disclosed)', 'internal error', 'InternalError', ''],
+  503: ['The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert', 'the database is unavailable (restarting or failing over); retry shortly', 'ServiceUnavailable', ''],
 };
 
 function errorResponse(status: number, components: Components, description?: string): Json {
@@ -64,7 +65,7 @@ function errorResponse(status: number, components: Components, description?: str
     content: { 'application/json': { schema: lift(ErrorBody, components), example: { errors: [{ message, errorCode, moreInfo }] } } },
   };
   if (status === 401) res.headers = { 'WWW-Authenticate': { description: 'Bearer realm="bulb"', schema: { type: 'string' } } };
-  if (status === 429) res.headers = { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer' } } };
+  if (status === 429 || status === 503) res.headers = { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer' } } };
   return res;
 }
 
@@ -96,7 +97,7 @@ function operation(vr: VersionedRoute, components: Components): Json {
   // fails on that route alone (it sends a body the document does not declare), naming it.
   if (!Object.keys(responses).some((s) => s.startsWith('2'))) responses['200'] = { description: 'Success (no response schema declared)' };
   const hasBody = def.method !== 'GET';
-  const generic = [400, 401, ...(def.scope === 'read' ? [] : [403]), ...(def.path.includes(':') ? [404] : []), ...(hasBody ? [413, 415] : []), 429, 500];
+  const generic = [400, 401, ...(def.scope === 'read' ? [] : [403]), ...(def.path.includes(':') ? [404] : []), ...(hasBody ? [413, 415] : []), 429, 500, 503];
   for (const code of generic) responses[String(code)] ??= errorResponse(code, components);
   const body = schema.documentedBody ?? schema.body;
   const scopes = def.scope === 'read' ? ['read'] : def.scope === 'write' ? ['write'] : ['admin'];
