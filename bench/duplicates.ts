@@ -112,8 +112,8 @@ export async function seedBase(db: PgDb, n: number): Promise<void> {
   await timed('profiles', `INSERT INTO duplicate_profiles (customer_id, name, emails, phones, postal_codes, cities)
     SELECT id, f || ' ' || l, ARRAY[e], ARRAY[p], ARRAY[z], ARRAY[city] FROM (${fields}) x`);
   // Distinct without a sort: the last name's keys only when it is not also the first name (thomas thomas).
-  await timed('keys', `INSERT INTO duplicate_keys (key, customer_id)
-    SELECT k, id FROM (${fields}) x CROSS JOIN LATERAL (VALUES ('e:' || e), ('p:' || p),
+  await timed('keys', `INSERT INTO duplicate_keys (key, customer_id, name)
+    SELECT k, id, f || ' ' || l FROM (${fields}) x CROSS JOIN LATERAL (VALUES ('e:' || e), ('p:' || p),
       ('n:' || f || '|z:' || z), ('n:' || f || '|s:' || st || '|' || z),
       (CASE WHEN l <> f THEN 'n:' || l || '|z:' || z END), (CASE WHEN l <> f THEN 'n:' || l || '|s:' || st || '|' || z END),
       (CASE WHEN length(f) >= 4 THEN 'w:' || f END), (CASE WHEN length(l) >= 4 AND l <> f THEN 'w:' || l END)) v(k) WHERE k IS NOT NULL`);

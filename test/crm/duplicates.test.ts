@@ -161,6 +161,25 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.deepEqual(await candidates(db, keys), [], 'one word in common, the other of another first letter: no candidate features computed');
   });
 
+  it('a customer whose name changes has every key written again with the new name (the candidate search reads names from the keys)', async () => {
+    const db = ctx.tdb.db;
+    const place = { address1: '4 Key St', city: 'Keyport', postCode: '63063', countryCode: 'US' };
+    await create('kn-a', { firstName: 'Orla', lastName: 'Aaberg', emails: [{ email: 'orla.kn@example.com' }], addresses: [place] });
+    await drain();
+    assert.equal((await api().patch('/crm/customers/kn-a', { lastName: 'Quinlan' })).status, 200);
+    await drain();
+    const names = await db.query<{ key: string; name: string }>(
+      `SELECT k.key, k.name FROM duplicate_keys k JOIN customers c ON c.id = k.customer_id WHERE c.external_id = 'kn-a' ORDER BY k.key`,
+    );
+    assert.ok(names.rows.some((k) => k.key === 'e:orla.kn@example.com') && names.rows.some((k) => k.key === 'n:orla|z:63063'));
+    assert.deepEqual(names.rows.filter((k) => k.name !== 'orla quinlan'), [], 'every key, the email\'s and the unchanged first name\'s included');
+    // Found through the first name's key, which the change did not touch: a stale name on it ("orla aaberg") would
+    // sift the pair out (another last name, another first letter).
+    await create('kn-b', { firstName: 'Orla', lastName: 'Quinlan', addresses: [{ ...place, address1: '6 Key St' }] });
+    const d = await dupsOf('kn-b');
+    assert.deepEqual(d.map((x) => x.customer.externalId), ['kn-a'], JSON.stringify(d));
+  });
+
   it('finds unicode names: single Han characters, letters with a stroke written with or without it', async () => {
     const bj = { address1: '1 Chang An Jie', city: '北京', postCode: '100000', countryCode: 'CN' };
     await create('h-1', { firstName: '伟', lastName: '王', addresses: [bj] });
@@ -485,19 +504,26 @@ await describeEachDb('possible duplicates', (ctx) => {
       [{ key: 'f:counted again', bearers: 1 }, { key: 'w:counted', bearers: 1 }], 'the triggers count names and words, not blocking keys');
   });
 
-  it('migration 058 writes the word keys of the profiles already stored, and re-queues the pairs scored by the typo rule', async () => {
+  it('migrations 058 and 063: the word keys of the profiles already stored written, the pairs scored by the typo rule re-queued; every key given its bearer\'s name', async () => {
     const db = ctx.tdb.db;
     await drain();
+    const keys = async () => (await db.query<{ key: string; customer_id: string; name: string }>(`SELECT * FROM duplicate_keys ORDER BY 1, 2`)).rows;
     const words = async () => (await db.query<{ key: string; customer_id: string }>(`SELECT key, customer_id FROM duplicate_keys WHERE key LIKE 'w:%' ORDER BY 1, 2`)).rows;
     const counts = async () => (await db.query<{ key: string; bearers: number }>(`SELECT key, bearers FROM duplicate_key_counts WHERE key LIKE 'w:%' AND bearers > 0 ORDER BY key`)).rows;
-    const [kept, keptCounts] = [await words(), await counts()];
+    const [kept, keptKeys, keptCounts] = [await words(), await keys(), await counts()];
     assert.ok(kept.some((k) => k.key === 'w:alena'), 'the refresher writes them');
     const typoSides = (await db.query<{ a: string }>(`SELECT DISTINCT a FROM duplicate_pairs WHERE reasons::text LIKE '%one typo apart%' ORDER BY a`)).rows.map((r) => r.a);
     assert.ok(typoSides.length > 0);
     await db.query(`DELETE FROM duplicate_keys WHERE key LIKE 'w:%'`);
-    await db.query('DELETE FROM schema_migrations WHERE version = 58');
-    assert.deepEqual(await migrate(db), ['058_duplicate_word_counts.sql']);
+    await db.query('DELETE FROM schema_migrations WHERE version IN (58, 63)');
+    // duplicate_keys as before 063: no name.
+    await db.exec('ALTER TABLE duplicate_keys DROP CONSTRAINT duplicate_keys_pkey; ALTER TABLE duplicate_keys DROP COLUMN name; ALTER TABLE duplicate_keys ADD PRIMARY KEY (key, customer_id)');
+    assert.deepEqual(await migrate(db), ['058_duplicate_word_counts.sql', '063_duplicate_keys_carry_names.sql']);
     assert.deepEqual(await words(), kept);
+    assert.deepEqual(await keys(), keptKeys, '063 gives every key the name the refresher writes it with');
+    assert.ok(keptKeys.length > 100 && keptKeys.every((k) => k.name !== undefined && k.name !== null));
+    const pk = await db.query<{ def: string }>(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'duplicate_keys_pkey'`);
+    assert.equal(pk.rows[0].def, 'PRIMARY KEY (key, customer_id) INCLUDE (name)');
     assert.deepEqual(await counts(), keptCounts);
     assert.deepEqual((await db.query<{ customer_id: string }>('SELECT customer_id FROM duplicate_dirty ORDER BY customer_id')).rows.map((r) => r.customer_id), typoSides);
     await drain();

@@ -27,10 +27,12 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     if (ids.length === 0) return { taken: 0, requeued: 0 };
     const profiles = (await store.activeSignals(tx, ids)).map((c) => profileOf(c, region));
     // Blocking keys and the counting keys of the name's words ('w:', no blocking key: see wordKeysOf).
-    const keys = profiles.flatMap((p) => [...keysOf(p), ...wordKeysOf(p.name)].map((key) => ({ key, customerId: p.customerId })));
-    // What changed since the last refresh: a customer re-queued because its name changed step keeps its profile and keys.
+    // Each carries the customer's name (the candidate search reads it from the key: migration 063).
+    const keys = profiles.flatMap((p) => [...keysOf(p), ...wordKeysOf(p.name)].map((key) => ({ key, customerId: p.customerId, name: p.name })));
+    // What changed since the last refresh: a customer re-queued because its name changed step keeps its profile and
+    // keys; one whose name changed has every key written again (an email's key with the new name).
     const stored = await store.storedState(tx, ids);
-    const pairKey = (k: { key: string; customerId: string }) => `${k.customerId}\u0000${k.key}`;
+    const pairKey = (k: store.StoredKey) => `${k.customerId}\u0000${k.key}\u0000${k.name}`;
     const storedKeys = new Set(stored.keys.map(pairKey));
     const newKeys = new Set(keys.map(pairKey));
     const byId = new Map(profiles.map((p) => [p.customerId, p]));
@@ -75,7 +77,7 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     const lone = { emails: [], phones: [], nameSimilarity: 1, postalCodes: ['-'], cities: [] };
     const hopeless = [...nameCount].filter(([name, n]) => name === '' || scorePair({ ...lone, names: [name, name], nameCount: n }).score < STORED_MIN).map(([name]) => name);
     const found = new Map<string, store.CandidateRow>();
-    for (const row of await store.candidates(tx, keys.filter((k) => blocking(k.key) && !capped.has(k.key)).map((k) => ({ ...k, name: byId.get(k.customerId)!.name })), common, hopeless)) {
+    for (const row of await store.candidates(tx, keys.filter((k) => blocking(k.key) && !capped.has(k.key)), common, hopeless)) {
       const [a, b] = BigInt(row.x) < BigInt(row.y) ? [row.x, row.y] : [row.y, row.x];
       if (!found.has(`${a}/${b}`)) found.set(`${a}/${b}`, { ...row, x: a, y: b });
     }

@@ -68,8 +68,15 @@ export async function activeSignals(tx: Queryable, ids: string[]): Promise<Custo
 export interface StoredState {
   /** The stored profiles of these customers (name, emails, phones, postal codes, cities). */
   profiles: Omit<Profile, 'streets'>[];
-  /** Their stored blocking keys. */
-  keys: { key: string; customerId: string }[];
+  /** Their stored blocking and word keys, each with the name it was written with. */
+  keys: StoredKey[];
+}
+
+/** A row of duplicate_keys: a key of a customer, with the customer's folded name (migration 063). */
+export interface StoredKey {
+  key: string;
+  customerId: string;
+  name: string;
 }
 
 /** What the refresher stored for these customers last time: their profiles and their keys. */
@@ -78,8 +85,8 @@ export async function storedState(tx: Queryable, ids: string[]): Promise<StoredS
     `SELECT customer_id AS "customerId", name, emails, phones, postal_codes AS "postalCodes", cities FROM duplicate_profiles WHERE customer_id = ANY($1::bigint[])`,
     [ids],
   );
-  const keys = await tx.query<{ key: string; customerId: string }>(
-    `SELECT key, customer_id AS "customerId" FROM duplicate_keys WHERE customer_id = ANY($1::bigint[])`,
+  const keys = await tx.query<StoredKey>(
+    `SELECT key, customer_id AS "customerId", name FROM duplicate_keys WHERE customer_id = ANY($1::bigint[])`,
     [ids],
   );
   return { profiles: profiles.rows, keys: keys.rows };
@@ -90,7 +97,7 @@ export async function storedState(tx: Queryable, ids: string[]): Promise<StoredS
  * stored as it is computed now is left alone (a customer re-queued because its name changed step keeps them),
  * so neither the indexes nor the counts (triggers) churn for nothing.
  */
-export async function writeProfiles(tx: Queryable, ids: string[], change: { dropProfiles: string[]; addProfiles: Profile[]; dropKeys: { key: string; customerId: string }[]; addKeys: { key: string; customerId: string }[] }): Promise<void> {
+export async function writeProfiles(tx: Queryable, ids: string[], change: { dropProfiles: string[]; addProfiles: Profile[]; dropKeys: StoredKey[]; addKeys: StoredKey[] }): Promise<void> {
   await tx.query('DELETE FROM duplicate_pairs WHERE a = ANY($1::bigint[]) OR b = ANY($1::bigint[])', [ids]);
   if (change.dropKeys.length > 0) {
     await tx.query(
@@ -110,8 +117,8 @@ export async function writeProfiles(tx: Queryable, ids: string[], change: { drop
   }
   if (change.addKeys.length > 0) {
     await tx.query(
-      'INSERT INTO duplicate_keys (key, customer_id) SELECT * FROM unnest($1::text[], $2::bigint[])',
-      [change.addKeys.map((k) => k.key), change.addKeys.map((k) => k.customerId)],
+      'INSERT INTO duplicate_keys (key, customer_id, name) SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])',
+      [change.addKeys.map((k) => k.key), change.addKeys.map((k) => k.customerId), change.addKeys.map((k) => k.name)],
     );
   }
 }
@@ -179,30 +186,31 @@ export interface CandidateRow {
  * that two bearers of one of them reach STORED_MIN only with an email or a phone in common: such pairs without
  * one are left out before their features are computed (k bearers of one name at one place are k² candidates).
  */
-export async function candidates(tx: Queryable, keys: { key: string; customerId: string; name: string }[], common: { emails: string[]; phones: string[] } = { emails: [], phones: [] }, hopeless: string[] = []): Promise<CandidateRow[]> {
+export async function candidates(tx: Queryable, keys: StoredKey[], common: { emails: string[]; phones: string[] } = { emails: [], phones: [] }, hopeless: string[] = []): Promise<CandidateRow[]> {
   // The intersection (sorted) where the arrays overlap at all: most candidates share no email, no phone.
   const inter = (col: string, except: string) =>
     `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) EXCEPT SELECT unnest(${except}::text[]) ORDER BY 1) ELSE '{}' END`;
   const words = (name: string) => `array_length(string_to_array(${name}, ' '), 1)`;
-  // c: the candidates, and whether one of the keys they share is an email or a phone (a contact past its cap is no
-  // key here, and no match). n: their names from the profiles' primary key alone (it carries the name, migration
-  // 061), kept when a contact is shared, the names are similar enough, or they may be one typo apart (as many
-  // words, all shared but one, and that one the same first letter, 4+ letters, lengths at most one apart: what
-  // typoWords checks but the edit itself). f: the whole profiles of those only. Before 061 every candidate's
-  // profile was read whole, 53 per customer at 5M (60% of them kept by the looser typo shape of before, lengths
-  // alone), random reads that grew with the base.
+  // c: the candidates with their names, from the keys' primary key alone (it carries the bearer's name, migration
+  // 063), and whether one of the keys they share is an email or a phone (a contact past its cap is no key here,
+  // and no match). n: those kept because a contact is shared, the names are similar enough, or they may be one
+  // typo apart (as many words, all shared but one, and that one the same first letter, 4+ letters, lengths at most
+  // one apart: what typoWords checks but the edit itself). f: the whole profiles of those only. Before 061 every
+  // candidate's profile was read whole, 53 per customer at 5M (60% of them kept by the looser typo shape of
+  // before, lengths alone); before 063 its name was probed in the profiles' primary key: random reads that grew
+  // with the base.
   const r = await tx.query<CandidateRow>(
     `WITH c AS MATERIALIZED (
-       SELECT k.x, min(k.name) AS name_x, o.customer_id AS y, bool_or(k.key LIKE 'e:%' OR k.key LIKE 'p:%') AS contact
+       SELECT k.x, min(k.name) AS name_x, o.customer_id AS y, min(o.name) AS name_y, bool_or(k.key LIKE 'e:%' OR k.key LIKE 'p:%') AS contact
        FROM unnest($1::text[], $2::bigint[], $7::text[]) AS k(key, x, name) JOIN duplicate_keys o ON o.key = k.key AND o.customer_id <> k.x
        GROUP BY k.x, o.customer_id
      ), n AS MATERIALIZED (
        SELECT c.x, c.y, s.sim::float8 AS sim
-       FROM c JOIN duplicate_profiles q ON q.customer_id = c.y CROSS JOIN LATERAL (SELECT similarity(c.name_x, q.name) AS sim) s
+       FROM c CROSS JOIN LATERAL (SELECT similarity(c.name_x, c.name_y) AS sim) s
        WHERE c.contact OR s.sim >= $3
-         OR (${words('c.name_x')} = ${words('q.name')} AND abs(length(c.name_x) - length(q.name)) <= 1
-           AND EXISTS (SELECT 1 FROM (SELECT unnest(string_to_array(c.name_x, ' ')) EXCEPT ALL SELECT unnest(string_to_array(q.name, ' '))) l(w),
-               (SELECT unnest(string_to_array(q.name, ' ')) EXCEPT ALL SELECT unnest(string_to_array(c.name_x, ' '))) r(w)
+         OR (${words('c.name_x')} = ${words('c.name_y')} AND abs(length(c.name_x) - length(c.name_y)) <= 1
+           AND EXISTS (SELECT 1 FROM (SELECT unnest(string_to_array(c.name_x, ' ')) EXCEPT ALL SELECT unnest(string_to_array(c.name_y, ' '))) l(w),
+               (SELECT unnest(string_to_array(c.name_y, ' ')) EXCEPT ALL SELECT unnest(string_to_array(c.name_x, ' '))) r(w)
              WHERE left(l.w, 1) = left(r.w, 1) AND least(length(l.w), length(r.w)) >= 4 AND abs(length(l.w) - length(r.w)) <= 1 HAVING count(*) = 1))
      ), f AS MATERIALIZED (
        SELECT n.x, n.y, p.name AS name_x, q.name AS name_y, n.sim,
