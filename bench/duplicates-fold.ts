@@ -4,9 +4,11 @@
 // from an older checkout is upgraded as a deployment would be), then --import generated customers are inserted and
 // folded in by refreshDuplicates. Prints the rate, the WAL written per customer (the whole server's) and, per
 // customer folded, the blocks each duplicates table and index touched and read from outside shared_buffers
-// (pg_statio, reset before the fold). The copy is dropped after; `--drop-base` drops the kept base too.
+// (pg_statio, reset before the fold), and the time spent in each of the refresher's statements per customer folded.
+// The copy is dropped after; `--drop-base` drops the kept base too.
 // `node --import tsx bench/duplicates-fold.ts [--base 5000000] [--import 1000000] [--drop-base]`
 import pg from 'pg';
+import type { Db, Queryable } from '../src/db/db.ts';
 import { PgDb } from '../src/db/pg.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { refreshDuplicates } from '../src/crm/duplicates/refresh.ts';
@@ -23,6 +25,36 @@ const importN = arg('import', 1_000_000);
 const kept = `bulb_bench_dupbase_${base}`;
 const copy = `${kept}_fold`;
 const urlOf = (name: string) => Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${name}` }).toString();
+
+/** Time spent in each statement (by its first words) and the transactions' other time (the refresher's own code). */
+const spent = new Map<string, { ms: number; calls: number }>();
+const note = (what: string, ms: number) => {
+  const t = spent.get(what) ?? { ms: 0, calls: 0 };
+  t.ms += ms;
+  t.calls++;
+  spent.set(what, t);
+};
+const label = (sql: string) => sql.replace(/\s+/g, ' ').trim().slice(0, 70);
+function timedQueries(q: Queryable): Queryable {
+  return {
+    async query(sql, params, name) {
+      const t = performance.now();
+      try {
+        return await q.query(sql, params, name);
+      } finally {
+        note(label(sql), performance.now() - t);
+      }
+    },
+    exec: (sql) => q.exec(sql),
+  };
+}
+/** The refresher's database, its statements timed. */
+function timedDb(db: PgDb): Db {
+  return Object.assign(Object.create(db) as Db, {
+    query: timedQueries(db).query,
+    transaction: <T>(fn: (tx: Queryable) => Promise<T>) => db.transaction((tx) => fn(timedQueries(tx))),
+  });
+}
 
 async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: PG_ADMIN_URL });
@@ -57,7 +89,7 @@ try {
   await db.exec('SELECT pg_stat_reset()');
   const lsn = (await db.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l;
   const t0 = performance.now();
-  const refreshed = await refreshDuplicates(db, 'US');
+  const refreshed = await refreshDuplicates(timedDb(db), 'US');
   const s = (performance.now() - t0) / 1000;
   const wal = Number((await db.query<{ w: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS w', [lsn])).rows[0].w);
   await db.close(); // its backends flush their statistics as they exit
@@ -71,6 +103,11 @@ try {
   console.log(`base ${base}, import ${importN}: ${refreshed} customers refreshed (re-queued included) in ${s.toFixed(1)} s: ${Math.round(importN / s)} customers/s`);
   console.log(`WAL ${(wal / importN / 1024).toFixed(1)} kB per customer (the whole server's)`);
   for (const r of rels.rows) console.log(`${r.relname.padEnd(24)} blocks per customer ${per(r.touched).padStart(7)}, read from outside shared_buffers ${per(r.read)}`);
+  const inSql = [...spent.values()].reduce((a, t) => a + t.ms, 0);
+  console.log(`statements: ${((1000 * inSql) / importN).toFixed(0)} µs per customer folded of ${((1e6 * s) / importN).toFixed(0)} µs (the rest: the refresher's own code)`);
+  for (const [what, t] of [...spent].sort((a, b) => b[1].ms - a[1].ms)) {
+    console.log(`  ${((1000 * t.ms) / importN).toFixed(1).padStart(7)} µs per customer, ${String(t.calls).padStart(6)} calls: ${what}`);
+  }
 } finally {
   await db.close();
   await admin(async (c) => {
