@@ -26,7 +26,7 @@ const kept = `bulb_bench_dupbase_${base}`;
 const copy = `${kept}_fold`;
 const urlOf = (name: string) => Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${name}` }).toString();
 
-/** Time spent in each statement (by its first words) and the transactions' other time (the refresher's own code). */
+/** Time spent in each of the refresher's statements (by its first words); the fold's time less their sum is its own code's. */
 const spent = new Map<string, { ms: number; calls: number }>();
 const note = (what: string, ms: number) => {
   const t = spent.get(what) ?? { ms: 0, calls: 0 };

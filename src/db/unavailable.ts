@@ -14,8 +14,14 @@ const UNAVAILABLE_SQLSTATES = new Set([
 /** Socket-level failures of the connection to the database. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
-/** node-postgres's own messages for a connection that broke or could not be had in time (no code is set). */
-const PG_MESSAGES = [/^Connection terminated/, /^timeout exceeded when trying to connect/, /^Client has encountered a connection error/, /^Connection ended/];
+/**
+ * node-postgres's own messages for a connection that broke or could not be had in time (no code is set), and Node's
+ * for a write to a socket the server has closed (code EPIPE but no syscall: a query sent as the server went away).
+ */
+const PG_MESSAGES = [
+  /^Connection terminated/, /^timeout exceeded when trying to connect/, /^Client has encountered a connection error/, /^Connection ended/,
+  /^This socket has been ended by the other party/,
+];
 
 export function databaseUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
