@@ -7,14 +7,13 @@
 // (pg_statio, reset before the fold), and the time spent in each of the refresher's statements per customer folded.
 // The copy is dropped after; `--drop-base` drops the kept base too.
 // `node --import tsx bench/duplicates-fold.ts [--base 5000000] [--import 1000000] [--drop-base]`
-import pg from 'pg';
 import type { Db, Queryable } from '../src/db/db.ts';
 import { PgDb } from '../src/db/pg.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { refreshDuplicates } from '../src/crm/duplicates/refresh.ts';
 import { generate } from './duplicates-gen.ts';
 import { insertCustomers, seedBase } from './duplicates.ts';
-import { log, PG_ADMIN_URL } from './lib.ts';
+import { log, pgDatabaseUrl, withPgAdmin } from './lib.ts';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -24,7 +23,6 @@ const base = arg('base', 5_000_000);
 const importN = arg('import', 1_000_000);
 const kept = `bulb_bench_dupbase_${base}`;
 const copy = `${kept}_fold`;
-const urlOf = (name: string) => Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${name}` }).toString();
 
 /** Time spent in each of the refresher's statements (by its first words); the fold's time less their sum is its own code's. */
 const spent = new Map<string, { ms: number; calls: number }>();
@@ -56,31 +54,21 @@ function timedDb(db: PgDb): Db {
   });
 }
 
-async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
-const exists = await admin(async (c) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [kept])).rowCount === 1);
+const exists = await withPgAdmin(async (c) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [kept])).rowCount === 1);
 if (!exists) {
-  await admin((c) => c.query(`CREATE DATABASE ${kept}`));
-  const db = new PgDb(urlOf(kept), 4);
+  await withPgAdmin((c) => c.query(`CREATE DATABASE ${kept}`));
+  const db = new PgDb(pgDatabaseUrl(kept), 4);
   await migrate(db);
   await seedBase(db, base);
   await db.exec('VACUUM ANALYZE');
   await db.close();
 }
-await admin(async (c) => {
+await withPgAdmin(async (c) => {
   await c.query(`DROP DATABASE IF EXISTS ${copy}`);
   // FILE_COPY: the files copied after a checkpoint (the default, WAL_LOG, writes the whole base to the WAL: 12 GB at 5M).
   await c.query(`CREATE DATABASE ${copy} TEMPLATE ${kept} STRATEGY = FILE_COPY`);
 });
-let db = new PgDb(urlOf(copy), 4);
+let db = new PgDb(pgDatabaseUrl(copy), 4);
 try {
   log(`duplicates fold: migrations applied to the copy: ${JSON.stringify(await migrate(db))}`);
   await insertCustomers(db, generate(importN, 4242, 0.05, 'imp-').customers);
@@ -93,7 +81,7 @@ try {
   const s = (performance.now() - t0) / 1000;
   const wal = Number((await db.query<{ w: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS w', [lsn])).rows[0].w);
   await db.close(); // its backends flush their statistics as they exit
-  db = new PgDb(urlOf(copy), 1);
+  db = new PgDb(pgDatabaseUrl(copy), 1);
   const per = (n: string | number) => (Number(n) / importN).toFixed(1);
   const rels = await db.query<{ relname: string; touched: string; read: string }>(
     `SELECT relname, heap_blks_hit + heap_blks_read + coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0) AS touched,
@@ -110,7 +98,7 @@ try {
   }
 } finally {
   await db.close();
-  await admin(async (c) => {
+  await withPgAdmin(async (c) => {
     await c.query(`DROP DATABASE IF EXISTS ${copy} WITH (FORCE)`);
     if (process.argv.includes('--drop-base')) await c.query(`DROP DATABASE IF EXISTS ${kept} WITH (FORCE)`);
   });

@@ -406,23 +406,33 @@ export async function machine(pgUrl?: string): Promise<string[]> {
 export const PG_ADMIN_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
 /** An empty PostgreSQL database of its own (the server migrates it on start); drop() removes it. */
-export async function createPgDatabase(tag: string): Promise<{ url: string; name: string; drop(): Promise<void> }> {
-  const pg = (await import('pg')).default;
-  const name = `bulb_bench_${tag}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
+/** The admin URL (PG_ADMIN_URL) naming another database. */
+export function pgDatabaseUrl(name: string): string {
   const u = new URL(PG_ADMIN_URL);
   u.pathname = '/' + name;
+  return u.toString();
+}
+
+/** Runs fn on a connection of PG_ADMIN_URL's own (CREATE or DROP DATABASE, catalog checks), closed after. */
+export async function withPgAdmin<T>(fn: (c: import('pg').Client) => Promise<T>): Promise<T> {
+  const pg = (await import('pg')).default;
+  const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+export async function createPgDatabase(tag: string): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+  const name = `bulb_bench_${tag}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  await withPgAdmin((c) => c.query(`CREATE DATABASE ${name}`));
   return {
-    url: u.toString(),
+    url: pgDatabaseUrl(name),
     name,
     async drop() {
-      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await a.connect();
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await a.end();
+      await withPgAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     },
   };
 }

@@ -167,6 +167,17 @@ export async function requeueKeyBearers(tx: Queryable, keys: string[], except: s
   return r.rowCount ?? 0;
 }
 
+/**
+ * SQL of the intersection (sorted) of a feature's arrays of the pair f.x, f.y (f.<col>_x, f.<col>_y), less the
+ * values of `except` (an array expression) when given; computed only where the arrays overlap at all: most
+ * candidates share no email, no phone.
+ */
+const inter = (col: string, except?: string) =>
+  `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y)${except ? ` EXCEPT SELECT unnest(${except}::text[])` : ''} ORDER BY 1) ELSE '{}' END`;
+
+/** SQL of the number of words of a folded name. */
+const wordCount = (name: string) => `array_length(string_to_array(${name}, ' '), 1)`;
+
 export interface CandidateRow {
   x: string;
   y: string;
@@ -187,10 +198,6 @@ export interface CandidateRow {
  * one are left out before their features are computed (k bearers of one name at one place are k² candidates).
  */
 export async function candidates(tx: Queryable, keys: StoredKey[], common: { emails: string[]; phones: string[] } = { emails: [], phones: [] }, hopeless: string[] = []): Promise<CandidateRow[]> {
-  // The intersection (sorted) where the arrays overlap at all: most candidates share no email, no phone.
-  const inter = (col: string, except: string) =>
-    `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) EXCEPT SELECT unnest(${except}::text[]) ORDER BY 1) ELSE '{}' END`;
-  const words = (name: string) => `array_length(string_to_array(${name}, ' '), 1)`;
   // c: the candidates with their names, from the keys' primary key alone (it carries the bearer's name, migration
   // 063), and whether one of the keys they share is an email or a phone (a contact past its cap is no key here,
   // and no match). n: those kept because a contact is shared, the names are similar enough, or they may be one
@@ -208,7 +215,7 @@ export async function candidates(tx: Queryable, keys: StoredKey[], common: { ema
        SELECT c.x, c.y, s.sim::float8 AS sim
        FROM c CROSS JOIN LATERAL (SELECT similarity(c.name_x, c.name_y) AS sim) s
        WHERE c.contact OR s.sim >= $3
-         OR (${words('c.name_x')} = ${words('c.name_y')} AND abs(length(c.name_x) - length(c.name_y)) <= 1
+         OR (${wordCount('c.name_x')} = ${wordCount('c.name_y')} AND abs(length(c.name_x) - length(c.name_y)) <= 1
            AND EXISTS (SELECT 1 FROM (SELECT unnest(string_to_array(c.name_x, ' ')) EXCEPT ALL SELECT unnest(string_to_array(c.name_y, ' '))) l(w),
                (SELECT unnest(string_to_array(c.name_y, ' ')) EXCEPT ALL SELECT unnest(string_to_array(c.name_x, ' '))) r(w)
              WHERE left(l.w, 1) = left(r.w, 1) AND least(length(l.w), length(r.w)) >= 4 AND abs(length(l.w) - length(r.w)) <= 1 HAVING count(*) = 1))
@@ -237,8 +244,6 @@ export async function candidates(tx: Queryable, keys: StoredKey[], common: { ema
  * every bearer before: thousands of profiles for the few pairs among them).
  */
 export async function pairsOfNames(tx: Queryable, names: string[], except: string[], common: { emails: string[]; phones: string[] }): Promise<CandidateRow[]> {
-  const inter = (col: string, except: string) =>
-    `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) EXCEPT SELECT unnest(${except}::text[]) ORDER BY 1) ELSE '{}' END`;
   const r = await tx.query<CandidateRow>(
     `WITH f AS MATERIALIZED (
        SELECT p.a AS x, p.b AS y, pa.name AS name_x, pb.name AS name_y, similarity(pa.name, pb.name)::float8 AS sim,
@@ -263,9 +268,6 @@ export async function pairsOfNames(tx: Queryable, names: string[], except: strin
  * common lowers the scores of typos through it, and only theirs (the caller drops contacts past their cap).
  */
 export async function typoPairsOfWords(tx: Queryable, words: string[], except: string[]): Promise<CandidateRow[]> {
-  const inter = (col: string) =>
-    `CASE WHEN f.${col}_x && f.${col}_y THEN ARRAY(SELECT unnest(f.${col}_x) INTERSECT SELECT unnest(f.${col}_y) ORDER BY 1) ELSE '{}' END`;
-  const words_ = (name: string) => `array_length(string_to_array(${name}, ' '), 1)`;
   const r = await tx.query<CandidateRow>(
     `WITH w AS MATERIALIZED (
        SELECT DISTINCT customer_id FROM duplicate_keys WHERE key = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
@@ -279,7 +281,7 @@ export async function typoPairsOfWords(tx: Queryable, words: string[], except: s
          pa.postal_codes AS postal_x, pb.postal_codes AS postal_y, pa.cities AS cities_x, pb.cities AS cities_y
        FROM p JOIN duplicate_profiles pa ON pa.customer_id = p.a JOIN duplicate_profiles pb ON pb.customer_id = p.b
        WHERE p.a <> ALL($2::bigint[]) AND p.b <> ALL($2::bigint[]) AND pa.name <> pb.name
-         AND ${words_('pa.name')} = ${words_('pb.name')} AND abs(length(pa.name) - length(pb.name)) <= 1
+         AND ${wordCount('pa.name')} = ${wordCount('pb.name')} AND abs(length(pa.name) - length(pb.name)) <= 1
      )
      SELECT f.x, f.y, ${inter('emails')} AS emails, ${inter('phones')} AS phones, f.sim, f.name_x, f.name_y,
        ${inter('postal')} AS postal, ${inter('cities')} AS cities
