@@ -95,6 +95,8 @@ if (hasPg) {
 // attempts (generated in SQL), each operation measured at both and its growth factor (bench/volume.ts). Not part
 // of a plain `npm run bench` (run it alone: about 25 minutes at N = 500,000; --quick: N = 50,000, ~4 minutes).
 if (hasPg && args.only?.includes('volume')) await optional('volume.ts', 'runVolumeBench', 'volume', 'Volume (PostgreSQL, issue 25)', args.quick, args.quick ? 20 : 90);
+// The same on embedded PGlite, N = 100,000 (--quick: 10,000).
+if (args.only?.includes('volume')) await optional('volume.ts', 'runVolumePgliteBench', 'volume', 'Volume (PGlite, issue 25)', args.quick, args.quick ? 20 : 90);
 // Through a transaction-mode PgBouncer vs direct (GET by id, POST create, the delivery drain): about 3 minutes (--quick: 1.5).
 if (hasPg) await part('PgBouncer vs direct (PostgreSQL)', 'pooler', async () => (await import('./pooler.ts')).runPoolerBench({ quick: args.quick }));
 // Broker destinations: Bulb's drain to RabbitMQ and to NATS JetStream vs each broker's client publishing directly (docs/destinations.md).

@@ -10,6 +10,7 @@
 // triggers are off (session_replication_role = replica: the duplicates queue and the due-delivery notifications,
 // which the generated rows need neither of; foreign keys are not checked, the rows are made consistent).
 import pg from 'pg';
+import type { PgliteDb } from '../src/db/pglite.ts';
 
 export const EVENTS_PER_CUSTOMER = 2;
 export const ATTEMPTS_PER_DELIVERY = 1.6;
@@ -33,63 +34,82 @@ const PARALLEL = 2;
  * Into an empty database (from = 0) the five tables' secondary indexes are built after the load.
  */
 export async function grow(url: string, from: number, to: number, subscriptionId: string, hookUrl: string, day0: Date, log: (s: string) => void): Promise<number> {
-  const t0 = Date.now();
   const clients = Array.from({ length: PARALLEL }, () => new pg.Client({ connectionString: url }));
   await Promise.all(clients.map((c) => c.connect()));
   try {
-    const c = clients[0];
-    const versionId = (await c.query<{ id: number }>(
-      `INSERT INTO webhook_subscription_versions (subscription_id, digest, url, webhook_version, hmac_header, headers)
-       VALUES ($1, 'volume-bench', $2, '2022-08', 'x-bulb-signature', '{"content-type": "application/json", "user-agent": "Bulb-Webhooks/1.0"}')
-       ON CONFLICT (subscription_id, digest) DO UPDATE SET digest = EXCLUDED.digest RETURNING id`,
-      [subscriptionId, hookUrl],
-    )).rows[0].id;
-    const rebuild = from === 0 ? await dropIndexes(c) : [];
-    for (const k of clients) await k.query(`SET session_replication_role = replica; SET work_mem = '64MB'`);
-    for (const k of clients) await k.query(`SET maintenance_work_mem = '1GB'`);
-    const build = async (k: pg.Client, list: Rebuild[]) => {
-      for (let r = list.shift(); r; r = list.shift()) {
-        const t = Date.now();
-        await k.query(r.sql);
-        if (process.env.BENCH_VOLUME_TRACE) log(`${Date.now() - t} ms ${r.sql.slice(0, 90)}`);
-      }
-    };
-    // First the customers (and their notes), then their other rows by id range while the second connection builds
-    // the customers' indexes (the trigram index's build is the longest step), then the other tables' indexes.
-    const ranges: [string, string][] = [];
-    for (let a = from + 1; a <= to; a += SLICE) {
-      const r = (await c.query<{ lo: string; hi: string }>(CUSTOMERS_SQL, [a, Math.min(to, a + SLICE - 1)])).rows[0];
-      ranges.push([r.lo, r.hi]);
-    }
-    log(`volume: ${to.toLocaleString('en-US')} customers (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
-    const first = rebuild.filter((r) => r.table === 'customers' || r.table === 'notes');
-    const rest = rebuild.filter((r) => !first.includes(r));
-    await Promise.all([
-      (async () => {
-        let done = 0;
-        for (const [lo, hi] of ranges) {
-          await c.query(ROWS_SQL, [lo, hi, day0.toISOString(), subscriptionId, versionId]);
-          done += Number(hi) - Number(lo) + 1;
-          log(`volume: the rows of ${done.toLocaleString('en-US')} customers (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
-        }
-      })(),
-      build(clients[1], first),
-    ]);
-    for (const k of clients) await k.query(`RESET session_replication_role`);
-    await Promise.all(clients.map((k) => build(k, rest)));
-    if (from === 0) log(`volume: indexes and constraints built (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
-    // Nothing is left for the possible-duplicates refresher: its fold rate is its own row (wt-dup), and a
-    // backlog of millions would load the worker during the write measurements.
-    await c.query('TRUNCATE duplicate_dirty');
-    const tv = Date.now();
-    const vacuum = [...TABLES];
-    await Promise.all(clients.map(async (k) => {
-      for (let t = vacuum.shift(); t; t = vacuum.shift()) await k.query(`VACUUM ANALYZE ${t}`);
-    }));
-    if (process.env.BENCH_VOLUME_TRACE) log(`VACUUM ANALYZE ${Date.now() - tv} ms`);
+    return await growOn(clients, from, to, subscriptionId, hookUrl, day0, log, '1GB');
   } finally {
     await Promise.all(clients.map((k) => k.end().catch(() => {})));
   }
+}
+
+/** A connection the data are made through: a pg.Client, or PGlite (pgliteConn). */
+export interface Conn {
+  query<T = any>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
+}
+
+/**
+ * An embedded database as the generator's connection: statements without parameters go through exec (they may be
+ * several, as node-postgres's simple protocol takes them), the others through query. PGlite is one session, so
+ * the generator's two connections are this one, and its statements run one after the other.
+ */
+export function pgliteConn(db: PgliteDb): Conn {
+  return { query: async (sql: string, params?: unknown[]) => (params ? db.query(sql, params) : db.exec(sql).then(() => ({ rows: [] }))) };
+}
+
+/** grow on connections of the caller's (PARALLEL of them, or the same one twice); maintenanceMem: each index build's. */
+export async function growOn(clients: Conn[], from: number, to: number, subscriptionId: string, hookUrl: string, day0: Date, log: (s: string) => void, maintenanceMem: string): Promise<number> {
+  const t0 = Date.now();
+  const c = clients[0];
+  const versionId = (await c.query<{ id: number }>(
+    `INSERT INTO webhook_subscription_versions (subscription_id, digest, url, webhook_version, hmac_header, headers)
+     VALUES ($1, 'volume-bench', $2, '2022-08', 'x-bulb-signature', '{"content-type": "application/json", "user-agent": "Bulb-Webhooks/1.0"}')
+     ON CONFLICT (subscription_id, digest) DO UPDATE SET digest = EXCLUDED.digest RETURNING id`,
+    [subscriptionId, hookUrl],
+  )).rows[0].id;
+  const rebuild = from === 0 ? await dropIndexes(c) : [];
+  for (const k of clients) await k.query(`SET session_replication_role = replica; SET work_mem = '64MB'`);
+  for (const k of clients) await k.query(`SET maintenance_work_mem = '${maintenanceMem}'`);
+  const build = async (k: Conn, list: Rebuild[]) => {
+    for (let r = list.shift(); r; r = list.shift()) {
+      const t = Date.now();
+      await k.query(r.sql);
+      if (process.env.BENCH_VOLUME_TRACE) log(`${Date.now() - t} ms ${r.sql.slice(0, 90)}`);
+    }
+  };
+  // First the customers (and their notes), then their other rows by id range while the second connection builds
+  // the customers' indexes (the trigram index's build is the longest step), then the other tables' indexes.
+  const ranges: [string, string][] = [];
+  for (let a = from + 1; a <= to; a += SLICE) {
+    const r = (await c.query<{ lo: string; hi: string }>(CUSTOMERS_SQL, [a, Math.min(to, a + SLICE - 1)])).rows[0];
+    ranges.push([r.lo, r.hi]);
+  }
+  log(`volume: ${to.toLocaleString('en-US')} customers (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+  const first = rebuild.filter((r) => r.table === 'customers' || r.table === 'notes');
+  const rest = rebuild.filter((r) => !first.includes(r));
+  await Promise.all([
+    (async () => {
+      let done = 0;
+      for (const [lo, hi] of ranges) {
+        await c.query(ROWS_SQL, [lo, hi, day0.toISOString(), subscriptionId, versionId]);
+        done += Number(hi) - Number(lo) + 1;
+        log(`volume: the rows of ${done.toLocaleString('en-US')} customers (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+      }
+    })(),
+    build(clients[1], first),
+  ]);
+  for (const k of clients) await k.query(`RESET session_replication_role`);
+  await Promise.all(clients.map((k) => build(k, rest)));
+  if (from === 0) log(`volume: indexes and constraints built (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+  // Nothing is left for the possible-duplicates refresher: its fold rate is its own row (wt-dup), and a
+  // backlog of millions would load the worker during the write measurements.
+  await c.query('TRUNCATE duplicate_dirty');
+  const tv = Date.now();
+  const vacuum = [...TABLES];
+  await Promise.all(clients.map(async (k) => {
+    for (let t = vacuum.shift(); t; t = vacuum.shift()) await k.query(`VACUUM ANALYZE ${t}`);
+  }));
+  if (process.env.BENCH_VOLUME_TRACE) log(`VACUUM ANALYZE ${Date.now() - tv} ms`);
   return (Date.now() - t0) / 1000;
 }
 
@@ -151,7 +171,7 @@ interface Rebuild {
   sql: string;
 }
 
-export async function dropIndexes(c: pg.Client, tables = TABLES): Promise<Rebuild[]> {
+export async function dropIndexes(c: Conn, tables = TABLES): Promise<Rebuild[]> {
   const r = await c.query<{ name: string; def: string; con: string | null; tbl: string }>(
     `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def, k.conname AS con, i.indrelid::regclass::text AS tbl
      FROM pg_index i LEFT JOIN pg_constraint k ON k.conindid = i.indexrelid AND k.conrelid = i.indrelid

@@ -10,13 +10,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import {
   ROOT, api, createPgDatabase, customerBody, load, log, replaceSection, round, rowsTable, sleep, startBulb, startReceiver, subscribe,
   uploadNdjson, type Child, type Row,
 } from './lib.ts';
-import { ATTEMPTS_PER_DELIVERY, EVENTS_PER_CUSTOMER, grow } from './volume-data.ts';
+import { ATTEMPTS_PER_DELIVERY, EVENTS_PER_CUSTOMER, grow, growOn, pgliteConn } from './volume-data.ts';
+import type { Db } from '../src/db/db.ts';
 import { PgDb } from '../src/db/pg.ts';
+import { PgliteDb } from '../src/db/pglite.ts';
 import { addDays, partitionName, partitions } from '../src/partitions/store.ts';
 import { ensurePartitions, runRetention } from '../src/partitions/maintain.ts';
 import { DELIVERIES, EVENTS, PARTITIONED } from '../src/partitions/tables.ts';
@@ -28,18 +29,76 @@ const FLAT = 0.8;
 
 const TABLES = ['customers', 'notes', 'events', 'webhook_deliveries', 'webhook_attempts'];
 
-/** One database at one size, with its API process. */
+type Engine = 'pg' | 'pglite';
+
+/** One database at one size, with its Bulb process. */
 interface Site {
   size: number;
-  url: string;
-  c: pg.Client;
-  /** For the partition calls (src/partitions). */
-  db: PgDb;
+  engine: Engine;
+  /**
+   * Runs fn on the database. PGlite is opened by one process at a time: its Bulb process is stopped meanwhile and
+   * started again after, with the same role.
+   */
+  sql<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+  /** The Bulb process serving HTTP (role api; on PGlite, role all while a worker's work is measured). */
+  api: Child;
+  /** PGlite: starts its Bulb process again with this role (PostgreSQL: a worker is a process of its own). */
+  serve(role: 'api' | 'all'): Promise<void>;
   /** The first day of the generated events, deliveries and attempts: the first after the legacy partitions. */
   day0: Date;
-  api: Child;
   sub: { id: string; uuid: string };
-  drop(): Promise<void>;
+  /** PostgreSQL: the database's URL (for a worker process). */
+  url?: string;
+  close(): Promise<void>;
+}
+
+const SECRET_KEY = Buffer.alloc(32, 'bulb-bench-secret-key').toString('base64');
+
+/** A PostgreSQL database at one size, its API process and a connection of the bench's. */
+async function pgSite(size: number, hook: string, env: Record<string, string>): Promise<Site> {
+  const made = await createPgDatabase(`volume${size}`);
+  const api = await startBulb({ databaseUrl: made.url, role: 'api', env });
+  const subs = await subscribe(api.url, hook, ['customerCreate']);
+  const db = new PgDb(made.url, 1);
+  const site: Site = {
+    size, engine: 'pg', api, day0: new Date(0), sub: { id: '', uuid: subs![0] }, url: made.url,
+    sql: (fn) => fn(db),
+    serve: async () => {},
+    close: async () => {
+      await site.api.stop();
+      await db.close();
+      await made.drop();
+    },
+  };
+  return site;
+}
+
+/** An embedded database (a PGlite folder) at one size and its Bulb process. */
+async function pgliteSite(size: number, hook: string, env: Record<string, string>, dir: string): Promise<Site> {
+  const dataDir = path.join(dir, `pglite-${size}`);
+  const start = (role: 'api' | 'all') => startBulb({ role, env: { ...env, BULB_DATA_DIR: dataDir, BULB_SECRET_KEY: SECRET_KEY } });
+  let role: 'api' | 'all' = 'api';
+  const site: Site = {
+    size, engine: 'pglite', api: await start(role), day0: new Date(0), sub: { id: '', uuid: '' },
+    async sql(fn) {
+      await site.api.stop();
+      const db = await PgliteDb.open(dataDir);
+      try {
+        return await fn(db);
+      } finally {
+        await db.close();
+        site.api = await start(role);
+      }
+    },
+    async serve(r) {
+      role = r;
+      await site.api.stop();
+      site.api = await start(role);
+    },
+    close: () => site.api.stop(),
+  };
+  site.sub.uuid = (await subscribe(site.api.url, hook, ['customerCreate']))![0];
+  return site;
 }
 
 /** A figure summed over slices: events counted and seconds spent (rate = count / seconds). */
@@ -57,12 +116,20 @@ class Tally {
   }
 }
 
-export async function runVolumeBench(o: { quick?: boolean } = {}): Promise<Row[]> {
-  const n = Number(process.env.BENCH_VOLUME_N) || (o.quick ? 50_000 : 500_000);
+/** The volume bench on embedded PGlite (N = 100,000; BENCH_VOLUME_PGLITE_N sets it; --quick: 10,000). */
+export function runVolumePgliteBench(o: { quick?: boolean } = {}): Promise<Row[]> {
+  return runVolumeBench({ ...o, engine: 'pglite' });
+}
+
+export async function runVolumeBench(o: { quick?: boolean; engine?: Engine } = {}): Promise<Row[]> {
+  const engine = o.engine ?? 'pg';
+  const lite = engine === 'pglite';
+  const n = Number(lite ? process.env.BENCH_VOLUME_PGLITE_N : process.env.BENCH_VOLUME_N) || (lite ? (o.quick ? 10_000 : 100_000) : o.quick ? 50_000 : 500_000);
   const seconds = o.quick ? 2 : 4;
   const rounds = 3;
-  const importN = o.quick ? 10_000 : 50_000;
-  const cmd = `npm run bench -- --only volume${o.quick ? ' --quick' : ''}`;
+  const importN = o.quick || lite ? 10_000 : 50_000;
+  const cmd = lite ? `npm run bench -- --only volume${o.quick ? ' --quick' : ''} (its PGlite part)` : `npm run bench -- --only volume${o.quick ? ' --quick' : ''}`;
+  const on = lite ? ' (PGlite)' : '';
   const env = { BULB_WEBHOOK_RETRY_SCHEDULE: '86400' };
   const receiver = await startReceiver();
   const hook = `${receiver.url}/hook`;
@@ -71,35 +138,32 @@ export async function runVolumeBench(o: { quick?: boolean } = {}): Promise<Row[]
   const made: string[] = [];
   const rows: Row[] = [];
   try {
-    // Two databases, N and 4N, each with its own API process; every figure is measured in slices alternating
-    // between them, so that the load of the shared machine falls on both alike.
+    // Three databases, empty, N and 4N, each with its own API process; every figure is measured in slices
+    // alternating between them, so that the load of the shared machine falls on all alike.
     for (const size of [0, n, 4 * n]) {
-      const db = await createPgDatabase(`volume${size}`);
-      const apiProc = await startBulb({ databaseUrl: db.url, role: 'api', env });
-      const c = new pg.Client({ connectionString: db.url });
-      await c.connect();
-      const subs = await subscribe(apiProc.url, hook, ['customerCreate']);
-      const sub = (await c.query<{ id: string; uuid: string }>('SELECT id, uuid FROM webhook_subscriptions WHERE uuid = $1', [subs![0]])).rows[0];
-      const pdb = new PgDb(db.url, 1);
-      let day0 = new Date(0);
-      for (const t of PARTITIONED) for (const p of await partitions(pdb, t)) if (p.name.endsWith('_legacy') && p.to && p.to > day0) day0 = p.to;
-      await ensurePartitions(pdb, day0);
-      sites.push({ size, url: db.url, c, db: pdb, day0, api: apiProc, sub, drop: db.drop });
+      const s = lite ? await pgliteSite(size, hook, env, dir) : await pgSite(size, hook, env);
+      sites.push(s);
+      await s.sql(async (db) => {
+        s.sub.id = (await db.query<{ id: string }>('SELECT id FROM webhook_subscriptions WHERE uuid = $1', [s.sub.uuid])).rows[0].id;
+        for (const t of PARTITIONED) for (const p of await partitions(db, t)) if (p.name.endsWith('_legacy') && p.to && p.to > s.day0) s.day0 = p.to;
+        await ensurePartitions(db, s.day0);
+      });
     }
     // The two sizes are generated at once (one connection each most of the time: the machine's two cores).
     const [empty, small, big] = sites;
     const grown = [small, big];
     const t0 = Date.now();
     await Promise.all(grown.map(async (s) => {
-      log(`volume: generating ${s.size.toLocaleString('en-US')} customers (their events from ${s.day0.toISOString().slice(0, 10)})`);
-      const took = await grow(s.url, 0, s.size, s.sub.id, hook, s.day0, log);
+      log(`volume: generating ${s.size.toLocaleString('en-US')} customers${on} (their events from ${s.day0.toISOString().slice(0, 10)})`);
+      // PGlite: one session (the generator's two connections are one) and a WebAssembly heap (smaller index sorts).
+      const took = await s.sql((db) => (s.url ? grow(s.url, 0, s.size, s.sub.id, hook, s.day0, log) : growOn([pgliteConn(db as PgliteDb), pgliteConn(db as PgliteDb)], 0, s.size, s.sub.id, hook, s.day0, log, '256MB')));
       made.push(`${s.size.toLocaleString('en-US')} customers generated in ${round(took, 0)} s`);
     }));
     made.push(`both in ${round((Date.now() - t0) / 1000, 0)} s`);
     const growth = (what: string, unit: string, a: number, b: number, rate: boolean, note?: string) => {
       const g = rate ? a / b : b / a;
       rows.push({
-        what: `${what} at ${small.size.toLocaleString('en-US')} → ${big.size.toLocaleString('en-US')} customers`,
+        what: `${what} at ${small.size.toLocaleString('en-US')} → ${big.size.toLocaleString('en-US')} customers${on}`,
         value: round(b, 0), unit, baseline: round(a, 0), ratio: round(g),
         goal: `growth ≤ ${GOAL}: ${g <= GOAL ? 'met' : 'missed'}`, command: cmd, note,
       });
@@ -143,21 +207,17 @@ export async function runVolumeBench(o: { quick?: boolean } = {}): Promise<Row[]
         // What bulk made is left for the possible-duplicates refresher, which runs in the worker beside the drain
         // and the import as it does in production (its backlog is emptied after each round);
         // BENCH_VOLUME_REFRESHER=off empties it first (the write paths alone).
-        if (process.env.BENCH_VOLUME_REFRESHER === 'off') await s.c.query('TRUNCATE duplicate_dirty');
-        const worker = await startBulb({ databaseUrl: s.url, role: 'worker', env });
-        try {
-          const d = await drained(s);
-          drain[si].add(d.count, d.seconds, `${d.count} in ${round(d.seconds, 1)} s`);
-          const i = await importOnce(s, path.join(dir, `import-${s.size}-${r}.ndjson`), `i${s.size}-${r}`, importN);
-          imp[si].add(importN, i);
-        } finally {
-          await worker.stop();
-        }
-        await s.c.query('TRUNCATE duplicate_dirty');
+        if (process.env.BENCH_VOLUME_REFRESHER === 'off') await s.sql((db) => db.exec('TRUNCATE duplicate_dirty'));
+        const d = await drainAndImport(s, receiver, async () => {
+          const t = await importOnce(s, path.join(dir, `import-${s.size}-${r}.ndjson`), `i${s.size}-${r}`, importN);
+          imp[si].add(importN, t);
+        }, env);
+        drain[si].add(d.count, d.seconds, `${d.count} in ${round(d.seconds, 1)} s`);
+        await s.sql((db) => db.exec('TRUNCATE duplicate_dirty'));
       }
       log(`volume: writes round ${r + 1}: bulk ${bulk.map((t) => round(t.rate, 0)).join(' → ')}, drain ${drain.map((t) => round(t.rate, 0)).join(' → ')}, import ${imp.map((t) => round(t.rate, 0)).join(' → ')}`);
     }
-    const emptyHeld = Number((await empty.c.query('SELECT count(*) FROM customers')).rows[0].count);
+    const emptyHeld = await empty.sql(async (db) => Number((await db.query('SELECT count(*) FROM customers')).rows[0].count));
     const writes: [string, string, Tally[]][] = [
       ['POST /crm/customers/bulk (100 new customers, 1 subscription, 4 connections)', 'customers/s', bulk],
       ['Drain of the deliveries bulk made (one worker, a fast receiver; first to last delivered)', 'deliveries/s', drain],
@@ -168,7 +228,7 @@ export async function runVolumeBench(o: { quick?: boolean } = {}): Promise<Row[]
     for (const [what, unit, t] of writes) {
       const ratio = t[2].rate / t[0].rate;
       rows.push({
-        what: `${what} at ${big.size.toLocaleString('en-US')} customers vs an empty database`,
+        what: `${what} at ${big.size.toLocaleString('en-US')} customers vs an empty database${on}`,
         value: round(t[2].rate, 0), unit, baseline: round(t[0].rate, 0), ratio: round(ratio),
         goal: `≥ ${FLAT} × empty: ${ratio >= FLAT ? 'met' : 'missed'}`, command: cmd,
         note: `the empty database holds what the earlier slices wrote into it (${emptyHeld.toLocaleString('en-US')} customers at the end)${t[0].notes.length ? `; ${t[0].notes.join(', ')} → ${t[2].notes.join(', ')}` : ''}`,
@@ -176,23 +236,23 @@ export async function runVolumeBench(o: { quick?: boolean } = {}): Promise<Row[]
     }
 
     // ---- bytes per row
-    for (const s of grown) await s.c.query('VACUUM ANALYZE');
+    const bytes = await Promise.all(grown.map((s) => s.sql(async (db) => {
+      await db.exec('VACUUM ANALYZE');
+      const b: Record<string, { perRow: number; note: string }> = {};
+      for (const t of TABLES) b[t] = await bytesPerRow(db, t);
+      return b;
+    })));
     for (const t of TABLES) {
-      const b = await Promise.all(grown.map((s) => bytesPerRow(s, t)));
+      const b = bytes.map((x) => x[t]);
       growth(`Bytes per row, ${t} (table + indexes)`, 'B/row', b[0].perRow, b[1].perRow, false, b.map((x) => x.note).join(' → '));
     }
 
     // ---- retention of the first generated day (wt-part's runRetention: DETACH + DROP), the last measurement
     const ret = [];
-    for (const s of grown) ret.push(await retention(s));
+    for (const s of grown) ret.push(await s.sql((db) => retention(db, s.day0)));
     growth('Retention of a day (runRetention: detach and drop its partitions)', 'ms', ret[0].ms, ret[1].ms, false, ret.map((r) => r.note).join(' → '));
   } finally {
-    for (const s of sites) {
-      await s.api.stop();
-      await s.c.end().catch(() => {});
-      await s.db.close();
-      await s.drop();
-    }
+    for (const s of sites) await s.close();
     await receiver.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -208,18 +268,8 @@ export async function runVolumeBench(o: { quick?: boolean } = {}): Promise<Row[]
 /** The reads, each a name and a path maker, for one site. */
 async function readCases(s: Site): Promise<[string, (i: number) => string][]> {
   const rand = (k: number) => 1 + Math.floor(Math.random() * k);
-  const sample = (await s.c.query<{ uuid: string }>('SELECT uuid FROM customers WHERE id = ANY ($1::bigint[])', [Array.from({ length: 2000 }, () => rand(s.size))])).rows.map((r) => r.uuid);
+  const { sample, since, evs } = await s.sql((db) => readData(db, s.size, rand));
   const cursor = (id: number) => Buffer.from(`c1:${id}`, 'utf8').toString('base64url');
-  // A bulk change of 10,000 customers (one statement), then an incremental sync since just before it.
-  const since = (await s.c.query<{ t: string }>(`SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS t`)).rows[0].t;
-  await s.c.query(`UPDATE customers SET loyalty_tier = 'platinum', updated_at = clock_timestamp() WHERE id = ANY ($1::bigint[])`, [Array.from({ length: 10_000 }, () => rand(s.size))]);
-  await s.c.query('TRUNCATE duplicate_dirty');
-  await s.c.query('ANALYZE customers');
-  // Events by cursor (a page from a random event on): the generated events' created_at is not their xid's time and
-  // no time marks cover it, so a `since` page would be planned as an open walk of the created_at index (all of the
-  // table at 4N), which real data, whose time marks bound the walk, does not do.
-  const maxEvent = Number((await s.c.query('SELECT max(id) AS m FROM events')).rows[0].m);
-  const evs = (await s.c.query<{ xid: string; id: string }>('SELECT xid::text, id::text FROM events WHERE id = ANY ($1::bigint[])', [Array.from({ length: 500 }, () => rand(maxEvent))])).rows;
   const evCursor = (i: number) => Buffer.from(`e1:${evs[i % evs.length].xid}:${evs[i % evs.length].id}`, 'utf8').toString('base64url');
   const cases: [string, (i: number) => string][] = [
     ['GET /crm/customers/{uuid}', (i) => `/api/${V}/crm/customers/${sample[i % sample.length]}`],
@@ -235,19 +285,63 @@ async function readCases(s: Site): Promise<[string, (i: number) => string][]> {
   return cases;
 }
 
-/** Waits until nothing is pending; the drain's rate from its deliveries' times (first to last delivered). */
-async function drained(s: Site): Promise<{ count: number; seconds: number }> {
+/** The reads' data: customers' uuids, a bulk change of 10,000 customers and the time just before it, events. */
+async function readData(db: Db, size: number, rand: (k: number) => number) {
+  const sample = (await db.query<{ uuid: string }>('SELECT uuid FROM customers WHERE id = ANY ($1::bigint[])', [Array.from({ length: 2000 }, () => rand(size))])).rows.map((r) => r.uuid);
+  // A bulk change of 10,000 customers (one statement), then an incremental sync since just before it.
+  const since = (await db.query<{ t: string }>(`SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS t`)).rows[0].t;
+  await db.query(`UPDATE customers SET loyalty_tier = 'platinum', updated_at = clock_timestamp() WHERE id = ANY ($1::bigint[])`, [Array.from({ length: 10_000 }, () => rand(size))]);
+  await db.query('TRUNCATE duplicate_dirty');
+  await db.query('ANALYZE customers');
+  // Events by cursor (a page from a random event on): the generated events' created_at is not their xid's time and
+  // no time marks cover it, so a `since` page would be planned as an open walk of the created_at index (all of the
+  // table at 4N), which real data, whose time marks bound the walk, does not do.
+  const maxEvent = Number((await db.query('SELECT max(id) AS m FROM events')).rows[0].m);
+  const evs = (await db.query<{ xid: string; id: string }>('SELECT xid::text, id::text FROM events WHERE id = ANY ($1::bigint[])', [Array.from({ length: 500 }, () => rand(maxEvent))])).rows;
+  return { sample, since, evs };
+}
+
+/**
+ * The drain of what bulk left pending (a worker, to a fast receiver), then `then` (the import) with the worker still
+ * running; the drain's rate from its deliveries' times (first to last delivered). PostgreSQL: a worker process beside
+ * the API process; PGlite: its one process started again with role all, and the receiver's count tells when the
+ * pending deliveries have arrived.
+ */
+async function drainAndImport(s: Site, receiver: Child, then: () => Promise<void>, env: Record<string, string>): Promise<{ count: number; seconds: number }> {
+  const pending = (db: Db) => db.query(`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`).then((r) => Number(r.rows[0].count));
   const t0 = Date.now();
-  for (;;) {
-    const left = Number((await s.c.query(`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`)).rows[0].count);
-    if (left === 0) break;
-    if (Date.now() - t0 > 30 * 60_000) throw new Error(`drain: ${left} still pending after 30 min`);
-    await sleep(100);
+  const waitFor = async (left: () => Promise<number>) => {
+    for (;;) {
+      const n = await left();
+      if (n <= 0) return;
+      if (Date.now() - t0 > 30 * 60_000) throw new Error(`drain: ${n} still pending after 30 min`);
+      await sleep(100);
+    }
+  };
+  if (s.engine === 'pg') {
+    const worker = await startBulb({ databaseUrl: s.url, role: 'worker', env });
+    try {
+      await s.sql((db) => waitFor(() => pending(db)));
+      await then();
+    } finally {
+      await worker.stop();
+    }
+  } else {
+    const due = await s.sql(pending);
+    const received = async () => ((await (await fetch(receiver.url)).json()) as { received: number }).received;
+    const before = await received();
+    await s.serve('all');
+    try {
+      await waitFor(async () => due - ((await received()) - before));
+      await then();
+    } finally {
+      await s.serve('api');
+    }
   }
-  const r = await s.c.query<{ n: string; s: number }>(
+  const r = await s.sql((db) => db.query<{ n: string; s: number }>(
     `SELECT count(*) AS n, extract(epoch FROM max(delivered_at) - min(delivered_at))::float8 AS s FROM webhook_deliveries WHERE delivered_at > $1 AND delivered_at <= clock_timestamp()`, // (generated ones are days ahead)
     [new Date(t0)],
-  );
+  ));
   return { count: Number(r.rows[0].n), seconds: Math.max(0.001, r.rows[0].s) };
 }
 
@@ -271,23 +365,23 @@ async function importOnce(s: Site, file: string, prefix: string, n: number): Pro
 }
 
 /** Times runRetention dropping the first generated day (and the legacy partitions, which hold the bench's writes). */
-async function retention(s: Site): Promise<{ ms: number; note: string }> {
-  const names = PARTITIONED.map((t) => partitionName(t, s.day0));
+async function retention(db: Db, day0: Date): Promise<{ ms: number; note: string }> {
+  const names = PARTITIONED.map((t) => partitionName(t, day0));
   const counts: number[] = [];
-  for (const n of names) counts.push(Number((await s.c.query(`SELECT count(*) FROM ${n}`)).rows[0].count));
-  const lsn0 = (await s.c.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l;
+  for (const n of names) counts.push(Number((await db.query(`SELECT count(*) FROM ${n}`)).rows[0].count));
+  const lsn0 = (await db.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l;
   const t0 = performance.now();
-  const out = await runRetention(s.db, { eventRetentionDays: 30, webhookRetentionDays: 30 }, addDays(s.day0, 31.05));
+  const out = await runRetention(db, { eventRetentionDays: 30, webhookRetentionDays: 30 }, addDays(day0, 31.05));
   const ms = performance.now() - t0;
-  const wal = Number((await s.c.query<{ b: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn) AS b', [lsn0])).rows[0].b);
+  const wal = Number((await db.query<{ b: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn) AS b', [lsn0])).rows[0].b);
   const dropped = out.dropped.map((d) => d.partition);
-  for (const n of [partitionName(EVENTS, s.day0), partitionName(DELIVERIES, s.day0)]) if (!dropped.includes(n)) throw new Error(`retention: ${n} not dropped (${dropped.join(', ')})`);
+  for (const n of [partitionName(EVENTS, day0), partitionName(DELIVERIES, day0)]) if (!dropped.includes(n)) throw new Error(`retention: ${n} not dropped (${dropped.join(', ')})`);
   return { ms, note: `${counts.map((n, i) => `${names[i]} ${n.toLocaleString('en-US')} rows`).join(', ')} dropped with ${dropped.length - names.length} legacy ones in ${round(ms, 0)} ms, ${round(wal / 1024, 0)} KiB of WAL server-wide (other work's included: an upper bound)` };
 }
 
 /** Table and index bytes per row, summed over a partitioned table's partitions. */
-async function bytesPerRow(s: Site, t: string): Promise<{ perRow: number; note: string }> {
-  const r = await s.c.query<{ rows: string; heap: string; idx: string }>(`SELECT (SELECT count(*) FROM ${t}) AS rows, sum(pg_table_size(relid)) AS heap, sum(pg_indexes_size(relid)) AS idx FROM (SELECT relid FROM pg_partition_tree('${t}') UNION SELECT '${t}'::regclass) p JOIN pg_class k ON k.oid = p.relid WHERE k.relkind <> 'p'`);
+async function bytesPerRow(db: Db, t: string): Promise<{ perRow: number; note: string }> {
+  const r = await db.query<{ rows: string; heap: string; idx: string }>(`SELECT (SELECT count(*) FROM ${t}) AS rows, sum(pg_table_size(relid)) AS heap, sum(pg_indexes_size(relid)) AS idx FROM (SELECT relid FROM pg_partition_tree('${t}') UNION SELECT '${t}'::regclass) p JOIN pg_class k ON k.oid = p.relid WHERE k.relkind <> 'p'`);
   const rows = Number(r.rows[0].rows);
   const heap = Number(r.rows[0].heap);
   const idx = Number(r.rows[0].idx);
@@ -305,16 +399,18 @@ export function volumeSection(rows: Row[], load: string): string[] {
   ];
 }
 
-// `node --import tsx bench/volume.ts [--quick] [--write]`: prints the rows (and keeps them in .cache/volume-rows.json);
-// `--write` puts them in BENCHMARKS.md; `--from .cache/volume-rows.json --write` writes a kept run without running.
+// `node --import tsx bench/volume.ts [--quick] [--pglite] [--write]`: prints the rows (and keeps them in
+// .cache/volume-rows.json); `--pglite` runs it on embedded PGlite; `--write` puts them in BENCHMARKS.md;
+// `--from .cache/volume-rows.json --write` writes a kept run without running.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const from = process.argv.indexOf('--from');
-  const rows: Row[] = from > 0 ? JSON.parse(fs.readFileSync(process.argv[from + 1], 'utf8')).rows : await runVolumeBench({ quick: process.argv.includes('--quick') });
+  const engine: Engine = process.argv.includes('--pglite') ? 'pglite' : 'pg';
+  const rows: Row[] = from > 0 ? JSON.parse(fs.readFileSync(process.argv[from + 1], 'utf8')).rows : await runVolumeBench({ quick: process.argv.includes('--quick'), engine });
   const load = from > 0 ? JSON.parse(fs.readFileSync(process.argv[from + 1], 'utf8')).load : os.loadavg()[0].toFixed(1);
   if (from < 0) {
     fs.mkdirSync(path.join(ROOT, '.cache'), { recursive: true });
-    fs.writeFileSync(path.join(ROOT, '.cache', 'volume-rows.json'), JSON.stringify({ rows, load }, null, 1));
+    fs.writeFileSync(path.join(ROOT, '.cache', `volume-rows${engine === 'pglite' ? '-pglite' : ''}.json`), JSON.stringify({ rows, load }, null, 1));
   }
   console.log(JSON.stringify(rows, null, 1));
-  if (process.argv.includes('--write')) replaceSection('Volume (PostgreSQL, issue 25)', volumeSection(rows, load));
+  if (process.argv.includes('--write')) replaceSection(engine === 'pglite' ? 'Volume (PGlite, issue 25)' : 'Volume (PostgreSQL, issue 25)', volumeSection(rows, load));
 }
