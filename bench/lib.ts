@@ -405,7 +405,6 @@ export async function machine(pgUrl?: string): Promise<string[]> {
 
 export const PG_ADMIN_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
-/** An empty PostgreSQL database of its own (the server migrates it on start); drop() removes it. */
 /** The admin URL (PG_ADMIN_URL) naming another database. */
 export function pgDatabaseUrl(name: string): string {
   const u = new URL(PG_ADMIN_URL);
@@ -425,9 +424,15 @@ export async function withPgAdmin<T>(fn: (c: import('pg').Client) => Promise<T>)
   }
 }
 
+/**
+ * An empty PostgreSQL database of its own (the server migrates it on start); drop() removes it. BENCH_PG_TABLESPACE
+ * puts it in that tablespace (another filesystem: docs/partitioning.md measures the retention's drop on one).
+ */
 export async function createPgDatabase(tag: string): Promise<{ url: string; name: string; drop(): Promise<void> }> {
   const name = `bulb_bench_${tag}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  await withPgAdmin((c) => c.query(`CREATE DATABASE ${name}`));
+  const space = process.env.BENCH_PG_TABLESPACE;
+  if (space && !/^[a-z_][a-z0-9_]*$/.test(space)) throw new Error(`BENCH_PG_TABLESPACE: not a plain identifier: ${space}`);
+  await withPgAdmin((c) => c.query(`CREATE DATABASE ${name}${space ? ` TABLESPACE ${space}` : ''}`));
   return {
     url: pgDatabaseUrl(name),
     name,

@@ -1,23 +1,24 @@
 // The volume bench's data generator (bench/volume-data.ts) drops the big tables' secondary indexes and unique
 // constraints for its load and builds them again: after it, every index and constraint of the five tables and of
 // each of their partitions is there again as the migrations made it, and the rows are whole (each note's customer,
-// each delivery's event with its partition key, each attempt's delivery). PostgreSQL only (the generator's
-// session_replication_role and two connections).
+// each delivery's event with its partition key, each attempt's delivery). On PostgreSQL through two connections of
+// its own; on PGlite through the one session (pgliteConn), as the bench's PGlite part makes its data.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { backends, freshDb, type TestDb } from '../helpers/db.ts';
-import { grow } from '../../bench/volume-data.ts';
+import { grow, growOn, pgliteConn } from '../../bench/volume-data.ts';
+import type { PgliteDb } from '../../src/db/pglite.ts';
 import { ensurePartitions } from '../../src/partitions/maintain.ts';
 import { partitions } from '../../src/partitions/store.ts';
 import { PARTITIONED } from '../../src/partitions/tables.ts';
 
 const TABLES = ['customers', 'notes', 'events', 'webhook_deliveries', 'webhook_attempts'];
 
-if ((await backends()).includes('pg')) {
-  describe('volume bench data [pg]', () => {
+for (const backend of await backends()) {
+  describe(`volume bench data [${backend}]`, () => {
     let tdb: TestDb;
     before(async () => {
-      tdb = await freshDb('pg');
+      tdb = await freshDb(backend);
     });
     after(() => tdb?.close());
     const q = (sql: string, p: unknown[] = []) => tdb.db.query<any>(sql, p);
@@ -44,7 +45,8 @@ if ((await backends()).includes('pg')) {
       const before = await schema();
       assert.ok(before.some((d) => d.includes('gin_trgm_ops')) && before.some((d) => /ON public\.events_p\d+ USING btree \(resource_uuid/.test(d)), 'the schema read includes GIN and partition indexes');
 
-      await grow(tdb.url!, 0, 3_000, sub, 'https://hooks.example/v', day0, () => {});
+      if (backend === 'pg') await grow(tdb.url!, 0, 3_000, sub, 'https://hooks.example/v', day0, () => {});
+      else await growOn([pgliteConn(tdb.db as PgliteDb), pgliteConn(tdb.db as PgliteDb)], 0, 3_000, sub, 'https://hooks.example/v', day0, () => {}, '64MB');
 
       assert.deepEqual(await schema(), before);
       const n = (await q(
@@ -64,7 +66,8 @@ if ((await backends()).includes('pg')) {
       );
       // The unique constraints are enforced again.
       await assert.rejects(q(`INSERT INTO customers (external_id) VALUES ('v1')`), /customers_external_id_key/);
-      // Triggers fire again on other sessions (the load's replica role was its own): a new customer is queued.
+      // Triggers fire again (on PostgreSQL the load's replica role was its sessions'; on PGlite it was reset): a new
+      // customer is queued.
       await q(`INSERT INTO customers (external_id) VALUES ('after-the-load')`);
       assert.equal((await q(`SELECT count(*)::int AS n FROM duplicate_dirty`)).rows[0].n, 1);
     });
