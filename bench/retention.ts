@@ -8,10 +8,14 @@
 // of this database between the WAL positions before and after (pg_waldump, when the server's pg_wal is readable
 // here; else the whole server's WAL between them, other sessions' writes included: an upper bound). A CHECKPOINT
 // before each, so all pay their full-page images alike.
-// `node --import tsx bench/retention.ts [--quick] [--rows=N]`, or `npm run bench -- --only retention`; on the shared
-// machine under `flock /tmp/bulb-bench.lock`.
+// `node --import tsx bench/retention.ts [--quick] [--rows=N] [--cold]`, or `npm run bench -- --only retention`; on the
+// shared machine under `flock /tmp/bulb-bench.lock`. --cold: the day's files are evicted from the page cache before
+// each call (`sync`, then `dd iflag=nocache` on each: the server's data directory must be readable here), as a day
+// 30 days old that nothing reads is; by default the day is as the bench wrote it, cached. BENCH_PG_TABLESPACE puts
+// the database on another filesystem (docs/partitioning.md: one without online discard).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { PgDb } from '../src/db/pg.ts';
 import type { Db, Queryable, QueryResult } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -23,7 +27,7 @@ import { createPgDatabase, log, pgAvailable, round, type Row } from './lib.ts';
 /** Rows written per statement while generating a day (keeps each statement's memory and WAL bounded). */
 const CHUNK = 500_000;
 
-export async function runRetentionBench(opts: { quick?: boolean; rows?: number } = {}): Promise<Row[]> {
+export async function runRetentionBench(opts: { quick?: boolean; rows?: number; cold?: boolean } = {}): Promise<Row[]> {
   if (!(await pgAvailable())) throw new Error('PostgreSQL is needed for the retention bench');
   const n = opts.rows ?? (opts.quick ? 100_000 : 1_000_000);
   const sizes = [n, 4 * n];
@@ -78,7 +82,7 @@ export async function runRetentionBench(opts: { quick?: boolean; rows?: number }
     log(`retention: DELETE of a day of ${n} ${round(deleteMs)} ms, ${deleteWal} B of WAL`);
 
     const runs: Run[] = [];
-    for (const [i, day] of dropDays.entries()) runs.push(await measure(db, pgdb.url, day, liveDay, sizes[i]));
+    for (const [i, day] of dropDays.entries()) runs.push(await measure(db, pgdb.url, day, liveDay, sizes[i], opts.cold ?? false));
     const [a, b] = runs;
     const growth = b.ms / a.ms;
     const retireGrowth = b.retireMs / a.retireMs;
@@ -94,7 +98,7 @@ export async function runRetentionBench(opts: { quick?: boolean; rows?: number }
         what: `retention of a day at N (${day(0)}): runRetention (DETACH each partition, then DROP them)`,
         value: round(a.ms), unit: 'ms', baseline: round(deleteMs), ratio: round(a.ms / deleteMs, 4),
         goal: `< 1 s: ${met(a.ms < 1000)}`, command: cmd,
-        note: `baseline: DELETE of an equal day (the retention before partitioning), both after a CHECKPOINT. ${phases(a)}`,
+        note: `baseline: DELETE of an equal day (the retention before partitioning), both after a CHECKPOINT. The day's files ${opts.cold ? 'evicted from the page cache before each call (--cold)' : 'as the bench wrote them (cached)'}${process.env.BENCH_PG_TABLESPACE ? `, in tablespace ${process.env.BENCH_PG_TABLESPACE}` : ''}. ${phases(a)}`,
       },
       {
         what: `retention of a day at 4N (${day(1)}) vs at N: the whole call`,
@@ -194,8 +198,9 @@ interface Run {
  * while another connection inserts events one at a time into `liveDay` (as the API does): the longest of those
  * inserts is how long writers waited for it. Each statement of the call is timed, and each transaction's COMMIT.
  */
-async function measure(db: PgDb, url: string, day: Date, liveDay: Date, rows: number): Promise<Run> {
+async function measure(db: PgDb, url: string, day: Date, liveDay: Date, rows: number, cold: boolean): Promise<Run> {
   await db.exec('CHECKPOINT');
+  if (cold) log(`retention: ${await evict(db, day)} MiB of the day's files evicted from the page cache`);
   const writer = new PgDb(url, 1);
   const before = await writes(writer, liveDay, 300);
   const writerPid = (await writer.query<{ p: number }>('SELECT pg_backend_pid() AS p')).rows[0].p;
@@ -235,6 +240,32 @@ async function measure(db: PgDb, url: string, day: Date, liveDay: Date, rows: nu
     ms, retireMs: dropAt - t0, dropMs: t1 - dropAt, dropAt, cpuMs, wal: own ?? serverWal, steps: timed.steps, stall, before,
     walHow: own === null ? 'pg_current_wal_lsn before/after (the whole server: an upper bound)' : `pg_waldump: this database's records but the concurrent writer's inserts (the whole server wrote ${serverWal} B meanwhile)`,
   };
+}
+
+/**
+ * Evicts the files of `day`'s three partitions (tables, TOAST, indexes; every fork and segment) from the page cache,
+ * after a `sync` (only clean pages are evicted); answers their MiB.
+ */
+async function evict(db: PgDb, day: Date): Promise<number> {
+  const dir = (await db.query<{ d: string }>("SELECT current_setting('data_directory') AS d")).rows[0].d;
+  const rels = (await db.query<{ f: string }>(
+    `SELECT pg_relation_filepath(c.oid) AS f FROM pg_class c, unnest($1::regclass[]) p(oid)
+      WHERE c.oid = p.oid OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = p.oid)
+         OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = p.oid)
+         OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = (SELECT reltoastrelid FROM pg_class WHERE oid = p.oid))`,
+    [[EVENTS, DELIVERIES, ATTEMPTS].map((t) => partitionName(t, day))],
+  )).rows.map((r) => path.join(dir, r.f));
+  execFileSync('sync');
+  let bytes = 0;
+  for (const rel of rels) {
+    const base = path.basename(rel);
+    for (const f of fs.readdirSync(path.dirname(rel)).filter((n) => n === base || n.startsWith(`${base}.`) || n.startsWith(`${base}_`))) {
+      const file = path.join(path.dirname(rel), f);
+      bytes += fs.statSync(file).size;
+      execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
+    }
+  }
+  return round(bytes / 2 ** 20);
 }
 
 /** CPU time (ms) each of the server processes `pids` has used, from /proc/<pid>/schedstat (absent: not readable here, or gone). */
@@ -338,6 +369,6 @@ async function walOfDatabase(db: PgDb, from: string, to: string, exclude: string
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const arg = process.argv.find((a) => a.startsWith('--rows='));
-  const rows = await runRetentionBench({ quick: process.argv.includes('--quick'), rows: arg ? Number(arg.slice(7)) : undefined });
+  const rows = await runRetentionBench({ quick: process.argv.includes('--quick'), rows: arg ? Number(arg.slice(7)) : undefined, cold: process.argv.includes('--cold') });
   console.log(JSON.stringify(rows, null, 2));
 }
