@@ -155,6 +155,9 @@ export interface BulbOptions {
 }
 
 /** A Bulb server (`src/main.ts serve`) in its own process. Without databaseUrl: embedded PGlite in memory. */
+/** The secret key of every bench process on one database (SPEC §15: they share one). */
+export const BENCH_SECRET_KEY = Buffer.alloc(32, 'bulb-bench-secret-key').toString('base64');
+
 export function startBulb(o: BulbOptions = {}): Promise<Child> {
   const role = o.role ?? 'all';
   const env: Record<string, string> = {
@@ -167,7 +170,7 @@ export function startBulb(o: BulbOptions = {}): Promise<Child> {
     BULB_RATE_LIMIT_BURST: '10000000',
     BULB_WEBHOOK_ALLOW_PRIVATE: 'true',
     // Every process on one database shares one secret key (SPEC §15).
-    ...(o.databaseUrl ? { DATABASE_URL: o.databaseUrl, BULB_SECRET_KEY: Buffer.alloc(32, 'bulb-bench-secret-key').toString('base64') } : { DATABASE_URL: '', BULB_DATA_DIR: 'memory://' }),
+    ...(o.databaseUrl ? { DATABASE_URL: o.databaseUrl, BULB_SECRET_KEY: BENCH_SECRET_KEY } : { DATABASE_URL: '', BULB_DATA_DIR: 'memory://' }),
     ...o.env,
   };
   const nodeArgs = o.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProfDir] : [];

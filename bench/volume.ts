@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  ROOT, api, createPgDatabase, customerBody, load, log, replaceSection, round, rowsTable, sleep, startBulb, startReceiver, subscribe,
+  BENCH_SECRET_KEY, ROOT, api, createPgDatabase, customerBody, load, log, replaceSection, round, rowsTable, sleep, startBulb, startReceiver, subscribe,
   uploadNdjson, type Child, type Row,
 } from './lib.ts';
 import { ATTEMPTS_PER_DELIVERY, EVENTS_PER_CUSTOMER, grow, growOn, pgliteConn } from './volume-data.ts';
@@ -52,8 +52,6 @@ interface Site {
   close(): Promise<void>;
 }
 
-const SECRET_KEY = Buffer.alloc(32, 'bulb-bench-secret-key').toString('base64');
-
 /** A PostgreSQL database at one size, its API process and a connection of the bench's. */
 async function pgSite(size: number, hook: string, env: Record<string, string>): Promise<Site> {
   const made = await createPgDatabase(`volume${size}`);
@@ -76,7 +74,7 @@ async function pgSite(size: number, hook: string, env: Record<string, string>): 
 /** An embedded database (a PGlite folder) at one size and its Bulb process. */
 async function pgliteSite(size: number, hook: string, env: Record<string, string>, dir: string): Promise<Site> {
   const dataDir = path.join(dir, `pglite-${size}`);
-  const start = (role: 'api' | 'all') => startBulb({ role, env: { ...env, BULB_DATA_DIR: dataDir, BULB_SECRET_KEY: SECRET_KEY } });
+  const start = (role: 'api' | 'all') => startBulb({ role, env: { ...env, BULB_DATA_DIR: dataDir, BULB_SECRET_KEY: BENCH_SECRET_KEY } });
   let role: 'api' | 'all' = 'api';
   const site: Site = {
     size, engine: 'pglite', api: await start(role), day0: new Date(0), sub: { id: '', uuid: '' },
