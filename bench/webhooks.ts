@@ -33,11 +33,10 @@ import { newSigningSecret } from '../src/webhooks/signing.ts';
 import { Dispatcher } from '../src/webhooks/dispatcher.ts';
 import { AesGcmBox } from '../src/secrets/box.ts';
 import { installSecretBox, sealSecret } from '../src/secrets/active.ts';
-import { ROOT, createPgDatabase, pgAvailable, replaceSection, rowsTable, spawnNode, type Row, type Child } from './lib.ts';
+import { BENCH_SECRET_KEY, ROOT, createPgDatabase, pgAvailable, replaceSection, rowsTable, spawnNode, type Row, type Child } from './lib.ts';
 import { runIsolation, codeOf, ISOLATION_SHAPE } from './isolation.ts';
 
-const SECRET_KEY = Buffer.alloc(32, 'bulb-bench-secret-key').toString('base64');
-installSecretBox(new AesGcmBox(Buffer.from(SECRET_KEY, 'base64')));
+installSecretBox(new AesGcmBox(Buffer.from(BENCH_SECRET_KEY, 'base64')));
 
 const COMMAND = 'node --import tsx bench/webhooks.ts';
 const CONCURRENCY = 16; // = the default per-subscription in-flight cap
@@ -231,7 +230,7 @@ const log = (m: string) => console.error(`[webhooks bench] ${m}`);
 /** A Bulb worker process (BULB_ROLE=worker) on a PostgreSQL database. */
 export function bulbWorker(url: string, env: Record<string, string> = {}, cpuProf?: string): Promise<Child> {
   return spawnNode('src/main.ts', ['serve'], {
-    DATABASE_URL: url, BULB_ROLE: 'worker', BULB_LOG_LEVEL: 'silent', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_SECRET_KEY: SECRET_KEY, ...env,
+    DATABASE_URL: url, BULB_ROLE: 'worker', BULB_LOG_LEVEL: 'silent', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_BENCH_SECRET_KEY: BENCH_SECRET_KEY, ...env,
   }, /worker running/, cpuProf ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`] } : {});
 }
 
@@ -259,7 +258,7 @@ async function isolationDelays(root: string | undefined, healthy: number): Promi
   const db = new PgDb(pgdb.url, 4);
   try {
     await (await codeOf(root ?? ROOT)).migrate(db);
-    const r = await runIsolation(db, pgdb.url, { root, healthyEvents: healthy, gapMs: 40, env: { BULB_SECRET_KEY: SECRET_KEY } });
+    const r = await runIsolation(db, pgdb.url, { root, healthyEvents: healthy, gapMs: 40, env: { BULB_BENCH_SECRET_KEY: BENCH_SECRET_KEY } });
     log(`isolation ${root ?? 'this code'}: ${r.delays.filter(Number.isFinite).length}/${healthy} healthy arrived, crowd ${r.crowdRequests} requests to ${r.crowdSeen} of 80 subscriptions`);
     return r;
   } finally {
