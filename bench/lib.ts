@@ -154,10 +154,10 @@ export interface BulbOptions {
   cpuProfDir?: string;
 }
 
-/** A Bulb server (`src/main.ts serve`) in its own process. Without databaseUrl: embedded PGlite in memory. */
 /** The secret key of every bench process on one database (SPEC §15: they share one). */
 export const BENCH_SECRET_KEY = Buffer.alloc(32, 'bulb-bench-secret-key').toString('base64');
 
+/** A Bulb server (`src/main.ts serve`) in its own process. Without databaseUrl: embedded PGlite in memory. */
 export function startBulb(o: BulbOptions = {}): Promise<Child> {
   const role = o.role ?? 'all';
   const env: Record<string, string> = {
