@@ -84,7 +84,8 @@ if (hasPg) await optional('retention.ts', 'runRetentionBench', 'retention', 'Ret
 // Customer lookups by email and updatedSince over 1,000,000 customers: seeding ~1 minute, measuring ~1 minute.
 if (hasPg) await optional('lookups.ts', 'runLookupsBench', 'lookups', 'Customer lookups at scale (PostgreSQL)', args.quick, 15);
 // Possible duplicates: 1,000,000 customers built by the refresher for precision and recall (~15 minutes), then an
-// import of 100,000 folded into bases of 500,000 and 2,000,000 seeded in SQL (~25 minutes) under a load of 10.
+// import of 100,000 folded into bases of 1,250,000 and 5,000,000 seeded in SQL (~20 minutes), then one of 10,000
+// into PGlite folders of 100,000 and 400,000, three folds each (~4 minutes).
 if (hasPg) await optional('duplicates.ts', 'runDuplicatesBench', 'duplicates', 'Possible duplicates', args.quick, 90);
 if (hasPg) {
   // Two floors and two imports of 1M customers: about 7 minutes on the shared 2-core machine at a load of 3 (--quick: 100,000 rows).
