@@ -230,17 +230,26 @@ interface ScaleResult {
   rates?: number[];
 }
 
-/** 20 reads of GET /crm/duplicates (after one unmeasured) while an import is queued: the pairs as they stand and the queue's length, no refresher work. */
-async function queuedReads(url: string): Promise<{ readMs: number; pending: number }> {
-  await timedGet(`${url}/api/2026-11/crm/duplicates?minScore=0.5`);
-  const reads: number[] = [];
-  let last: any;
-  for (let i = 0; i < 20; i++) {
-    const r = await timedGet(`${url}/api/2026-11/crm/duplicates?minScore=0.5`);
-    reads.push(r.ms);
-    last = r.body;
+/**
+ * 20 reads of GET /crm/duplicates (after one unmeasured) while an import is queued, through a Bulb server of role api
+ * started for them: the pairs as they stand and the queue's length, no refresher work.
+ */
+async function queuedReads(server: Parameters<typeof startBulb>[0]): Promise<{ readMs: number; pending: number }> {
+  const srv = await startBulb(server);
+  try {
+    const url = `${srv.url}/api/2026-11/crm/duplicates?minScore=0.5`;
+    await timedGet(url);
+    const reads: number[] = [];
+    let last: any;
+    for (let i = 0; i < 20; i++) {
+      const r = await timedGet(url);
+      reads.push(r.ms);
+      last = r.body;
+    }
+    return { readMs: pct(reads, 50), pending: last.pendingCustomers };
+  } finally {
+    await srv.stop();
   }
-  return { readMs: pct(reads, 50), pending: last.pendingCustomers };
 }
 
 /** Times the refresher folding in what is queued (the import), after a checkpoint. */
@@ -271,13 +280,7 @@ async function scaleRun(base: number, importN: number): Promise<ScaleResult> {
   const db = new PgDb(created.url, 4);
   try {
     const seedS = await seedAndImport(db, base, importN, '1GB');
-    const srv = await startBulb({ databaseUrl: created.url, role: 'api' });
-    let read: { readMs: number; pending: number };
-    try {
-      read = await queuedReads(srv.url);
-    } finally {
-      await srv.stop();
-    }
+    const read = await queuedReads({ databaseUrl: created.url, role: 'api' });
     const fold = await timedFold(db, base, importN);
     return { base, rate: importN / fold.seconds, ...fold, ...read, seedS, load: load() };
   } finally {
@@ -307,12 +310,8 @@ async function scalePglite(sizes: number[], importN: number): Promise<ScaleResul
       } finally {
         await db.close();
       }
-      const srv = await startBulb({ role: 'api', env: { DATABASE_URL: '', BULB_DATA_DIR: dir, BULB_SECRET_KEY: BENCH_SECRET_KEY } });
-      try {
-        seeded.push({ base, dir, seedS, folds: [], ...(await queuedReads(srv.url)) });
-      } finally {
-        await srv.stop();
-      }
+      const read = await queuedReads({ role: 'api', env: { DATABASE_URL: '', BULB_DATA_DIR: dir, BULB_SECRET_KEY: BENCH_SECRET_KEY } });
+      seeded.push({ base, dir, seedS, folds: [], ...read });
     }
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of seeded) {
