@@ -230,7 +230,7 @@ const log = (m: string) => console.error(`[webhooks bench] ${m}`);
 /** A Bulb worker process (BULB_ROLE=worker) on a PostgreSQL database. */
 export function bulbWorker(url: string, env: Record<string, string> = {}, cpuProf?: string): Promise<Child> {
   return spawnNode('src/main.ts', ['serve'], {
-    DATABASE_URL: url, BULB_ROLE: 'worker', BULB_LOG_LEVEL: 'silent', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_BENCH_SECRET_KEY: BENCH_SECRET_KEY, ...env,
+    DATABASE_URL: url, BULB_ROLE: 'worker', BULB_LOG_LEVEL: 'silent', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_SECRET_KEY: BENCH_SECRET_KEY, ...env,
   }, /worker running/, cpuProf ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`] } : {});
 }
 
@@ -258,7 +258,7 @@ async function isolationDelays(root: string | undefined, healthy: number): Promi
   const db = new PgDb(pgdb.url, 4);
   try {
     await (await codeOf(root ?? ROOT)).migrate(db);
-    const r = await runIsolation(db, pgdb.url, { root, healthyEvents: healthy, gapMs: 40, env: { BULB_BENCH_SECRET_KEY: BENCH_SECRET_KEY } });
+    const r = await runIsolation(db, pgdb.url, { root, healthyEvents: healthy, gapMs: 40, env: { BULB_SECRET_KEY: BENCH_SECRET_KEY } });
     log(`isolation ${root ?? 'this code'}: ${r.delays.filter(Number.isFinite).length}/${healthy} healthy arrived, crowd ${r.crowdRequests} requests to ${r.crowdSeen} of 80 subscriptions`);
     return r;
   } finally {
