@@ -29,6 +29,7 @@ import { loadConfig } from '../src/config.ts';
 import { emitEvents, type NewEvent } from '../src/events/emit.ts';
 import { insertSubscription } from '../src/webhooks/store.ts';
 import { CLAIM_SQL } from '../src/webhooks/queue-store.ts';
+import { HELD_CEILINGS } from '../src/webhooks/lanes.ts';
 import { newSigningSecret } from '../src/webhooks/signing.ts';
 import { Dispatcher } from '../src/webhooks/dispatcher.ts';
 import { AesGcmBox } from '../src/secrets/box.ts';
@@ -274,7 +275,7 @@ async function explainClaim(db: Db, lanes: number, each = 1): Promise<{ ms: numb
   await db.transaction(async (tx) => {
     // The worker's own claim statement, as it runs it (rolled back below).
     const r = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${CLAIM_SQL}`,
-      [subs, subs.map(() => each), 30_000, crypto.randomUUID(), subs.map(() => 0)]);
+      [subs, subs.map(() => each), 30_000, crypto.randomUUID(), subs.map(() => 0), subs.map(() => HELD_CEILINGS)]);
     const plan = r.rows.map((x) => x['QUERY PLAN']);
     out = { ms: Number(/Execution Time: ([\d.]+)/.exec(plan.join('\n'))?.[1] ?? NaN), plan };
     throw new Error('rollback');
