@@ -18,7 +18,7 @@ import { claimLanes, recordResults, type AttemptResult, type StoredRequest } fro
 import { buildRequest } from '../src/webhooks/request.ts';
 import { leanRequest } from '../src/webhooks/attempt-request.ts';
 import { versionIds } from '../src/webhooks/versions-store.ts';
-import { createPgDatabase, log, pgAvailable, round, type Row } from './lib.ts';
+import { createPgDatabase, log, median, pgAvailable, round, type Row } from './lib.ts';
 
 installSecretBox(new AesGcmBox(crypto.randomBytes(32)));
 
@@ -48,7 +48,6 @@ export async function runAttemptsBench(opts: { quick?: boolean } = {}): Promise<
     await lite.close();
   }
   const { whole, lean, times } = pg;
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const wholeUs = median(times.whole);
   const leanUs = median(times.lean);
   const note = `${lean.rows} attempts (1 in 10 a 500), ${SUBS} subscriptions; after VACUUM ANALYZE. Lean: table ${round(lean.heap, 0)} B + indexes ${round(lean.idx, 0)} B per row (${lean.indexes}); as before: ${round(whole.heap, 0)} + ${round(whole.idx, 0)} (${whole.indexes}). Load average while measured: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`;

@@ -27,7 +27,7 @@ import { PgliteDb } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { refreshDuplicates } from '../src/crm/duplicates/refresh.ts';
 import { DEFAULT_MIN_SCORE, NAME_KEY_CAP } from '../src/crm/duplicates/score.ts';
-import { ADMIN_KEY, BENCH_SECRET_KEY, createPgDatabase, log, pgAvailable, replaceSection, rowsTable, startBulb, type Row } from './lib.ts';
+import { ADMIN_KEY, BENCH_SECRET_KEY, createPgDatabase, log, medianBy, pgAvailable, replaceSection, rowsTable, startBulb, type Row } from './lib.ts';
 import { AREA, CITIES, DOMAINS, FIRSTS, LASTS, SKEW, STREET_KINDS, generate, rng, type GenCustomer } from './duplicates-gen.ts';
 
 const COMMAND = 'npm run bench -- --only duplicates --write';
@@ -327,7 +327,7 @@ async function scalePglite(sizes: number[], importN: number): Promise<ScaleResul
       }
     }
     return seeded.map(({ dir, folds, ...s }) => {
-      const median = [...folds].sort((a, b) => a.seconds - b.seconds)[Math.floor(folds.length / 2)];
+      const median = medianBy(folds, (f) => f.seconds);
       return { ...s, ...median, rate: importN / median.seconds, rates: folds.map((f) => Math.round(importN / f.seconds)), load: load() };
     });
   } finally {

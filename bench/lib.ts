@@ -354,6 +354,13 @@ export function rssMiB(pid: number): number | undefined {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The middle one of xs by key (the upper middle of an even count). */
+export function medianBy<T>(xs: T[], key: (x: T) => number): T {
+  return [...xs].sort((a, b) => key(a) - key(b))[Math.floor(xs.length / 2)];
+}
+
+export const median = (xs: number[]): number => medianBy(xs, (x) => x);
+
 export function round(x: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;

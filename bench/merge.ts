@@ -10,7 +10,7 @@ import { PgliteDb } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { mergeCustomers } from '../src/crm/merge/service.ts';
 import { undoMerge } from '../src/crm/merge/undo.ts';
-import { createPgDatabase, pgAvailable, replaceSection, rowsTable, type Row } from './lib.ts';
+import { createPgDatabase, median, pgAvailable, replaceSection, rowsTable, type Row } from './lib.ts';
 
 const SECONDARIES = 10;
 const MOVED = ['orders', 'follow_ups', 'notes', 'messages', 'preferences', 'product_shares'];
@@ -96,7 +96,6 @@ async function time(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - t0;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const label = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
 
 /** Merge vs floor for one database and one N (the median of `reps` pairs, each on fresh twin groups). */

@@ -20,7 +20,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { emitEvents } from '../src/events/emit.ts';
 import { PGBOUNCER, pgbouncerAvailable, startPgBouncer, type Bouncer } from '../test/helpers/pgbouncer.ts';
 import {
-  PG_ADMIN_URL, V, createPgDatabase, customerBody, load, log, machine, pgAvailable, ratioGoal, replaceSection, round, rowsTable,
+  PG_ADMIN_URL, V, createPgDatabase, customerBody, load, log, machine, median, pgAvailable, ratioGoal, replaceSection, round, rowsTable,
   seedCustomers, startBulb, subscribe, type Child, type LoadOptions, type LoadResult, type Row,
 } from './lib.ts';
 import { bulbWorker, cpuMs, drainRate, event, quiet, receiver, subscribe as subscribeInDb } from './webhooks.ts';
@@ -131,7 +131,6 @@ async function rotate(meter: Meter, servers: Record<Mode, Child>, target: Target
 }
 
 const rate = (t: Tally) => t.done / t.seconds;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const cpuTotal = (t: Tally) => (t.cpu.bulb + t.cpu.bouncer + t.cpu.postgres) / Math.max(1, t.done);
 

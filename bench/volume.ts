@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  BENCH_SECRET_KEY, ROOT, api, createPgDatabase, customerBody, load, log, replaceSection, round, rowsTable, sleep, startBulb, startReceiver, subscribe,
+  BENCH_SECRET_KEY, ROOT, api, createPgDatabase, customerBody, load, log, medianBy, replaceSection, round, rowsTable, sleep, startBulb, startReceiver, subscribe,
   uploadNdjson, type Child, type Row,
 } from './lib.ts';
 import { ATTEMPTS_PER_DELIVERY, EVENTS_PER_CUSTOMER, grow, growOn, pgliteConn } from './volume-data.ts';
@@ -394,7 +394,7 @@ async function retention(db: Db, day0: Date): Promise<{ ms: number; note: string
     for (const n of names) if (!dropped.includes(n)) throw new Error(`retention: ${n} not dropped (${dropped.join(', ')})`);
     days.push({ ms, rows, wal });
   }
-  const median = [...days].sort((a, b) => a.ms - b.ms)[Math.floor(days.length / 2)];
+  const median = medianBy(days, (x) => x.ms);
   const [deliveries, attempts, events] = PARTITIONED.map((_, i) => median.rows[i].toLocaleString('en-US'));
   return {
     ms: median.ms,
