@@ -5,7 +5,9 @@
 // in the same run: as many at a time as a broker lane of the default maxInFlight keeps (16 × BROKER_PIPELINE = 64),
 // the goal's baseline, and as many as the default maxInFlight (16), shown beside it. Each rate is counted at the broker's side: a
 // consumer of the bound queue, a core NATS subscriber of the subject (which sees every publish the stream stores),
-// from the first arrival to the last.
+// from the first arrival to the last. Beside them, the peer a user would pick instead: a BullMQ worker on the local
+// Redis, as many at a time as the lane, signing each job's event and publishing it to the same broker with the same
+// client and acknowledgement (bench/webhook-peers.ts), from a backlog written first, as Bulb's is.
 // `npm run bench -- --only brokers [--quick]`, or `node --import tsx bench/brokers.ts [--quick]`.
 import crypto from 'node:crypto';
 import { connect as amqpConnect } from 'amqplib';
@@ -17,8 +19,8 @@ import { buildRequest } from '../src/webhooks/request.ts';
 import type { Claimed } from '../src/webhooks/queue-store.ts';
 import { newSigningSecret } from '../src/webhooks/signing.ts';
 import { BROKER_PIPELINE } from '../src/webhooks/lanes.ts';
-import { createPgDatabase, log, pgAvailable, ratioGoal, round, type Row } from './lib.ts';
-import { backendCpu, bulbWorker, cpuMs, event, serverPid, subscribe } from './webhooks.ts';
+import { createPgDatabase, log, pgAvailable, ratioGoal, round, spawnNode, type Row } from './lib.ts';
+import { backendCpu, bulbWorker, cpuMs, event, redisUp, serverPid, subscribe } from './webhooks.ts';
 
 const AMQP = 'amqp://guest:guest@127.0.0.1:5672';
 const NATS = '127.0.0.1:4222';
@@ -34,13 +36,16 @@ interface Arrivals {
   close(): Promise<void>;
 }
 
+/** Deliveries per second from the first arrival to the last. */
+const rateOf = (at: number[]) => (at.length - 1) / ((at[at.length - 1] - at[0]) / 1000);
+
 async function waitArrivals(a: Arrivals, n: number, timeoutMs = 600_000): Promise<number> {
   const end = Date.now() + timeoutMs;
   while (a.at.length < n) {
     if (Date.now() > end) throw new Error(`only ${a.at.length}/${n} arrived`);
     await new Promise((r) => setTimeout(r, 5));
   }
-  return (n - 1) / ((a.at[n - 1] - a.at[0]) / 1000);
+  return rateOf(a.at.slice(0, n));
 }
 
 /** A same-sized signed body and its headers, as a delivery carries them. */
@@ -116,8 +121,7 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals, comm: strin
         const st = await db.query(`SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname LIKE 'webhook_%' AND n_tup_ins + n_tup_upd > 0 ORDER BY relname`);
         for (const r of st.rows) log(JSON.stringify(r));
       }
-      const at = arrivals.at.slice(from, from + n);
-      return { rate: (n - 1) / ((at[n - 1] - at[0]) / 1000), cpu: { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, ...others } };
+      return { rate: rateOf(arrivals.at.slice(from, from + n)), cpu: { worker: (cpuMs(w.pid) - w0) / n, postgres: pg / n, ...others } };
     } finally {
       await w.stop();
     }
@@ -125,6 +129,52 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals, comm: strin
     await db.close();
     await pgdb.drop();
   }
+}
+
+/**
+ * The same backlog of `n` events drained by a BullMQ worker process (`mode`: bullmq-amqp or bullmq-nats, publishing to
+ * `target`, IN_FLIGHT jobs at a time), counted by `arrivals`; the CPU per delivery of the worker, Redis, the consumer and
+ * the broker, as bulbDrain counts Bulb's.
+ */
+async function bullmqDrain(mode: string, target: string, n: number, arrivals: Arrivals, comm: string): Promise<{ rate: number; cpu: CpuShare }> {
+  const { Queue } = await import('bullmq');
+  const name = `bulb-bench-brokers-${process.pid}-${Date.now()}`;
+  const queue = new Queue(name, { connection: { host: '127.0.0.1', port: 6379 } });
+  try {
+    const secret = newSigningSecret();
+    for (let i = 0; i < n; i += 500) {
+      await queue.addBulk(Array.from({ length: Math.min(500, n - i) }, () => {
+        const e = event();
+        return { name: 'deliver', data: { uuid: crypto.randomUUID(), subscription: crypto.randomUUID(), createdAt: new Date().toISOString(), eventType: e.eventType, resourceType: e.resourceType, resource: e.resource, source: e.source, secret } };
+      }));
+    }
+    const from = arrivals.at.length;
+    const redis = serverPid('redis-server');
+    const r0 = redis ? cpuMs(redis) : NaN;
+    const w = await spawnNode('bench/webhook-peers.ts', [mode, target, String(IN_FLIGHT), name], {}, /peer ready/);
+    const w0 = cpuMs(w.pid);
+    try {
+      const { cpu: others } = await withCpu(comm, n, 'consumer', () => waitArrivals(arrivals, from + n));
+      return { rate: rateOf(arrivals.at.slice(from, from + n)), cpu: { worker: (cpuMs(w.pid) - w0) / n, redis: redis ? (cpuMs(redis) - r0) / n : NaN, ...others } };
+    } finally {
+      await w.stop();
+    }
+  } finally {
+    await queue.obliterate({ force: true }).catch(() => {});
+    await queue.close();
+  }
+}
+
+/** The peer's row: Bulb's drain against BullMQ's, the same backlog to the same broker, the CPU of each beside. */
+function peerRow(broker: string, n: number, bulb: { rate: number; cpu: CpuShare }, bull: { rate: number; cpu: CpuShare } | undefined): Row {
+  const what = `${broker}: drain of ${n} queued deliveries by one worker process, ${IN_FLIGHT} in flight: Bulb (PostgreSQL) vs a BullMQ worker (Redis) publishing with the same client`;
+  if (!bull) return { what, value: 'skipped', unit: '', baseline: null, ratio: null, goal: 'skipped: no Redis at 127.0.0.1:6379', command: COMMAND };
+  log(`${broker} CPU ms per delivery: BullMQ ${shares(bull.cpu)} = ${total(bull.cpu).toFixed(3)}`);
+  const ratio = bulb.rate / bull.rate;
+  return {
+    what, value: round(bulb.rate, 0), unit: 'deliveries/s', baseline: round(bull.rate, 0), ratio: round(ratio), goal: `≥ 1.0 × BullMQ: ${ratio >= 1 ? 'met' : 'missed'}`, command: COMMAND,
+    note: `CPU per delivery: Bulb ${shares(bulb.cpu)} = ${total(bulb.cpu).toFixed(3)} ms; BullMQ ${shares(bull.cpu)} = ${total(bull.cpu).toFixed(3)} ms`,
+  };
 }
 
 /**
@@ -175,8 +225,10 @@ async function amqpRows(n: number): Promise<Row[]> {
     const [direct16, direct64] = [await direct(MAX_IN_FLIGHT), await direct(IN_FLIGHT)];
     const bulb = await bulbDrain(`amqp://127.0.0.1:5672?exchange=${exchange}&routingKey=customer.events`, n, arrivals, 'beam.smp');
     log(`amqp bulb: ${bulb.rate.toFixed(0)}/s`);
-    return rows('RabbitMQ', `drain of ${n} queued deliveries (publisher confirms) vs amqplib publishing the same bodies directly`, bulb.rate, direct64.rate, direct16.rate,
-      bulb.cpu, direct64.cpu);
+    const bull = (await redisUp()) ? await bullmqDrain('bullmq-amqp', exchange, n, arrivals, 'beam.smp') : undefined;
+    if (bull) log(`amqp bullmq: ${bull.rate.toFixed(0)}/s`);
+    return [...rows('RabbitMQ', `drain of ${n} queued deliveries (publisher confirms) vs amqplib publishing the same bodies directly`, bulb.rate, direct64.rate, direct16.rate,
+      bulb.cpu, direct64.cpu), peerRow('RabbitMQ', n, bulb, bull)];
   } finally {
     await conn.close().catch(() => {});
   }
@@ -213,8 +265,10 @@ async function natsRows(n: number): Promise<Row[]> {
     const [direct16, direct64] = [await direct(MAX_IN_FLIGHT), await direct(IN_FLIGHT)];
     const bulb = await bulbDrain(`nats://127.0.0.1:4222?subject=${subject}`, n, arrivals, 'nats-server');
     log(`nats bulb: ${bulb.rate.toFixed(0)}/s`);
-    return rows('NATS JetStream', `drain of ${n} queued deliveries (acknowledged publish) vs the nats client publishing the same bodies directly`, bulb.rate, direct64.rate, direct16.rate,
-      bulb.cpu, direct64.cpu);
+    const bull = (await redisUp()) ? await bullmqDrain('bullmq-nats', subject, n, arrivals, 'nats-server') : undefined;
+    if (bull) log(`nats bullmq: ${bull.rate.toFixed(0)}/s`);
+    return [...rows('NATS JetStream', `drain of ${n} queued deliveries (acknowledged publish) vs the nats client publishing the same bodies directly`, bulb.rate, direct64.rate, direct16.rate,
+      bulb.cpu, direct64.cpu), peerRow('NATS JetStream', n, bulb, bull)];
   } finally {
     await jsm.streams.delete(stream).catch(() => {});
     await nc.close();

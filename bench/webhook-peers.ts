@@ -2,7 +2,12 @@
 //   raw <url> <n> <concurrency>            n undici POSTs of one pre-signed body, `concurrency` at a time
 //   bullmq <url> <concurrency> <queue>     a BullMQ worker (Redis 127.0.0.1:6379) that builds, signs (hex HMAC +
 //                                          Standard Webhooks) and POSTs each job's event, like Bulb's sender
-// Both keep connections alive with an undici Agent of `concurrency` sockets and read the answer body.
+//   bullmq-amqp <exchange> <concurrency> <queue>
+//   bullmq-nats <subject> <concurrency> <queue>
+//                                          the same worker publishing each signed event to the machine's RabbitMQ
+//                                          (publisher confirms) or NATS JetStream (acknowledged) instead, as Bulb's
+//                                          broker destinations do (bench/brokers.ts)
+// The HTTP ones keep connections alive with an undici Agent of `concurrency` sockets and read the answer body.
 import crypto from 'node:crypto';
 import { Agent, request } from 'undici';
 import { hmacHex, signatureHeader } from '../src/webhooks/signing.ts';
@@ -56,6 +61,45 @@ if (mode === 'raw') {
   process.on('SIGTERM', async () => {
     await worker.close();
     await agent.close();
+    process.exit(0);
+  });
+} else if (mode === 'bullmq-amqp' || mode === 'bullmq-nats') {
+  const { Worker } = await import('bullmq');
+  const target = url;
+  const conc = Number(a);
+  let publish: (id: string, body: string, headers: Record<string, string>) => Promise<void>;
+  let close: () => Promise<void>;
+  if (mode === 'bullmq-amqp') {
+    const { connect } = await import('amqplib');
+    const conn = await connect('amqp://guest:guest@127.0.0.1:5672');
+    const ch = await conn.createConfirmChannel();
+    // The options Bulb's AMQP publisher sets (src/webhooks/destinations/amqp.ts).
+    publish = (id, body, headers) => new Promise<void>((resolve, reject) => {
+      ch.publish(target, 'customer.events', Buffer.from(body), { mandatory: true, persistent: true, contentType: 'application/json', messageId: id, timestamp: Math.floor(Date.now() / 1000), headers }, (err) => (err ? reject(err) : resolve()));
+    });
+    close = () => conn.close();
+  } else {
+    const { connect, headers: natsHeaders } = await import('nats');
+    // Connected as Bulb's NATS publisher is (src/webhooks/destinations/nats.ts: no stack captured per request).
+    const nc = await connect({ servers: '127.0.0.1:4222', noAsyncTraces: true });
+    const js = nc.jetstream();
+    publish = async (id, body, headers) => {
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(headers)) h.set(k, v);
+      await js.publish(target, Buffer.from(body), { msgID: id, headers: h });
+    };
+    close = () => nc.close();
+  }
+  const worker = new Worker(b, async (job) => {
+    const { secret, ...ev } = job.data as Record<string, unknown> & { secret: string };
+    const { body, headers } = signed(ev, secret);
+    await publish(String(ev.uuid), body, headers);
+  }, { connection: { host: '127.0.0.1', port: 6379 }, concurrency: conc, removeOnComplete: { count: 0 }, removeOnFail: { count: 1000 } });
+  await worker.waitUntilReady();
+  console.log('peer ready');
+  process.on('SIGTERM', async () => {
+    await worker.close();
+    await close();
     process.exit(0);
   });
 } else {

@@ -422,7 +422,7 @@ export function serverPid(comm: string): number | undefined {
   return undefined;
 }
 
-async function redisUp(): Promise<boolean> {
+export async function redisUp(): Promise<boolean> {
   const net = await import('node:net');
   return new Promise((resolve) => {
     const s = net.connect(6379, '127.0.0.1');
