@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import { ApiError, invalid } from '../http/errors.ts';
 import { checkHost } from './address.ts';
 import type { AuthMethodName, ReceiverAuthWrite, SubscriptionRow } from './store.ts';
+import { destinationKind } from './destinations/url.ts';
 
 export const OAUTH2 = 'OAUTH2_CLIENT_CREDENTIALS';
 
@@ -68,10 +69,19 @@ type Problem = { message: string; moreInfo: string };
  * The OAuth2 and TLS settings to store, from the request (undefined: not given) and the current row (a change) or
  * none (a create). Synchronous: checkTokenUrl has checked a given token URL.
  */
-export function receiverAuthRules(method: AuthMethodName, input: { oauth2?: OAuth2Input | null; tls?: TlsInput | null }, cur?: SubscriptionRow): ReceiverAuthWrite {
+export function receiverAuthRules(method: AuthMethodName, url: string, input: { oauth2?: OAuth2Input | null; tls?: TlsInput | null }, cur?: SubscriptionRow): ReceiverAuthWrite {
   const errs: Problem[] = [];
   const oauth2 = method === OAUTH2 ? oauth2Rules(input.oauth2, cur, errs) : null;
   const tls = tlsRules(input.tls, cur, errs);
+  // Mutual TLS is presented by the HTTPS sender only (sender.ts): over plain http no client certificate is sent, and
+  // the broker publishers take none, so `tls` (given, or kept by a change of URL) needs an https URL. Never silently
+  // dropped: the receiver would get unauthenticated deliveries.
+  if (tls !== null && new URL(url).protocol !== 'https:') {
+    const why = destinationKind(url) === 'http'
+      ? 'needs an https URL: over plain http no client certificate is presented'
+      : 'applies to https receivers only: a broker destination authenticates with the credentials in its URL';
+    errs.push({ message: `"tls" (mutual TLS) ${why}; give an https "url", or "tls": null to remove it`, moreInfo: 'tls' });
+  }
   if (errs.length) throw ApiError.many('InvalidParameterError', errs);
   return { oauth2, tls };
 }

@@ -148,7 +148,7 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     maxPerSecond: body.maxPerSecond,
   });
   brokerRules(w);
-  const auth = receiverAuthRules(w.authMethod, body);
+  const auth = receiverAuthRules(w.authMethod, w.url, body);
   return db.transaction(async (tx) => {
     const row = await store.writeReceiverAuth(tx, (await store.insertSubscription(tx, w, newSigningSecret())).id, auth);
     if (dest.password !== null) await store.setDestinationPassword(tx, row.id, dest.password);
@@ -199,7 +199,7 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       maxPerSecond: patch.maxPerSecond,
     });
     brokerRules(w);
-    const auth = receiverAuthRules(w.authMethod, patch, cur);
+    const auth = receiverAuthRules(w.authMethod, w.url, patch, cur);
     const row = await store.writeReceiverAuth(tx, (await store.updateSubscription(tx, cur.id, w)).id, auth);
     // A new URL brings its own password; one written back as shown (***) keeps the stored password.
     if (dest && dest.password !== REDACTED_PASSWORD) await store.setDestinationPassword(tx, cur.id, dest.password);

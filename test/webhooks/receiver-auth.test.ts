@@ -361,7 +361,7 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
     const strict = await startServer(ctx.tdb.db, {}); // private addresses not allowed
     try {
       const sapi = strict.api.withVersion('2026-11');
-      const good = await api().post(SUBS, { url: rx.url, eventTypes: ['webhookTest'], oauth2: oauth2(), tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } });
+      const good = await api().post(SUBS, { url: 'https://93.184.215.14/hook', eventTypes: ['webhookTest'], oauth2: oauth2(), tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } });
       assert.equal(good.status, 201, good.text);
       const uuid = good.body.uuid;
       const snapshot = async () => {
@@ -383,6 +383,10 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
         ['POST', { tls: { clientCertificate: certs.clientCert, clientKey: otherKey } }, 'tls.clientKey', undefined],
         ['POST', { tls: { clientCertificate: certs.clientCert } }, 'tls.clientKey', undefined],
         ['POST', { tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' } }, 'tls.caCertificate', undefined],
+        // Mutual TLS only where the HTTPS sender presents it: not over plain http, not to a broker.
+        ['POST', { url: 'http://93.184.215.14/hook', tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } }, 'tls', undefined],
+        ['POST', { url: 'amqps://93.184.215.14/?exchange=x', tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } }, 'tls', undefined],
+        ['PATCH', { url: 'http://93.184.215.14/hook' }, 'tls', undefined], // the stored tls would no longer be presented
         ['PATCH', { tls: { clientCertificate: certs.rogueCert } }, 'tls.clientKey', undefined], // the stored key does not match
         ['PATCH', { tls: { clientCertificate: certs.clientCert, clientKey: otherKey } }, 'tls.clientKey', undefined],
         ['PATCH', { oauth2: oauth2({ audience: 'a\u0001b' }) }, 'oauth2.audience', undefined],
@@ -399,6 +403,10 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
         assert.ok(r.body.errors.some((e: any) => e.moreInfo === field || e.message.includes(field)), `names ${field}: ${r.text}`);
         assert.equal(await snapshot(), before, 'nothing changed');
       }
+      // Moving to a plain http URL with mutual TLS removed in the same change is accepted.
+      const moved = await api().patch(`${SUBS}/${uuid}`, { url: 'http://93.184.215.14/hook', authMethod: 'NONE', tls: null });
+      assert.equal(moved.status, 200, moved.text);
+      assert.equal(moved.body.tls, null);
     } finally {
       await strict.close();
     }
