@@ -70,6 +70,9 @@ export function validationEntries(errors: readonly unknown[], ctx?: string, fall
   let list = errors as any[];
   // A value matching no branch of an anyOf yields one error per branch plus the anyOf itself: keep the anyOf, unless a
   // branch failed deeper inside the value (`emails: [{email: "x"}]` against array-or-null): that error says what is wrong.
+  // The anyOf's message says what each branch wanted ("must be >= 1, or must be null").
+  const all = list;
+  const branches = (path: string) => [...new Set(all.filter((v) => v.keyword !== 'anyOf' && v.instancePath === path && v.message).map((v) => v.keyword === 'enum' ? `must be one of: ${(v.params.allowedValues ?? []).join(', ')}` : v.message))];
   const anyOfPaths = new Set(list.filter((v) => v.keyword === 'anyOf').map((v) => v.instancePath));
   const deeper = (path: string) => list.some((v) => v.instancePath.startsWith(path + '/'));
   list = list.filter((v) => (v.keyword === 'anyOf' ? !deeper(v.instancePath) : !anyOfPaths.has(v.instancePath)));
@@ -87,7 +90,8 @@ export function validationEntries(errors: readonly unknown[], ctx?: string, fall
     } else if (v.keyword === 'enum') {
       message = `${field ? `"${field}"` : ctx ?? 'value'} must be one of: ${(v.params.allowedValues ?? []).join(', ')}`;
     } else if (v.keyword === 'anyOf') {
-      message = `${field ? `"${field}"` : ctx ?? 'value'} does not have an allowed type or value`;
+      const wanted = branches(v.instancePath);
+      message = `${field ? `"${field}"` : ctx ?? 'value'} ${wanted.length ? wanted.join(', or ') : 'does not have an allowed type or value'}`;
     } else {
       message = `${field ? `"${field}"` : ctx ?? 'value'} ${v.message ?? 'is invalid'}`;
     }

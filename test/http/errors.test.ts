@@ -37,6 +37,14 @@ await describeEachDb('errors', (ctx) => {
     for (const f of ['externalId', 'firstName', 'bogus']) assert.match(where, new RegExp(f));
   });
 
+  it('a value that is none of a field\'s allowed forms says what each form wanted (not only that it matched none)', async () => {
+    const r = await api().post('/crm/customers', { externalId: 'forms-1', addresses: [{ address1: '1 Main St', countryCode: 5 }] });
+    assert.equal(r.status, 400, r.text);
+    const e = r.body.errors.find((x: any) => x.moreInfo === 'body.addresses.0.countryCode');
+    assert.ok(e, JSON.stringify(r.body));
+    assert.equal(e.message, '"addresses.0.countryCode" must be string, or must be null');
+  });
+
   it('InvalidJson: 400 for malformed JSON and for an empty JSON body on POST', async () => {
     for (const body of ['{"externalId":', '{bad}', "{'a':1}"]) {
       const r = await api().post('/crm/customers', body);
