@@ -33,6 +33,7 @@ export function parseProxyUrl(raw: string): URL {
   }
   if (u.protocol !== 'http:') throw new Error(`BULB_WEBHOOK_PROXY must be an http:// URL of a CONNECT proxy, got "${u.protocol}"`);
   if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash) throw new Error('BULB_WEBHOOK_PROXY must be scheme://[user:password@]host[:port] only');
+  if (u.port === '0') throw new Error('BULB_WEBHOOK_PROXY must not name port 0 (nothing can be reached there)');
   return u;
 }
 

@@ -37,10 +37,13 @@ describe('config', () => {
       ['PORT', 'abc'], ['PORT', '70000'], ['BULB_ROLE', 'boss'], ['BULB_SERVICE_NAME', 'a-b'], ['BULB_SERVICE_NAME', '1x'],
       ['BULB_WEBHOOK_RETRY_SCHEDULE', '5,x'], ['BULB_WEBHOOK_RETRY_SCHEDULE', '-1'], ['BULB_WEBHOOK_ALLOW_PRIVATE', 'maybe'],
       ['BULB_WEBHOOK_TIMEOUT_MS', '0'], ['BULB_RATE_LIMIT_PER_SEC', '1.5'],
+      ['BULB_WEBHOOK_PROXY', 'garbage'], ['BULB_WEBHOOK_PROXY', 'https://proxy.example:8443'], ['BULB_WEBHOOK_PROXY', 'socks5://proxy.example:1080'],
+      ['BULB_WEBHOOK_PROXY', 'http://proxy.example:3128/path'], ['BULB_WEBHOOK_PROXY', 'http://proxy.example:0'],
     ]) {
       assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && err.message.includes(name), `${name}=${value}`);
     }
     assert.equal(loadConfig({ BULB_WEBHOOK_ALLOW_PRIVATE: 'yes' }).webhookAllowPrivate, true);
     assert.equal(loadConfig({ BULB_ROLE: 'worker' }).role, 'worker');
+    assert.equal(loadConfig({ BULB_WEBHOOK_PROXY: 'http://user:pw@proxy.example:3128' }).webhookProxy?.host, 'proxy.example:3128');
   });
 });
