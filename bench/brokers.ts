@@ -20,7 +20,7 @@ import type { Claimed } from '../src/webhooks/queue-store.ts';
 import { newSigningSecret } from '../src/webhooks/signing.ts';
 import { BROKER_PIPELINE } from '../src/webhooks/lanes.ts';
 import { createPgDatabase, log, pgAvailable, ratioGoal, round, spawnNode, type Row } from './lib.ts';
-import { backendCpu, bulbWorker, cpuMs, event, redisUp, serverPid, subscribe } from './webhooks.ts';
+import { backendCpu, bulbWorker, cpuMs, event, redisUp, serverPid, subscribe, withBullBacklog } from './webhooks.ts';
 
 const AMQP = 'amqp://guest:guest@127.0.0.1:5672';
 const NATS = '127.0.0.1:4222';
@@ -136,18 +136,8 @@ async function bulbDrain(url: string, n: number, arrivals: Arrivals, comm: strin
  * `target`, IN_FLIGHT jobs at a time), counted by `arrivals`; the CPU per delivery of the worker, Redis, the consumer and
  * the broker, as bulbDrain counts Bulb's.
  */
-async function bullmqDrain(mode: string, target: string, n: number, arrivals: Arrivals, comm: string): Promise<{ rate: number; cpu: CpuShare }> {
-  const { Queue } = await import('bullmq');
-  const name = `bulb-bench-brokers-${process.pid}-${Date.now()}`;
-  const queue = new Queue(name, { connection: { host: '127.0.0.1', port: 6379 } });
-  try {
-    const secret = newSigningSecret();
-    for (let i = 0; i < n; i += 500) {
-      await queue.addBulk(Array.from({ length: Math.min(500, n - i) }, () => {
-        const e = event();
-        return { name: 'deliver', data: { uuid: crypto.randomUUID(), subscription: crypto.randomUUID(), createdAt: new Date().toISOString(), eventType: e.eventType, resourceType: e.resourceType, resource: e.resource, source: e.source, secret } };
-      }));
-    }
+function bullmqDrain(mode: string, target: string, n: number, arrivals: Arrivals, comm: string): Promise<{ rate: number; cpu: CpuShare }> {
+  return withBullBacklog(n, async (name) => {
     const from = arrivals.at.length;
     const redis = serverPid('redis-server');
     const r0 = redis ? cpuMs(redis) : NaN;
@@ -159,10 +149,7 @@ async function bullmqDrain(mode: string, target: string, n: number, arrivals: Ar
     } finally {
       await w.stop();
     }
-  } finally {
-    await queue.obliterate({ force: true }).catch(() => {});
-    await queue.close();
-  }
+  });
 }
 
 /** The peer's row: Bulb's drain against BullMQ's, the same backlog to the same broker, the CPU of each beside. */

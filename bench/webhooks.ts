@@ -431,8 +431,11 @@ export async function redisUp(): Promise<boolean> {
   });
 }
 
-/** n jobs queued (by this process, as an API would), then drained by a BullMQ worker process, 16 at a time. */
-async function bullmqDrain(rx: Rx, n: number): Promise<number> {
+/**
+ * A BullMQ queue holding `n` delivery jobs, queued by this process as an API would (addBulk of 500, each job an event
+ * and the signing secret), for `drain` to empty with a peer worker (bench/webhook-peers.ts); removed after.
+ */
+export async function withBullBacklog<T>(n: number, drain: (queue: string) => Promise<T>): Promise<T> {
   const { Queue } = await import('bullmq');
   const name = `bulb-bench-${process.pid}-${Date.now()}`;
   const queue = new Queue(name, { connection: { host: '127.0.0.1', port: 6379 } });
@@ -444,6 +447,16 @@ async function bullmqDrain(rx: Rx, n: number): Promise<number> {
         return { name: 'deliver', data: { uuid: crypto.randomUUID(), subscription: crypto.randomUUID(), createdAt: new Date().toISOString(), eventType: e.eventType, resourceType: e.resourceType, resource: e.resource, source: e.source, secret } };
       }));
     }
+    return await drain(name);
+  } finally {
+    await queue.obliterate({ force: true }).catch(() => {});
+    await queue.close();
+  }
+}
+
+/** n jobs queued (by this process, as an API would), then drained by a BullMQ worker process, 16 at a time. */
+function bullmqDrain(rx: Rx, n: number): Promise<number> {
+  return withBullBacklog(n, async (name) => {
     const from = rx.count;
     const me0 = process.cpuUsage();
     const redis = serverPid('redis-server');
@@ -459,10 +472,7 @@ async function bullmqDrain(rx: Rx, n: number): Promise<number> {
     } finally {
       await w.stop();
     }
-  } finally {
-    await queue.obliterate({ force: true }).catch(() => {});
-    await queue.close();
-  }
+  });
 }
 
 /** n raw undici POSTs of one pre-signed body from their own process, 16 at a time: requests/s. */
