@@ -19,7 +19,7 @@ function outcomeOf(err: any): PublishOutcome {
   const code = typeof err?.code === 'string' ? err.code : '';
   const message = `${code ? `${code}: ` : ''}${err?.message ?? err}`;
   // No responders: nothing listens on the subject, i.e. no stream is bound to it.
-  if (code === '503') return failure('NO_ROUTE', `no JetStream stream is bound to the subject (${message})`);
+  if (code === '503') return failure('NO_ROUTE', 'no JetStream stream is bound to the subject (the server answered 503: no responders)');
   if (code === 'TIMEOUT' || code === 'CONNECTION_TIMEOUT' || code === '408') return failure('BROKER_TIMEOUT', message);
   if (REFUSED.has(code) || err?.api_error) return failure('BROKER_REFUSED', message);
   if (UNREACHABLE.has(code)) return failure('BROKER_UNREACHABLE', message);
