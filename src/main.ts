@@ -5,6 +5,7 @@ import { openDb } from './db/open.ts';
 import { migrate } from './db/migrate.ts';
 import { makeServices } from './services.ts';
 import { buildApp } from './http/app.ts';
+import { LATEST } from './http/versioning/versions.ts';
 import { bootstrapAdminKey } from './auth/service.ts';
 import { backgroundJobs, startJobs, type Stop } from './scheduler.ts';
 import { resolveSecretBox } from './secrets/keys.ts';
@@ -51,7 +52,7 @@ async function main() {
   console.log(secrets.notice);
   if (created) {
     console.log(`\nFirst start: created an admin API key. It is shown only this once; keep it safe:\n\n  ${created}\n\n` +
-      `Try:  curl -H "Authorization: Bearer ${created}" ${address}/api/2025-04/crm/customers\n`);
+      `Try:  curl -H "Authorization: Bearer ${created}" ${address}/api/${LATEST}/crm/customers\n`);
   } else if (!config.adminKey) {
     console.log('An admin API key exists already (printed on first start). Set BULB_ADMIN_KEY to choose one.');
   }

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { TEST_SECRET_KEY, freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
 import { startBulb, type Proc } from '../helpers/process.ts';
+import { LATEST } from '../../src/http/versioning/versions.ts';
 
 const get = (url: string, token?: string) =>
   fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {} }).then(async (r) => ({ status: r.status, body: await r.json() as any }));
@@ -35,6 +36,10 @@ describe('process', () => {
     const key = /^\s+(bulb_key_[A-Za-z0-9_-]+)\s*$/m.exec(first.output())?.[1];
     assert.ok(key, `no admin key printed:\n${first.output()}`);
     assert.match(first.output(), /curl -H "Authorization: Bearer bulb_key_/);
+    // The hint names the newest version, as the README's first steps do.
+    const tried = /curl -H "Authorization: Bearer \S+" (\S+)/.exec(first.output())?.[1];
+    assert.equal(tried, `${first.url}/api/${LATEST}/crm/customers`);
+    assert.equal((await get(tried!, key)).status, 200);
     // First run: the banner says where the console and the API reference are, and / leads to the console.
     assert.ok(first.output().includes(`console:        ${first.url}/admin\n`), first.output());
     assert.ok(first.output().includes(`API reference:  ${first.url}/docs\n`), first.output());
