@@ -73,14 +73,13 @@ export function receiverAuthRules(method: AuthMethodName, url: string, input: { 
   const errs: Problem[] = [];
   const oauth2 = method === OAUTH2 ? oauth2Rules(input.oauth2, cur, errs) : null;
   const tls = tlsRules(input.tls, cur, errs);
-  // Mutual TLS is presented by the HTTPS sender only (sender.ts): over plain http no client certificate is sent, and
-  // the broker publishers take none, so `tls` (given, or kept by a change of URL) needs an https URL. Never silently
-  // dropped: the receiver would get unauthenticated deliveries.
-  if (tls !== null && new URL(url).protocol !== 'https:') {
-    const why = destinationKind(url) === 'http'
-      ? 'needs an https URL: over plain http no client certificate is presented'
-      : 'applies to https receivers only: a broker destination authenticates with the credentials in its URL';
-    errs.push({ message: `"tls" (mutual TLS) ${why}; give an https "url", or "tls": null to remove it`, moreInfo: 'tls' });
+  // Mutual TLS needs a connection that is TLS: https (sender.ts), amqps, or nats, which then requires TLS of the
+  // server (destinations/). Over plain http or amqp no client certificate would be presented, so `tls` (given, or
+  // kept by a change of URL) is refused there: never silently dropped, the receiver would get unauthenticated deliveries.
+  const protocol = new URL(url).protocol;
+  if (tls !== null && protocol !== 'https:' && protocol !== 'amqps:' && protocol !== 'nats:') {
+    const plain = destinationKind(url) === 'http' ? 'http' : 'amqp';
+    errs.push({ message: `"tls" (mutual TLS) needs a TLS connection: over plain ${plain} no client certificate is presented; give an ${plain}s "url", or "tls": null to remove it`, moreInfo: 'tls' });
   }
   if (errs.length) throw ApiError.many('InvalidParameterError', errs);
   return { oauth2, tls };

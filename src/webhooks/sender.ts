@@ -61,13 +61,18 @@ function codeOf(err: any): string {
   return '';
 }
 
+/** A failed TLS handshake or certificate check (node:tls, OpenSSL), for HTTPS receivers and TLS brokers alike. */
+export function tlsFailure(err: any): boolean {
+  return TLS_CODES.test(codeOf(err)) || /certificate|ssl|tls/i.test(String(err?.message ?? ''));
+}
+
 /** Maps a thrown error onto the SPEC's errorCodes. */
 export function classify(err: any, timedOut: boolean): ErrorCode {
   const code = codeOf(err);
   if (code === 'EBLOCKEDADDRESS') return 'BLOCKED_ADDRESS';
   if (timedOut || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'ETIMEDOUT') return 'TIMEOUT';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'EAI_NONAME' || code === 'ENODATA') return 'DNS';
-  if (TLS_CODES.test(code) || /certificate|ssl|tls/i.test(String(err?.message ?? ''))) return 'TLS';
+  if (tlsFailure(err)) return 'TLS';
   return 'CONNECTION';
 }
 

@@ -383,9 +383,9 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
         ['POST', { tls: { clientCertificate: certs.clientCert, clientKey: otherKey } }, 'tls.clientKey', undefined],
         ['POST', { tls: { clientCertificate: certs.clientCert } }, 'tls.clientKey', undefined],
         ['POST', { tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' } }, 'tls.caCertificate', undefined],
-        // Mutual TLS only where the HTTPS sender presents it: not over plain http, not to a broker.
+        // Mutual TLS only over TLS: not over plain http or amqp (amqps and nats: brokers-tls.test.ts).
         ['POST', { url: 'http://93.184.215.14/hook', tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } }, 'tls', undefined],
-        ['POST', { url: 'amqps://93.184.215.14/?exchange=x', tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } }, 'tls', undefined],
+        ['POST', { url: 'amqp://93.184.215.14/?exchange=x', tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } }, 'tls', undefined],
         ['PATCH', { url: 'http://93.184.215.14/hook' }, 'tls', undefined], // the stored tls would no longer be presented
         ['PATCH', { tls: { clientCertificate: certs.rogueCert } }, 'tls.clientKey', undefined], // the stored key does not match
         ['PATCH', { tls: { clientCertificate: certs.clientCert, clientKey: otherKey } }, 'tls.clientKey', undefined],

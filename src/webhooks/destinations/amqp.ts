@@ -4,7 +4,7 @@
 // before its ack: NO_ROUTE). Any channel or connection loss marks the publisher broken; the registry opens a new one.
 import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { withPassword } from './url.ts';
-import { closeWithin, failure, openedWithin, guardedAddress, OK, socketFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import { closeWithin, failure, openedWithin, guardedAddress, OK, refusedCertificate, socketFailure, tlsOptions, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 
 interface Open {
   conn: ChannelModel;
@@ -42,9 +42,11 @@ export class AmqpPublisher implements Publisher {
       const target = new URL(u.href);
       target.hostname = address.includes(':') ? `[${address}]` : address;
       target.search = '';
+      // amqps: the broker's certificate is checked for the URL's host name, and the subscription's client certificate
+      // (tls) presented; the API refuses tls on a plain amqp URL (receiver-auth.ts).
       const conn = await connect(target.href, {
         timeout: this.opts.timeoutMs,
-        servername: address === host ? undefined : host,
+        ...tlsOptions(this.opts.tls, address === host ? undefined : host),
         clientProperties: { connection_name: this.opts.name },
       });
       conn.on('error', (err) => (this.closedBy ??= err));
@@ -116,6 +118,8 @@ export class AmqpPublisher implements Publisher {
 
   /** The connection could not be opened: unreachable, or the broker said no during the handshake. */
   private openFailure(err: any): PublishOutcome {
+    const refused = refusedCertificate(this.opts.tls, err);
+    if (refused) return refused;
     const message = String(err?.message ?? err);
     if (typeof err?.code === 'string') return socketFailure(err);
     if (/ETIMEDOUT/.test(message)) return failure('BROKER_TIMEOUT', message);

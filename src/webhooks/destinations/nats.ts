@@ -4,7 +4,7 @@
 // stream drops a second publish of it within its duplicate window and acknowledges it as a duplicate: delivered).
 import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
 import { decoded, withPassword } from './url.ts';
-import { closeWithin, failure, openedWithin, guardedAddress, OK, socketFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import { closeWithin, failure, openedWithin, guardedAddress, OK, refusedCertificate, socketFailure, tlsOptions, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 
 interface Open {
   nc: NatsConnection;
@@ -13,7 +13,7 @@ interface Open {
 
 /** The nats client's error codes (ErrorCode of nats-base-client) by what they mean for an attempt. */
 const REFUSED = new Set(['AUTHORIZATION_VIOLATION', 'AUTHENTICATION_EXPIRED', 'AUTHENTICATION_TIMEOUT', 'ACCOUNT_EXPIRED', 'PERMISSIONS_VIOLATION', 'BAD_AUTHENTICATION', 'BAD_CREDS', 'MAX_PAYLOAD_EXCEEDED', 'BAD SUBJECT', 'BAD_SUBJECT']);
-const UNREACHABLE = new Set(['CONNECTION_REFUSED', 'CONNECTION_CLOSED', 'CONNECTION_DRAINING', 'DISCONNECT', 'NATS_PROTOCOL_ERR', 'TLS']);
+const UNREACHABLE = new Set(['CONNECTION_REFUSED', 'CONNECTION_CLOSED', 'CONNECTION_DRAINING', 'DISCONNECT', 'NATS_PROTOCOL_ERR']);
 
 function outcomeOf(err: any): PublishOutcome {
   const code = typeof err?.code === 'string' ? err.code : '';
@@ -21,6 +21,8 @@ function outcomeOf(err: any): PublishOutcome {
   // No responders: nothing listens on the subject, i.e. no stream is bound to it.
   if (code === '503') return failure('NO_ROUTE', 'no JetStream stream is bound to the subject (the server answered 503: no responders)');
   if (code === 'TIMEOUT' || code === 'CONNECTION_TIMEOUT' || code === '408') return failure('BROKER_TIMEOUT', message);
+  // The handshake failed, or the subscription's mutual TLS asks for TLS of a server that offers none.
+  if (code === 'TLS' || (code === 'SERVER_OPT_NA' && /tls/i.test(message))) return failure('TLS', code === 'SERVER_OPT_NA' ? `the server offers no TLS (${message})` : message);
   if (REFUSED.has(code) || err?.api_error) return failure('BROKER_REFUSED', message);
   if (UNREACHABLE.has(code)) return failure('BROKER_UNREACHABLE', message);
   return socketFailure(err, 'BROKER_REFUSED');
@@ -45,8 +47,12 @@ export class NatsPublisher implements Publisher {
       const u = withPassword(this.url, this.password);
       const address = await guardedAddress(u.hostname, this.opts.allowPrivate);
       const host = address.includes(':') ? `[${address}]` : address;
+      const name = u.hostname.replace(/^\[|\]$/g, '');
       const nc = await connect({
         servers: `${host}:${u.port || 4222}`,
+        // With the subscription's mutual TLS (tls), TLS is required of the server (the client refuses one without it),
+        // its certificate checked for the URL's host name (not the address connected to), the client certificate presented.
+        ...(this.opts.tls ? { tls: tlsOptions(this.opts.tls, address === name ? undefined : name) } : {}),
         user: u.username ? decoded(u.username) : undefined,
         pass: u.password ? decoded(u.password) : undefined,
         name: this.opts.name,
@@ -70,8 +76,13 @@ export class NatsPublisher implements Publisher {
   }
 
   async publish(msg: BrokerMessage): Promise<PublishOutcome> {
+    let js: JetStreamClient;
     try {
-      const { js } = await this.open();
+      ({ js } = await this.open());
+    } catch (err) {
+      return refusedCertificate(this.opts.tls, err) ?? outcomeOf(err);
+    }
+    try {
       const h = natsHeaders();
       for (const [k, v] of Object.entries(msg.headers)) h.set(k, v);
       await js.publish(this.subject, Buffer.from(msg.body), { msgID: msg.id, headers: h, timeout: this.opts.timeoutMs });

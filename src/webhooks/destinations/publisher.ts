@@ -2,6 +2,7 @@
 // and the address guard for broker hosts (the same rule as HTTP: SPEC §7, unless BULB_WEBHOOK_ALLOW_PRIVATE).
 import dns from 'node:dns';
 import { blockedReason, BlockedAddressError, isIpLiteral } from '../address.ts';
+import { tlsFailure } from '../sender.ts';
 
 /**
  * BROKER_UNREACHABLE: no connection (refused, reset, DNS, closed under the publish); BROKER_REFUSED: the broker
@@ -20,11 +21,11 @@ export interface BrokerMessage {
   headers: Record<string, string>;
 }
 
-export type PublishOutcome = { ok: true } | { ok: false; errorCode: BrokerErrorCode | 'BLOCKED_ADDRESS'; message: string };
+export type PublishOutcome = { ok: true } | { ok: false; errorCode: BrokerErrorCode | 'BLOCKED_ADDRESS' | 'TLS'; message: string };
 
 export const OK: PublishOutcome = { ok: true };
 
-export function failure(errorCode: BrokerErrorCode | 'BLOCKED_ADDRESS', message: string): PublishOutcome {
+export function failure(errorCode: BrokerErrorCode | 'BLOCKED_ADDRESS' | 'TLS', message: string): PublishOutcome {
   return { ok: false, errorCode, message };
 }
 
@@ -43,6 +44,21 @@ export interface PublisherOptions {
   allowPrivate: boolean;
   /** A name the broker shows for the connection (its management UI), e.g. "bulb subscription <uuid>". */
   name: string;
+  /** The subscription's mutual TLS (`tls`, docs/receiver-auth.md): the client certificate and key presented, and the CA trusted. */
+  tls?: BrokerTls;
+}
+
+/** PEM texts, as a subscription stores them (the key opened from its sealed form). */
+export interface BrokerTls {
+  cert: string;
+  key: string;
+  ca: string | null;
+}
+
+/** The options node:tls takes for a subscription's mutual TLS, verifying the broker's certificate for `servername`. */
+export function tlsOptions(tls: BrokerTls | undefined, servername: string | undefined): { cert?: string; key?: string; ca?: string; servername?: string } {
+  if (!tls) return servername ? { servername } : {};
+  return { cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), ...(servername ? { servername } : {}) };
 }
 
 const UNREACHABLE = /^(ECONNREFUSED|ECONNRESET|ECONNABORTED|EHOSTUNREACH|ENETUNREACH|EHOSTDOWN|ENETDOWN|EPIPE|ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME|ENODATA)$/;
@@ -52,9 +68,22 @@ export function socketFailure(err: any, fallback: BrokerErrorCode = 'BROKER_UNRE
   const code = typeof err?.code === 'string' ? err.code : '';
   const message = `${code ? `${code}: ` : ''}${err?.message ?? err}`;
   if (code === 'EBLOCKEDADDRESS') return failure('BLOCKED_ADDRESS', String(err.message));
+  if (tlsFailure(err)) return failure('TLS', message);
   if (code === 'ETIMEDOUT' || /ETIMEDOUT|timed? ?out/i.test(String(err?.message))) return failure('BROKER_TIMEOUT', message);
   if (UNREACHABLE.test(code)) return failure('BROKER_UNREACHABLE', message);
   return failure(fallback, message);
+}
+
+/**
+ * A connection opening with the subscription's client certificate that the broker closed before its own handshake
+ * (ECONNRESET, amqplib's "Socket closed abruptly"): TLS 1.3 checks the client certificate after the client's
+ * handshake ends, and a broker (or TLS endpoint) refusing it closes the connection without an alert, which is all the
+ * client sees. Reported as TLS with that explanation, as the HTTPS sender does (sender.ts); undefined otherwise.
+ */
+export function refusedCertificate(tls: BrokerTls | undefined, err: any): PublishOutcome | undefined {
+  const message = String(err?.message ?? err);
+  if (!tls || !(err?.code === 'ECONNRESET' || /closed abruptly|socket hang up|ECONNRESET/i.test(message))) return undefined;
+  return failure('TLS', `${message}: the broker closed the connection during its opening after a TLS handshake in which Bulb presented the subscription's client certificate (most often the broker refusing that certificate: check tls.clientCertificate)`);
 }
 
 /**

@@ -14,7 +14,7 @@ import { destinationKind } from './url.ts';
 export { destinationKind } from './url.ts';
 
 interface Entry {
-  /** The URL and credential the publisher was opened with: another one means a new publisher. */
+  /** The URL, credential and mutual TLS the publisher was opened with: another one means a new publisher. */
   key: string;
   publisher: Publisher;
   inflight: number;
@@ -66,14 +66,15 @@ export class BrokerDestinations {
   }
 
   private entryOf(row: Claimed): Entry {
-    const key = `${row.url}\u0000${row.destination_password ?? ''}`;
+    const tls = row.tls_client_certificate && row.tls_client_key ? { cert: row.tls_client_certificate, key: row.tls_client_key, ca: row.tls_ca_certificate } : undefined;
+    const key = [row.url, row.destination_password ?? '', tls?.cert ?? '', tls?.key ?? '', tls?.ca ?? ''].join('\u0000');
     let e = this.entries.get(row.subscription_id);
     if (e && (e.key !== key || e.publisher.broken)) {
       this.drop(row.subscription_id, e);
       e = undefined;
     }
     if (!e) {
-      const opts = { ...this.opts, name: `bulb subscription ${row.subscription_uuid}` };
+      const opts = { ...this.opts, name: `bulb subscription ${row.subscription_uuid}`, tls };
       const publisher = destinationKind(row.url) === 'amqp'
         ? new AmqpPublisher(row.url, row.destination_password, opts)
         : new NatsPublisher(row.url, row.destination_password, opts);

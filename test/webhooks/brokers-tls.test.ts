@@ -1,0 +1,179 @@
+// Broker destinations over TLS with a subscription's mutual TLS (`tls`: client certificate, key, CA; docs/destinations.md,
+// docs/receiver-auth.md), against real brokers: amqps through a TLS endpoint that requires a client certificate in
+// front of the machine's RabbitMQ (as a TLS-terminating load balancer would be), and a NATS server with JetStream
+// started by the test with TLS and client certificate verification. Delivered and verifiable with the right
+// certificate; a certificate the broker's CA did not sign, or TLS asked of a server that offers none, is a failed
+// attempt with errorCode TLS. Mandatory with CI=true (.ci/run installs nats-server); skipped with the reason otherwise.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
+import { after, before, it } from 'node:test';
+import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
+import { connect as natsConnect, type NatsConnection, type JetStreamManager } from 'nats';
+import { describeEachDb } from '../helpers/suite.ts';
+import { AMQP, brokersUp, listening, NATS } from '../helpers/brokers.ts';
+import { CI } from '../helpers/db.ts';
+import { useWorkerAndReceiver } from '../helpers/worker.ts';
+import { verifyWebhook } from '../../packages/client/src/verify.ts';
+import { makeCerts, type TestCerts } from './tls-certs.ts';
+import { waitFor } from './receiver.ts';
+
+const NATS_SERVER = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((p) => fs.existsSync(p));
+const skip = (await brokersUp()) || (NATS_SERVER ? false : 'no nats-server binary');
+if (skip && CI) throw new Error(`CI=true but ${skip}`);
+if (skip) console.log(`# SKIP broker TLS tests: ${skip}`);
+
+const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.4,0.8', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
+const tag = () => crypto.randomBytes(4).toString('hex');
+const freePort = () => new Promise<number>((resolve) => {
+  const s = net.createServer().listen(0, '127.0.0.1', () => {
+    const { port } = s.address() as net.AddressInfo;
+    s.close(() => resolve(port));
+  });
+});
+
+/** A TLS endpoint requiring a client certificate the test CA signed, piping each connection to the machine's RabbitMQ. */
+async function amqpsEndpoint(certs: TestCerts) {
+  const peers: string[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = tls.createServer({ cert: certs.serverCert, key: certs.serverKey, ca: certs.ca, requestCert: true, rejectUnauthorized: true }, (s) => {
+    peers.push(String(s.getPeerCertificate().subject?.CN));
+    const up = net.connect(5672, '127.0.0.1');
+    for (const x of [s, up]) {
+      sockets.add(x);
+      x.on('error', () => {});
+      x.on('close', () => (s.destroy(), up.destroy()));
+    }
+    s.pipe(up).pipe(s);
+  });
+  server.on('tlsClientError', () => {}); // the rogue certificate's handshake
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as net.AddressInfo).port, peers,
+    close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
+  };
+}
+
+/** A NATS server with JetStream requiring TLS and a client certificate the test CA signed, on a port of its own. */
+async function natsTlsServer(certs: TestCerts) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-nats-tls-'));
+  const file = (n: string, text: string) => (fs.writeFileSync(path.join(dir, n), text), path.join(dir, n));
+  const port = await freePort();
+  const proc: ChildProcess = spawn(NATS_SERVER!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', path.join(dir, 'js'),
+    '--tls', '--tlscert', file('server.pem', certs.serverCert), '--tlskey', file('server.key', certs.serverKey),
+    '--tlsverify', '--tlscacert', file('ca.pem', certs.ca)], { stdio: 'ignore' });
+  await waitFor(() => listening(port), 'the TLS NATS server', 15_000);
+  return {
+    port,
+    close: async () => {
+      proc.kill('SIGTERM');
+      await new Promise((r) => (proc.exitCode !== null ? r(null) : proc.once('exit', r)));
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+await describeEachDb('broker destinations over TLS with a client certificate', (ctx) => {
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  let certs: TestCerts;
+  let amqps: Awaited<ReturnType<typeof amqpsEndpoint>>;
+  let natsTls: Awaited<ReturnType<typeof natsTlsServer>>;
+  let conn: ChannelModel;
+  let ch: Channel;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  useWorkerAndReceiver(ctx, ENV, () => {});
+  before(async () => {
+    if (skip) return;
+    certs = await makeCerts();
+    amqps = await amqpsEndpoint(certs);
+    natsTls = await natsTlsServer(certs);
+    conn = await amqpConnect(AMQP);
+    ch = await conn.createChannel();
+    nc = await natsConnect({ servers: `127.0.0.1:${natsTls.port}`, tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey } });
+    jsm = await nc.jetstreamManager();
+  });
+  after(async () => {
+    await conn?.close().catch(() => {});
+    await nc?.close().catch(() => {});
+    await amqps?.close();
+    await natsTls?.close();
+  });
+  const it_ = (name: string, fn: () => Promise<void>) => it(name, { skip: skip || false, timeout: 60_000 }, fn);
+  const subscribe = async (url: string, mtls: { clientCertificate: string; clientKey: string; caCertificate?: string }) => {
+    const r = await api().post('/integrations/webhooks/subscriptions', { url, eventTypes: ['customerCreate'], tls: mtls });
+    assert.equal(r.status, 201, r.text);
+    return r.body as { uuid: string; url: string; signingSecret: string };
+  };
+  const attemptsOf = async (sub: string) => (await api().get(`/integrations/webhooks/logs?limit=250&subscription=${sub}`)).body.data as any[];
+  const lastAttempt = async (sub: string) => {
+    await waitFor(async () => (await attemptsOf(sub)).length > 0, 'an attempt', 15_000);
+    return (await attemptsOf(sub)).at(-1);
+  };
+
+  it_('amqps: a customer created reaches the bound queue once through an endpoint requiring a client certificate; a rogue certificate is errorCode TLS', async () => {
+    const exchange = `bulb-test-${tag()}`;
+    await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: false });
+    const { queue } = await ch.assertQueue('', { exclusive: true });
+    await ch.bindQueue(queue, exchange, 'customer.events');
+    const url = `amqps://guest:guest@127.0.0.1:${amqps.port}?exchange=${exchange}&routingKey=customer.events`;
+    const good = await subscribe(url, { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: certs.ca });
+    const rogue = await subscribe(url, { clientCertificate: certs.rogueCert, clientKey: certs.rogueKey, caCertificate: certs.ca });
+    const c = await api().post('/crm/customers', { externalId: `amqps-${tag()}` });
+    assert.equal(c.status, 201, c.text);
+    const a = await lastAttempt(good.uuid);
+    assert.equal(a.outcome, 'success', `${a.errorCode}: ${a.responseBody}`);
+    assert.ok(amqps.peers.includes('bulb-client'), `the endpoint saw Bulb's client certificate: ${amqps.peers}`);
+    const msgs = [];
+    for (let m = await ch.get(queue, { noAck: true }); m !== false; m = await ch.get(queue, { noAck: true })) msgs.push(m);
+    assert.equal(msgs.length, 1, 'exactly one message (the rogue subscription published none)');
+    const headers = Object.fromEntries(Object.entries(msgs[0].properties.headers ?? {}).map(([k, v]) => [k, Buffer.isBuffer(v) ? v.toString('utf8') : String(v)]));
+    const ev = verifyWebhook(msgs[0].content, headers, good.signingSecret);
+    assert.equal(ev.resource.uuid, c.body.uuid);
+    const r = await lastAttempt(rogue.uuid);
+    assert.equal(r.outcome, 'failure');
+    assert.equal(r.errorCode, 'TLS', String(r.responseBody));
+  });
+
+  it_('nats: a customer created reaches the stream of a server requiring TLS and a client certificate; a rogue certificate, or TLS asked of a plain server, is errorCode TLS', async () => {
+    const name = `BULB_TLS_${tag()}`;
+    const subject = `bulb.tls.${tag()}`;
+    await jsm.streams.add({ name, subjects: [subject] });
+    const mine = { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: certs.ca };
+    const good = await subscribe(`nats://127.0.0.1:${natsTls.port}?subject=${subject}`, mine);
+    const rogue = await subscribe(`nats://127.0.0.1:${natsTls.port}?subject=${subject}`, { clientCertificate: certs.rogueCert, clientKey: certs.rogueKey, caCertificate: certs.ca });
+    const plain = await subscribe(`${NATS}?subject=${subject}`, mine); // the machine's NATS offers no TLS
+    const c = await api().post('/crm/customers', { externalId: `natstls-${tag()}` });
+    assert.equal(c.status, 201, c.text);
+    const a = await lastAttempt(good.uuid);
+    assert.equal(a.outcome, 'success', `${a.errorCode}: ${a.responseBody}`);
+    const info = await jsm.streams.info(name);
+    assert.equal(info.state.messages, 1, 'exactly one message in the stream');
+    const m = await jsm.streams.getMessage(name, { seq: info.state.first_seq });
+    const headers: Record<string, string> = {};
+    for (const [k] of m.header) headers[k] = m.header.get(k);
+    assert.equal(verifyWebhook(m.data, headers, good.signingSecret).resource.uuid, c.body.uuid);
+    for (const sub of [rogue, plain]) {
+      const r = await lastAttempt(sub.uuid);
+      assert.equal(r.outcome, 'failure');
+      assert.equal(r.errorCode, 'TLS', String(r.responseBody));
+    }
+  });
+
+  it_('mutual TLS on a plain amqp URL is a 400 naming tls, and changes nothing', async () => {
+    const before = (await api().get('/integrations/webhooks/subscriptions')).body.data.length;
+    const r = await api().post('/integrations/webhooks/subscriptions', {
+      url: 'amqp://guest:guest@127.0.0.1:5672?exchange=x', eventTypes: ['customerCreate'],
+      tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey },
+    });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.body.errors[0].moreInfo, 'tls');
+    assert.match(r.body.errors[0].message, /amqps/);
+    assert.equal((await api().get('/integrations/webhooks/subscriptions')).body.data.length, before);
+  });
+}, ENV);
