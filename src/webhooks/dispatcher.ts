@@ -116,7 +116,7 @@ export class Dispatcher {
   constructor(private db: Db, private config: Config, opts: DispatcherOptions = {}) {
     this.sender = new Sender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate, proxy: config.webhookProxy });
     this.tokens = new TokenSource(this.sender, config.webhookTimeoutMs);
-    this.brokers = new BrokerDestinations({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+    this.brokers = new BrokerDestinations({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate, proxy: config.webhookProxy });
     this.hmacHeader = wireNames(config.serviceName).hmacHeader;
     // A lease outlives the longest attempt (two deadlines: an OAuth2 attempt's budget, sendWithToken) plus the batched
     // result write, with room for a starved process (an expired lease means a second attempt): at least 30 s.

@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
@@ -23,6 +22,7 @@ import { PgliteDb } from '../../src/db/pglite.ts';
 import { hmacHex } from '../../src/webhooks/signing.ts';
 import { startReceiver, waitFor, sleep, type Receiver } from './receiver.ts';
 import { makeCerts, type TestCerts } from './tls-certs.ts';
+import { startProxy } from './connect-proxy.ts';
 import { eventBodyProblems } from '../helpers/event-check.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.1' };
@@ -117,41 +117,6 @@ async function startMtlsReceiver(certs: TestCerts): Promise<Receiver & { peers: 
 }
 
 /** An HTTP CONNECT proxy (node:http 'connect'): records every CONNECT target and tunnels it. */
-async function startProxy(): Promise<{ url: string; targets: string[]; close(): Promise<void> }> {
-  const targets: string[] = [];
-  const sockets = new Set<Socket>();
-  const server = http.createServer((_req, res) => res.writeHead(405).end());
-  server.on('connect', (req: http.IncomingMessage, duplex: import('node:stream').Duplex, head: Buffer) => {
-    const client = duplex as Socket;
-    targets.push(req.url!);
-    const [host, port] = [req.url!.slice(0, req.url!.lastIndexOf(':')).replace(/^\[|\]$/g, ''), Number(req.url!.slice(req.url!.lastIndexOf(':') + 1))];
-    const upstream = net.connect(port, host, () => {
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length) upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => {});
-      s.on('close', () => {
-        sockets.delete(s);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    targets,
-    close: () => new Promise<void>((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    }),
-  };
-}
-
 async function attemptsOf(ctx: Ctx, sub: string, n: number): Promise<any[]> {
   return waitFor(async () => {
     const d = (await ctx.srv.api.withVersion('2026-11').get(`/integrations/webhooks/logs?subscription=${sub}&limit=100`)).body.data as any[];

@@ -4,7 +4,8 @@
 // before its ack: NO_ROUTE). Any channel or connection loss marks the publisher broken; the registry opens a new one.
 import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { withPassword } from './url.ts';
-import { closeWithin, failure, openedWithin, guardedAddress, OK, refusedCertificate, socketFailure, tlsOptions, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import { closeWithin, dialFor, failure, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import type { Tunnel } from './tunnel.ts';
 
 interface Open {
   conn: ChannelModel;
@@ -26,6 +27,8 @@ export class AmqpPublisher implements Publisher {
   private closedBy: Error | undefined;
   private readonly exchange: string;
   private readonly routingKey: string;
+  /** The connection's tunnel through BULB_WEBHOOK_PROXY, if any. */
+  private tunnel: Tunnel | undefined;
 
   constructor(private readonly url: string, private readonly password: string | null, private readonly opts: PublisherOptions) {
     const u = new URL(url);
@@ -37,16 +40,20 @@ export class AmqpPublisher implements Publisher {
     this.opening ??= (async () => {
       const u = withPassword(this.url, this.password);
       const host = u.hostname.replace(/^\[|\]$/g, '');
-      const address = await guardedAddress(host, this.opts.allowPrivate);
-      // amqplib reads credentials and the vhost from the URL; the socket goes to the address the guard checked.
+      const secure = u.protocol === 'amqps:';
+      const dial = await dialFor(host, Number(u.port || (secure ? 5671 : 5672)), this.opts);
+      this.tunnel = dial.tunnel;
+      // amqplib reads credentials and the vhost from the URL; the socket goes to the address the guard checked (or
+      // the tunnel to it through the proxy).
       const target = new URL(u.href);
-      target.hostname = address.includes(':') ? `[${address}]` : address;
+      target.hostname = dial.host.includes(':') ? `[${dial.host}]` : dial.host;
+      target.port = String(dial.port);
       target.search = '';
-      // amqps: the broker's certificate is checked for the URL's host name, and the subscription's client certificate
+      // amqps: the broker's certificate is checked for the URL's host, and the subscription's client certificate
       // (tls) presented; the API refuses tls on a plain amqp URL (receiver-auth.ts).
       const conn = await connect(target.href, {
         timeout: this.opts.timeoutMs,
-        ...tlsOptions(this.opts.tls, address === host ? undefined : host),
+        ...(secure ? tlsOptions(this.opts.tls, host) : {}),
         clientProperties: { connection_name: this.opts.name },
       });
       conn.on('error', (err) => (this.closedBy ??= err));
@@ -118,7 +125,7 @@ export class AmqpPublisher implements Publisher {
 
   /** The connection could not be opened: unreachable, or the broker said no during the handshake. */
   private openFailure(err: any): PublishOutcome {
-    const refused = refusedCertificate(this.opts.tls, err);
+    const refused = tunnelFailure(this.tunnel) ?? refusedCertificate(this.opts.tls, err);
     if (refused) return refused;
     const message = String(err?.message ?? err);
     if (typeof err?.code === 'string') return socketFailure(err);
@@ -134,6 +141,7 @@ export class AmqpPublisher implements Publisher {
     this.closing = true;
     const o = await openedWithin(this.opening);
     if (o && !(await closeWithin(() => o.conn.close()))) (o.conn.connection as any).stream?.destroy?.();
+    this.tunnel?.close();
   }
 }
 

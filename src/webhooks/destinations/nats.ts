@@ -2,9 +2,10 @@
 // (no automatic reconnect, no servers learnt from the cluster: only the address the guard checked), each event an
 // acknowledged JetStream publish to the URL's subject with the webhook headers and the event uuid as message id (a
 // stream drops a second publish of it within its duplicate window and acknowledges it as a duplicate: delivered).
-import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
+import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection, type TlsOptions as NatsTlsOptions } from 'nats';
 import { decoded, withPassword } from './url.ts';
-import { closeWithin, failure, openedWithin, guardedAddress, OK, refusedCertificate, socketFailure, tlsOptions, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import { closeWithin, dialFor, failure, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import type { Tunnel } from './tunnel.ts';
 
 interface Open {
   nc: NatsConnection;
@@ -33,6 +34,8 @@ export class NatsPublisher implements Publisher {
   private closing = false;
   private closed = false;
   private readonly subject: string;
+  /** The connection's tunnel through BULB_WEBHOOK_PROXY, if any. */
+  private tunnel: Tunnel | undefined;
 
   constructor(private readonly url: string, private readonly password: string | null, private readonly opts: PublisherOptions) {
     this.subject = new URL(url).searchParams.get('subject')!;
@@ -45,14 +48,14 @@ export class NatsPublisher implements Publisher {
   private open(): Promise<Open> {
     this.opening ??= (async () => {
       const u = withPassword(this.url, this.password);
-      const address = await guardedAddress(u.hostname, this.opts.allowPrivate);
-      const host = address.includes(':') ? `[${address}]` : address;
       const name = u.hostname.replace(/^\[|\]$/g, '');
+      const dial = await dialFor(name, Number(u.port || 4222), this.opts);
+      this.tunnel = dial.tunnel;
       const nc = await connect({
-        servers: `${host}:${u.port || 4222}`,
+        servers: `${dial.host.includes(':') ? `[${dial.host}]` : dial.host}:${dial.port}`,
         // With the subscription's mutual TLS (tls), TLS is required of the server (the client refuses one without it),
-        // its certificate checked for the URL's host name (not the address connected to), the client certificate presented.
-        ...(this.opts.tls ? { tls: tlsOptions(this.opts.tls, address === name ? undefined : name) } : {}),
+        // its certificate checked for the URL's host (not the address dialled), the client certificate presented.
+        ...(this.opts.tls ? { tls: tlsOptions(this.opts.tls, name) as NatsTlsOptions } : {}),
         user: u.username ? decoded(u.username) : undefined,
         pass: u.password ? decoded(u.password) : undefined,
         name: this.opts.name,
@@ -80,7 +83,7 @@ export class NatsPublisher implements Publisher {
     try {
       ({ js } = await this.open());
     } catch (err) {
-      return refusedCertificate(this.opts.tls, err) ?? outcomeOf(err);
+      return tunnelFailure(this.tunnel) ?? refusedCertificate(this.opts.tls, err) ?? outcomeOf(err);
     }
     try {
       const h = natsHeaders();
@@ -98,5 +101,6 @@ export class NatsPublisher implements Publisher {
     this.closing = true;
     const o = await openedWithin(this.opening);
     if (o) await closeWithin(() => o.nc.close());
+    this.tunnel?.close();
   }
 }

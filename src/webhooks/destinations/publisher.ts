@@ -1,8 +1,10 @@
 // What a broker publisher (amqp.ts, nats.ts) offers the registry, the outcomes of a publish and their errorCodes,
 // and the address guard for broker hosts (the same rule as HTTP: SPEC §7, unless BULB_WEBHOOK_ALLOW_PRIVATE).
 import dns from 'node:dns';
+import tls from 'node:tls';
 import { blockedReason, BlockedAddressError, isIpLiteral } from '../address.ts';
 import { tlsFailure } from '../sender.ts';
+import { openTunnel, type Tunnel } from './tunnel.ts';
 
 /**
  * BROKER_UNREACHABLE: no connection (refused, reset, DNS, closed under the publish); BROKER_REFUSED: the broker
@@ -46,6 +48,8 @@ export interface PublisherOptions {
   name: string;
   /** The subscription's mutual TLS (`tls`, docs/receiver-auth.md): the client certificate and key presented, and the CA trusted. */
   tls?: BrokerTls;
+  /** BULB_WEBHOOK_PROXY: connections go through this CONNECT proxy (tunnel.ts). */
+  proxy?: URL | null;
 }
 
 /** PEM texts, as a subscription stores them (the key opened from its sealed form). */
@@ -55,10 +59,36 @@ export interface BrokerTls {
   ca: string | null;
 }
 
-/** The options node:tls takes for a subscription's mutual TLS, verifying the broker's certificate for `servername`. */
-export function tlsOptions(tls: BrokerTls | undefined, servername: string | undefined): { cert?: string; key?: string; ca?: string; servername?: string } {
-  if (!tls) return servername ? { servername } : {};
-  return { cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), ...(servername ? { servername } : {}) };
+/**
+ * The options node:tls takes for a broker's TLS: the broker's certificate checked for the URL's host `name` (the
+ * client dials the checked address, or a loopback tunnel), sent as SNI when it is a name; with the subscription's
+ * mutual TLS, its client certificate and key, and its CA trusted in place of the public roots.
+ */
+export function tlsOptions(mutual: BrokerTls | undefined, name: string): tls.ConnectionOptions {
+  return {
+    ...(isIpLiteral(name) ? {} : { servername: name }),
+    checkServerIdentity: (_dialled, cert) => tls.checkServerIdentity(name, cert),
+    ...(mutual ? { cert: mutual.cert, key: mutual.key, ...(mutual.ca ? { ca: mutual.ca } : {}) } : {}),
+  };
+}
+
+/**
+ * Where a broker client dials for `host:port`: the address the guard checked (throws BlockedAddressError), or, with
+ * BULB_WEBHOOK_PROXY, a loopback tunnel to it through the proxy.
+ */
+export async function dialFor(host: string, port: number, opts: PublisherOptions): Promise<{ host: string; port: number; tunnel?: Tunnel }> {
+  const address = await guardedAddress(host, opts.allowPrivate);
+  if (!opts.proxy) return { host: address, port };
+  const tunnel = await openTunnel(opts.proxy, address, port, opts);
+  return { host: '127.0.0.1', port: tunnel.port, tunnel };
+}
+
+/** A connection that could not open because its tunnel through the proxy failed: unreachable (or a timeout), saying why. */
+export function tunnelFailure(tunnel: Tunnel | undefined): PublishOutcome | undefined {
+  const err = tunnel?.failure;
+  if (!err) return undefined;
+  if (err.code === 'EBLOCKEDADDRESS') return failure('BLOCKED_ADDRESS', String(err.message));
+  return failure(err.code === 'UND_ERR_CONNECT_TIMEOUT' ? 'BROKER_TIMEOUT' : 'BROKER_UNREACHABLE', `through BULB_WEBHOOK_PROXY: ${err.message}`);
 }
 
 const UNREACHABLE = /^(ECONNREFUSED|ECONNRESET|ECONNABORTED|EHOSTUNREACH|ENETUNREACH|EHOSTDOWN|ENETDOWN|EPIPE|ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME|ENODATA)$/;
@@ -90,7 +120,7 @@ export function refusedCertificate(tls: BrokerTls | undefined, err: any): Publis
  * The address to connect to for a broker host: an IP literal the guard allows, or the first address of a name whose
  * every address it allows (connecting to the address checked, not to a second lookup). Throws BlockedAddressError.
  */
-export async function guardedAddress(host: string, allowPrivate: boolean): Promise<string> {
+async function guardedAddress(host: string, allowPrivate: boolean): Promise<string> {
   const h = host.replace(/^\[|\]$/g, '');
   if (isIpLiteral(h)) {
     const reason = allowPrivate ? undefined : blockedReason(h);

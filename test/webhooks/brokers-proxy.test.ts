@@ -1,0 +1,121 @@
+// Broker destinations through BULB_WEBHOOK_PROXY (issue 27 item 3; docs/destinations.md): a worker whose egress must
+// leave through an HTTP CONNECT proxy publishes to the machine's RabbitMQ and NATS JetStream through it (the proxy is
+// asked for the address the guard checked), amqps with mutual TLS included; a proxy refusing the tunnel is a failed
+// attempt, BROKER_UNREACHABLE with the proxy's answer. Mandatory with CI=true; skipped with the reason otherwise.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import net from 'node:net';
+import tls from 'node:tls';
+import { after, before, it } from 'node:test';
+import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
+import { connect as natsConnect, type NatsConnection, type JetStreamManager } from 'nats';
+import { describeEachDb } from '../helpers/suite.ts';
+import { AMQP, brokersUp, NATS } from '../helpers/brokers.ts';
+import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { verifyWebhook } from '../../packages/client/src/verify.ts';
+import { startProxy } from './connect-proxy.ts';
+import { makeCerts, type TestCerts } from './tls-certs.ts';
+import { waitFor } from './receiver.ts';
+
+const skip = await brokersUp();
+if (skip) console.log(`# SKIP broker proxy tests: ${skip}`);
+
+const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.4,0.8', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
+const tag = () => crypto.randomBytes(4).toString('hex');
+
+await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => {
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
+  let worker: TestWorker | undefined;
+  let certs: TestCerts;
+  let amqps: tls.Server;
+  let conn: ChannelModel;
+  let ch: Channel;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  before(async () => {
+    if (skip) return;
+    proxy = await startProxy();
+    worker = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_PROXY: proxy.url });
+    certs = await makeCerts();
+    // amqps: a TLS endpoint requiring the test CA's client certificate, in front of the machine's RabbitMQ.
+    amqps = tls.createServer({ cert: certs.serverCert, key: certs.serverKey, ca: certs.ca, requestCert: true, rejectUnauthorized: true }, (s) => {
+      const up = net.connect(5672, '127.0.0.1');
+      for (const x of [s, up]) x.on('error', () => {}).on('close', () => (s.destroy(), up.destroy()));
+      s.pipe(up).pipe(s);
+    });
+    amqps.on('tlsClientError', () => {});
+    await new Promise<void>((r) => amqps.listen(0, '127.0.0.1', r));
+    conn = await amqpConnect(AMQP);
+    ch = await conn.createChannel();
+    nc = await natsConnect({ servers: NATS });
+    jsm = await nc.jetstreamManager();
+  });
+  after(async () => {
+    await worker?.stop();
+    await conn?.close().catch(() => {});
+    await nc?.close().catch(() => {});
+    await new Promise((r) => (amqps ? amqps.close(r) : r(null)));
+    await proxy?.close();
+  });
+  const it_ = (name: string, fn: () => Promise<void>) => it(name, { skip: skip || false, timeout: 60_000 }, fn);
+  const subscribe = async (body: Record<string, unknown>) => {
+    const r = await api().post('/integrations/webhooks/subscriptions', { eventTypes: ['customerCreate'], ...body });
+    assert.equal(r.status, 201, r.text);
+    return r.body as { uuid: string; signingSecret: string };
+  };
+  const lastAttempt = async (sub: string) => waitFor(async () => (await api().get(`/integrations/webhooks/logs?limit=10&subscription=${sub}`)).body.data[0], 'an attempt', 15_000);
+
+  it_('RabbitMQ (amqp, and amqps with mutual TLS) and NATS JetStream are reached through the proxy, asked for the checked address', async () => {
+    const exchange = `bulb-test-${tag()}`;
+    await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: false });
+    const { queue } = await ch.assertQueue('', { exclusive: true });
+    await ch.bindQueue(queue, exchange, 'customer.events');
+    const stream = `BULB_PROXY_${tag()}`;
+    const subject = `bulb.proxy.${tag()}`;
+    await jsm.streams.add({ name: stream, subjects: [subject] });
+    try {
+      const amqpPort = (amqps.address() as net.AddressInfo).port;
+      const viaAmqp = await subscribe({ url: `amqp://guest:guest@localhost:5672?exchange=${exchange}&routingKey=customer.events` });
+      const viaAmqps = await subscribe({
+        url: `amqps://guest:guest@localhost:${amqpPort}?exchange=${exchange}&routingKey=customer.events`,
+        tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: certs.ca },
+      });
+      const viaNats = await subscribe({ url: `nats://localhost:4222?subject=${subject}` });
+      const c = await api().post('/crm/customers', { externalId: `proxy-${tag()}` });
+      assert.equal(c.status, 201, c.text);
+      for (const sub of [viaAmqp, viaAmqps, viaNats]) {
+        const a = await lastAttempt(sub.uuid);
+        assert.equal(a.outcome, 'success', `${a.url}: ${a.errorCode} ${a.responseBody}`);
+      }
+      // By name: the worker resolved localhost itself and asked the proxy for the address it checked.
+      for (const t of ['127.0.0.1:5672', `127.0.0.1:${amqpPort}`, '127.0.0.1:4222']) assert.ok(proxy.targets.includes(t), `CONNECT ${t}: ${proxy.targets}`);
+      const msgs = [];
+      for (let m = await ch.get(queue, { noAck: true }); m !== false; m = await ch.get(queue, { noAck: true })) msgs.push(m);
+      assert.equal(msgs.length, 2, 'one message from each amqp subscription');
+      const secrets = new Map([[viaAmqp.uuid, viaAmqp.signingSecret], [viaAmqps.uuid, viaAmqps.signingSecret]]);
+      for (const m of msgs) {
+        const headers = Object.fromEntries(Object.entries(m.properties.headers ?? {}).map(([k, v]) => [k, Buffer.isBuffer(v) ? v.toString('utf8') : String(v)]));
+        const sub = JSON.parse(m.content.toString('utf8')).subscription as string;
+        assert.equal(verifyWebhook(m.content, headers, secrets.get(sub)!).resource.uuid, c.body.uuid);
+      }
+      assert.equal((await jsm.streams.info(stream)).state.messages, 1);
+    } finally {
+      await jsm.streams.delete(stream);
+    }
+  });
+
+  it_('a proxy refusing the tunnel is a failed attempt, BROKER_UNREACHABLE with its answer', async () => {
+    proxy.refuse = true;
+    try {
+      const sub = await subscribe({ url: `nats://127.0.0.1:4222?subject=bulb.refused.${tag()}` });
+      await api().post('/crm/customers', { externalId: `refused-${tag()}` });
+      const a = await lastAttempt(sub.uuid);
+      assert.equal(a.outcome, 'failure');
+      assert.equal(a.errorCode, 'BROKER_UNREACHABLE');
+      assert.match(String(a.responseBody), /BULB_WEBHOOK_PROXY: the proxy refused CONNECT 127\.0\.0\.1:4222: 403/);
+    } finally {
+      proxy.refuse = false;
+    }
+  });
+}, ENV);
