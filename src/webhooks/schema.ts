@@ -38,9 +38,9 @@ export const OAuth2Read = Type.Object(
 );
 export const TlsWrite = Type.Object(
   {
-    clientCertificate: Pem('the client certificate (chain) presented to the receiver', 32_768),
+    clientCertificate: Pem('the client certificate (chain) presented to the receiver or broker', 32_768),
     clientKey: Type.Optional(Pem('write-only: its unencrypted private key; omitted on a change: the stored one is kept', 16_384)),
-    caCertificate: Type.Optional(Type.Union([Pem('the CA certificates the receiver\'s certificate must chain to (instead of the public roots)', 65_536), Type.Null()])),
+    caCertificate: Type.Optional(Type.Union([Pem('the CA certificates the receiver\'s or broker\'s certificate must chain to (instead of the public roots)', 65_536), Type.Null()])),
   },
   { ...closed, title: 'MutualTlsWrite' },
 );
@@ -89,7 +89,7 @@ const writable = {
   maxInFlight: Type.Integer({ minimum: 1, maximum: 64, description: 'most concurrent attempts to this endpoint (default 16); failures lower the live ceiling, successes restore it' }),
   ...policyWritable,
   oauth2: Type.Union([OAuth2Write, Type.Null()], { description: 'authMethod OAUTH2_CLIENT_CREDENTIALS: where and how Bulb gets its bearer token' }),
-  tls: Type.Union([TlsWrite, Type.Null()], { description: 'mutual TLS: the client certificate presented to the receiver (any authMethod); null removes it' }),
+  tls: Type.Union([TlsWrite, Type.Null()], { description: 'mutual TLS: the client certificate presented to the receiver (any authMethod) or the broker (amqps, nats); refused on a plain http or amqp url; null removes it' }),
 };
 
 export const SubscriptionCreate = Type.Object(
