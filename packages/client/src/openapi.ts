@@ -2201,7 +2201,7 @@ export interface components {
         };
         /** MutualTlsWrite */
         MutualTlsWrite: {
-            /** @description PEM; the client certificate (chain) presented to the receiver */
+            /** @description PEM; the client certificate (chain) presented to the receiver or broker */
             clientCertificate: string;
             /** @description PEM; write-only: its unencrypted private key; omitted on a change: the stored one is kept */
             clientKey?: string;
@@ -2508,7 +2508,7 @@ export interface components {
             maxPerSecond?: number | null;
             /** @description authMethod OAUTH2_CLIENT_CREDENTIALS: where and how Bulb gets its bearer token */
             oauth2?: components["schemas"]["OAuth2ClientCredentialsWrite"] | null;
-            /** @description mutual TLS: the client certificate presented to the receiver (any authMethod); null removes it */
+            /** @description mutual TLS: the client certificate presented to the receiver (any authMethod) or the broker (amqps, nats); refused on a plain http or amqp url; null removes it */
             tls?: components["schemas"]["MutualTlsWrite"] | null;
         };
         /** SubscriptionCreated */
@@ -2586,7 +2586,7 @@ export interface components {
             maxPerSecond?: number | null;
             /** @description authMethod OAUTH2_CLIENT_CREDENTIALS: where and how Bulb gets its bearer token */
             oauth2?: components["schemas"]["OAuth2ClientCredentialsWrite"] | null;
-            /** @description mutual TLS: the client certificate presented to the receiver (any authMethod); null removes it */
+            /** @description mutual TLS: the client certificate presented to the receiver (any authMethod) or the broker (amqps, nats); refused on a plain http or amqp url; null removes it */
             tls?: components["schemas"]["MutualTlsWrite"] | null;
         };
         /** TestResult */
