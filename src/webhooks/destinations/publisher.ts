@@ -110,9 +110,9 @@ export function socketFailure(err: any, fallback: BrokerErrorCode = 'BROKER_UNRE
  * handshake ends, and a broker (or TLS endpoint) refusing it closes the connection without an alert, which is all the
  * client sees. Reported as TLS with that explanation, as the HTTPS sender does (sender.ts); undefined otherwise.
  */
-export function refusedCertificate(tls: BrokerTls | undefined, err: any): PublishOutcome | undefined {
+export function refusedCertificate(mutual: BrokerTls | undefined, err: any): PublishOutcome | undefined {
   const message = String(err?.message ?? err);
-  if (!tls || !(err?.code === 'ECONNRESET' || /closed abruptly|socket hang up|ECONNRESET/i.test(message))) return undefined;
+  if (!mutual || !(err?.code === 'ECONNRESET' || /closed abruptly|socket hang up|ECONNRESET/i.test(message))) return undefined;
   return failure('TLS', `${message}: the broker closed the connection during its opening after a TLS handshake in which Bulb presented the subscription's client certificate (most often the broker refusing that certificate: check tls.clientCertificate)`);
 }
 
