@@ -254,6 +254,45 @@ describeConsole('webhooks and logs', (ctx) => {
       await down.close();
     }
   });
+
+  it('creates a RabbitMQ subscription from the form: the password is sealed and shown as ***, and an edit leaving the URL keeps it', async () => {
+    const { page } = ctx;
+    const api = ctx.srv.api.withVersion('2026-11');
+    const secretPass = 'console-broker-pass-7';
+    await ctx.go('Webhooks Logs');
+    await ctx.go('Webhooks');
+    await page.getByRole('button', { name: 'New subscription' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New webhook subscription' });
+    await dialog.waitFor();
+    await dialog.getByLabel('Webhook URL').fill(`amqp://guest:${secretPass}@127.0.0.1:5672/?exchange=bulb-console&routingKey=customer.events`);
+    await dialog.getByRole('button', { name: 'Create subscription' }).click();
+    const created = page.getByRole('dialog', { name: 'Subscription created' });
+    await created.waitFor();
+    await created.getByRole('button', { name: 'Done' }).click();
+
+    const shown = 'amqp://guest:***@127.0.0.1:5672/?exchange=bulb-console&routingKey=customer.events';
+    const row = page.getByRole('row', { name: new RegExp(shown.replace(/[.?*+^$()[\]{}|\\/]/g, '\\$&')) });
+    await row.waitFor();
+    assert.ok(!(await page.content()).includes(secretPass), 'the page never shows the password');
+    const sub = (await api.get('/integrations/webhooks/subscriptions')).body.data.find((x: any) => x.url === shown);
+    assert.ok(sub, 'stored with the password redacted from its URL');
+    const sealed = async () => (await ctx.tdb.db.query<{ p: string }>('SELECT destination_password AS p FROM webhook_subscriptions WHERE uuid = $1', [sub.uuid])).rows[0].p;
+    const before = await sealed();
+    assert.match(before, /^v1:/, 'the password is sealed');
+
+    // Edit: the form shows the URL as stored (***); saving another change keeps the password.
+    await row.getByRole('button', { name: /^Edit / }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit subscription' });
+    await edit.waitFor();
+    assert.equal(await edit.getByLabel('Webhook URL').inputValue(), shown);
+    await edit.getByRole('checkbox', { name: 'customerUpdate' }).check();
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('status').filter({ hasText: 'Subscription saved' }).waitFor();
+    const after = (await api.get(`/integrations/webhooks/subscriptions/${sub.uuid}`)).body;
+    assert.deepEqual(after.eventTypes, ['customerCreate', 'customerUpdate']);
+    assert.equal(after.url, shown);
+    assert.equal(await sealed(), before, 'the stored password is unchanged');
+  });
 }, ENV, {
   started: async (ctx) => {
     worker = await startWorker(ctx.tdb.db, ENV);

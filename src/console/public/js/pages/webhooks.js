@@ -107,7 +107,7 @@ async function subscriptionDialog(existing, onSaved, signal) {
   const save = h('button', { type: 'submit', class: 'btn btn-primary' }, existing ? 'Save changes' : 'Create subscription');
   const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
   const form = h('form', { class: 'form-stack', novalidate: true },
-    field('Webhook URL', url, 'http(s) address of your endpoint. Events are POSTed there as JSON.'),
+    field('Webhook URL', url, 'http(s) address of your endpoint: events are POSTed there as JSON. Or a message broker: amqp(s)://user:password@host/vhost?exchange=…&routingKey=… (RabbitMQ) or nats://host:4222?subject=… (NATS JetStream).'),
     typesBox,
     field('Authentication', authMethod),
     bearerBox, basicBox, oauth2Box,
@@ -127,7 +127,7 @@ async function subscriptionDialog(existing, onSaved, signal) {
     ev.preventDefault();
     clear(msg);
     const problems = [];
-    if (!/^https?:\/\/.+/i.test(url.value.trim())) problems.push('Enter an http:// or https:// URL.');
+    if (!/^(https?|amqps?|nats):\/\/.+/i.test(url.value.trim())) problems.push('Enter an http:// or https:// URL, or a broker\'s amqp://, amqps:// or nats:// URL.');
     const eventTypes = pickedTypes();
     if (eventTypes.length === 0) problems.push('Choose at least one event type.');
     const method = authMethod.value;
