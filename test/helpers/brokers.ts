@@ -1,6 +1,10 @@
 // The machine's message brokers for tests: where they answer, and whether to run (CI=true: they must; else skip
 // with the reason printed). .ci/run starts RabbitMQ and NATS (JetStream) where their ports do not answer.
+import crypto from 'node:crypto';
 import net from 'node:net';
+import { after, before } from 'node:test';
+import { connect as amqpConnect, type Channel, type ChannelModel } from 'amqplib';
+import { connect as natsConnect, type ConnectionOptions as NatsOptions, type JetStreamManager, type NatsConnection } from 'nats';
 import { CI } from './db.ts';
 
 export const AMQP = 'amqp://guest:guest@127.0.0.1:5672';
@@ -27,3 +31,44 @@ export async function brokersUp(): Promise<string | false> {
   return `no ${missing.join(', no ')}`;
 }
 
+
+/**
+ * The test's own clients of the brokers (a RabbitMQ channel, a JetStream manager), opened before the suite's tests and
+ * closed after; nothing when `skip`. `nats`: where its NATS client connects (read when the hook runs).
+ */
+export function useBrokerClients(skip: string | false, nats: () => NatsOptions = () => ({ servers: NATS })): { ch: Channel; jsm: JetStreamManager } {
+  const clients = {} as { ch: Channel; jsm: JetStreamManager };
+  let conn: ChannelModel | undefined;
+  let nc: NatsConnection | undefined;
+  before(async () => {
+    if (skip) return;
+    conn = await amqpConnect(AMQP);
+    clients.ch = await conn.createChannel();
+    nc = await natsConnect(nats());
+    clients.jsm = await nc.jetstreamManager();
+  });
+  after(async () => {
+    await conn?.close().catch(() => {});
+    await nc?.close().catch(() => {});
+  });
+  return clients;
+}
+
+/** A topic exchange of its own and a queue bound to it for `routingKey`. */
+export async function amqpQueue(ch: Channel, routingKey = 'customer.events') {
+  const exchange = `bulb-test-${crypto.randomBytes(4).toString('hex')}`;
+  await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: false });
+  const { queue } = await ch.assertQueue('', { exclusive: true });
+  await ch.bindQueue(queue, exchange, routingKey);
+  return { exchange, queue };
+}
+
+/** Every message in a queue now, acknowledged. */
+export async function drainQueue(ch: Channel, queue: string) {
+  const out = [];
+  for (let m = await ch.get(queue, { noAck: true }); m !== false; m = await ch.get(queue, { noAck: true })) out.push(m);
+  return out;
+}
+
+/** AMQP header values as strings (amqplib hands long strings back as strings or Buffers). */
+export const headerText = (h: Record<string, unknown>) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, Buffer.isBuffer(v) ? v.toString('utf8') : String(v)]));

@@ -6,13 +6,11 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import { after, before, it } from 'node:test';
-import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
-import { connect as natsConnect, type NatsConnection, type JetStreamManager } from 'nats';
 import { describePg } from '../helpers/suite.ts';
 import { startSwitch, type Switch } from '../helpers/cluster.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
 import { startReceiver, waitFor, sleep, type Receiver } from './receiver.ts';
-import { AMQP, brokersUp, NATS } from '../helpers/brokers.ts';
+import { brokersUp, useBrokerClients } from '../helpers/brokers.ts';
 
 const skip = await brokersUp();
 if (skip) console.log(`# SKIP broker outage tests: ${skip}`);
@@ -22,10 +20,6 @@ const tag = () => crypto.randomBytes(4).toString('hex');
 await describePg('broker destinations under failure', (ctx) => {
   const api = () => ctx.srv.api;
   let worker: TestWorker;
-  let conn: ChannelModel;
-  let ch: Channel;
-  let nc: NatsConnection;
-  let jsm: JetStreamManager;
   before(async () => {
     if (skip) return;
     // Many short retries: nothing runs out of attempts while a broker is away for a few seconds.
@@ -34,16 +28,11 @@ await describePg('broker destinations under failure', (ctx) => {
       BULB_WEBHOOK_TIMEOUT_MS: '2000',
       BULB_WEBHOOK_RETRY_SCHEDULE: Array(40).fill('0.5').join(','),
     });
-    conn = await amqpConnect(AMQP);
-    ch = await conn.createChannel();
-    nc = await natsConnect({ servers: NATS });
-    jsm = await nc.jetstreamManager();
   });
   after(async () => {
     await worker?.stop();
-    await conn?.close().catch(() => {});
-    await nc?.close().catch(() => {});
   });
+  const brokers = useBrokerClients(skip);
   const subscribe = async (url: string) => {
     const r = await api().post('/integrations/webhooks/subscriptions', { url, eventType: 'customerCreate', maxInFlight: 8 });
     assert.equal(r.status, 201, r.text);
@@ -59,12 +48,12 @@ await describePg('broker destinations under failure', (ctx) => {
     const amqpSwitch: Switch = await startSwitch(5672);
     const natsSwitch: Switch = await startSwitch(4222);
     const exchange = `bulb-flood-${tag()}`;
-    await ch.assertExchange(exchange, 'topic', { durable: false });
-    const { queue } = await ch.assertQueue('', { exclusive: true });
-    await ch.bindQueue(queue, exchange, '#');
+    await brokers.ch.assertExchange(exchange, 'topic', { durable: false });
+    const { queue } = await brokers.ch.assertQueue('', { exclusive: true });
+    await brokers.ch.bindQueue(queue, exchange, '#');
     const stream = `BULB_FLOOD_${tag()}`;
     const subject = `bulb.flood.${tag()}`;
-    await jsm.streams.add({ name: stream, subjects: [subject] });
+    await brokers.jsm.streams.add({ name: stream, subjects: [subject] });
     try {
       const a = await subscribe(`amqp://guest:guest@127.0.0.1:${amqpSwitch.port}?exchange=${exchange}&routingKey=customers`);
       const n = await subscribe(`nats://127.0.0.1:${natsSwitch.port}?subject=${subject}`);
@@ -89,7 +78,7 @@ await describePg('broker destinations under failure', (ctx) => {
       // RabbitMQ: every customer's event, at least once (a publish confirmed as the connection was cut is sent again).
       const seen = new Map<string, number>();
       for (;;) {
-        const m = await ch.get(queue, { noAck: true });
+        const m = await brokers.ch.get(queue, { noAck: true });
         if (m === false) break;
         const ev = JSON.parse(m.content.toString());
         seen.set(ev.resource.uuid, (seen.get(ev.resource.uuid) ?? 0) + 1);
@@ -97,13 +86,13 @@ await describePg('broker destinations under failure', (ctx) => {
       assert.deepEqual([...created].filter((u) => !seen.has(u)), [], 'no customer missing from the queue');
       console.log(`# amqp: ${N} events, ${[...seen.values()].reduce((x, y) => x + y, 0)} messages; failed attempts ${await failures()}`);
       // JetStream: exactly once (the event uuid is the message id; a second publish is dropped as a duplicate).
-      const info = await jsm.streams.info(stream);
+      const info = await brokers.jsm.streams.info(stream);
       assert.equal(info.state.messages, N, 'every event in the stream, once');
       const inStream = new Set<string>();
-      for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) inStream.add(JSON.parse(Buffer.from((await jsm.streams.getMessage(stream, { seq })).data).toString()).resource.uuid);
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) inStream.add(JSON.parse(Buffer.from((await brokers.jsm.streams.getMessage(stream, { seq })).data).toString()).resource.uuid);
       assert.deepEqual([...created].filter((u) => !inStream.has(u)), [], 'no customer missing from the stream');
     } finally {
-      await jsm.streams.delete(stream).catch(() => {});
+      await brokers.jsm.streams.delete(stream).catch(() => {});
       await amqpSwitch.close();
       await natsSwitch.close();
     }

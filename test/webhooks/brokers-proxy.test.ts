@@ -7,10 +7,8 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, it } from 'node:test';
-import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
-import { connect as natsConnect, type NatsConnection, type JetStreamManager } from 'nats';
 import { describeEachDb } from '../helpers/suite.ts';
-import { AMQP, brokersUp, NATS } from '../helpers/brokers.ts';
+import { amqpQueue, brokersUp, drainQueue, headerText, useBrokerClients } from '../helpers/brokers.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
 import { startProxy } from './connect-proxy.ts';
@@ -29,10 +27,6 @@ await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => 
   let worker: TestWorker | undefined;
   let certs: TestCerts;
   let amqps: tls.Server;
-  let conn: ChannelModel;
-  let ch: Channel;
-  let nc: NatsConnection;
-  let jsm: JetStreamManager;
   before(async () => {
     if (skip) return;
     proxy = await startProxy();
@@ -46,18 +40,13 @@ await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => 
     });
     amqps.on('tlsClientError', () => {});
     await new Promise<void>((r) => amqps.listen(0, '127.0.0.1', r));
-    conn = await amqpConnect(AMQP);
-    ch = await conn.createChannel();
-    nc = await natsConnect({ servers: NATS });
-    jsm = await nc.jetstreamManager();
   });
   after(async () => {
     await worker?.stop();
-    await conn?.close().catch(() => {});
-    await nc?.close().catch(() => {});
     await new Promise((r) => (amqps ? amqps.close(r) : r(null)));
     await proxy?.close();
   });
+  const brokers = useBrokerClients(skip);
   const it_ = (name: string, fn: () => Promise<void>) => it(name, { skip: skip || false, timeout: 60_000 }, fn);
   const subscribe = async (body: Record<string, unknown>) => {
     const r = await api().post('/integrations/webhooks/subscriptions', { eventTypes: ['customerCreate'], ...body });
@@ -67,13 +56,10 @@ await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => 
   const lastAttempt = async (sub: string) => waitFor(async () => (await api().get(`/integrations/webhooks/logs?limit=10&subscription=${sub}`)).body.data[0], 'an attempt', 15_000);
 
   it_('RabbitMQ (amqp, and amqps with mutual TLS) and NATS JetStream are reached through the proxy, asked for the checked address', async () => {
-    const exchange = `bulb-test-${tag()}`;
-    await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: false });
-    const { queue } = await ch.assertQueue('', { exclusive: true });
-    await ch.bindQueue(queue, exchange, 'customer.events');
+    const { exchange, queue } = await amqpQueue(brokers.ch);
     const stream = `BULB_PROXY_${tag()}`;
     const subject = `bulb.proxy.${tag()}`;
-    await jsm.streams.add({ name: stream, subjects: [subject] });
+    await brokers.jsm.streams.add({ name: stream, subjects: [subject] });
     try {
       const amqpPort = (amqps.address() as net.AddressInfo).port;
       const viaAmqp = await subscribe({ url: `amqp://guest:guest@localhost:5672?exchange=${exchange}&routingKey=customer.events` });
@@ -90,18 +76,16 @@ await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => 
       }
       // By name: the worker resolved localhost itself and asked the proxy for the address it checked.
       for (const t of ['127.0.0.1:5672', `127.0.0.1:${amqpPort}`, '127.0.0.1:4222']) assert.ok(proxy.targets.includes(t), `CONNECT ${t}: ${proxy.targets}`);
-      const msgs = [];
-      for (let m = await ch.get(queue, { noAck: true }); m !== false; m = await ch.get(queue, { noAck: true })) msgs.push(m);
+      const msgs = await drainQueue(brokers.ch, queue);
       assert.equal(msgs.length, 2, 'one message from each amqp subscription');
       const secrets = new Map([[viaAmqp.uuid, viaAmqp.signingSecret], [viaAmqps.uuid, viaAmqps.signingSecret]]);
       for (const m of msgs) {
-        const headers = Object.fromEntries(Object.entries(m.properties.headers ?? {}).map(([k, v]) => [k, Buffer.isBuffer(v) ? v.toString('utf8') : String(v)]));
         const sub = JSON.parse(m.content.toString('utf8')).subscription as string;
-        assert.equal(verifyWebhook(m.content, headers, secrets.get(sub)!).resource.uuid, c.body.uuid);
+        assert.equal(verifyWebhook(m.content, headerText(m.properties.headers ?? {}), secrets.get(sub)!).resource.uuid, c.body.uuid);
       }
-      assert.equal((await jsm.streams.info(stream)).state.messages, 1);
+      assert.equal((await brokers.jsm.streams.info(stream)).state.messages, 1);
     } finally {
-      await jsm.streams.delete(stream);
+      await brokers.jsm.streams.delete(stream);
     }
   });
 

@@ -13,10 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { after, before, it } from 'node:test';
-import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
-import { connect as natsConnect, type NatsConnection, type JetStreamManager } from 'nats';
 import { describeEachDb } from '../helpers/suite.ts';
-import { AMQP, brokersUp, listening, NATS } from '../helpers/brokers.ts';
+import { amqpQueue, brokersUp, drainQueue, headerText, listening, NATS, useBrokerClients } from '../helpers/brokers.ts';
 import { CI } from '../helpers/db.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
@@ -83,27 +81,19 @@ await describeEachDb('broker destinations over TLS with a client certificate', (
   let certs: TestCerts;
   let amqps: Awaited<ReturnType<typeof amqpsEndpoint>>;
   let natsTls: Awaited<ReturnType<typeof natsTlsServer>>;
-  let conn: ChannelModel;
-  let ch: Channel;
-  let nc: NatsConnection;
-  let jsm: JetStreamManager;
   useWorkerAndReceiver(ctx, ENV, () => {});
   before(async () => {
     if (skip) return;
     certs = await makeCerts();
     amqps = await amqpsEndpoint(certs);
     natsTls = await natsTlsServer(certs);
-    conn = await amqpConnect(AMQP);
-    ch = await conn.createChannel();
-    nc = await natsConnect({ servers: `127.0.0.1:${natsTls.port}`, tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey } });
-    jsm = await nc.jetstreamManager();
   });
   after(async () => {
-    await conn?.close().catch(() => {});
-    await nc?.close().catch(() => {});
     await amqps?.close();
     await natsTls?.close();
   });
+  // The test's NATS client is the TLS server's, with the client certificate.
+  const brokers = useBrokerClients(skip, () => ({ servers: `127.0.0.1:${natsTls.port}`, tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey } }));
   const it_ = (name: string, fn: () => Promise<void>) => it(name, { skip: skip || false, timeout: 60_000 }, fn);
   const subscribe = async (url: string, mtls: { clientCertificate: string; clientKey: string; caCertificate?: string }) => {
     const r = await api().post('/integrations/webhooks/subscriptions', { url, eventTypes: ['customerCreate'], tls: mtls });
@@ -117,10 +107,7 @@ await describeEachDb('broker destinations over TLS with a client certificate', (
   };
 
   it_('amqps: a customer created reaches the bound queue once through an endpoint requiring a client certificate; a rogue certificate is errorCode TLS', async () => {
-    const exchange = `bulb-test-${tag()}`;
-    await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: false });
-    const { queue } = await ch.assertQueue('', { exclusive: true });
-    await ch.bindQueue(queue, exchange, 'customer.events');
+    const { exchange, queue } = await amqpQueue(brokers.ch);
     const url = `amqps://guest:guest@127.0.0.1:${amqps.port}?exchange=${exchange}&routingKey=customer.events`;
     const good = await subscribe(url, { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: certs.ca });
     const rogue = await subscribe(url, { clientCertificate: certs.rogueCert, clientKey: certs.rogueKey, caCertificate: certs.ca });
@@ -129,11 +116,9 @@ await describeEachDb('broker destinations over TLS with a client certificate', (
     const a = await lastAttempt(good.uuid);
     assert.equal(a.outcome, 'success', `${a.errorCode}: ${a.responseBody}`);
     assert.ok(amqps.peers.includes('bulb-client'), `the endpoint saw Bulb's client certificate: ${amqps.peers}`);
-    const msgs = [];
-    for (let m = await ch.get(queue, { noAck: true }); m !== false; m = await ch.get(queue, { noAck: true })) msgs.push(m);
+    const msgs = await drainQueue(brokers.ch, queue);
     assert.equal(msgs.length, 1, 'exactly one message (the rogue subscription published none)');
-    const headers = Object.fromEntries(Object.entries(msgs[0].properties.headers ?? {}).map(([k, v]) => [k, Buffer.isBuffer(v) ? v.toString('utf8') : String(v)]));
-    const ev = verifyWebhook(msgs[0].content, headers, good.signingSecret);
+    const ev = verifyWebhook(msgs[0].content, headerText(msgs[0].properties.headers ?? {}), good.signingSecret);
     assert.equal(ev.resource.uuid, c.body.uuid);
     const r = await lastAttempt(rogue.uuid);
     assert.equal(r.outcome, 'failure');
@@ -143,7 +128,7 @@ await describeEachDb('broker destinations over TLS with a client certificate', (
   it_('nats: a customer created reaches the stream of a server requiring TLS and a client certificate; a rogue certificate, or TLS asked of a plain server, is errorCode TLS', async () => {
     const name = `BULB_TLS_${tag()}`;
     const subject = `bulb.tls.${tag()}`;
-    await jsm.streams.add({ name, subjects: [subject] });
+    await brokers.jsm.streams.add({ name, subjects: [subject] });
     const mine = { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: certs.ca };
     const good = await subscribe(`nats://127.0.0.1:${natsTls.port}?subject=${subject}`, mine);
     const rogue = await subscribe(`nats://127.0.0.1:${natsTls.port}?subject=${subject}`, { clientCertificate: certs.rogueCert, clientKey: certs.rogueKey, caCertificate: certs.ca });
@@ -152,9 +137,9 @@ await describeEachDb('broker destinations over TLS with a client certificate', (
     assert.equal(c.status, 201, c.text);
     const a = await lastAttempt(good.uuid);
     assert.equal(a.outcome, 'success', `${a.errorCode}: ${a.responseBody}`);
-    const info = await jsm.streams.info(name);
+    const info = await brokers.jsm.streams.info(name);
     assert.equal(info.state.messages, 1, 'exactly one message in the stream');
-    const m = await jsm.streams.getMessage(name, { seq: info.state.first_seq });
+    const m = await brokers.jsm.streams.getMessage(name, { seq: info.state.first_seq });
     const headers: Record<string, string> = {};
     for (const [k] of m.header) headers[k] = m.header.get(k);
     assert.equal(verifyWebhook(m.data, headers, good.signingSecret).resource.uuid, c.body.uuid);

@@ -6,11 +6,9 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import net from 'node:net';
-import { after, before, it } from 'node:test';
-import { connect as amqpConnect, type ChannelModel, type Channel } from 'amqplib';
-import { connect as natsConnect, type NatsConnection, type JetStreamManager } from 'nats';
+import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
-import { AMQP, brokersUp, NATS } from '../helpers/brokers.ts';
+import { amqpQueue, brokersUp, drainQueue, headerText, useBrokerClients } from '../helpers/brokers.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
@@ -24,47 +22,10 @@ if (skip) console.log(`# SKIP broker destination tests: ${skip}`);
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.4,0.8', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
 const tag = () => crypto.randomBytes(4).toString('hex');
 
-/** A topic exchange and a queue bound to it for `routingKey`, on the test's own connection. */
-async function amqpQueue(ch: Channel, routingKey = 'customer.events') {
-  const exchange = `bulb-test-${tag()}`;
-  await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: false });
-  const { queue } = await ch.assertQueue('', { exclusive: true });
-  await ch.bindQueue(queue, exchange, routingKey);
-  return { exchange, queue };
-}
-
-/** Every message in a queue now (a short wait for stragglers), acknowledged. */
-async function drain(ch: Channel, queue: string) {
-  const out = [];
-  for (;;) {
-    const m = await ch.get(queue, { noAck: true });
-    if (m === false) break;
-    out.push(m);
-  }
-  return out;
-}
-
-/** AMQP header values as strings (amqplib hands long strings back as strings or Buffers). */
-const asText = (h: Record<string, unknown>) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, Buffer.isBuffer(v) ? v.toString('utf8') : String(v)]));
-
 await describeEachDb('broker destinations', (ctx) => {
   const api = () => ctx.srv.api;
-  let conn: ChannelModel;
-  let ch: Channel;
-  let nc: NatsConnection;
-  let jsm: JetStreamManager;
   useWorkerAndReceiver(ctx, ENV, () => {});
-  before(async () => {
-    if (skip) return;
-    conn = await amqpConnect(AMQP);
-    ch = await conn.createChannel();
-    nc = await natsConnect({ servers: NATS });
-    jsm = await nc.jetstreamManager();
-  });
-  after(async () => {
-    await conn?.close().catch(() => {});
-    await nc?.close().catch(() => {});
-  });
+  const brokers = useBrokerClients(skip);
   const it_ = (name: string, fn: () => Promise<void>) => it(name, { skip: skip || false, timeout: 60_000 }, fn);
   const subscribe = async (url: string, eventType = 'customerCreate') => {
     const r = await api().post('/integrations/webhooks/subscriptions', { url, eventType });
@@ -75,7 +36,7 @@ await describeEachDb('broker destinations', (ctx) => {
   const subscriptionCount = async () => Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM webhook_subscriptions`)).rows[0].n);
 
   it_('a customer created reaches a bound RabbitMQ queue once, signed, with the password sealed and never shown', async () => {
-    const { exchange, queue } = await amqpQueue(ch);
+    const { exchange, queue } = await amqpQueue(brokers.ch);
     const sub = await subscribe(`amqp://guest:guest@127.0.0.1:5672?exchange=${exchange}&routingKey=customer.events`);
     assert.equal(sub.url, `amqp://guest:***@127.0.0.1:5672?exchange=${exchange}&routingKey=customer.events`);
     const stored = (await ctx.tdb.db.query(`SELECT url, destination_password FROM webhook_subscriptions WHERE uuid = $1`, [sub.uuid])).rows[0];
@@ -84,10 +45,10 @@ await describeEachDb('broker destinations', (ctx) => {
     const c = await api().post('/crm/customers', { externalId: `amqp-${tag()}` });
     assert.equal(c.status, 201, c.text);
     await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
-    const msgs = await drain(ch, queue);
+    const msgs = await drainQueue(brokers.ch, queue);
     assert.equal(msgs.length, 1, 'exactly one message');
     const m = msgs[0];
-    const headers = asText(m.properties.headers ?? {});
+    const headers = headerText(m.properties.headers ?? {});
     const ev = verifyWebhook(m.content, headers, sub.signingSecret);
     assert.equal(ev.eventType, 'customerCreate');
     assert.equal(ev.resource.uuid, c.body.uuid);
@@ -110,20 +71,20 @@ await describeEachDb('broker destinations', (ctx) => {
     await api().post('/crm/customers', { externalId: `amqp-${tag()}` });
     await waitFor(async () => (await attemptsOf(sub.uuid)).length > 1, 'an attempt', 15_000);
     assert.equal((await attemptsOf(sub.uuid))[0].outcome, 'success');
-    assert.equal((await drain(ch, queue)).length, 1);
+    assert.equal((await drainQueue(brokers.ch, queue)).length, 1);
   });
 
   it_('a customer created reaches a JetStream stream once, signed', async () => {
     const name = `BULB_TEST_${tag()}`;
     const subject = `bulb.test.${tag()}.events`;
-    await jsm.streams.add({ name, subjects: [subject] });
+    await brokers.jsm.streams.add({ name, subjects: [subject] });
     try {
       const sub = await subscribe(`nats://127.0.0.1:4222?subject=${subject}`);
       const c = await api().post('/crm/customers', { externalId: `nats-${tag()}` });
       await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
-      const info = await jsm.streams.info(name);
+      const info = await brokers.jsm.streams.info(name);
       assert.equal(info.state.messages, 1, 'exactly one message in the stream');
-      const m = await jsm.streams.getMessage(name, { seq: info.state.first_seq });
+      const m = await brokers.jsm.streams.getMessage(name, { seq: info.state.first_seq });
       const headers: Record<string, string> = {};
       for (const [k] of m.header) headers[k] = m.header.get(k);
       const ev = verifyWebhook(m.data, headers, sub.signingSecret);
@@ -135,7 +96,7 @@ await describeEachDb('broker destinations', (ctx) => {
       assert.equal(a.outcome, 'success');
       assert.equal(a.statusCode, null);
     } finally {
-      await jsm.streams.delete(name);
+      await brokers.jsm.streams.delete(name);
     }
   });
 
@@ -145,7 +106,7 @@ await describeEachDb('broker destinations', (ctx) => {
     const deadPort = (closed.address() as net.AddressInfo).port;
     await new Promise((r) => closed.close(r)); // nothing listens there now
     const unbound = `bulb-test-${tag()}`;
-    await ch.assertExchange(unbound, 'topic', { durable: false });
+    await brokers.ch.assertExchange(unbound, 'topic', { durable: false });
     const noStream = `bulb.nostream.${tag()}`;
     const cases: [string, string][] = [
       [`amqp://guest:wrong-pass-${tag()}@127.0.0.1:5672?exchange=${unbound}`, 'BROKER_REFUSED'],
@@ -176,14 +137,14 @@ await describeEachDb('broker destinations', (ctx) => {
     // Replay: bind a queue for the NO_ROUTE one, let its retries run out, then retry by hand: it arrives.
     const noRoute = subs[2];
     await waitFor(async () => (await api().get(`/integrations/webhooks/deliveries?subscription=${noRoute.sub.uuid}`)).body.data[0].status === 'failed', 'the delivery state', 20_000);
-    const { queue } = await ch.assertQueue('', { exclusive: true });
-    await ch.bindQueue(queue, unbound, 'nowhere');
+    const { queue } = await brokers.ch.assertQueue('', { exclusive: true });
+    await brokers.ch.bindQueue(queue, unbound, 'nowhere');
     const r = await api().post(`/integrations/webhooks/deliveries/${noRoute.delivery}/retry`, {});
     assert.equal(r.status, 202, r.text);
     await waitFor(async () => (await api().get(`/integrations/webhooks/deliveries?subscription=${noRoute.sub.uuid}`)).body.data[0].status === 'delivered', 'the delivery state', 15_000);
-    const msgs = await drain(ch, queue);
+    const msgs = await drainQueue(brokers.ch, queue);
     assert.equal(msgs.length, 1);
-    assert.equal(verifyWebhook(msgs[0].content, asText(msgs[0].properties.headers ?? {}), noRoute.sub.signingSecret).eventType, 'webhookTest');
+    assert.equal(verifyWebhook(msgs[0].content, headerText(msgs[0].properties.headers ?? {}), noRoute.sub.signingSecret).eventType, 'webhookTest');
     for (const { sub } of subs) await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
   });
 
