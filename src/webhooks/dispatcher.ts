@@ -13,7 +13,7 @@ import { versionIds } from './versions-store.ts';
 import { recordOutcomes } from './health.ts';
 import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
 import { credentialsOf, redactCredentials } from './redact.ts';
-import { Abort, Sender, type ClientTls, type SendResult } from './sender.ts';
+import { Abort, clientTlsOf, Sender, type SendResult } from './sender.ts';
 import { TokenSource } from './oauth2.ts';
 import { BROKER_PIPELINE, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
@@ -638,11 +638,4 @@ function storedRequest(configs: LeanConfigs, row: Claimed, req: BuiltRequest, hm
   const sub = { subscriptionId: row.subscription_id, url: row.url, webhookVersion: row.webhook_version };
   const lean = configs.of(req.logHeaders, req.body, row, sub, hmacHeader, startedAtMs, req.signed);
   return lean ? { config: lean.config, ...lean.signed } : { url: row.url, headers: req.logHeaders, body: req.body };
-}
-
-/** A subscription's mutual TLS as its lane's pool presents it (null: none). */
-function clientTlsOf(row: Claimed): ClientTls | null {
-  return row.tls_client_certificate && row.tls_client_key
-    ? { cert: row.tls_client_certificate, key: row.tls_client_key, ca: row.tls_ca_certificate }
-    : null;
 }

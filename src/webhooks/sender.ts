@@ -8,6 +8,7 @@ import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
 import { proxyConnector, type TunnelTls } from './proxy.ts';
 import { memoize } from '../memo.ts';
 import type { BrokerErrorCode } from './destinations/publisher.ts';
+import type { Claimed } from './queue-store.ts';
 
 export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS' | 'SECRET_UNREADABLE' | 'OAUTH_TOKEN_FAILED' | BrokerErrorCode;
 
@@ -16,6 +17,13 @@ export interface ClientTls {
   cert: string;
   key: string;
   ca: string | null;
+}
+
+/** A claimed subscription's mutual TLS, as its lane's pool or its broker publisher presents it (null: none). */
+export function clientTlsOf(row: Pick<Claimed, 'tls_client_certificate' | 'tls_client_key' | 'tls_ca_certificate'>): ClientTls | null {
+  return row.tls_client_certificate && row.tls_client_key
+    ? { cert: row.tls_client_certificate, key: row.tls_client_key, ca: row.tls_ca_certificate }
+    : null;
 }
 
 export interface SendResult {

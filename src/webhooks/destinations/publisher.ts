@@ -3,7 +3,7 @@
 import dns from 'node:dns';
 import tls from 'node:tls';
 import { blockedReason, BlockedAddressError, isIpLiteral } from '../address.ts';
-import { tlsFailure } from '../sender.ts';
+import { tlsFailure, type ClientTls } from '../sender.ts';
 import { openTunnel, type Tunnel } from './tunnel.ts';
 
 /**
@@ -47,16 +47,9 @@ export interface PublisherOptions {
   /** A name the broker shows for the connection (its management UI), e.g. "bulb subscription <uuid>". */
   name: string;
   /** The subscription's mutual TLS (`tls`, docs/receiver-auth.md): the client certificate and key presented, and the CA trusted. */
-  tls?: BrokerTls;
+  tls?: ClientTls;
   /** BULB_WEBHOOK_PROXY: connections go through this CONNECT proxy (tunnel.ts). */
   proxy?: URL | null;
-}
-
-/** PEM texts, as a subscription stores them (the key opened from its sealed form). */
-export interface BrokerTls {
-  cert: string;
-  key: string;
-  ca: string | null;
 }
 
 /**
@@ -64,7 +57,7 @@ export interface BrokerTls {
  * client dials the checked address, or a loopback tunnel), sent as SNI when it is a name; with the subscription's
  * mutual TLS, its client certificate and key, and its CA trusted in place of the public roots.
  */
-export function tlsOptions(mutual: BrokerTls | undefined, name: string): tls.ConnectionOptions {
+export function tlsOptions(mutual: ClientTls | undefined, name: string): tls.ConnectionOptions {
   return {
     ...(isIpLiteral(name) ? {} : { servername: name }),
     checkServerIdentity: (_dialled, cert) => tls.checkServerIdentity(name, cert),
@@ -110,7 +103,7 @@ export function socketFailure(err: any, fallback: BrokerErrorCode = 'BROKER_UNRE
  * handshake ends, and a broker (or TLS endpoint) refusing it closes the connection without an alert, which is all the
  * client sees. Reported as TLS with that explanation, as the HTTPS sender does (sender.ts); undefined otherwise.
  */
-export function refusedCertificate(mutual: BrokerTls | undefined, err: any): PublishOutcome | undefined {
+export function refusedCertificate(mutual: ClientTls | undefined, err: any): PublishOutcome | undefined {
   const message = String(err?.message ?? err);
   if (!mutual || !(err?.code === 'ECONNRESET' || /closed abruptly|socket hang up|ECONNRESET/i.test(message))) return undefined;
   return failure('TLS', `${message}: the broker closed the connection during its opening after a TLS handshake in which Bulb presented the subscription's client certificate (most often the broker refusing that certificate: check tls.clientCertificate)`);

@@ -4,7 +4,7 @@
 // subscription gets no more attempts, so it goes idle). Every publish has the HTTP attempt's deadline
 // (BULB_WEBHOOK_TIMEOUT_MS): a broker that hangs is a failed attempt (BROKER_TIMEOUT), never a stalled lane.
 import type { Claimed } from '../queue-store.ts';
-import type { Abort, SendResult } from '../sender.ts';
+import { clientTlsOf, type Abort, type SendResult } from '../sender.ts';
 import { LANE_IDLE_MS } from '../lanes.ts';
 import { AmqpPublisher } from './amqp.ts';
 import { NatsPublisher } from './nats.ts';
@@ -66,7 +66,7 @@ export class BrokerDestinations {
   }
 
   private entryOf(row: Claimed): Entry {
-    const tls = row.tls_client_certificate && row.tls_client_key ? { cert: row.tls_client_certificate, key: row.tls_client_key, ca: row.tls_ca_certificate } : undefined;
+    const tls = clientTlsOf(row) ?? undefined;
     const key = [row.url, row.destination_password ?? '', tls?.cert ?? '', tls?.key ?? '', tls?.ca ?? ''].join('\u0000');
     let e = this.entries.get(row.subscription_id);
     if (e && (e.key !== key || e.publisher.broken)) {
