@@ -3,9 +3,11 @@
 // front of the machine's RabbitMQ (as a TLS-terminating load balancer would be), and a NATS server with JetStream
 // started by the test with TLS and client certificate verification. Delivered and verifiable with the right
 // certificate; a certificate the broker's CA did not sign, or TLS asked of a server that offers none, is a failed
-// attempt with errorCode TLS. Mandatory with CI=true (.ci/run installs nats-server); skipped with the reason otherwise.
+// attempt with errorCode TLS. Without a client certificate, a NATS server requiring TLS is checked for the URL's host
+// name (a certificate for localhost only), directly and through the proxy. Mandatory with CI=true (.ci/run installs nats-server); skipped with the reason otherwise.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -18,6 +20,8 @@ import { amqpQueue, brokersUp, drainQueue, headerText, listening, NATS, useBroke
 import { CI } from '../helpers/db.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
+import { connect as natsConnect } from 'nats';
+import { startProxy } from './connect-proxy.ts';
 import { makeCerts, type TestCerts } from './tls-certs.ts';
 import { waitFor } from './receiver.ts';
 
@@ -57,14 +61,14 @@ async function amqpsEndpoint(certs: TestCerts) {
   };
 }
 
-/** A NATS server with JetStream requiring TLS and a client certificate the test CA signed, on a port of its own. */
-async function natsTlsServer(certs: TestCerts) {
+/** A NATS server with JetStream requiring TLS and (unless `verify` is false) a client certificate the test CA signed, on a port of its own. */
+async function natsTlsServer(certs: TestCerts, verify = true) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-nats-tls-'));
   const file = (n: string, text: string) => (fs.writeFileSync(path.join(dir, n), text), path.join(dir, n));
   const port = await freePort();
   const proc: ChildProcess = spawn(NATS_SERVER!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', path.join(dir, 'js'),
     '--tls', '--tlscert', file('server.pem', certs.serverCert), '--tlskey', file('server.key', certs.serverKey),
-    '--tlsverify', '--tlscacert', file('ca.pem', certs.ca)], { stdio: 'ignore' });
+    ...(verify ? ['--tlsverify', '--tlscacert', file('ca.pem', certs.ca)] : [])], { stdio: 'ignore' });
   await waitFor(() => listening(port), 'the TLS NATS server', 15_000);
   return {
     port,
@@ -147,6 +151,46 @@ await describeEachDb('broker destinations over TLS with a client certificate', (
       const r = await lastAttempt(sub.uuid);
       assert.equal(r.outcome, 'failure');
       assert.equal(r.errorCode, 'TLS', String(r.responseBody));
+    }
+  });
+
+  it_('nats without a client certificate: a server requiring TLS is checked for the URL\'s host name, directly and through the proxy; a name its certificate does not hold is errorCode TLS', async () => {
+    // A server certificate for the name localhost only (no IP address in it), signed by a CA that the publishing
+    // process trusts as a public root (NODE_EXTRA_CA_CERTS: a child process, nats-publish.ts), the server requiring TLS.
+    const named = await makeCerts('DNS:localhost');
+    const server = await natsTlsServer(named, false);
+    const proxy = await startProxy();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-nats-ca-'));
+    fs.writeFileSync(path.join(dir, 'ca.pem'), named.ca);
+    const nc = await natsConnect({ servers: `localhost:${server.port}`, tls: { ca: named.ca } });
+    try {
+      const stream = `BULB_NAMED_${tag()}`;
+      const subject = `bulb.named.${tag()}`;
+      await (await nc.jetstreamManager()).streams.add({ name: stream, subjects: [subject] });
+      const publish = async (url: string, viaProxy = false) => {
+        const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'nats-publish.ts'), url, ...(viaProxy ? [proxy.url] : [])],
+          { env: { ...process.env, NODE_EXTRA_CA_CERTS: path.join(dir, 'ca.pem') } });
+        return JSON.parse(stdout.trim().split('\n').at(-1)!) as { id: string; outcome: { ok: boolean; errorCode?: string; message?: string } };
+      };
+      const direct = await publish(`nats://localhost:${server.port}?subject=${subject}`);
+      assert.ok(direct.outcome.ok, JSON.stringify(direct.outcome));
+      const tunnelled = await publish(`nats://localhost:${server.port}?subject=${subject}`, true);
+      assert.ok(tunnelled.outcome.ok, JSON.stringify(tunnelled.outcome));
+      assert.deepEqual(proxy.targets, [`127.0.0.1:${server.port}`], 'the proxy was asked for the checked address');
+      // The same server named by its address: its certificate does not hold 127.0.0.1, and TLS is not given up for it.
+      const byAddress = await publish(`nats://127.0.0.1:${server.port}?subject=${subject}`);
+      assert.equal(byAddress.outcome.ok, false);
+      assert.equal(byAddress.outcome.errorCode, 'TLS', byAddress.outcome.message);
+      const jsm = await nc.jetstreamManager();
+      assert.equal((await jsm.streams.info(stream)).state.messages, 2, 'the two publishes that succeeded, stored once each');
+      const ids = new Set<string>();
+      for (const seq of [1, 2]) ids.add((await jsm.streams.getMessage(stream, { seq })).header.get('Nats-Msg-Id'));
+      assert.deepEqual(ids, new Set([direct.id, tunnelled.id]));
+    } finally {
+      await nc.close();
+      await proxy.close();
+      await server.close();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -1,4 +1,4 @@
-// Certificates made for a test with openssl (P-256 keys): a CA, a server certificate for 127.0.0.1 and localhost, a
+// Certificates made for a test with openssl (P-256 keys): a CA, a server certificate (for 127.0.0.1 and localhost unless told), a
 // client certificate the CA signed, and a rogue client certificate signed by another CA (what a receiver requiring
 // mutual TLS refuses).
 import { execFile } from 'node:child_process';
@@ -19,7 +19,8 @@ export interface TestCerts {
   rogueKey: string;
 }
 
-export async function makeCerts(): Promise<TestCerts> {
+/** `serverNames`: the server certificate's subjectAltName (default: 127.0.0.1 and localhost). */
+export async function makeCerts(serverNames = 'IP:127.0.0.1,DNS:localhost'): Promise<TestCerts> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bulb-certs-'));
   const f = (n: string) => path.join(dir, n);
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
@@ -34,7 +35,7 @@ export async function makeCerts(): Promise<TestCerts> {
       await run('openssl', ['x509', '-req', '-in', f(`${name}.csr`), '-CA', f(`${ca}.pem`), '-CAkey', f(`${ca}.key`), '-CAcreateserial',
         '-out', f(`${name}.pem`), '-days', '2', '-extfile', f(`${name}.ext`)]);
     };
-    await leaf('server', 'ca', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+    await leaf('server', 'ca', `subjectAltName=${serverNames}\nextendedKeyUsage=serverAuth\n`);
     await leaf('bulb-client', 'ca', 'extendedKeyUsage=clientAuth\n');
     await leaf('rogue-client', 'rogue-ca', 'extendedKeyUsage=clientAuth\n');
     const read = (n: string) => fs.readFile(f(n), 'utf8');

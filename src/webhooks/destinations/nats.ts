@@ -16,6 +16,9 @@ interface Open {
 const REFUSED = new Set(['AUTHORIZATION_VIOLATION', 'AUTHENTICATION_EXPIRED', 'AUTHENTICATION_TIMEOUT', 'ACCOUNT_EXPIRED', 'PERMISSIONS_VIOLATION', 'BAD_AUTHENTICATION', 'BAD_CREDS', 'MAX_PAYLOAD_EXCEEDED', 'BAD SUBJECT', 'BAD_SUBJECT']);
 const UNREACHABLE = new Set(['CONNECTION_REFUSED', 'CONNECTION_CLOSED', 'CONNECTION_DRAINING', 'DISCONNECT', 'NATS_PROTOCOL_ERR']);
 
+/** The client's refusal of a server that offers no TLS when TLS was asked (right after the server's INFO). */
+const offersNoTls = (err: any) => err?.code === 'SERVER_OPT_NA' && /tls/i.test(String(err?.message));
+
 function outcomeOf(err: any): PublishOutcome {
   const code = typeof err?.code === 'string' ? err.code : '';
   const message = `${code ? `${code}: ` : ''}${err?.message ?? err}`;
@@ -23,7 +26,7 @@ function outcomeOf(err: any): PublishOutcome {
   if (code === '503') return failure('NO_ROUTE', 'no JetStream stream is bound to the subject (the server answered 503: no responders)');
   if (code === 'TIMEOUT' || code === 'CONNECTION_TIMEOUT' || code === '408') return failure('BROKER_TIMEOUT', message);
   // The handshake failed, or the subscription's mutual TLS asks for TLS of a server that offers none.
-  if (code === 'TLS' || (code === 'SERVER_OPT_NA' && /tls/i.test(message))) return failure('TLS', code === 'SERVER_OPT_NA' ? `the server offers no TLS (${message})` : message);
+  if (code === 'TLS' || offersNoTls(err)) return failure('TLS', offersNoTls(err) ? `the server offers no TLS (${message})` : message);
   if (REFUSED.has(code) || err?.api_error) return failure('BROKER_REFUSED', message);
   if (UNREACHABLE.has(code)) return failure('BROKER_UNREACHABLE', message);
   return socketFailure(err, 'BROKER_REFUSED');
@@ -49,22 +52,17 @@ export class NatsPublisher implements Publisher {
     this.opening ??= (async () => {
       const u = withPassword(this.url, this.password);
       const name = u.hostname.replace(/^\[|\]$/g, '');
-      const dial = await dialFor(name, Number(u.port || 4222), this.opts);
-      this.tunnel = dial.tunnel;
-      const nc = await connect({
-        servers: `${dial.host.includes(':') ? `[${dial.host}]` : dial.host}:${dial.port}`,
-        // With the subscription's mutual TLS (tls), TLS is required of the server (the client refuses one without it),
-        // its certificate checked for the URL's host (not the address dialled), the client certificate presented.
-        ...(this.opts.tls ? { tls: tlsOptions(this.opts.tls, name) as NatsTlsOptions } : {}),
-        user: u.username ? decoded(u.username) : undefined,
-        pass: u.password ? decoded(u.password) : undefined,
-        name: this.opts.name,
-        timeout: this.opts.timeoutMs,
-        reconnect: false,
-        ignoreClusterUpdates: true,
-        // No stack captured for each request (two Error objects per publish): an outcome is told by its code, never its stack.
-        noAsyncTraces: true,
-      });
+      // TLS whenever the server offers it, its certificate checked for the URL's host (not the address dialled, nor the
+      // loopback tunnel): asked first; the client gives up on a server that offers none right after its INFO, before any
+      // credential is sent, and only then does the plain connection follow. With the subscription's mutual TLS (tls),
+      // TLS is required: a server without it fails the attempt (TLS), and the client certificate is presented.
+      let nc: NatsConnection;
+      try {
+        nc = await this.connectTo(u, name, tlsOptions(this.opts.tls, name) as NatsTlsOptions);
+      } catch (err) {
+        if (this.opts.tls || !offersNoTls(err) || this.closing) throw err;
+        nc = await this.connectTo(u, name, null);
+      }
       void nc.closed().then(() => (this.closed = true));
       if (this.closing) {
         void closeWithin(() => nc.close());
@@ -76,6 +74,25 @@ export class NatsPublisher implements Publisher {
       throw err;
     });
     return this.opening;
+  }
+
+  /** One connection to the checked address (or its tunnel through the proxy), with `tls` or none (null: never TLS). */
+  private async connectTo(u: URL, name: string, tls: NatsTlsOptions | null): Promise<NatsConnection> {
+    const dial = await dialFor(name, Number(u.port || 4222), this.opts);
+    this.tunnel?.close();
+    this.tunnel = dial.tunnel;
+    return connect({
+      servers: `${dial.host.includes(':') ? `[${dial.host}]` : dial.host}:${dial.port}`,
+      tls,
+      user: u.username ? decoded(u.username) : undefined,
+      pass: u.password ? decoded(u.password) : undefined,
+      name: this.opts.name,
+      timeout: this.opts.timeoutMs,
+      reconnect: false,
+      ignoreClusterUpdates: true,
+      // No stack captured for each request (two Error objects per publish): an outcome is told by its code, never its stack.
+      noAsyncTraces: true,
+    });
   }
 
   async publish(msg: BrokerMessage): Promise<PublishOutcome> {
