@@ -6,7 +6,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
 import { allows, type Principal } from '../auth/principal.ts';
-import { ApiError, clientErrorHandler, errorHandler, rejectNul, sendError, toApiError } from './errors.ts';
+import { ApiError, clientErrorHandler, errorHandler, rejectUnstorable, sendError, toApiError } from './errors.ts';
 import { RateLimiter } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
 import { Registry } from './versioning/registry.ts';
@@ -116,12 +116,12 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     if (draining) reply.header('connection', 'close');
     done(null, payload);
   });
-  // PostgreSQL cannot store NUL in text or jsonb: refuse it in any input with a 400 naming the field.
+  // PostgreSQL cannot store NUL nor a lone surrogate in text or jsonb: refuse them in any input with a 400 naming the field.
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.routeOptions.url === '/auth/oauth2/token') return done(); // answers RFC 6749 errors itself (a NUL credential: invalid_client)
-    rejectNul('params', req.params);
-    rejectNul('querystring', req.query);
-    rejectNul('body', req.body);
+    rejectUnstorable('params', req.params);
+    rejectUnstorable('querystring', req.query);
+    rejectUnstorable('body', req.body);
     done();
   });
 

@@ -155,21 +155,30 @@ export function sendError(reply: FastifyReply, status: number, entries: ErrorEnt
   return reply.code(status).type('application/json; charset=utf-8').send(errorBody(entries));
 }
 
-/** Throws InvalidParameterError naming the first string (value or key) with a NUL character: PostgreSQL cannot store it. */
-export function rejectNul(where: string, value: unknown, path = '', depth = 0): void {
+/**
+ * What PostgreSQL cannot store in text or jsonb: the NUL character, and a UTF-16 surrogate without its pair (a JSON
+ * escape such as "\ud800" alone parses into one; the driver would write U+FFFD in its place, silently).
+ */
+export const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why a string cannot be stored (UNSTORABLE), in words, for the error naming it. */
+const unstorableWhat = (s: string) => (s.includes('\u0000') ? 'the NUL character (\\u0000)' : 'an unpaired UTF-16 surrogate (a \\ud800–\\udfff escape without its pair)');
+
+/** Throws InvalidParameterError naming the first string (value or key) PostgreSQL cannot store (UNSTORABLE). */
+export function rejectUnstorable(where: string, value: unknown, path = '', depth = 0): void {
   if (typeof value === 'string') {
-    if (value.includes('\u0000')) throw invalid(`${path ? `"${path}"` : where} must not contain the NUL character (\\u0000)`, path ? `${where}.${path}` : where);
+    if (UNSTORABLE.test(value)) throw invalid(`${path ? `"${path}"` : where} must not contain ${unstorableWhat(value)}`, path ? `${where}.${path}` : where);
     return;
   }
   if (value === null || typeof value !== 'object' || depth > 64) return;
   if (Array.isArray(value)) {
-    value.forEach((v, i) => rejectNul(where, v, path ? `${path}.${i}` : String(i), depth + 1));
+    value.forEach((v, i) => rejectUnstorable(where, v, path ? `${path}.${i}` : String(i), depth + 1));
     return;
   }
   for (const [k, v] of Object.entries(value)) {
     const p = path ? `${path}.${k}` : k;
-    if (k.includes('\u0000')) throw invalid(`a field name must not contain the NUL character (\\u0000)`, where);
-    rejectNul(where, v, p, depth + 1);
+    if (UNSTORABLE.test(k)) throw invalid(`a field name must not contain ${unstorableWhat(k)}`, where);
+    rejectUnstorable(where, v, p, depth + 1);
   }
 }
 

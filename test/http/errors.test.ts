@@ -175,7 +175,7 @@ await describeEachDb('errors', (ctx) => {
     assert.match(anon.headers.get('www-authenticate') ?? '', /^Bearer/);
   });
 
-  it('bad percent-encoding, over-long segments and NUL characters are 400s in the error shape', async () => {
+  it('bad percent-encoding, over-long segments, NUL characters and lone surrogates are 400s in the error shape', async () => {
     for (const p of ['/crm/customers/%', '/crm/customers/%E0%A4%A', '/crm/customers/%zz', '/crm/customers/' + 'x'.repeat(600)]) {
       const r = await api().get(p);
       assert.equal(r.status, 400, p);
@@ -191,6 +191,19 @@ await describeEachDb('errors', (ctx) => {
     assert.equal(nulBody.status, 400);
     assert.deepEqual(errorCodes(nulBody), ['InvalidParameterError']);
     assert.equal(nulBody.body.errors[0].moreInfo, 'body.firstName');
+    // A lone surrogate escape (valid JSON, but no Unicode text): stored, it became U+FFFD, the caller's id rewritten.
+    for (const [body, field] of [['{"externalId":"sur\\udfff"}', 'body.externalId'], ['{"externalId":"s2","firstName":"a\\ud800b"}', 'body.firstName'],
+      ['{"externalId":"s3","attributes":[{"name":"x\\ud83d","value":"v"}]}', 'body.attributes.0.name']]) {
+      const r = await api().post('/crm/customers', body);
+      assert.equal(r.status, 400, body);
+      assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
+      assert.equal(r.body.errors[0].moreInfo, field, body);
+      assert.match(r.body.errors[0].message, /unpaired UTF-16 surrogate/);
+    }
+    for (const id of ['sur\ufffd', 's2', 's3']) assert.equal((await api().get(`/crm/customers/${encodeURIComponent(id)}`)).status, 404, 'nothing was written');
+    const pair = await api().post('/crm/customers', '{"externalId":"emoji-\\ud83d\\ude00","firstName":"\\ud83d\\ude00"}');
+    assert.equal(pair.status, 201, 'a surrogate pair is a character: stored');
+    assert.equal(pair.body.firstName, '\u{1F600}');
     const proto = await api().post('/crm/customers', '{"externalId":"p","__proto__":{"x":1}}');
     assert.equal(proto.status, 400, 'prototype keys are refused');
     assert.deepEqual(errorCodes(proto), ['InvalidJson']);

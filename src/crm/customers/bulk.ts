@@ -7,7 +7,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { strictAjv } from '../../http/validator.ts';
 import type { Queryable } from '../../db/db.ts';
-import { validationEntries, type ErrorEntry } from '../../http/errors.ts';
+import { UNSTORABLE, validationEntries, type ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { Address, AttributeValue, Email, ExternalId, Phone, SocialProfile } from './schema.ts';
 import { customerDisabled, mergedAway } from './service.ts';
@@ -44,8 +44,6 @@ export type BulkItemT = Static<typeof BulkItem>;
 /** The fields a bulk item can carry besides externalId (and disabled, which a replace leaves alone), with the value that empties each. */
 export const ITEM_FIELDS: Readonly<Record<string, unknown>> = Object.fromEntries(WRITABLE.map(([key, , empty]) => [key, empty]));
 
-// PostgreSQL cannot store NUL nor a lone UTF-16 surrogate in text or jsonb.
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** The dotted path of the first unstorable string in v ('' for v itself), built only when there is one (imports check every line). */
 function unstorable(v: unknown): string | undefined {
   if (typeof v === 'string') return UNSTORABLE.test(v) ? '' : undefined;
