@@ -117,7 +117,7 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
       addresses: [{ address1: '12 St James Square', city: 'London', countryCode: 'GB', zoneCode: 'GB-LND', postCode: 'SW1Y 4JH', phone: '+442079460000', type: 'home' }],
     });
     await srv.api.post('/crm/customers', { externalId: 'ext-alan', firstName: 'Alan', lastName: 'Turing', emails: [{ email: 'alan@example.com' }] });
-    await srv.api.post('/crm/customers', { externalId: 'ext-grace', firstName: 'Grace', lastName: 'Hopper' });
+    await srv.api.post('/crm/customers', { externalId: 'ext-grace', firstName: 'Grace', lastName: 'Hopper', image: 'javascript:alert(document.cookie)' });
 
     await ctx.go('Customers');
     await page.getByRole('row', { name: /Grace Hopper/ }).waitFor(); // browsing lists everyone
@@ -152,6 +152,18 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
     await page.getByRole('heading', { name: 'Attached data' }).waitFor();
     await page.getByRole('heading', { name: 'Merge history' }).waitFor();
     await ctx.shot('customer-page');
+    assert.equal(await profile.getByRole('link', { name: /example|javascript/ }).count(), 0, 'no image, no link');
+
+    // An image is a link only when it is a web address: the API takes any text, and a javascript: URL is shown as text.
+    await srv.api.patch('/crm/customers/ext-ada', { image: 'https://cdn.example.com/ada.jpg' });
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Ada Lovelace' }).waitFor();
+    assert.equal(await page.getByRole('region', { name: 'Profile' }).getByRole('link', { name: 'https://cdn.example.com/ada.jpg' }).getAttribute('href'), 'https://cdn.example.com/ada.jpg');
+    await page.goto('/admin#/customers/ext-grace');
+    await page.getByRole('heading', { level: 1, name: 'Grace Hopper' }).waitFor();
+    const grace = page.getByRole('region', { name: 'Profile' });
+    await grace.getByText('javascript:alert(document.cookie)').waitFor();
+    assert.equal(await grace.getByRole('link', { name: /javascript/ }).count(), 0, 'a javascript: image is no link');
 
     // An unknown customer shows the API's error.
     await page.goto('/admin#/customers/does-not-exist');

@@ -79,7 +79,8 @@ export function customerPage({ main, params, query, signal, navigate }) {
         ['Suffix', text(c.suffix)],
         ['Loyalty tier', text(c.loyaltyTier)],
         ['Excluded from campaigns', c.excludeFromCampaigns ? 'yes' : 'no'],
-        ['Image', c.image ? h('a', { href: c.image, rel: 'noopener noreferrer', target: '_blank' }, c.image) : text(null)],
+        // A link only to a web address: the API stores any text as the image, and a javascript: or data: URL is no picture.
+        ['Image', c.image && /^https?:\/\//i.test(c.image) ? h('a', { href: c.image, rel: 'noopener noreferrer', target: '_blank' }, c.image) : text(c.image)],
         ['Emails', list(c.emails, (e) => [e.email, e.type ? ` (${e.type})` : '', e.isPrimary ? [' ', badge('primary', 'info')] : ''])],
         ['Phones', list(c.phones, (p) => [p.number, p.type ? ` (${p.type})` : '', p.isPrimary ? [' ', badge('primary', 'info')] : ''])],
         ['Addresses', list(c.addresses, (a) => [
