@@ -184,7 +184,7 @@ await describeEachDb('broker destinations over TLS with a client certificate', (
       const jsm = await nc.jetstreamManager();
       assert.equal((await jsm.streams.info(stream)).state.messages, 2, 'the two publishes that succeeded, stored once each');
       const ids = new Set<string>();
-      for (const seq of [1, 2]) ids.add((await jsm.streams.getMessage(stream, { seq })).header.get('Nats-Msg-Id'));
+      for (const seq of [1, 2]) ids.add(JSON.parse(new TextDecoder().decode((await jsm.streams.getMessage(stream, { seq })).data)).uuid);
       assert.deepEqual(ids, new Set([direct.id, tunnelled.id]));
     } finally {
       await nc.close();

@@ -74,27 +74,39 @@ await describeEachDb('broker destinations', (ctx) => {
     assert.equal((await drainQueue(brokers.ch, queue)).length, 1);
   });
 
-  it_('a customer created reaches a JetStream stream once, signed', async () => {
+  it_('a customer created reaches a JetStream stream once for each subscription publishing to it, signed', async () => {
     const name = `BULB_TEST_${tag()}`;
     const subject = `bulb.test.${tag()}.events`;
     await brokers.jsm.streams.add({ name, subjects: [subject] });
     try {
-      const sub = await subscribe(`nats://127.0.0.1:4222?subject=${subject}`);
+      // Two subscriptions on one subject (two consumers' middleware reading one stream, say): each gets its message,
+      // signed with its own secret. The stream's duplicate window keyed on the event alone kept the first and
+      // acknowledged the second as a duplicate: a success logged for a message never stored.
+      const subs = [await subscribe(`nats://127.0.0.1:4222?subject=${subject}`), await subscribe(`nats://127.0.0.1:4222?subject=${subject}`)];
       const c = await api().post('/crm/customers', { externalId: `nats-${tag()}` });
-      await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
+      for (const sub of subs) await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
       const info = await brokers.jsm.streams.info(name);
-      assert.equal(info.state.messages, 1, 'exactly one message in the stream');
-      const m = await brokers.jsm.streams.getMessage(name, { seq: info.state.first_seq });
-      const headers: Record<string, string> = {};
-      for (const [k] of m.header) headers[k] = m.header.get(k);
-      const ev = verifyWebhook(m.data, headers, sub.signingSecret);
-      assert.equal(ev.eventType, 'customerCreate');
-      assert.equal(ev.resource.uuid, c.body.uuid);
-      assert.equal(headers['Nats-Msg-Id'], ev.uuid, 'the event uuid is the message id (JetStream drops a duplicate)');
-      for (const h of ['X-Tulip-Hmac-256', 'webhook-id', 'webhook-signature', 'X-Webhook-Version', 'Content-Type']) assert.ok(headers[h], `header ${h}`);
-      const [a] = await attemptsOf(sub.uuid);
-      assert.equal(a.outcome, 'success');
-      assert.equal(a.statusCode, null);
+      assert.equal(info.state.messages, 2, 'exactly one message in the stream for each subscription');
+      const seen = new Set<string>();
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+        const m = await brokers.jsm.streams.getMessage(name, { seq });
+        const headers: Record<string, string> = {};
+        for (const [k] of m.header) headers[k] = m.header.get(k);
+        const sub = subs.find((s) => JSON.parse(new TextDecoder().decode(m.data)).subscription === s.uuid)!;
+        const ev = verifyWebhook(m.data, headers, sub.signingSecret);
+        assert.equal(ev.eventType, 'customerCreate');
+        assert.equal(ev.resource.uuid, c.body.uuid);
+        assert.equal(headers['Nats-Msg-Id'], `${ev.uuid}:${sub.uuid}`, 'the event and subscription are the message id (JetStream drops a second publish of this delivery)');
+        assert.equal(headers['webhook-id'], ev.uuid);
+        for (const h of ['X-Tulip-Hmac-256', 'webhook-id', 'webhook-signature', 'X-Webhook-Version', 'Content-Type']) assert.ok(headers[h], `header ${h}`);
+        seen.add(sub.uuid);
+      }
+      assert.equal(seen.size, 2);
+      for (const sub of subs) {
+        const [a] = await attemptsOf(sub.uuid);
+        assert.equal(a.outcome, 'success');
+        assert.equal(a.statusCode, null);
+      }
     } finally {
       await brokers.jsm.streams.delete(name);
     }
@@ -111,6 +123,7 @@ await describeEachDb('broker destinations', (ctx) => {
     const cases: [string, string][] = [
       [`amqp://guest:wrong-pass-${tag()}@127.0.0.1:5672?exchange=${unbound}`, 'BROKER_REFUSED'],
       [`amqp://guest:guest@127.0.0.1:5672?exchange=missing-${tag()}`, 'BROKER_REFUSED'],
+      [`amqp://guest:guest@127.0.0.1:5672/no-vhost-${tag()}?exchange=${unbound}`, 'BROKER_REFUSED'], // RabbitMQ's 530 on connection.open
       [`amqp://guest:guest@127.0.0.1:5672?exchange=${unbound}&routingKey=nowhere`, 'NO_ROUTE'],
       [`amqp://guest:guest@127.0.0.1:${deadPort}?exchange=x`, 'BROKER_UNREACHABLE'],
       [`nats://127.0.0.1:4222?subject=${noStream}`, 'NO_ROUTE'],
@@ -130,12 +143,13 @@ await describeEachDb('broker destinations', (ctx) => {
       assert.equal(a.statusCode, null, url);
       assert.equal(a.errorCode, code, `${url}: ${a.responseBody}`);
       assert.ok(!String(a.responseBody).includes('wrong-pass'), 'no password in the log');
+      if (url.includes('no-vhost')) assert.match(a.responseBody, /vhost/, 'the answer says what was refused');
       const health = (await api().get(`/integrations/webhooks/subscriptions/${sub.uuid}`)).body.health;
       assert.equal(health.state, 'failing', url);
       assert.ok(health.consecutiveFailures >= 1);
     }
     // Replay: bind a queue for the NO_ROUTE one, let its retries run out, then retry by hand: it arrives.
-    const noRoute = subs[2];
+    const noRoute = subs[3];
     await waitFor(async () => (await api().get(`/integrations/webhooks/deliveries?subscription=${noRoute.sub.uuid}`)).body.data[0].status === 'failed', 'the delivery state', 20_000);
     const { queue } = await brokers.ch.assertQueue('', { exclusive: true });
     await brokers.ch.bindQueue(queue, unbound, 'nowhere');

@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import { NatsPublisher } from '../../src/webhooks/destinations/nats.ts';
 
 const [url, proxy] = process.argv.slice(2);
-const publisher = new NatsPublisher(url, null, { timeoutMs: 5_000, allowPrivate: true, name: 'bulb test', proxy: proxy ? new URL(proxy) : null });
+const publisher = new NatsPublisher(url, null, { timeoutMs: 5_000, allowPrivate: true, name: 'bulb test', subscription: crypto.randomUUID(), proxy: proxy ? new URL(proxy) : null });
 const id = crypto.randomUUID();
 const outcome = await publisher.publish({ id, body: JSON.stringify({ uuid: id }), headers: { 'webhook-id': id } });
 await publisher.close();

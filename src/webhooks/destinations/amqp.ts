@@ -130,6 +130,11 @@ export class AmqpPublisher implements Publisher {
     const message = String(err?.message ?? err);
     if (typeof err?.code === 'string') return socketFailure(err);
     if (/ETIMEDOUT/.test(message)) return failure('BROKER_TIMEOUT', message);
+    // RabbitMQ answers connection.open for a vhost that does not exist, or that the user may not use, by closing the
+    // connection (530 NOT_ALLOWED); amqplib reports only the unexpected frame, not its reason.
+    if (/Expected ConnectionOpenOk; got <ConnectionClose/.test(message)) {
+      return failure('BROKER_REFUSED', `${message}: the broker closed the connection when asked to open the vhost "${new URL(this.url).pathname.slice(1) || '/'}" (it does not exist, or the user may not use it: AMQP 530 NOT_ALLOWED)`);
+    }
     if (/ACCESS.REFUSED|NOT_ALLOWED|NOT.FOUND|vhost|\b(403|404|530)\b/i.test(message) || replyCode(err) !== undefined) return failure('BROKER_REFUSED', message);
     return failure('BROKER_UNREACHABLE', message);
   }

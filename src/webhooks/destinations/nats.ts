@@ -1,7 +1,8 @@
 // A NATS JetStream destination with the nats client: one connection per subscription, opened on the first publish
 // (no automatic reconnect, no servers learnt from the cluster: only the address the guard checked), each event an
-// acknowledged JetStream publish to the URL's subject with the webhook headers and the event uuid as message id (a
-// stream drops a second publish of it within its duplicate window and acknowledges it as a duplicate: delivered).
+// acknowledged JetStream publish to the URL's subject with the webhook headers and the event and subscription uuids as
+// message id (a stream drops a second publish of it within its duplicate window and acknowledges it as a duplicate:
+// delivered).
 import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection, type TlsOptions as NatsTlsOptions } from 'nats';
 import { decoded, withPassword } from './url.ts';
 import { closeWithin, dialFor, failure, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
@@ -105,7 +106,9 @@ export class NatsPublisher implements Publisher {
     try {
       const h = natsHeaders();
       for (const [k, v] of Object.entries(msg.headers)) h.set(k, v);
-      await js.publish(this.subject, Buffer.from(msg.body), { msgID: msg.id, headers: h, timeout: this.opts.timeoutMs });
+      // The message id is the delivery's (event and subscription): a retry after a lost acknowledgement is dropped as a
+      // duplicate, another subscription's message of the same event to the same stream is not (it was, and lost).
+      await js.publish(this.subject, Buffer.from(msg.body), { msgID: `${msg.id}:${this.opts.subscription}`, headers: h, timeout: this.opts.timeoutMs });
       return OK;
     } catch (err) {
       return outcomeOf(err);

@@ -46,6 +46,8 @@ export interface PublisherOptions {
   allowPrivate: boolean;
   /** A name the broker shows for the connection (its management UI), e.g. "bulb subscription <uuid>". */
   name: string;
+  /** The subscription's uuid: with the event's, a JetStream message id (nats.ts). */
+  subscription: string;
   /** The subscription's mutual TLS (`tls`, docs/receiver-auth.md): the client certificate and key presented, and the CA trusted. */
   tls?: ClientTls;
   /** BULB_WEBHOOK_PROXY: connections go through this CONNECT proxy (tunnel.ts). */

@@ -25,7 +25,7 @@ export class BrokerDestinations {
   private readonly entries = new Map<string, Entry>();
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly opts: Omit<PublisherOptions, 'name'>, private readonly idleMs = LANE_IDLE_MS) {
+  constructor(private readonly opts: Omit<PublisherOptions, 'name' | 'subscription'>, private readonly idleMs = LANE_IDLE_MS) {
     this.sweeper = setInterval(() => this.closeIdle(), Math.min(5_000, idleMs));
     this.sweeper.unref();
   }
@@ -74,7 +74,7 @@ export class BrokerDestinations {
       e = undefined;
     }
     if (!e) {
-      const opts = { ...this.opts, name: `bulb subscription ${row.subscription_uuid}`, tls };
+      const opts = { ...this.opts, name: `bulb subscription ${row.subscription_uuid}`, subscription: row.subscription_uuid, tls };
       const publisher = destinationKind(row.url) === 'amqp'
         ? new AmqpPublisher(row.url, row.destination_password, opts)
         : new NatsPublisher(row.url, row.destination_password, opts);
