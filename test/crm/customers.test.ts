@@ -63,6 +63,35 @@ await describeEachDb('customers', (ctx) => {
     assert.match(old.body.errors[0].moreInfo, /2022-08, 2025-04/);
   });
 
+  it('PATCH with null clears any field, lists and excludeFromCampaigns included, as a 2026-11 bulk item does', async () => {
+    assert.equal((await api().post('/crm/customerAttributes', { externalId: 'shoe-size', type: 'string' })).status, 201);
+    const full = {
+      firstName: 'Nell', loyaltyTier: 'gold', excludeFromCampaigns: true, emails: [{ email: 'nell@example.com' }], phones: [{ number: '+14155550100' }],
+      addresses: [{ address1: '1 Main St', city: 'Springfield', countryCode: 'US' }], socialProfiles: [{ network: 'x', handle: '@nell' }],
+      attributes: [{ attributeExternalId: 'shoe-size', value: '38' }],
+    };
+    for (const id of ['c-null-patch', 'c-null-bulk']) {
+      const c = await api().post('/crm/customers', { externalId: id, ...full });
+      assert.equal(c.status, 201, c.text);
+    }
+    const nulls = { loyaltyTier: null, excludeFromCampaigns: null, emails: null, phones: null, addresses: null, socialProfiles: null, attributes: null };
+    const r = await api().patch('/crm/customers/c-null-patch', nulls);
+    assert.equal(r.status, 200, r.text);
+    const b = await api().withVersion('2026-11').post('/crm/customers/bulk', [{ externalId: 'c-null-bulk', ...nulls }]);
+    assert.equal(b.status, 200, b.text);
+    const patched = (await api().get('/crm/customers/c-null-patch')).body;
+    const bulked = (await api().get('/crm/customers/c-null-bulk')).body;
+    for (const c of [patched, bulked]) {
+      assert.equal(c.firstName, 'Nell', 'an omitted field is kept');
+      assert.equal(c.loyaltyTier, null);
+      assert.equal(c.excludeFromCampaigns, false);
+      for (const k of ['emails', 'phones', 'addresses', 'socialProfiles', 'attributes']) assert.deepEqual(c[k], [], k);
+    }
+    // A PUT replaces the whole record: null in a list there is still no list.
+    const put = await api().put('/crm/customers/c-null-patch', { emails: null });
+    assert.equal(put.status, 400);
+  });
+
   it('bulk upserts with per-item results; a bad item does not stop the others', async () => {
     await api().post('/crm/customers', { externalId: 'b-2', firstName: 'Old' });
     const r = await api().post('/crm/customers/bulk', [

@@ -1647,10 +1647,11 @@ export interface components {
             addresses?: components["schemas"]["Address"][] | null;
             socialProfiles?: components["schemas"]["SocialProfile"][] | null;
             loyaltyTier?: string | null;
+            /** @description null: false */
             excludeFromCampaigns?: boolean | null;
             image?: string | null;
             attributes?: components["schemas"]["AttributeValue"][] | null;
-            /** @description true deactivates, false re-activates one deactivated (not merged away); omitted: unchanged */
+            /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
             disabled?: boolean;
         };
         /**
@@ -1859,14 +1860,15 @@ export interface components {
             lastName?: string | null;
             prefix?: string | null;
             suffix?: string | null;
-            emails?: components["schemas"]["Email"][];
-            phones?: components["schemas"]["Phone"][];
-            addresses?: components["schemas"]["Address"][];
-            socialProfiles?: components["schemas"]["SocialProfile"][];
+            emails?: components["schemas"]["Email"][] | null;
+            phones?: components["schemas"]["Phone"][] | null;
+            addresses?: components["schemas"]["Address"][] | null;
+            socialProfiles?: components["schemas"]["SocialProfile"][] | null;
             loyaltyTier?: string | null;
-            excludeFromCampaigns?: boolean;
+            /** @description null: false */
+            excludeFromCampaigns?: boolean | null;
             image?: string | null;
-            attributes?: components["schemas"]["AttributeValue"][];
+            attributes?: components["schemas"]["AttributeValue"][] | null;
             /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
             disabled?: boolean;
         };

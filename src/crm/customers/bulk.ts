@@ -9,34 +9,16 @@ import { strictAjv } from '../../http/validator.ts';
 import type { Queryable } from '../../db/db.ts';
 import { UNSTORABLE, validationEntries, type ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
-import { Address, AttributeValue, Email, ExternalId, Phone, SocialProfile } from './schema.ts';
+import { clearable, ExternalId } from './schema.ts';
 import { customerDisabled, mergedAway } from './service.ts';
 import type { CustomerRow } from './store.ts';
 import { normalInput, WRITABLE } from './wire.ts';
 import { inputProblems } from './validate.ts';
 import { insertAllNew, insertMany, lockByExternalIds, updateMany, type CustomerCols } from './bulk-store.ts';
 
-const NullableStr = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
-const List = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([Type.Array(t, { maxItems: 50 }), Type.Null()]);
-
 /** One bulk/import item (2026-11): externalId is the key; every other field is optional and null clears it. */
 export const BulkItem = Type.Object(
-  {
-    externalId: ExternalId,
-    firstName: Type.Optional(NullableStr(64)),
-    lastName: Type.Optional(NullableStr(64)),
-    prefix: Type.Optional(NullableStr(64)),
-    suffix: Type.Optional(NullableStr(64)),
-    emails: Type.Optional(List(Email)),
-    phones: Type.Optional(List(Phone)),
-    addresses: Type.Optional(List(Address)),
-    socialProfiles: Type.Optional(List(SocialProfile)),
-    loyaltyTier: Type.Optional(NullableStr(100)),
-    excludeFromCampaigns: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
-    image: Type.Optional(Type.Union([Type.String({ maxLength: 255, format: 'uri' }), Type.Null()])),
-    attributes: Type.Optional(Type.Union([Type.Array(AttributeValue, { maxItems: 100 }), Type.Null()])),
-    disabled: Type.Optional(Type.Boolean({ description: 'true deactivates, false re-activates one deactivated (not merged away); omitted: unchanged' })),
-  },
+  { externalId: ExternalId, ...clearable },
   { additionalProperties: false, title: 'CustomerBulkItem', description: 'externalId is the key; from 2026-11 an item for an existing customer is a patch (null clears a field), until 2025-04 it replaces the record' },
 );
 export type BulkItemT = Static<typeof BulkItem>;

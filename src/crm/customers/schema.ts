@@ -93,8 +93,20 @@ export const CustomerPut = Type.Object(
   { externalId: Type.Optional(ExternalId), ...writable },
   { ...closed, title: 'CustomerReplace', description: 'Full replace: omitted fields are emptied' },
 );
+/** A list as a patch takes it: null empties it, as it does a text field. */
+const List = <T extends import('@sinclair/typebox').TSchema>(t: T, maxItems = 50) => Type.Union([Type.Array(t, { maxItems }), Type.Null()]);
+/** The writable fields of a patch (PATCH, 2026-11 bulk items and import lines): omitted kept, null clears any of them. */
+export const clearable = {
+  ...writable,
+  emails: Type.Optional(List(Email)),
+  phones: Type.Optional(List(Phone)),
+  addresses: Type.Optional(List(Address)),
+  socialProfiles: Type.Optional(List(SocialProfile)),
+  excludeFromCampaigns: Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { description: 'null: false' })),
+  attributes: Type.Optional(List(AttributeValue, 100)),
+};
 export const CustomerPatch = Type.Object(
-  { externalId: Type.Optional(ExternalId), ...writable },
+  { externalId: Type.Optional(ExternalId), ...clearable },
   { ...closed, minProperties: 1, title: 'CustomerPatch', description: 'Only the fields sent change; null clears a field' },
 );
 export type CustomerInput = Static<typeof CustomerPut>;

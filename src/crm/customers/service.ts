@@ -81,6 +81,7 @@ export async function putCustomer(tx: Queryable, id: string, body: CustomerInput
 export async function patchCustomer(tx: Queryable, current: store.CustomerRow, patch: CustomerInput, source: string): Promise<store.CustomerRow> {
   await checkWrite(tx, patch);
   const merged: Record<string, unknown> = { externalId: patch.externalId ?? current.external_id, disabled: patch.disabled };
-  for (const [key, column] of WRITABLE) merged[key] = key in patch ? (patch as Record<string, unknown>)[key] : current[column];
+  // null clears a field: its empty value ([] for a list, false for excludeFromCampaigns).
+  for (const [key, column, empty] of WRITABLE) merged[key] = key in patch ? ((patch as Record<string, unknown>)[key] ?? empty) : current[column];
   return replaceExisting(tx, current, merged as CustomerInput & { externalId: string }, source);
 }
