@@ -18,13 +18,15 @@ await describeEachDb('customer lookups on a large table', (ctx) => {
   it(`loads ${N} customers, then 10 change; statistics are made (PGlite: by Bulb's autovacuum pass)`, async () => {
     const db = ctx.tdb.db;
     await db.query(
-      `INSERT INTO customers (external_id, first_name, last_name, emails, email_keys)
-       SELECT 'lk' || g, 'Bo', 'N' || g, jsonb_build_array(jsonb_build_object('email', 'lk' || g || '@y.example')), ARRAY['lk' || g || '@y.example']
+      // Written 4 hours ago on this test's shifted clock, then changed 3 hours ago, 2, 1 (below): each change after the
+      // ones before, every write time in the past (a list serves only rows written before now: src/db/write-horizon.ts).
+      `INSERT INTO customers (external_id, first_name, last_name, emails, email_keys, updated_at)
+       SELECT 'lk' || g, 'Bo', 'N' || g, jsonb_build_array(jsonb_build_object('email', 'lk' || g || '@y.example')), ARRAY['lk' || g || '@y.example'], clock_timestamp() - interval '4 hours'
        FROM generate_series(1, $1::int) g`,
       [N],
     );
-    await db.query(`UPDATE customers SET updated_at = clock_timestamp() + interval '1 hour' WHERE external_id ~ '^lk[0-9]+$' AND substr(external_id, 3)::int % 2000 = 0`);
-    since = new Date(Date.now() + 30 * 60_000).toISOString();
+    await db.query(`UPDATE customers SET updated_at = clock_timestamp() - interval '3 hours' WHERE external_id ~ '^lk[0-9]+$' AND substr(external_id, 3)::int % 2000 = 0`);
+    since = new Date(Date.now() - 210 * 60_000).toISOString();
     if (ctx.backend === 'pglite') {
       await db.query('SELECT pg_stat_force_next_flush()');
       const done = await maintain(db);
@@ -73,9 +75,9 @@ await describeEachDb('customer lookups on a large table', (ctx) => {
   it('after a bulk change of more than 5,000 customers, reads them from the updated_at index page by page (each once)', async () => {
     const db = ctx.tdb.db;
     // 6,000 change in one statement, after the 10 above; then one of them changes again during the walk.
-    await db.query(`UPDATE customers SET updated_at = clock_timestamp() + interval '2 hours' WHERE external_id ~ '^lk[0-9]+$' AND substr(external_id, 3)::int % 10 < 3 AND substr(external_id, 3)::int <= 20000`);
+    await db.query(`UPDATE customers SET updated_at = clock_timestamp() - interval '2 hours' WHERE external_id ~ '^lk[0-9]+$' AND substr(external_id, 3)::int % 10 < 3 AND substr(external_id, 3)::int <= 20000`);
     await db.exec('ANALYZE customers');
-    const bulk = new Date(Date.now() + 90 * 60_000).toISOString();
+    const bulk = new Date(Date.now() - 150 * 60_000).toISOString();
     const { buffers, plans } = await costOfList({ updatedSince: bulk, limit: 50 });
     assert.match(plans, /"Index Name":"customers_updated"/, 'the index, not a walk of the primary key with a filter');
     assert.ok(buffers < 60, `${buffers} buffers: ${plans}`);
@@ -97,7 +99,7 @@ await describeEachDb('customer lookups on a large table', (ctx) => {
       if (page === 2) {
         assert.ok(seen.includes('lk1'));
         // lk1, served already, changes (later than the bulk change, on this test's shifted clock): it comes again.
-        await db.query(`UPDATE customers SET last_name = 'Changed', updated_at = clock_timestamp() + interval '3 hours' WHERE external_id = 'lk1'`);
+        await db.query(`UPDATE customers SET last_name = 'Changed', updated_at = clock_timestamp() - interval '1 hour' WHERE external_id = 'lk1'`);
       }
       cursor = r.body.nextCursor;
       if (!cursor) break;

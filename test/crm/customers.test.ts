@@ -152,6 +152,47 @@ await describeEachDb('customers', (ctx) => {
     assert.equal(r.status, 200);
     assert.equal(r.headers.get('content-language'), 'en');
   });
+  it('a walk, and a sync resuming from the latest updatedAt it saw, never pass a customer a running transaction wrote (an import chunk beside single writes)', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
+    await api().post('/crm/customers', { externalId: 'hz-old', firstName: 'Old' });
+    const start = (await api().get('/crm/customers?externalId=hz-old')).body.data[0].updatedAt;
+    // An import's chunk: it takes an id and writes a customer (and changes hz-old), and commits later.
+    const chunk = new pg.Client({ connectionString: ctx.tdb.url });
+    await chunk.connect();
+    try {
+      await chunk.query('BEGIN');
+      await chunk.query(`INSERT INTO customers (external_id, first_name) VALUES ('hz-chunk', 'Chunk')`);
+      await chunk.query(`UPDATE customers SET first_name = 'Chunked', updated_at = clock_timestamp() WHERE external_id = 'hz-old'`);
+      // Single writes beside it take later ids and write times, and commit first.
+      assert.equal((await api().post('/crm/customers', { externalId: 'hz-single', firstName: 'Single' })).status, 201);
+      const walk = async (path: string) => {
+        const seen: any[] = [];
+        for (let cursor: string | null = null; ;) {
+          const r: { status: number; text: string; body: any } = await api().get(`${path}&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+          assert.equal(r.status, 200, r.text);
+          seen.push(...r.body.data);
+          if (!(cursor = r.body.nextCursor)) return { seen };
+        }
+      };
+      // Walked now, the list must not serve hz-single (a later id) while hz-chunk (an earlier one) may still come:
+      // a cursor past it would never see hz-chunk. Same for the sync: hz-single's updatedAt is after hz-old's change.
+      const during = (await walk('/crm/customers?status=all')).seen.map((c) => c.externalId);
+      assert.ok(during.includes('hz-old'));
+      assert.ok(!during.includes('hz-single'), `served past a customer still being written: ${during.join(',')}`);
+      const sync1 = (await walk(`/crm/customers?updatedSince=${encodeURIComponent(start)}`)).seen;
+      assert.ok(!sync1.some((c) => c.externalId === 'hz-single'), 'the sync did not pass the running change');
+      await chunk.query('COMMIT');
+      // The sync resumes from the latest updatedAt it saw (what a sync client keeps): everything written meanwhile comes.
+      const resumeFrom = sync1.map((c) => c.updatedAt).sort().at(-1) ?? start;
+      const sync2 = (await walk(`/crm/customers?updatedSince=${encodeURIComponent(resumeFrom)}`)).seen.map((c) => `${c.externalId}:${c.firstName}`);
+      for (const x of ['hz-chunk:Chunk', 'hz-old:Chunked', 'hz-single:Single']) assert.ok(sync2.includes(x), `${x} in the resumed sync: ${sync2.join(',')}`);
+      const after = (await walk('/crm/customers?status=all')).seen.map((c) => c.externalId);
+      assert.ok(after.indexOf('hz-chunk') < after.indexOf('hz-single'), 'in id order, once committed');
+    } finally {
+      await chunk.query('ROLLBACK').catch(() => {});
+      await chunk.end();
+    }
+  });
+
   it('PUT racing a create of the same unknown externalId replaces it (200), never 409: PUT is idempotent', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
     // Another request is creating the customer: its insert is in, not committed yet.
     const other = new pg.Client({ connectionString: ctx.tdb.url });

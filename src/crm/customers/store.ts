@@ -1,5 +1,6 @@
 // SQL for customers.
 import { statementName, type Queryable } from '../../db/db.ts';
+import { writeHorizon } from '../../db/write-horizon.ts';
 import { outboxCtes } from '../../events/emit.ts';
 import type { CustomerInput, ListQueryT } from './schema.ts';
 import { DATA_COLUMNS, JSON_COLUMNS, normalInput, rowColumns, sqlType, WRITABLE, type CustomerRow } from './wire.ts';
@@ -125,6 +126,8 @@ export interface SyncAfter {
  * `after` (a SyncAfter); each row of the latter carries its sync_at (the position to go on from).
  */
 export async function listCustomers(db: Queryable, q: ListQueryT, after: string | SyncAfter | null): Promise<(CustomerRow & { sync_at?: string })[]> {
+  // Only rows written before the write horizon (src/db/write-horizon.ts): a walk never passes one still uncommitted.
+  const horizon = await writeHorizon(db);
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (sql: string, v: unknown) => {
@@ -164,6 +167,7 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
       where.push(`(c.updated_at, c.id) > ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
     }
   }
+  add(sync ? 'c.updated_at < ?::timestamptz' : 'c.created_at < ?::timestamptz', horizon);
   params.push((q.limit ?? 50) + 1);
   // The text depends only on which filters are present (a handful of shapes), each prepared under its own name;
   // but a search: a generic plan cannot tell a rare term from a common one (it read the trigram index for every term,
