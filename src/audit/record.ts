@@ -12,8 +12,11 @@ import type { RouteDef } from '../http/versioning/route.ts';
 import type { AuditDecl } from './actions.ts';
 import { appendAudit, type Actor } from './store.ts';
 
-/** Records the request's act in tx, the act's transaction; `answer` is the body the handler will answer with. */
-export type AuditHook = (tx: Queryable, answer: unknown) => Promise<void>;
+/**
+ * Records the request's act in tx, the act's transaction; `answer` is the body the handler will answer with. `acted`
+ * false: the request did nothing (a merge of customers merged already), so there is no act to record.
+ */
+export type AuditHook = (tx: Queryable, answer: unknown, acted?: boolean) => Promise<void>;
 
 interface Pending {
   decl: AuditDecl;
@@ -33,8 +36,8 @@ export function actorOf(req: FastifyRequest): Actor {
 export function auditOf(req: FastifyRequest): AuditHook {
   const p = pending.get(req);
   if (!p) throw new Error(`route ${req.routeOptions.config.routeId} declares no audit`);
-  return async (tx, answer) => {
-    const target = p.decl.target(req, answer);
+  return async (tx, answer, acted = true) => {
+    const target = acted ? p.decl.target(req, answer) : null;
     if (target) {
       const entry = { actor: actorOf(req), action: target.action ?? p.decl.action, targetType: target.type, targetId: target.id, ip: req.ip ?? null, details: target.details };
       try {

@@ -51,6 +51,11 @@ await describeEachDb('audit log', (ctx) => {
     assert.equal((await m('', { 'idempotency-key': 'audit-merge-1' })).headers.get('idempotent-replayed'), 'true');
     const legacy = await api().withVersion('2022-08').put('/crm/customers/audit-p2/merge_by_external_id', { ids: ['audit-s2'] });
     assert.equal(legacy.status, 200, legacy.text);
+    // A merge of customers merged into the primary already does nothing (mergeUuid null): no act, on either door.
+    const again = await m('');
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.body.mergeUuid, null);
+    assert.equal((await api().withVersion('2022-08').put('/crm/customers/audit-p2/merge_by_external_id', { ids: ['audit-s2'] })).status, 200);
     assert.equal((await api().post(`/crm/merges/${merged.body.mergeUuid}/undo?dryRun=true`)).status, 200);
     assert.equal((await api().post(`/crm/merges/${merged.body.mergeUuid}/undo`)).status, 200);
     // Failed acts are not acts.

@@ -53,13 +53,14 @@ const shapeUndo = (o: UndoOutcome): S.UndoResultT => ({ ...o, primary: shapeCust
  * Runs a merge or an undo under the request's Idempotency-Key (if any) in a retried transaction, with its audit
  * row, and answers it (a replay says so); a dry run rolls back by throwing `DryRun`, whose outcome is the answer.
  */
-async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: FastifyReply, run: (tx: Queryable) => Promise<O>, shape: (o: O) => unknown, DryRun: new (outcome: O) => { outcome: O }) {
+async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: FastifyReply, run: (tx: Queryable) => Promise<O>, shape: (o: O) => unknown, DryRun: new (outcome: O) => { outcome: O }, acted: (o: O) => boolean = () => true) {
   const key = keyOf(req);
   const audit = auditOf(req);
   try {
     const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => {
-      const body = shape(await run(tx));
-      await audit(tx, body);
+      const outcome = await run(tx);
+      const body = shape(outcome);
+      await audit(tx, body, acted(outcome));
       return { status: 200, body };
     }), 10);
     if (answer.replayed) reply.header('idempotent-replayed', 'true');
@@ -75,7 +76,8 @@ async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: Fa
 function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, shape: (o: MergeOutcome) => unknown) {
   const full: MergeInput = { ...input, principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
   checkRequest(full);
-  return answerIdempotently(s, req, reply, (tx) => mergeCustomers(tx, full), shape, DryRunRollback);
+  // A merge whose secondaries were all merged into the primary already writes nothing (docs/merge.md): no act to audit.
+  return answerIdempotently(s, req, reply, (tx) => mergeCustomers(tx, full), shape, DryRunRollback, (o) => o.mergeUuid !== null);
 }
 
 export function mergeRoutes(s: Services): RouteDef[] {
