@@ -3,10 +3,24 @@
 // messages (`"emails.0.email" must match format "email"`) through errors.ts validationEntries.
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 
 const options = { allErrors: true, removeAdditional: false, useDefaults: true, addUsedSchema: false, strict: false } as const;
 
+/**
+ * RFC 3339 date-times PostgreSQL can hold: ajv-formats' check, and a year from 0001 (PostgreSQL has no year 0) and a
+ * UTC offset under 16 hours (PostgreSQL's bound). Outside them the database refused the value: a 400 that named no
+ * parameter ("a value in the request is out of range"), where this names the field like any bad date.
+ */
+const RFC3339 = fullFormats['date-time'] as { validate: (s: string) => boolean; compare: (a: string, b: string) => number | undefined };
+const dateTime = {
+  type: 'string' as const,
+  validate: (s: string) => RFC3339.validate(s) && !/^0000/.test(s) && !/[+-](1[6-9]|[2-9]\d):?\d\d$/.test(s),
+  compare: RFC3339.compare,
+};
+const withFormats = (ajv: Ajv) => addFormats.default(ajv).addFormat('date-time', dateTime);
+
 /** Query strings and path parameters arrive as text and are coerced ("limit=5" → 5). */
-export const coercingAjv = addFormats.default(new Ajv({ ...options, coerceTypes: 'array' }));
+export const coercingAjv = withFormats(new Ajv({ ...options, coerceTypes: 'array' }));
 /** JSON bodies are typed already and are not coerced ({"firstName":5} is a 400, not "5"). */
-export const strictAjv = addFormats.default(new Ajv({ ...options, coerceTypes: false }));
+export const strictAjv = withFormats(new Ajv({ ...options, coerceTypes: false }));

@@ -209,10 +209,17 @@ await describeEachDb('errors', (ctx) => {
     assert.deepEqual(errorCodes(proto), ['InvalidJson']);
   });
 
-  it('values PostgreSQL refuses (year 0000) are a 400, not a 500', async () => {
-    const r = await api().get(`/crm/customers?updatedSince=${encodeURIComponent('0000-01-01T00:00:00Z')}`);
-    assert.equal(r.status, 400);
-    assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
+  it('date-times PostgreSQL refuses (year 0000, an offset of 16 hours or more) are a 400 naming the parameter, not a 500', async () => {
+    for (const [path, field] of [['/crm/customers?updatedSince=', 'updatedSince'], ['/events?since=', 'since'], ['/events?until=', 'until']]) {
+      for (const t of ['0000-01-01T00:00:00Z', '2026-11-27T10:00:00+23:59', '2026-11-27T10:00:00-16:00']) {
+        const r = await api().withVersion('2026-11').get(`${path}${encodeURIComponent(t)}`);
+        assert.equal(r.status, 400, `${path}${t}: ${r.text}`);
+        assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
+        assert.equal(r.body.errors[0].moreInfo, `querystring.${field}`, `${path}${t}: ${r.text}`);
+      }
+    }
+    const ok = await api().get(`/crm/customers?updatedSince=${encodeURIComponent('2026-11-27T10:00:00+15:59')}`);
+    assert.equal(ok.status, 200, 'an offset PostgreSQL takes is served');
   });
 
   it('a huge query string and malformed HTTP get 400 in the error shape from the parser level', async () => {
