@@ -58,10 +58,16 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // return the 400 error code", https://docs.tulip.com/integrating/aerial/gettingstartedwithaerial), never text
   // silently stored with U+FFFD in their place.
   const json = app.getDefaultJsonParser('error', 'error');
+  const JSON_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
   const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     if ((body as Buffer).length === 0 && !req.routeOptions.schema?.body) return done(null, undefined);
+    // JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as UTF-8 and its text changed.
+    const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(String(req.headers['content-type']))?.[1].toLowerCase();
+    if (charset !== undefined && !JSON_CHARSETS.has(charset)) {
+      return done(new ApiError('UnsupportedMediaType', `request body must be JSON in UTF-8, not charset ${charset.slice(0, 40)}`, 'Content-Type'), undefined);
+    }
     let text: string;
     try {
       text = utf8.decode(body as Buffer);

@@ -146,6 +146,18 @@ await describeEachDb('errors', (ctx) => {
       assert.equal(r.status, 415, type);
       assert.deepEqual(errorCodes(r), ['UnsupportedMediaType'], type);
     }
+    // JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset was read as UTF-8, its text changed.
+    for (const type of ['application/json; charset=latin1', 'application/json; charset="ISO-8859-1"', 'application/json;charset=utf-16']) {
+      const r = await api().post('/crm/customers', '{"externalId":"cs-\u00e9"}', { 'content-type': type });
+      assert.equal(r.status, 415, `${type}: ${r.text}`);
+      assert.deepEqual(errorCodes(r), ['UnsupportedMediaType'], type);
+      assert.match(r.body.errors[0].message, /UTF-8/);
+    }
+    assert.equal((await api().get('/crm/customers/cs-\u00e9')).status, 404, 'nothing was written');
+    for (const type of ['application/json; charset=utf-8', 'application/json; charset="UTF8"', 'application/json; charset=us-ascii']) {
+      const r = await api().post('/crm/customers', JSON.stringify({ externalId: `cs-${type.length}-${type.at(-2)}` }), { 'content-type': type });
+      assert.equal(r.status, 201, `${type}: ${r.text}`);
+    }
   });
 
   it('a GET with Content-Type json and Content-Length 0, and Accept-Language anywhere, is served', async () => {
