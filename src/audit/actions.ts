@@ -34,12 +34,21 @@ export interface AuditTarget {
 const SECRET_FIELDS = new Set(['bearerToken', 'basicPassword', 'signingSecret', 'clientSecret', 'clientKey', 'key']);
 
 /**
+ * The password of a URL's userinfo (`scheme://user:password@`: up to the last "@" before the authority ends, as the
+ * URL parser takes it). Migration 064 redacts the rows written before with the same pattern.
+ */
+const URL_PASSWORD = /^([a-z][a-z0-9+.-]*:\/\/[^:/?#]*):[^/?#]*@/i;
+
+/** A broker URL's password shows as *** in details, as the subscription API shows it (docs/destinations.md). */
+const withoutPassword = (v: unknown) => (typeof v === 'string' ? v.replace(URL_PASSWORD, '$1:***@') : v);
+
+/**
  * The fields a request body changes, with secret values replaced by "[redacted]" (for details), in nested objects too
- * (a subscription's oauth2.clientSecret, tls.clientKey).
+ * (a subscription's oauth2.clientSecret, tls.clientKey), and a URL's password by ***.
  */
 export function changesOf(body: unknown): Record<string, unknown> {
   if (!body || typeof body !== 'object') return {};
-  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, SECRET_FIELDS.has(k) ? '[redacted]' : v && typeof v === 'object' && !Array.isArray(v) ? changesOf(v) : v]));
+  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, SECRET_FIELDS.has(k) ? '[redacted]' : v && typeof v === 'object' && !Array.isArray(v) ? changesOf(v) : withoutPassword(v)]));
 }
 
 /**

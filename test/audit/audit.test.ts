@@ -6,6 +6,7 @@ import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { ADMIN_KEY, errorCodes } from '../helpers/server.ts';
 import { appendAudit, SYSTEM } from '../../src/audit/store.ts';
+import { migrate } from '../../src/db/migrate.ts';
 import { makeCustomer } from '../crm/fixtures.ts';
 import { startWorker } from '../helpers/worker.ts';
 import { startReceiver, status, waitFor } from '../webhooks/receiver.ts';
@@ -181,5 +182,41 @@ await describeEachDb('audit log', (ctx) => {
       await worker.stop();
       await rx.close();
     }
+  });
+
+  it('a broker URL\'s password is *** in the details of subscription acts, in the API and the table; migration 064 redacts the rows written before', async () => {
+    const subs = '/integrations/webhooks/subscriptions';
+    const passwords = ['AuditLeakPw_42', 'PatchLeakPw_43', 'Disable%2FPw_44', 'OldLeakPw_45'];
+    const created = await api().post(subs, { url: 'nats://alice:AuditLeakPw_42@127.0.0.1:4222?subject=audit.x', eventTypes: ['customerCreate'], isActive: false });
+    assert.equal(created.status, 201, created.text);
+    const uuid = created.body.uuid;
+    const changed = await api().patch(`${subs}/${uuid}`, { url: 'amqp://guest:PatchLeakPw_43@127.0.0.1:5672/?exchange=audit.x' });
+    assert.equal(changed.status, 200, changed.text);
+    const disabled = await api().patch(`${subs}/${uuid}`, { url: 'amqps://bob:Disable%2FPw_44@127.0.0.1/?exchange=audit.x', isActive: false });
+    assert.equal(disabled.status, 200, disabled.text);
+    const rows = (await log()).filter((r) => r.target.id === uuid).reverse();
+    assert.deepEqual(rows.map((r) => [r.action, r.details.url]), [
+      ['subscription.created', 'nats://alice:***@127.0.0.1:4222?subject=audit.x'],
+      ['subscription.changed', 'amqp://guest:***@127.0.0.1:5672/?exchange=audit.x'],
+      ['subscription.disabled', 'amqps://bob:***@127.0.0.1/?exchange=audit.x'],
+    ], 'shown as the subscription API shows it');
+    const stored = async () => (await ctx.tdb.db.query(`SELECT string_agg(details::text, ' ') AS t FROM audit_log`)).rows[0].t as string;
+    for (const pw of passwords) assert.ok(!(await stored()).includes(pw), `audit_log holds ${pw}`);
+
+    // Rows an older Bulb wrote: the request's URL as given, password and all.
+    const db = ctx.tdb.db;
+    const old = { actor: SYSTEM, targetType: 'WebhookSubscription', targetId: uuid, ip: null };
+    await appendAudit(db, { ...old, action: 'subscription.changed', details: { url: 'amqp://carol:OldLeakPw_45@broker.example:5672/?exchange=x', maxInFlight: 4 } });
+    await appendAudit(db, { ...old, action: 'subscription.created', details: { url: 'http://127.0.0.1:9/hook@x', eventTypes: ['customerCreate'] } });
+    await appendAudit(db, { ...old, action: 'merge.created', details: { primary: 'ext://id:kept@as-is' } }); // not a subscription's act
+    const before = (await log()).slice(0, 3);
+    assert.match(JSON.stringify(before), /OldLeakPw_45/);
+    await db.query('DELETE FROM schema_migrations WHERE version = 64');
+    assert.deepEqual(await migrate(db), ['064_audit_url_passwords.sql']);
+    const after = (await log()).slice(0, 3);
+    assert.deepEqual(after[2].details, { url: 'amqp://carol:***@broker.example:5672/?exchange=x', maxInFlight: 4 });
+    assert.deepEqual(after.slice(0, 2), before.slice(0, 2), 'other rows untouched');
+    for (const pw of passwords) assert.ok(!(await stored()).includes(pw), `audit_log holds ${pw} after 064`);
+    await assert.rejects(db.query(`UPDATE audit_log SET action = 'x'`), /append-only/, 'still append-only');
   });
 }, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
