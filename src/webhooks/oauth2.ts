@@ -28,7 +28,10 @@ interface Entry {
 }
 
 /** application/x-www-form-urlencoded, as RFC 6749 §2.3.1 asks of the client id and secret before Basic. */
-const formEncode = (s: string) => new URLSearchParams({ x: s }).toString().slice(2);
+export const formEncode = (s: string) => new URLSearchParams({ x: s }).toString().slice(2);
+
+/** The "id:secret" a token request's Basic header carries in base64 (redact.ts redacts it in every form). */
+export const basicCredential = (clientId: string, clientSecret: string) => `${formEncode(clientId)}:${formEncode(clientSecret)}`;
 
 export class TokenSource {
   private readonly entries = new Map<string, Entry>();
@@ -84,7 +87,7 @@ export class TokenSource {
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (c.oauth2_scope) form.set('scope', c.oauth2_scope);
     if (c.oauth2_audience) form.set('audience', c.oauth2_audience);
-    const basic = Buffer.from(`${formEncode(c.oauth2_client_id ?? '')}:${formEncode(c.oauth2_client_secret ?? '')}`).toString('base64');
+    const basic = Buffer.from(basicCredential(c.oauth2_client_id ?? '', c.oauth2_client_secret ?? '')).toString('base64');
     const startedAt = Date.now();
     let status: number;
     let text: string;

@@ -1,23 +1,32 @@
 // Redaction of credentials a receiver echoes back (SPEC §15: neither the logs API nor a database dump may reveal
 // one). A response body, or an error text, is stored only after every form of the subscription's credentials that a
 // receiver could plausibly send back is replaced: the bearer token, the Basic password and the decoded
-// "user:password", the OAuth2 client secret and the OAuth2 access tokens the attempt sent, each as sent, JSON-escaped, URL-encoded, in base64 (standard or URL-safe, padded or not) and in
-// hex, all matched without regard to case (an echo upper- or lower-cased still reveals the secret).
+// "user:password", the OAuth2 client secret (also form-encoded, and the "id:secret" of the token request's Basic
+// header, which a token endpoint may echo), the OAuth2 access tokens the attempt sent, each as sent, JSON-escaped,
+// URL-encoded, in base64 (standard or URL-safe, padded or not) and in hex, all matched without regard to case (an echo
+// upper- or lower-cased still reveals the secret).
 import { memoize } from '../memo.ts';
 import type { Claimed } from './queue-store.ts';
 import { REDACTED } from './request.ts';
 import { decoded } from './destinations/url.ts';
+import { basicCredential, formEncode } from './oauth2.ts';
+
+type Credentials = Pick<Claimed, 'bearer_token' | 'basic_username' | 'basic_password' | 'oauth2_client_id' | 'oauth2_client_secret'> &
+  Partial<Pick<Claimed, 'destination_password'>>;
 
 /**
  * The secrets a request to this subscription carries in its Authorization header, its token request or its broker URL
  * (none without credentials); `tokens`: the OAuth2 access tokens the attempt sent.
  */
-export function credentialsOf(c: Pick<Claimed, 'bearer_token' | 'basic_username' | 'basic_password' | 'oauth2_client_secret'> & Partial<Pick<Claimed, 'destination_password'>>, tokens: string[] = []): string[] {
+export function credentialsOf(c: Credentials, tokens: string[] = []): string[] {
   const out: string[] = [...tokens];
   if (c.destination_password) out.push(c.destination_password, decoded(c.destination_password)); // a broker's error text
   if (c.bearer_token) out.push(c.bearer_token);
   if (c.basic_password) out.push(c.basic_password, `${c.basic_username ?? ''}:${c.basic_password}`);
-  if (c.oauth2_client_secret) out.push(c.oauth2_client_secret);
+  if (c.oauth2_client_secret) {
+    // As sent to the token endpoint: form-encoded (RFC 6749 §2.3.1) inside the Basic header's "id:secret".
+    out.push(c.oauth2_client_secret, formEncode(c.oauth2_client_secret), basicCredential(c.oauth2_client_id ?? '', c.oauth2_client_secret));
+  }
   return out;
 }
 

@@ -81,4 +81,45 @@ await describeEachDb('echoed credentials are redacted in every form', (ctx) => {
       await rx.close();
     }
   });
+
+  it('a token endpoint echoing the client credentials it got (the Basic header, decoded, form-encoded) gets none of them stored', async () => {
+    // form-encoding (RFC 6749 §2.3.1) escapes ~ ! ' ( ), which URL-encoding (encodeURIComponent) leaves as they are.
+    const clientId = 'echo client';
+    const clientSecret = "cs~Echo!(Se)cret'9*Q/+=";
+    const form = (x: string) => new URLSearchParams({ x }).toString().slice(2);
+    const sent = `${form(clientId)}:${form(clientSecret)}`;
+    const tokenEndpoint = await startReceiver((req, res) => {
+      const auth = String(req.headers.authorization ?? '');
+      const decoded = Buffer.from(auth.replace(/^Basic /, ''), 'base64').toString('utf8');
+      const [id, secret] = decoded.split(':');
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({
+        error: 'invalid_client', error_description: `echo-ok refused ${auth} = ${decoded} (${secret}, ${decodeURIComponent(secret)}, client ${decodeURIComponent(id)})`,
+      }));
+    });
+    const receiver = await startReceiver();
+    try {
+      const api = ctx.srv.api.withVersion('2026-11');
+      const s = await api.post('/integrations/webhooks/subscriptions', {
+        url: receiver.url, eventTypes: ['webhookTest'], oauth2: { tokenUrl: tokenEndpoint.url, clientId, clientSecret },
+      });
+      assert.equal(s.status, 201, s.text);
+      assert.equal((await api.post(`/integrations/webhooks/subscriptions/${s.body.uuid}/test`)).status, 202);
+      const [a] = await waitFor(async () => {
+        const d = (await api.get(`/integrations/webhooks/logs?subscription=${s.body.uuid}`)).body.data as any[];
+        return d.length ? d : null;
+      }, 'the attempt');
+      assert.equal(tokenEndpoint.received[0].headers.authorization, `Basic ${Buffer.from(sent).toString('base64')}`, 'sent in clear on the wire');
+      assert.equal(a.errorCode, 'OAUTH_TOKEN_FAILED', JSON.stringify(a));
+      assert.match(a.responseBody, /echo-ok refused Basic \[redacted\]/, 'the rest of the text is kept');
+      assert.equal(receiver.received.length, 0);
+      const bad = forbidden([clientSecret, form(clientSecret), sent]);
+      const text = JSON.stringify(a).toLowerCase();
+      for (const f of bad) assert.ok(!text.includes(f), `the logs API shows ${JSON.stringify(f)}: ${a.responseBody}`);
+      const lower = (await readEveryTable(ctx.tdb.db)).toLowerCase();
+      for (const f of bad) assert.ok(!lower.includes(f), `a table holds ${JSON.stringify(f)}`);
+    } finally {
+      await tokenEndpoint.close();
+      await receiver.close();
+    }
+  });
 }, ENV);
