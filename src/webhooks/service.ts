@@ -101,7 +101,7 @@ const HEADER_SAFE = /^[\x21-\x7e]+$/;
 
 /**
  * Credentials must match the method and be sendable in a header (visible ASCII, no CR/LF; a Basic
- * username without ":"); switching method drops the other method's credentials.
+ * username without ":"); switching method drops the other method's stored credentials (chosenMethod refuses given ones).
  */
 function credentialRules(w: Write): Write {
   const errs: { message: string; moreInfo: string }[] = [];
@@ -123,9 +123,33 @@ function credentialRules(w: Write): Write {
   };
 }
 
-/** Credentials of a method given without authMethod choose it (create and patch: never silently dropped). */
-function impliedMethod(w: { bearerToken?: string | null; basicUsername?: string | null; basicPassword?: string | null; oauth2?: unknown }): store.AuthMethodName | undefined {
-  return w.bearerToken ? 'BEARER' : w.basicUsername || w.basicPassword ? 'BASIC' : w.oauth2 ? OAUTH2 : undefined;
+type CredentialField = 'bearerToken' | 'basicUsername' | 'basicPassword' | 'oauth2';
+type GivenCredentials = Partial<Record<CredentialField, unknown>> & { authMethod?: store.AuthMethodName };
+
+/** The credential fields each method sends (tls goes with any method, and is no credential of one). */
+const FIELDS_OF: Record<store.AuthMethodName, readonly CredentialField[]> = {
+  NONE: [], BEARER: ['bearerToken'], BASIC: ['basicUsername', 'basicPassword'], [OAUTH2]: ['oauth2'],
+};
+
+/**
+ * The method a write takes: its authMethod, else the one whose credentials it gives (create and patch), else
+ * `current`. A credential given (not null) that the method does not send is a 400 naming it, never silently dropped:
+ * the receiver would get other credentials than asked, or none; and without authMethod, credentials of two methods
+ * are a 400 naming authMethod.
+ */
+function chosenMethod(w: GivenCredentials, current: store.AuthMethodName): store.AuthMethodName {
+  const given = Object.values(FIELDS_OF).flat().filter((f) => w[f] != null);
+  const methods = (Object.keys(FIELDS_OF) as store.AuthMethodName[]).filter((m) => FIELDS_OF[m].some((f) => given.includes(f)));
+  if (w.authMethod === undefined) {
+    if (methods.length > 1) throw invalid(`credentials of several methods are given (${given.join(', ')}): choose one with "authMethod" and give only its credentials`, 'authMethod');
+    return methods[0] ?? current;
+  }
+  const method = w.authMethod;
+  const stray = given.filter((f) => !FIELDS_OF[method].includes(f));
+  if (stray.length) {
+    throw ApiError.many('InvalidParameterError', stray.map((f) => ({ message: `"${f}" is not used with authMethod ${method}: remove it, or choose the method that sends it`, moreInfo: f })));
+  }
+  return method;
 }
 
 export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook, retryDefault: number[]) {
@@ -137,7 +161,7 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
     url: dest.url,
     eventTypes: body.eventTypes,
     isActive: body.isActive ?? true,
-    authMethod: body.authMethod ?? impliedMethod(body) ?? 'NONE',
+    authMethod: chosenMethod(body, 'NONE'),
     bearerToken: body.bearerToken ?? null,
     basicUsername: body.basicUsername ?? null,
     basicPassword: body.basicPassword ?? null,
@@ -164,6 +188,14 @@ export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'sha
   return row;
 }
 
+/**
+ * A PATCH whose broker URL writes the password as *** (as shown) but is not the stored URL: the stored password
+ * would go to another host, vhost, exchange or subject than the one it was given for (docs/destinations.md).
+ */
+function keptPasswordElsewhere(): ApiError {
+  return invalid('"url" gives the password as *** (as shown), which keeps the stored password only when the URL is the stored one unchanged: for another URL, give its password again', 'url');
+}
+
 export async function patchSubscription(db: Db, uuid: string, patch: SubscriptionPatchT, allowPrivate: boolean, audit: AuditHook, retryDefault: number[]) {
   checkPolicy(patch);
   if (patch.url !== undefined) await validateUrl(patch.url, allowPrivate);
@@ -171,9 +203,10 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
   if (patch.oauth2) await checkTokenUrl(patch.oauth2.tokenUrl, allowPrivate);
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
+    if (dest?.password === REDACTED_PASSWORD && dest.url !== cur.url) throw keptPasswordElsewhere();
     // A credential kept as it is must be readable (it is written back): one that cannot be opened is given anew,
     // unless the method no longer uses it.
-    const method = patch.authMethod ?? impliedMethod(patch) ?? cur.auth_method;
+    const method = chosenMethod(patch, cur.auth_method);
     for (const [field, uses] of [['bearerToken', 'BEARER'], ['basicPassword', 'BASIC']] as const) {
       const why = cur.unreadable[field];
       if (why && method === uses && patch[field] === undefined) throw unreadable(field, why, `give "${field}" again in this PATCH`);
@@ -203,8 +236,11 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     const row = await store.writeReceiverAuth(tx, (await store.updateSubscription(tx, cur.id, w)).id, auth);
     // A new URL brings its own password; one written back as shown (***) keeps the stored password.
     if (dest && dest.password !== REDACTED_PASSWORD) await store.setDestinationPassword(tx, cur.id, dest.password);
-    // Re-activated: its waiting deliveries are due now.
-    if (row.is_active && !cur.is_active) await store.notifyWorkers(tx);
+    // Re-activated: its waiting deliveries are due now (their scheduled retries brought forward), and the workers told.
+    if (row.is_active && !cur.is_active) {
+      await store.makeWaitingDue(tx, cur.id);
+      await store.notifyWorkers(tx);
+    }
     const answer = shapeSubscription(row, retryDefault);
     await audit(tx, answer);
     return answer;

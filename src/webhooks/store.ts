@@ -226,6 +226,20 @@ export async function rotateSecret(db: Queryable, id: string, secret: string, gr
 export const RETIRED_SECRETS_SQL = `ARRAY(SELECT rs.secret FROM webhook_retired_secrets rs
   WHERE rs.subscription_id = s.id AND rs.expires_at > now() ORDER BY rs.expires_at, rs.id)`;
 
+/**
+ * A re-activated subscription's waiting deliveries, due now (docs/delivery.md): a retry scheduled while it was
+ * inactive comes forward, and its schedule goes on from there if it fails. One under a live lease is left to its
+ * attempt's result. Each row made due notifies its lane (trigger of migration 019).
+ */
+export async function makeWaitingDue(db: Queryable, subscriptionId: string): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
+     WHERE subscription_id = $1 AND status = 'pending' AND next_attempt_at > clock_timestamp()
+       AND (locked_until IS NULL OR locked_until <= clock_timestamp())`,
+    [subscriptionId],
+  );
+}
+
 /** Wakes every dispatcher (delivered on commit when called inside a transaction). */
 export async function notifyWorkers(db: Queryable): Promise<void> {
   await db.query(`SELECT pg_notify($1, '')`, [WEBHOOK_CHANNEL]);

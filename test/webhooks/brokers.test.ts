@@ -162,6 +162,38 @@ await describeEachDb('broker destinations', (ctx) => {
     for (const { sub } of subs) await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
   });
 
+  it_('a PATCH writing the password as *** keeps it only with the stored URL unchanged: another URL is a 400 naming "url" until its password is given', async () => {
+    const { exchange, queue } = await amqpQueue(brokers.ch);
+    const query = `?exchange=${exchange}&routingKey=customer.events`;
+    const sub = await subscribe(`amqp://guest:guest@127.0.0.1:5672${query}`);
+    const path = `/integrations/webhooks/subscriptions/${sub.uuid}`;
+    const elsewhere = [
+      `amqp://guest:***@localhost:5672${query}`, // another host
+      `amqp://guest:***@127.0.0.1:5673${query}`, // another port
+      `amqps://guest:***@127.0.0.1${query}`, // another scheme
+      `amqp://admin:***@127.0.0.1:5672${query}`, // another user
+      `amqp://guest:***@127.0.0.1:5672/other${query}`, // another vhost
+      `amqp://guest:***@127.0.0.1:5672?exchange=${exchange}&routingKey=other`, // another routing key
+    ];
+    for (const url of elsewhere) {
+      const r = await api().patch(path, { url });
+      assert.equal(r.status, 400, `${url}: ${r.text}`);
+      assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
+      assert.equal(r.body.errors[0].moreInfo, 'url', url);
+      assert.match(r.body.errors[0].message, /give its password again/);
+    }
+    assert.equal((await api().get(path)).body.url, sub.url, 'nothing changed');
+    // With its password given, the other host takes it (and the deliveries go there with it).
+    const moved = await api().patch(path, { url: `amqp://guest:guest@localhost:5672${query}` });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(moved.body.url, `amqp://guest:***@localhost:5672${query}`);
+    await api().post('/crm/customers', { externalId: `moved-${tag()}` });
+    await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
+    assert.equal((await attemptsOf(sub.uuid))[0].outcome, 'success', JSON.stringify(await attemptsOf(sub.uuid)));
+    assert.equal((await drainQueue(brokers.ch, queue)).length, 1);
+    await api().delete(path);
+  });
+
   it_('bad broker URLs are a 400 naming "url" and change nothing', async () => {
     const before = await subscriptionCount();
     const bad = [
@@ -174,6 +206,9 @@ await describeEachDb('broker destinations', (ctx) => {
       'amqp://127.0.0.1?exchange=x&exchnage=y', // unknown parameter
       'kafka://127.0.0.1:9092?topic=x', // unknown scheme
       'mqtt://127.0.0.1?topic=x',
+      'amqp://guest:g%ZZ@127.0.0.1:5672?exchange=x', // a password with a malformed escape
+      'nats://u:p%ZZ@127.0.0.1:4222?subject=a',
+      'amqp://g%E0%A4@127.0.0.1:5672?exchange=x', // a user name whose escapes are no UTF-8
     ];
     for (const url of bad) {
       const r = await api().post('/integrations/webhooks/subscriptions', { url, eventType: 'customerCreate' });

@@ -10,7 +10,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describeEachDb } from '../helpers/suite.ts';
 import { createSubscription, errorCodes } from '../helpers/server.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
-import { startReceiver, status, waitFor, type Receiver } from './receiver.ts';
+import { ok, startReceiver, status, waitFor, type Receiver } from './receiver.ts';
 
 /** One schedule second lasts 1 ms: the 7-step schedule below spans 1.5 h and runs in 5.4 s. */
 const UNIT_MS = 1;
@@ -197,6 +197,26 @@ await describeEachDb('retry policy per subscription', (ctx) => {
     } finally {
       await gone.close();
       await ops.close();
+    }
+  });
+
+  it('re-activating a subscription disabled by a 410 sends its waiting delivery at once, not at its scheduled retry', async () => {
+    const gone = await startReceiver(status(410, 'gone'));
+    try {
+      const s = await subscribe({ url: gone.url, retrySchedule: [86400] }); // its retry 86 s after the 410, here
+      await test(s.uuid);
+      await waitFor(async () => (await api().get(`${SUBS}/${s.uuid}`)).body.health.state === 'disabled', 'disabled', 15_000);
+      const delivery = async () => (await api().get(`/integrations/webhooks/deliveries?subscription=${s.uuid}`)).body.data[0];
+      const waiting = await delivery();
+      assert.equal(waiting.status, 'pending');
+      assert.ok(Date.parse(waiting.nextAttemptAt) - Date.now() > 60_000, `its retry is more than a minute away: ${waiting.nextAttemptAt}`);
+      gone.behave(ok); // the endpoint is back
+      const p = await api().patch(`${SUBS}/${s.uuid}`, { isActive: true });
+      assert.equal(p.status, 200, p.text);
+      await waitFor(async () => (await delivery()).status === 'delivered', 'the delivery, at once', 10_000);
+      assert.equal(gone.received.length, 2, 'the 410, then the delivery');
+    } finally {
+      await gone.close();
     }
   });
 }, ENV);

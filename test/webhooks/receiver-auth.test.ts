@@ -376,6 +376,45 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
       await strict.close();
     }
   });
+
+  it('credentials the chosen method does not send are a 400 naming them, on create and change, in every version: never silently dropped', async () => {
+    const url = 'https://93.184.215.14/hook';
+    const basic = { basicUsername: 'u', basicPassword: 'p' };
+    const snapshot = async () => JSON.stringify((await ctx.tdb.db.query(`SELECT * FROM webhook_subscriptions ORDER BY id`)).rows);
+    const current = await api().post(SUBS, { url, eventTypes: ['webhookTest'], authMethod: 'BEARER', bearerToken: 'kept-token' });
+    assert.equal(current.status, 201, current.text);
+    const before = await snapshot();
+    const old = ctx.srv.api.withVersion('2025-04');
+    const cases: [string, typeof api, string, Record<string, unknown>, string[]][] = [
+      ['POST', api, '2026-11', { authMethod: 'NONE', bearerToken: 'tok' }, ['bearerToken']],
+      ['POST', api, '2026-11', { authMethod: 'BEARER', bearerToken: 'tok', oauth2: oauth2() }, ['oauth2']],
+      ['POST', api, '2026-11', { authMethod: 'BEARER', bearerToken: 'tok', ...basic }, ['basicUsername', 'basicPassword']],
+      ['POST', api, '2026-11', { authMethod: 'OAUTH2_CLIENT_CREDENTIALS', oauth2: oauth2(), basicPassword: 'p' }, ['basicPassword']],
+      ['POST', api, '2026-11', { bearerToken: 'tok', ...basic }, ['authMethod']], // which one?
+      ['POST', api, '2026-11', { bearerToken: 'tok', oauth2: oauth2() }, ['authMethod']],
+      ['POST', () => old, '2025-04', { authMethod: 'NONE', ...basic }, ['basicUsername', 'basicPassword']],
+      ['POST', () => old, '2025-04', { bearerToken: 'tok', basicPassword: 'p' }, ['authMethod']],
+      ['PATCH', api, '2026-11', { authMethod: 'NONE', bearerToken: 'other' }, ['bearerToken']],
+      ['PATCH', api, '2026-11', { authMethod: 'BEARER', oauth2: oauth2() }, ['oauth2']],
+      ['PATCH', api, '2026-11', { oauth2: oauth2(), basicUsername: 'u' }, ['authMethod']],
+      ['PATCH', () => old, '2025-04', { authMethod: 'BASIC', ...basic, bearerToken: 'other' }, ['bearerToken']],
+    ];
+    for (const [method, client, version, body, fields] of cases) {
+      const c = client();
+      const r = method === 'POST'
+        ? await c.post(SUBS, { url, ...(version === '2025-04' ? { eventType: 'webhookTest' } : { eventTypes: ['webhookTest'] }), ...body })
+        : await c.patch(`${SUBS}/${current.body.uuid}`, body);
+      const what = `${method} ${version} ${JSON.stringify(body).slice(0, 100)} → ${r.text}`;
+      assert.equal(r.status, 400, what);
+      assert.deepEqual(r.body.errors.map((e: any) => [e.errorCode, e.moreInfo]), fields.map((f) => ['InvalidParameterError', f]), what);
+      assert.equal(await snapshot(), before, `nothing changed: ${what}`);
+    }
+    // A credential given as null is none; one method's credentials choose it without authMethod.
+    const none = await api().post(SUBS, { url, eventTypes: ['webhookTest'], authMethod: 'NONE', bearerToken: null, basicUsername: null, oauth2: null });
+    assert.equal(none.status, 201, none.text);
+    const implied = await old.post(SUBS, { url, eventType: 'webhookTest', ...basic });
+    assert.equal(implied.body.authMethod, 'BASIC', implied.text);
+  });
 }, ENV);
 
 await describeEachDb('receiver auth: egress through an HTTP CONNECT proxy (BULB_WEBHOOK_PROXY)', (ctx) => {

@@ -50,6 +50,21 @@ export function checkBrokerUrl(u: URL, kind: 'amqp' | 'nats'): void {
     if (!NATS_SUBJECT.test(value)) throw invalid('"url" has an invalid NATS subject: dot-separated tokens of visible ASCII, no wildcards (* or >)', 'url');
   }
   if (u.password && !u.username) throw invalid('"url" has a password without a user name', 'url');
+  // The publishers percent-decode them, each leniently in its own way (amqplib, nats.ts: a malformed escape is sent as
+  // written): what such a credential means is a guess, refused here rather than sent.
+  for (const [part, v] of [['user name', u.username], ['password', u.password]] as const) {
+    if (!wellEncoded(v)) throw invalid(`"url" has a ${part} with an invalid percent-encoding: write "%" as %25`, 'url');
+  }
+}
+
+/** Whether every "%" of a URL part starts an escape that decodes (UTF-8 included). */
+function wellEncoded(s: string): boolean {
+  try {
+    decodeURIComponent(s);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
