@@ -154,6 +154,14 @@ await describeEachDb('errors', (ctx) => {
       assert.match(r.body.errors[0].message, /UTF-8/);
     }
     assert.equal((await api().get('/crm/customers/cs-\u00e9')).status, 404, 'nothing was written');
+    // A content coding is not decoded: gzip (or any other) is refused, not parsed as it came.
+    for (const coding of ['gzip', 'br', 'deflate']) {
+      const r = await api().post('/crm/customers', '{"externalId":"ce-1"}', { 'content-encoding': coding });
+      assert.equal(r.status, 415, `${coding}: ${r.text}`);
+      assert.equal(r.body.errors[0].moreInfo, 'Content-Encoding');
+    }
+    assert.equal((await api().get('/crm/customers/ce-1')).status, 404, 'nothing was written');
+    assert.equal((await api().post('/crm/customers', '{"externalId":"ce-2"}', { 'content-encoding': 'identity' })).status, 201);
     for (const type of ['application/json; charset=utf-8', 'application/json; charset="UTF8"', 'application/json; charset=us-ascii']) {
       const r = await api().post('/crm/customers', JSON.stringify({ externalId: `cs-${type.length}-${type.at(-2)}` }), { 'content-type': type });
       assert.equal(r.status, 201, `${type}: ${r.text}`);
