@@ -146,6 +146,21 @@ await describeEachDb('merge undo', (ctx) => {
     assert.deepEqual(await rowsOf([t.id, s.id, p.id, q.id]), before);
   });
 
+  it('refuses while the primary is deactivated by hand, saying so (no later merge to name), and undoes once it is re-activated', async () => {
+    await trio('uh');
+    const m = (await merge('uh-p', ['uh-s1'])).body;
+    assert.equal((await api().patch('/crm/customers/uh-p', { disabled: true })).status, 200);
+    const r = await undo(m.mergeUuid);
+    assert.equal(r.status, 409);
+    assert.deepEqual(errorCodes(r), ['MergeNotUndoable']);
+    assert.match(r.body.errors[0].message, /primary "uh-p" is deactivated/);
+    assert.match(r.body.errors[0].moreInfo, /re-activate customer "uh-p" first/);
+    assert.doesNotMatch(r.body.errors[0].message, /later merge/);
+    assert.equal((await api().patch('/crm/customers/uh-p', { disabled: false })).status, 200);
+    assert.equal((await undo(m.mergeUuid)).status, 200);
+    assert.equal((await api().get('/crm/customers/uh-s1')).body.status, 'active');
+  });
+
   it('refuses after the window, answers 404/400 for unknown or malformed ids, and only from 2026-11', async () => {
     const { p } = await trio('uw');
     const m = (await merge('uw-p', ['uw-s1'])).body;

@@ -52,10 +52,12 @@ export async function undoMerge(tx: Queryable, input: UndoInput): Promise<UndoOu
   const moved = (id: string) => locked.get(id)!.status === 'disabled' && locked.get(id)!.merged_into === m.primary_id;
   if (primary.status !== 'active' || !m.secondary_ids.every(moved) || !m.repointed_ids.every(moved)) {
     const later = await undoStore.laterMergeOf(tx, m.id, lockIds);
-    throw notUndoable(
-      `merge ${m.uuid} cannot be undone: a later merge changed its customers`,
-      later ? `a later merge (${later.uuid}) disabled its primary or one of its secondaries: undo that merge first` : 'its primary or one of its secondaries changed since the merge',
-    );
+    if (later) throw notUndoable(`merge ${m.uuid} cannot be undone: a later merge changed its customers`, `a later merge (${later.uuid}) disabled its primary or one of its secondaries: undo that merge first`);
+    // No later merge: the primary was deactivated by hand (PATCH disabled: true), which an undo does not reverse.
+    if (primary.status !== 'active' && primary.merged_into === null) {
+      throw notUndoable(`merge ${m.uuid} cannot be undone: its primary "${primary.external_id}" is deactivated`, `re-activate customer "${primary.external_id}" first (PATCH {"disabled": false}), then undo`);
+    }
+    throw notUndoable(`merge ${m.uuid} cannot be undone: its customers changed since the merge`, 'its primary or one of its secondaries changed since the merge');
   }
 
   const primaryBefore = input.dryRun ? await customers.findCustomerById(tx, m.primary_id) : undefined;
