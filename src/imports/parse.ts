@@ -146,7 +146,7 @@ const text = (c: string) => (c === '' ? null : c);
  * false), but for `disabled`, where it leaves the status as it is (undefined: the field is not carried).
  */
 const CSV_FIELDS: Record<string, (cell: string) => unknown> = {
-  externalId: (c) => c,
+  externalId: (c) => (c === '' ? undefined : c), // empty: the required field missing (invalidResourceMissingRequiredFields)
   prefix: text,
   firstName: text,
   lastName: text,

@@ -199,12 +199,16 @@ await describeEachDb('imports', (ctx) => {
       'c-2,Bob',
       'c-old,,,',
       '"c-3",Cy,cy@x.io,',
+      ',Nobody,,',
     ].join('\n');
     const r = await api().post('/crm/imports?format=csv&events=false', file, csv);
     assert.equal(r.status, 202, r.text);
     const done = await finished(r.body.uuid);
-    assert.deepEqual([done.status, done.rowsReceived, done.created, done.updated, done.failed, done.events], ['completed', 4, 2, 1, 1, false]);
-    assert.deepEqual((await errorsOf(r.body.uuid)).map((e) => e.line), [3]);
+    assert.deepEqual([done.status, done.rowsReceived, done.created, done.updated, done.failed, done.events], ['completed', 5, 2, 1, 2, false]);
+    const errors = await errorsOf(r.body.uuid);
+    assert.deepEqual(errors.map((e) => e.line), [3, 6]);
+    // An empty externalId cell is the required field missing, as in a bulk item without it (docs/tulip-api.md).
+    assert.deepEqual(errors[1].errors.map((e: any) => [e.errorCode, e.moreInfo]), [['invalidResourceMissingRequiredFields', 'externalId']]);
     const c1 = (await api().get('/crm/customers/c-1')).body;
     assert.deepEqual(c1.emails, [{ email: 'ann@x.io' }, { email: 'Ann2@x.io' }]);
     assert.equal(c1.loyaltyTier, 'silver');
