@@ -19,6 +19,7 @@ import { BROKER_PIPELINE, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { BrokerDestinations, destinationKind } from './destinations/registry.ts';
 import { ClaimClock, missedSlots, slotSlackMs } from './slots.ts';
+import { retryAfterDefers, retryAfterPause } from './schedule.ts';
 
 /** A claim triggered only by finished attempts waits for this many of them… */
 const CLAIM_MIN = 8;
@@ -87,7 +88,7 @@ export class Dispatcher {
   private readonly drainMs: number;
   private readonly log: (msg: string, err?: unknown) => void;
   private lanes = new Map<string, Lane<InFlight>>();
-  /** Lanes whose next waiting delivery may not start yet (its rate-cap slot, or its due time): the timer that starts it then. */
+  /** Lanes whose next waiting delivery may not start yet (its rate-cap slot, its due time, a pause): the timer that starts it then. */
   private slotTimers = new Map<Lane<InFlight>, { at: number; timer: NodeJS.Timeout }>();
   /** The claim's clock as this process sees it: rate-cap slots count from it. */
   private claimClock = new ClaimClock();
@@ -184,6 +185,15 @@ export class Dispatcher {
       this.lookNow = true;
       this.wake();
     }
+  }
+
+  /**
+   * A Retry-After pause of a lane until `at` (Date.now() time): nothing of it starts before then, and it is claimed again
+   * at that time (ahead by CLAIM_AHEAD_MS, as a due time: what the claim takes starts at the pause's end).
+   */
+  private pause(lane: Lane<InFlight>, at: number): void {
+    lane.pause(at);
+    this.dueBy(lane, lane.pausedUntil);
   }
 
   /** Run the loop again (a finished attempt, or poke()). */
@@ -298,11 +308,14 @@ export class Dispatcher {
     // Back-pressure: the writer's backlog bounds the claims (flushOnce wakes the loop when it falls below).
     if (this.results.length >= RESULTS_MAX) return false;
     const now = Date.now();
+    // A claim now takes what falls due by `ahead` (sent at its time, CLAIM_AHEAD_MS), a paused lane's included when its
+    // pause ends by then.
+    const ahead = now + CLAIM_AHEAD_MS;
     const ready: Lane<InFlight>[] = [];
     for (const l of this.lanes.values()) {
       if (l.unwritten >= LANE_RESULTS_MAX) continue;
-      if (l.takeDue(now + CLAIM_AHEAD_MS)) l.due = true; // claimed ahead, sent at its time (CLAIM_AHEAD_MS)
-      if (l.due && l.room(now) > 0) ready.push(l);
+      if (l.takeDue(ahead)) l.due = true;
+      if (l.due && l.room(ahead) > 0) ready.push(l);
     }
     if (ready.length === 0) return false;
     ready.sort((a, b) => a.lastClaim - b.lastClaim);
@@ -311,7 +324,7 @@ export class Dispatcher {
     let total = 0;
     for (const l of ready) {
       if (total >= this.batch) break;
-      const n = Math.min(l.room(now), share, this.batch - total);
+      const n = Math.min(l.room(ahead), share, this.batch - total);
       asks.push({ subscriptionId: l.id, room: n, held: l.held, ceilings: l.heldCeilings });
       l.lastClaim = now;
       total += n;
@@ -329,9 +342,11 @@ export class Dispatcher {
       const l = this.laneOf(id, row.max_in_flight);
       l.setMax(row.max_in_flight);
       l.pipeline = destinationKind(row.url) === 'http' ? 1 : BROKER_PIPELINE;
-      // Not before its rate-cap slot, nor before its due time (a delivery claimed ahead of it).
+      // Not before its rate-cap slot, nor before its due time or its subscription's pause's end (claimed ahead of them).
       const due = row.due_at_ms === null ? null : this.claimClock.local(row.due_at_ms);
-      const notBefore = Math.max(row.send_in_ms === null ? 0 : answered + row.send_in_ms, due !== null && due > answered ? due : 0);
+      const paused = row.paused_until_ms === null ? null : this.claimClock.local(row.paused_until_ms);
+      const notBefore = Math.max(row.send_in_ms === null ? 0 : answered + row.send_in_ms, due !== null && due > answered ? due : 0,
+        paused !== null && paused > answered ? paused : 0);
       this.hold(row, l, token, notBefore, row.slot_ms ?? 0);
     }
     for (const id of got.keys()) this.pump(this.lanes.get(id)!);
@@ -346,7 +361,7 @@ export class Dispatcher {
       const l = this.lanes.get(h.subscription_id);
       if (l && (got.get(h.subscription_id) ?? 0) >= h.slots) this.dueBy(l, answered + Math.max(1, h.reclaim_in_ms));
     }
-    return ready.length > asks.length || asks.some((a) => this.lanes.get(a.subscriptionId)!.due && this.lanes.get(a.subscriptionId)!.room(Date.now()) > 0);
+    return ready.length > asks.length || asks.some((a) => this.lanes.get(a.subscriptionId)!.due && this.lanes.get(a.subscriptionId)!.room(Date.now() + CLAIM_AHEAD_MS) > 0);
   }
 
   /** How long to sleep with nothing to do: until the next known due time or the sweep, whichever is first. */
@@ -368,13 +383,15 @@ export class Dispatcher {
   }
 
   /**
-   * Starts waiting deliveries while the lane has slots (not while paused, not while stopping), each not before its
-   * rate-cap slot (they wait in claim order, which is slot order): the first one not yet due starts by a timer. One
-   * whose slot passed more than its slack ago takes the lane's next slot instead, and the deliveries left without one
-   * are given back (slots.ts: a late send followed by a timely one would put more than the cap in a second).
+   * Starts waiting deliveries while the lane has slots (not while stopping), each not before its rate-cap slot (they
+   * wait in claim order, which is slot order), nor before a Retry-After pause's end: the first one not yet due starts by
+   * a timer. One whose slot passed more than its slack ago takes the lane's next slot instead, and the deliveries left
+   * without one are given back (slots.ts: a late send followed by a timely one would put more than the cap in a second).
    */
   private pump(lane: Lane<InFlight>): void {
-    while (!this.stopping && lane.waiting.length > 0 && lane.startRoom(Date.now()) > 0) {
+    while (!this.stopping && lane.waiting.length > 0) {
+      if (Date.now() < lane.pausedUntil) return this.holdPaused(lane);
+      if (lane.startRoom(Date.now()) === 0) return;
       const head = lane.waiting[0];
       if (head.slotMs > 0 && Date.now() - head.notBefore > slotSlackMs(head.slotMs)) {
         this.giveBack.push(...missedSlots(lane.waiting, Date.now()));
@@ -383,19 +400,7 @@ export class Dispatcher {
         this.wake();
         continue;
       }
-      const wait = head.notBefore - Date.now();
-      if (wait > 0) {
-        // One timer per lane, for its head; a head that came before it (claimed since) moves it earlier.
-        const t = this.slotTimers.get(lane);
-        if (t && t.at > head.notBefore) clearTimeout(t.timer);
-        if (!t || t.at > head.notBefore) {
-          this.slotTimers.set(lane, { at: head.notBefore, timer: setTimeout(() => {
-            this.slotTimers.delete(lane);
-            this.pump(lane);
-          }, wait) });
-        }
-        return;
-      }
+      if (head.notBefore > Date.now()) return this.startAt(lane, head.notBefore);
       const f = lane.waiting.shift()!;
       lane.inflight++;
       f.done = this.attempt(f)
@@ -407,6 +412,32 @@ export class Dispatcher {
           this.wake();
         });
     }
+  }
+
+  /**
+   * A paused lane's waiting deliveries: those a claim took ahead of the pause's end start at its end; those claimed
+   * before the pause was known are given back (due again for any worker when it ends), as the pause gave back the
+   * waiting ones: held through a pause of up to an hour, their leases would run out and another worker send them too.
+   */
+  private holdPaused(lane: Lane<InFlight>): void {
+    const early = lane.waiting.filter((f) => f.notBefore < lane.pausedUntil - CLAIM_AHEAD_MS);
+    if (early.length > 0) {
+      lane.waiting = lane.waiting.filter((f) => f.notBefore >= lane.pausedUntil - CLAIM_AHEAD_MS);
+      this.giveBack.push(...early);
+      this.wake();
+    }
+    if (lane.waiting.length > 0) this.startAt(lane, lane.pausedUntil);
+  }
+
+  /** Pumps the lane at `at` (Date.now() time): one timer per lane, moved earlier by an earlier time (a head claimed since). */
+  private startAt(lane: Lane<InFlight>, at: number): void {
+    const t = this.slotTimers.get(lane);
+    if (t && t.at <= at) return;
+    if (t) clearTimeout(t.timer);
+    this.slotTimers.set(lane, { at, timer: setTimeout(() => {
+      this.slotTimers.delete(lane);
+      this.pump(lane);
+    }, at - Date.now()) });
   }
 
   /** Gives back the claims of deliveries waiting in paused lanes (due again for any worker once the pause ends). */
@@ -446,9 +477,15 @@ export class Dispatcher {
       }
     }
     if (f.released) return; // shutdown gave the claim back; another worker will attempt it
+    const endedAt = performance.now();
     lane.feedback(signalOf(res));
-    if (res.retryAfterMs !== null) {
-      lane.pause(Date.now() + res.retryAfterMs);
+    // Retry-After pauses the lane (at least RETRY_AFTER_MIN_MS) and, while the delivery has deferrals left, keeps its
+    // schedule position; past them it is an ordinary failure that waits at least as long (schedule.ts).
+    const pauseMs = res.retryAfterMs === null ? null : retryAfterPause(res.retryAfterMs);
+    const defers = pauseMs !== null && retryAfterDefers(row.attempt_count, row.schedule_pos);
+    if (pauseMs !== null) {
+      // Until the result's write says when the database's pause ends (flushOnce): counted from the write, it is later.
+      this.pause(lane, Date.now() + pauseMs);
       this.giveBack.push(...lane.waiting.splice(0));
     }
     observeAttempt(res.ok, res.errorCode, res.durationMs / 1000);
@@ -465,7 +502,9 @@ export class Dispatcher {
       errorCode: res.errorCode,
       ok: res.ok,
       schedulePos: row.schedule_pos,
-      retryAfterMs: res.retryAfterMs,
+      retryAfterMs: defers ? pauseMs : null,
+      leastDelayMs: defers ? null : pauseMs,
+      endedAt,
       request: storedRequest(this.leanConfigs, row, req, this.hmacHeader, startedAt.getTime()),
       responseBody: redactCredentials(res.responseBody, credentialsOf(row, tokens)), // a receiver may echo a credential back, in any form
     });
@@ -552,6 +591,11 @@ export class Dispatcher {
           const at = st.due_at_ms === null ? null : this.claimClock.local(Number(st.due_at_ms));
           this.dueBy(lane, at ?? answered + Number(st.due_in_ms));
         }
+        // After a Retry-After answer, the subscription's pause as the database holds it (counted from the write, so later
+        // than the lane's own, counted from the answer): the lane is claimed again at its end. Claimed at the lane's end only, the claim
+        // found the subscription still paused and the lane waited for the fallback sweep (retries 0.5–1.8 s late).
+        const pausedUntil = st.paused_until_ms === null ? null : this.claimClock.local(Number(st.paused_until_ms));
+        if (pausedUntil !== null && lane) this.pause(lane, pausedUntil);
       }
       for (const [outcome, n] of outcomes) deliveriesTotal.inc({ outcome }, n);
       let heldBack = this.results.length + batch.length >= RESULTS_MAX;

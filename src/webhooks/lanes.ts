@@ -124,9 +124,13 @@ export class Lane<W = unknown> {
     return now < this.pausedUntil ? 0 : Math.max(0, this.cap * this.pipeline - this.inflight);
   }
 
-  /** How many more deliveries a claim may take: HELD_CEILINGS ceilings in flight and waiting. */
-  room(now: number): number {
-    return now < this.pausedUntil ? 0 : Math.max(0, HELD_CEILINGS * this.cap * this.pipeline - this.inflight - this.waiting.length);
+  /**
+   * How many more deliveries a claim may take for time `at`: HELD_CEILINGS ceilings in flight and waiting, none while
+   * paused then. A claim made ahead (CLAIM_AHEAD_MS in queue-store.ts) passes the time it claims for, so a pause ending
+   * within it does not stop the claim: what it takes starts at the pause's end.
+   */
+  room(at: number): number {
+    return at < this.pausedUntil ? 0 : Math.max(0, HELD_CEILINGS * this.cap * this.pipeline - this.inflight - this.waiting.length);
   }
 
   /** Most deliveries this worker may hold of the lane, in units of maxInFlight (the claim's bound). */
@@ -151,9 +155,9 @@ export class Lane<W = unknown> {
     else if (s === 'down') this.cap = Math.max(1, Math.floor(this.cap / 2));
   }
 
+  /** No attempt starts before `untilMs` (Retry-After); the dispatcher makes the pause's end a due time. */
   pause(untilMs: number): void {
     this.pausedUntil = Math.max(this.pausedUntil, untilMs);
-    this.addDue(this.pausedUntil);
   }
 
   /** The lane's pool, presenting `clientTls`; a changed certificate, key or CA gets a new pool (the old one finishes its requests). */

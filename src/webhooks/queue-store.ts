@@ -45,9 +45,15 @@ export interface Claimed
   slot_ms: number | null;
   /**
    * Its next_attempt_at, epoch ms of the database's clock (null: a replayed delivery). A claim takes the deliveries of
-   * an uncapped lane falling due within CLAIM_AHEAD_MS: one claimed before its time waits for it in the worker.
+   * an uncapped lane falling due within CLAIM_AHEAD_MS (a capped one's by its first slot): one claimed before its time
+   * waits for it in the worker.
    */
   due_at_ms: number | null;
+  /**
+   * The end of the subscription's Retry-After pause, epoch ms of the database's clock (null: never paused). A claim
+   * takes a paused lane's deliveries when the pause ends within CLAIM_AHEAD_MS: they wait for its end in the worker.
+   */
+  paused_until_ms: number | null;
 }
 
 /** OAuth2 client credentials and mutual TLS of the subscription (migration 044), secrets in clear. */
@@ -109,6 +115,7 @@ const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
  * How far ahead of its due time a claim may take a delivery of a lane without a rate cap (ms): the worker claims a
  * retry this much before it falls due and sends it at its time, so the claim's round trip is not part of its
  * lateness (on PGlite, whose one session serves the API too, 2–45 ms under load: docs/delivery-policies.md).
+ * Likewise the end of a Retry-After pause, for every lane (a rate-capped lane's slots start at the pause's end).
  */
 export const CLAIM_AHEAD_MS = 50;
 
@@ -116,7 +123,8 @@ export const CLAIM_AHEAD_MS = 50;
  * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane, $6 ceilings held per lane. Exported for the bench's EXPLAIN.
  * A rate-capped subscription (max_per_second) is locked first, in id order (claims of one capped subscription take its
  * slots one after another, whichever process runs them), before any delivery row (the InitPlan counting `capped` in
- * `ws`), so a claim never waits for a subscription while holding deliveries. Its slots run from rate_tat (or now)
+ * `ws`), so a claim never waits for a subscription while holding deliveries. Its slots run from rate_tat (or now, or
+ * the end of a Retry-After pause the claim is ahead of)
  * at 1/max_per_second apart, at most RATE_HORIZON_MS ahead; the claim takes as many deliveries as slots (live and
  * replayed together) and moves
  * rate_tat past them, in the same statement.
@@ -129,14 +137,18 @@ export const CLAIM_SQL = `WITH w AS (
          floor(extract(epoch FROM (t.now + ${RATE_HORIZON_MS} * interval '1 millisecond' - n.start)) * s.max_per_second)::int AS slots
        FROM webhook_subscriptions s
        CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t
-       CROSS JOIN LATERAL (SELECT greatest(s.rate_tat, t.now) AS start) n
+       -- A claim made ahead of a Retry-After pause's end (ws) takes slots from that end on, never inside the pause.
+       CROSS JOIN LATERAL (SELECT greatest(s.rate_tat, t.now,
+         CASE WHEN s.paused_until <= t.now + ${CLAIM_AHEAD_MS} * interval '1 millisecond' THEN s.paused_until END) AS start) n
        WHERE s.id = ANY($1::bigint[]) AND s.max_per_second IS NOT NULL
        ORDER BY s.id FOR NO KEY UPDATE OF s
      ), ws AS (
        SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim,
-         CASE WHEN cap.id IS NULL THEN ${CLAIM_AHEAD_MS} ELSE 0 END AS ahead FROM w
+         -- How far ahead of its due time a delivery may be claimed: CLAIM_AHEAD_MS, or a capped lane's first slot (a
+         -- Retry-After pause's end, rate_tat), which no delivery it takes is due after.
+         CASE WHEN cap.id IS NULL THEN ${CLAIM_AHEAD_MS} ELSE greatest(0, extract(epoch FROM cap.start - now()) * 1000) END AS ahead FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
-         AND (s.paused_until IS NULL OR s.paused_until <= now())
+         AND (s.paused_until IS NULL OR s.paused_until <= now() + ${CLAIM_AHEAD_MS} * interval '1 millisecond')
        LEFT JOIN capped cap ON cap.id = w.sub
        WHERE (SELECT count(*) FROM capped) >= 0
      ), live AS MATERIALIZED (
@@ -182,6 +194,7 @@ export const CLAIM_SQL = `WITH w AS (
      SELECT s.id AS subscription_id, s.uuid AS subscription_uuid, s.url, s.auth_method, s.bearer_token, s.basic_username,
        s.basic_password, s.webhook_version, s.signing_secret, s.max_in_flight, ${RETIRED_SECRETS_SQL} AS previous_secrets,
        s.destination_password, ${RECEIVER_AUTH_COLUMNS.map((c) => `s.${c}`).join(', ')}, lanes.deliveries, cap.rate AS max_per_second, cap.slots AS rate_slots,
+       (extract(epoch FROM s.paused_until) * 1000)::float8 AS paused_until_ms,
        extract(epoch FROM (cap.start - clock_timestamp())) * 1000 AS send_in_ms,
        extract(epoch FROM (cap.start + coalesce(lanes.taken, 0) / cap.rate * interval '1 second'
          - ${RATE_RECLAIM_MS} * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms,
@@ -196,7 +209,9 @@ export const CLAIM_SQL = `WITH w AS (
  * lease. Live work first: a replay's deliveries (pending with no next_attempt_at, webhook_replays) take only the
  * room the lane's due live deliveries left, in event order. The cost is that of the rows asked for (one index range per lane, bounded by the claim), whatever the
  * number of subscriptions or the backlog. Inactive, deleted and paused (Retry-After) subscriptions give
- * nothing. SKIP LOCKED lets several workers claim the same lane at once without waiting or double-claiming.
+ * nothing, but for a pause ending within CLAIM_AHEAD_MS (its deliveries start at its end, like a retry claimed ahead
+ * of its due time; a claim before the database's pause ended found nothing, and the lane waited for the fallback
+ * sweep, up to 2 s). SKIP LOCKED lets several workers claim the same lane at once without waiting or double-claiming.
  * The claim commits without waiting for its WAL flush (synchronous_commit off for this transaction only): a lease
  * lost in a database crash is a lease expired early, which at-least-once delivery already allows (the attempt is
  * made again), while the wait was most of the claim's latency (median 5 ms → 2 ms in the drain bench) and left the
@@ -231,7 +246,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
     const sub = {
       subscription_id: String(l.subscription_id), subscription_uuid: l.subscription_uuid, url: l.url, auth_method: l.auth_method,
       bearer_token: sec.bearer_token, basic_username: l.basic_username, basic_password: sec.basic_password,
-      webhook_version: l.webhook_version, signing_secret: sec.signing_secret, max_in_flight: l.max_in_flight,
+      webhook_version: l.webhook_version, signing_secret: sec.signing_secret, max_in_flight: l.max_in_flight, paused_until_ms: l.paused_until_ms,
       previous_secrets: sec.previous_secrets, destination_password: sec.destination_password, secret_error: sec.error,
       oauth2_token_url: l.oauth2_token_url, oauth2_client_id: l.oauth2_client_id, oauth2_client_secret: sec.oauth2_client_secret,
       oauth2_scope: l.oauth2_scope, oauth2_audience: l.oauth2_audience, tls_client_certificate: l.tls_client_certificate,
@@ -245,7 +260,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
         due_at_ms: d[13],
         subscription_id: sub.subscription_id, subscription_uuid: sub.subscription_uuid, url: sub.url, auth_method: sub.auth_method,
         bearer_token: sub.bearer_token, basic_username: sub.basic_username, basic_password: sub.basic_password,
-        webhook_version: sub.webhook_version, signing_secret: sub.signing_secret, max_in_flight: sub.max_in_flight,
+        webhook_version: sub.webhook_version, signing_secret: sub.signing_secret, max_in_flight: sub.max_in_flight, paused_until_ms: sub.paused_until_ms,
         previous_secrets: sub.previous_secrets, destination_password: sub.destination_password, secret_error: sub.secret_error,
         // The i-th slot of this claim: 1/rate after the one before (oldest delivery first, as the claim ordered them).
         send_in_ms: sendIn === null || rate === null ? null : sendIn + (i * 1000) / rate,
@@ -368,10 +383,22 @@ export interface AttemptResult {
   /** Where the delivery stood in its retry schedule when claimed: a failure waits the schedule's step at this index. */
   schedulePos: number;
   /**
-   * Retry-After of a 429/503 (ms, capped at 1 h): the delivery waits that long without moving along its
-   * schedule, and the subscription's other deliveries wait too (paused_until).
+   * Retry-After of a 429/503 that defers the delivery (ms, 1 s–1 h: retryAfterPause in schedule.ts): it waits that
+   * long without moving along its schedule, and the subscription's other deliveries wait too (paused_until). Null when
+   * there was none, or when the delivery has used its deferrals (retryAfterDefers): then leastDelayMs.
    */
   retryAfterMs: number | null;
+  /**
+   * Retry-After of a 429/503 that no longer defers the delivery: an ordinary failure (a step of the schedule, or the
+   * last attempt) whose next attempt waits at least this long; the subscription pauses as long. Absent: none.
+   */
+  leastDelayMs?: number | null;
+  /**
+   * When the attempt ended (its answer, or its failure), as performance.now(): a failure's schedule delay counts from
+   * then, not from the result's write, which came up to hundreds of ms later (the first write of a process, a failure's
+   * transaction on a loaded PGlite). Absent: from the write.
+   */
+  endedAt?: number;
   /** The request as the row keeps it (docs/delivery.md "What an attempt row holds"). */
   request: StoredRequest;
   responseBody: string | null;
@@ -416,6 +443,8 @@ export interface DeliveryState {
   due_in_ms: number | string | null;
   /** next_attempt_at as epoch ms of the database's clock (null: not pending). */
   due_at_ms: number | string | null;
+  /** After a Retry-After answer: the end of the subscription's pause as this write set it, epoch ms of the database's clock (else null). */
+  paused_until_ms: number | string | null;
 }
 
 /**
@@ -423,12 +452,14 @@ export interface DeliveryState {
  * this order:
  * - the subscriptions are locked in id order (so workers recording results for the same subscriptions at once
  *   never deadlock, and before any delivery row, as the API's delete does), their health counters (SPEC §11)
- *   folded from `outs` and their Retry-After pauses set (one UPDATE: a row updated twice in one statement keeps
- *   only one of the two);
+ *   folded from `outs` and their Retry-After pauses set (the deferring ones of `outs` and the others of the results:
+ *   one UPDATE, as a row updated twice in one statement keeps only one of the two);
  * - then (each step waits for the one before through a one-time filter) each delivery's new state, only if this
  *   claim still holds it and it was not cancelled meanwhile; a failure's next attempt waits the next step of the
  *   subscription's retry schedule as it stands at this write (a PATCH applies to the next retry of pending deliveries),
- *   jittered by its retryJitter, and past the schedule's end the delivery is failed; a manual retry of a pending delivery (resume_at set)
+ *   jittered by its retryJitter, counted from the attempt's end (and no sooner than a Retry-After past the deferrals
+ *   asks: the subscription's pause), and past the schedule's end the delivery is failed; a deferring Retry-After
+ *   keeps the step and is due when the subscription's pause ends; a manual retry of a pending delivery (resume_at set)
  *   that does not deliver goes back to the schedule it interrupted (the manual attempt consumed nothing), and its
  *   log row shows that next attempt; a delivered one forgets the saved schedule;
  * - the attempt rows, lean: no uuid (rebuilt from the id), no event (the delivery's), and the request as `request`
@@ -439,17 +470,21 @@ export async function recordResults(
   db: Queryable, rs: AttemptResult[], outs: SubOutcome[], streakGapHours: number, policy: RetryDefaults,
 ): Promise<DeliveryState[]> {
   if (rs.length === 0) return [];
+  const sent = performance.now();
   const r = await db.query<DeliveryState>(
     `WITH j AS (
        SELECT * FROM json_to_recordset($2::json) AS j(delivery_id bigint, delivery_created_at timestamptz, token uuid, subscription_id bigint,
          attempt_number int, started_at timestamptz, duration_ms int, status_code int, error_code text, ok boolean,
          schedule_pos int, version_id int, signatures text, timestamp_skew int, url text, request_headers jsonb, request_body text,
-         response_body text, retry_after_ms float8)
+         response_body text, retry_after_ms float8, least_delay_ms float8, ended_ago_ms float8)
      ), r AS (
        -- A failure's delay before the next attempt: the subscription's schedule as it stands now (or the service's, $5),
        -- step schedule_pos, in units of $6 ms, jittered uniformly by ±retry_jitter %; null past its end (failed).
+       -- Counted from the attempt's end: now less how long ago the worker saw it end, measured on its monotonic clock
+       -- as the statement was sent (its trip to here is not subtracted: never early, whatever the two clocks say).
        SELECT j.*, CASE WHEN NOT j.ok THEN (coalesce(s.retry_schedule::float8[], $5::float8[]))[j.schedule_pos + 1] * $6
-           * (1 + coalesce(s.retry_jitter, 0)::float8 / 100 * (2 * random() - 1)) END AS delay_ms
+           * (1 + coalesce(s.retry_jitter, 0)::float8 / 100 * (2 * random() - 1)) END AS delay_ms,
+         clock_timestamp() - coalesce(j.ended_ago_ms, 0) * interval '1 millisecond' AS ended_at
        FROM j LEFT JOIN webhook_subscriptions s ON s.id = j.subscription_id
      ), x AS (
        SELECT * FROM json_to_recordset($3::json) AS x(sub bigint, last_ok timestamptz, fails int, first_fail timestamptz, last_fail timestamptz, pause_ms float8)
@@ -463,10 +498,12 @@ export async function recordResults(
              OR x.first_fail - coalesce(s.last_failure_at, s.failing_since) >= $4 * interval '1 hour' THEN x.first_fail
            ELSE s.failing_since END,
          last_failure_at = coalesce(x.last_fail, s.last_failure_at),
-         paused_until = CASE WHEN x.pause_ms IS NULL THEN s.paused_until
-           ELSE greatest(s.paused_until, clock_timestamp() + x.pause_ms * interval '1 millisecond') END
-       FROM x WHERE s.id = x.sub AND (SELECT count(*) FROM locked) >= 0
-       RETURNING s.id
+         paused_until = CASE WHEN p.ms IS NULL THEN s.paused_until
+           ELSE greatest(s.paused_until, clock_timestamp() + p.ms * interval '1 millisecond') END
+       -- The longest Retry-After of the subscription's results: the deferring ones (outs), the others (least_delay_ms).
+       FROM x CROSS JOIN LATERAL (SELECT greatest(x.pause_ms, max(j.least_delay_ms)) AS ms FROM j WHERE j.subscription_id = x.sub) p
+       WHERE s.id = x.sub AND (SELECT count(*) FROM locked) >= 0
+       RETURNING s.id, s.paused_until
      ), upd AS (
        UPDATE webhook_deliveries d SET
          status = CASE WHEN r.ok THEN 'delivered' WHEN d.resume_at IS NOT NULL OR r.retry_after_ms IS NOT NULL OR r.delay_ms IS NOT NULL THEN 'pending' ELSE 'failed' END,
@@ -475,15 +512,19 @@ export async function recordResults(
            WHEN r.retry_after_ms IS NULL AND r.delay_ms IS NOT NULL THEN d.schedule_pos + 1 ELSE d.schedule_pos END,
          next_attempt_at = CASE WHEN r.ok THEN NULL
            WHEN d.resume_at IS NOT NULL THEN d.resume_at
-           WHEN r.retry_after_ms IS NOT NULL THEN clock_timestamp() + r.retry_after_ms * interval '1 millisecond'
-           WHEN r.delay_ms IS NOT NULL THEN clock_timestamp() + r.delay_ms * interval '1 millisecond' END,
+           -- Retry-After: when the subscription's pause (the longest Retry-After of its results, from now) ends.
+           WHEN r.retry_after_ms IS NOT NULL THEN h.paused_until
+           WHEN r.delay_ms IS NOT NULL THEN greatest(r.ended_at + r.delay_ms * interval '1 millisecond',
+             CASE WHEN r.least_delay_ms IS NOT NULL THEN h.paused_until END) END,
          delivered_at = CASE WHEN r.ok THEN clock_timestamp() ELSE d.delivered_at END,
          resume_at = NULL, resume_pos = NULL,
          locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
-       FROM r WHERE d.id = ANY($1::bigint[]) AND d.id = r.delivery_id AND d.lock_token = r.token AND d.status = 'pending'
+       FROM r JOIN health h ON h.id = r.subscription_id -- the subscription's pause as this statement set it
+       WHERE d.id = ANY($1::bigint[]) AND d.id = r.delivery_id AND d.lock_token = r.token AND d.status = 'pending'
          AND d.created_at = ANY($7::timestamptz[]) AND d.created_at = r.delivery_created_at -- one partition each (partitioning.md)
          AND (SELECT count(*) FROM health) >= 0
-       RETURNING d.id, d.status, d.next_attempt_at, d.created_at
+       RETURNING d.id, d.status, d.next_attempt_at, d.created_at,
+         CASE WHEN coalesce(r.retry_after_ms, r.least_delay_ms) IS NOT NULL THEN h.paused_until END AS paused_until
      ), ins AS (
        INSERT INTO webhook_attempts (uuid, delivery_id, delivery_created_at, subscription_id, attempt_number, started_at, duration_ms, status_code,
          error_code, outcome, next_attempt_at, version_id, signatures, timestamp_skew, url, request_headers, request_body, response_body)
@@ -493,7 +534,7 @@ export async function recordResults(
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
      SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms,
-       extract(epoch FROM next_attempt_at) * 1000 AS due_at_ms FROM upd`,
+       extract(epoch FROM next_attempt_at) * 1000 AS due_at_ms, extract(epoch FROM paused_until) * 1000 AS paused_until_ms FROM upd`,
     // One JSON text rather than an array per column: serialised natively, not element by element.
     [
       rs.map((x) => x.deliveryId),
@@ -502,6 +543,7 @@ export async function recordResults(
         started_at: x.startedAt, duration_ms: x.durationMs, status_code: x.statusCode, error_code: x.errorCode, ok: x.ok,
         schedule_pos: x.schedulePos, ...storedColumns(x.request),
         response_body: x.responseBody === null ? null : x.responseBody.replace(/\u0000/g, ''), retry_after_ms: x.retryAfterMs,
+        least_delay_ms: x.leastDelayMs, ended_ago_ms: x.endedAt === undefined ? null : Math.max(0, sent - x.endedAt),
       }))),
       JSON.stringify(outs.map((o) => ({ sub: o.subscriptionId, last_ok: o.lastOkAt, fails: o.failures, first_fail: o.firstFailureAt, last_fail: o.lastFailureAt, pause_ms: o.pauseMs }))),
       streakGapHours,

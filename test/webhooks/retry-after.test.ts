@@ -1,0 +1,163 @@
+// Retry-After and retry timing (docs/delivery.md, "Receiver back-pressure" and "Retry timing"), through a real worker
+// and loopback receivers on both engines:
+// - a pause is at least 1 s (`Retry-After: 0` made a hot loop: 258 attempts of one delivery in 5 s), and a receiver
+//   that always answers Retry-After defers a delivery RETRY_AFTER_DEFERRALS times, then uses up its schedule: the
+//   delivery fails (with its webhookDeliveryFailed event) instead of staying pending for ever;
+// - the lane is claimed again when the database's pause ends, with the fallback sweep off (the claim at the lane's
+//   own, earlier, end found the subscription paused, and the retry waited for the sweep: 0.5–1.8 s late), a
+//   rate-capped lane too (its slots start at the pause's end);
+// - a failure's schedule delay counts from the attempt's end, not from its result's write (held here 800 ms).
+// Times are asserted loosely (a shared 2-core machine): the bounds tell the fixed behaviour from the old by far more
+// than the noise.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { after, afterEach, describe, it } from 'node:test';
+import { describeEachDb } from '../helpers/suite.ts';
+import { createSubscription } from '../helpers/server.ts';
+import { startWorker } from '../helpers/worker.ts';
+import { emitEvents, type NewEvent } from '../../src/events/emit.ts';
+import { NO_MORE_RETRIES, RETRY_AFTER_DEFERRALS, RETRY_AFTER_MIN_MS, retryAfterDefers, retryAfterPause } from '../../src/webhooks/schedule.ts';
+import type { Db, Queryable } from '../../src/db/db.ts';
+import { sleep, startReceiver, status, waitFor, type Behaviour, type Receiver } from './receiver.ts';
+
+const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
+/** The fallback sweep, as good as off: what brings a retry on time is the lane's own due time. */
+const NO_SWEEP = { pollMs: 60_000 };
+
+/** A receiver answering 429 with this Retry-After to the first `times` requests (Infinity: all), then 200. */
+const limited = (retryAfter: string, times = Infinity): Behaviour => {
+  let n = 0;
+  return (_q, res) => (n++ < times ? res.writeHead(429, { 'retry-after': retryAfter }).end('slow down') : res.writeHead(200).end());
+};
+
+const ev = (): NewEvent => ({ eventType: 'customerCreate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: `c-${crypto.randomUUID()}` }, source: 'TULIP_API' });
+
+describe('Retry-After rules', () => {
+  it('a pause is at least RETRY_AFTER_MIN_MS; a delivery is deferred RETRY_AFTER_DEFERRALS times, a one-attempt delivery never', () => {
+    assert.equal(retryAfterPause(0), RETRY_AFTER_MIN_MS);
+    assert.equal(retryAfterPause(250), RETRY_AFTER_MIN_MS);
+    assert.equal(retryAfterPause(7000), 7000);
+    assert.equal(RETRY_AFTER_DEFERRALS, 5);
+    assert.ok(retryAfterDefers(0, 0), 'the first attempt');
+    assert.ok(retryAfterDefers(4, 0), 'after four deferrals');
+    assert.ok(!retryAfterDefers(5, 0), 'after five');
+    assert.ok(retryAfterDefers(6, 2), 'two steps used, four deferrals');
+    assert.ok(!retryAfterDefers(7, 2), 'two steps used, five deferrals');
+    assert.ok(!retryAfterDefers(3, NO_MORE_RETRIES), 'a manual retry or recover of a failed delivery');
+  });
+});
+
+await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  const receivers: Receiver[] = [];
+  const subs: string[] = [];
+  after(async () => {
+    for (const r of receivers) await r.close();
+  });
+  /** A 2026-11 subscription to customerCreate, deleted once its test is over (the events of the next reach no other). */
+  const subscribe = async (body: Record<string, unknown>) => {
+    const s = await createSubscription(api(), { eventTypes: ['customerCreate'], ...body });
+    subs.push(s.uuid);
+    return s;
+  };
+  afterEach(async () => {
+    for (const uuid of subs.splice(0)) await api().delete(`/integrations/webhooks/subscriptions/${uuid}`);
+  });
+  const receiver = async (b: Behaviour) => {
+    const rx = await startReceiver(b);
+    receivers.push(rx);
+    return rx;
+  };
+  const logs = async (uuid: string) => ((await api().get(`/integrations/webhooks/logs?limit=250&subscription=${uuid}`)).body.data as any[]).reverse(); // oldest first
+  const deliveries = async (uuid: string) => (await ctx.tdb.db.query(
+    `SELECT d.uuid, d.status, d.attempt_count, d.schedule_pos FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+     WHERE s.uuid = $1 ORDER BY d.id`, [uuid])).rows;
+  const gapsMs = (rx: Receiver) => rx.received.slice(1).map((r, i) => Math.round(r.at - rx.received[i].at));
+
+  it('Retry-After: 0 pauses 1 s, not a hot loop; always answered, it defers a delivery 5 times, then its schedule runs out and it fails', async () => {
+    const w = await startWorker(ctx.tdb.db, ENV);
+    try {
+      const rx = await receiver(limited('0'));
+      const sub = await subscribe({ url: rx.url, retrySchedule: [1] });
+      await ctx.tdb.db.transaction((tx) => emitEvents(tx, [ev()]));
+      const attempts = 1 + RETRY_AFTER_DEFERRALS + 1; // the first, the deferred ones, the schedule's one retry
+      const [d] = await waitFor(async () => {
+        const ds = await deliveries(sub.uuid);
+        return ds[0]?.status === 'failed' ? ds : null;
+      }, `the delivery failed after ${attempts} attempts`, 20_000);
+      await sleep(300); // nothing more comes
+      assert.equal(rx.received.length, attempts, `attempts: ${rx.received.length}, gaps ${gapsMs(rx).join(', ')} ms`);
+      assert.deepEqual([d.attempt_count, d.schedule_pos], [attempts, 1], 'five deferrals kept the position; the sixth answer used the step');
+      for (const g of gapsMs(rx)) assert.ok(g >= RETRY_AFTER_MIN_MS - 50, `attempts at least ${RETRY_AFTER_MIN_MS} ms apart: ${gapsMs(rx).join(', ')} ms`);
+      const rows = await logs(sub.uuid);
+      assert.equal(rows.length, attempts);
+      assert.ok(rows.every((r) => r.statusCode === 429));
+      assert.equal(rows[attempts - 1].nextAttemptAt, null, 'the last attempt has no next one');
+      // A failure out of Retry-After deferrals is announced like any exhausted delivery.
+      const announced = await ctx.tdb.db.query(`SELECT 1 FROM events WHERE event_type = 'webhookDeliveryFailed' AND resource_uuid = $1`, [d.uuid]);
+      assert.equal(announced.rows.length, 1, 'webhookDeliveryFailed');
+    } finally {
+      await w.stop();
+    }
+  });
+
+  for (const capped of [false, true]) {
+    it(`a Retry-After pause ends on time with the fallback sweep off: the lane is claimed at the database's pause end${capped ? ' (rate-capped: slots from the pause end)' : ''}`, async () => {
+      const w = await startWorker(ctx.tdb.db, ENV, NO_SWEEP);
+      try {
+        const rx = await receiver(limited('1', 1));
+        const sub = await subscribe({ url: rx.url, maxInFlight: 1, ...(capped ? { maxPerSecond: 5 } : {}) });
+        await ctx.tdb.db.transaction((tx) => emitEvents(tx, [ev(), ev(), ev()]));
+        // Without the lane's own wake-up at the pause's end these would wait for the sweep, a minute away.
+        await waitFor(async () => (await deliveries(sub.uuid)).every((d) => d.status === 'delivered'), 'all three delivered', 10_000);
+        assert.equal(rx.received.length, 4, 'the 429, then the three');
+        const [first, ...rest] = rx.received;
+        const after429 = rest.map((r) => Math.round(r.at - first.at));
+        // Not before the pause's end (1 s), and the first of them well before 2 s: the lane woke at the pause end by
+        // itself (the retry was 0.5–1.8 s late when it waited for a sweep); a capped lane's slots are 200 ms apart.
+        for (const t of after429) assert.ok(t >= 950, `nothing during the pause: ${after429.join(', ')} ms after the 429`);
+        assert.ok(after429[0] < 1_800, `resumed at the pause's end: ${after429.join(', ')} ms after the 429`);
+        const rows = await logs(sub.uuid);
+        const deferred = rows.find((r) => r.statusCode === 429);
+        const retry = rows.find((r) => r.statusCode === 200 && r.attemptNumber === 2);
+        const late = Date.parse(retry.startedAt) - Date.parse(deferred.nextAttemptAt);
+        assert.ok(late >= -5 && late < 800, `the deferred delivery's retry ${late} ms after its due time (${capped ? 'behind the other two slots' : 'at once'})`);
+      } finally {
+        await w.stop();
+      }
+    });
+  }
+
+  it('a failure waits its schedule step from the attempt\'s end, however late its result is written', async () => {
+    // The worker's failure writes (a transaction: a failure may be a delivery's last) held 800 ms before they start.
+    const HOLD_MS = 800;
+    const db = ctx.tdb.db;
+    const held: Db = new Proxy(db, {
+      get(target, prop) {
+        if (prop === 'transaction') {
+          return async <T>(fn: (tx: Queryable) => Promise<T>) => {
+            await sleep(HOLD_MS);
+            return target.transaction(fn);
+          };
+        }
+        const v = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const w = await startWorker(held, ENV);
+    try {
+      const rx = await receiver(status(500, 'down'));
+      const sub = await subscribe({ url: rx.url, retrySchedule: [1] });
+      await db.transaction((tx) => emitEvents(tx, [ev()]));
+      await waitFor(async () => (await deliveries(sub.uuid))[0]?.status === 'failed', 'the retry, then failed', 15_000);
+      const [first] = await logs(sub.uuid);
+      const delay = Date.parse(first.nextAttemptAt) - (Date.parse(first.startedAt) + first.durationMs);
+      // Counted from the write it was 1,000 + 800 ms and more.
+      assert.ok(delay >= 950 && delay < 1_000 + HOLD_MS / 2, `next attempt ${delay} ms after the attempt's end, for a step of 1,000 ms`);
+      const [gap] = gapsMs(rx);
+      assert.ok(gap >= 950 && gap < 1_000 + (3 * HOLD_MS) / 4, `the retry came ${gap} ms after the first attempt`);
+    } finally {
+      await w.stop();
+    }
+  });
+}, ENV);
