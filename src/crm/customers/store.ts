@@ -167,7 +167,7 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
       where.push(`(c.updated_at, c.id) > ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
     }
   }
-  add(sync ? 'c.updated_at < ?::timestamptz' : 'c.created_at < ?::timestamptz', horizon);
+  if (horizon !== null) add(sync ? 'c.updated_at < ?::timestamptz' : 'c.created_at < ?::timestamptz', horizon);
   params.push((q.limit ?? 50) + 1);
   // The text depends only on which filters are present (a handful of shapes), each prepared under its own name;
   // but a search: a generic plan cannot tell a rare term from a common one (it read the trigram index for every term,
