@@ -5,7 +5,11 @@
 import pg from 'pg';
 import { V, api, createPgDatabase, load, log, pgAvailable, ratioGoal, round, spawnNode, startBulb, type Child, type LoadResult, type Row } from './lib.ts';
 
-/** Every CHANGED-th customer is changed an hour after the load: an incremental sync since then finds N / CHANGED. */
+/**
+ * The load is written two hours ago and every CHANGED-th customer changed an hour ago (a shifted clock, every write in
+ * the past: a list serves only rows written before now, src/db/write-horizon.ts): an incremental sync since then finds
+ * N / CHANGED.
+ */
 const CHANGED = 10_000;
 
 async function seed(url: string, n: number): Promise<string> {
@@ -14,16 +18,17 @@ async function seed(url: string, n: number): Promise<string> {
   try {
     for (let i = 0; i < n; i += 100_000) {
       await c.query(
-        `INSERT INTO customers (external_id, first_name, last_name, emails, email_keys)
-         SELECT 'lk' || g, 'Bo', 'N' || g, jsonb_build_array(jsonb_build_object('email', 'lk' || g || '@y.example')), ARRAY['lk' || g || '@y.example']
+        `INSERT INTO customers (external_id, first_name, last_name, emails, email_keys, updated_at)
+         SELECT 'lk' || g, 'Bo', 'N' || g, jsonb_build_array(jsonb_build_object('email', 'lk' || g || '@y.example')), ARRAY['lk' || g || '@y.example'],
+           clock_timestamp() - interval '2 hours'
          FROM generate_series($1::int, $2::int) g`,
         [i + 1, Math.min(n, i + 100_000)],
       );
     }
-    await c.query(`UPDATE customers SET updated_at = clock_timestamp() + interval '1 hour' WHERE id % $1 = 0`, [CHANGED]);
+    await c.query(`UPDATE customers SET updated_at = clock_timestamp() - interval '1 hour' WHERE id % $1 = 0`, [CHANGED]);
     await c.query('TRUNCATE duplicate_dirty'); // the API-only server runs no refresher; nothing else reads it
     await c.query('VACUUM ANALYZE customers');
-    return new Date(Date.now() + 30 * 60_000).toISOString();
+    return new Date(Date.now() - 90 * 60_000).toISOString();
   } finally {
     await c.end();
   }
