@@ -7,8 +7,8 @@
 //   own, earlier, end found the subscription paused, and the retry waited for the sweep: 0.5–1.8 s late), a
 //   rate-capped lane too (its slots start at the pause's end);
 // - a failure's schedule delay counts from the attempt's end, not from its result's write (held here 800 ms).
-// Times are asserted loosely (a shared 2-core machine): the bounds tell the fixed behaviour from the old by far more
-// than the noise.
+// Times at the receiver are asserted from below only (never early; a shared 2-core machine may be late): what tells the
+// fixed behaviour from the old is a retry arriving at all with the sweep off, and the delay the database computed.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, afterEach, describe, it } from 'node:test';
@@ -113,15 +113,14 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
         assert.equal(rx.received.length, 4, 'the 429, then the three');
         const [first, ...rest] = rx.received;
         const after429 = rest.map((r) => Math.round(r.at - first.at));
-        // Not before the pause's end (1 s), and the first of them well before 2 s: the lane woke at the pause end by
-        // itself (the retry was 0.5–1.8 s late when it waited for a sweep); a capped lane's slots are 200 ms apart.
+        // Not before the pause's end (1 s). That they came at all within the waitFor above, with the sweep a minute away,
+        // is the lane waking at the pause's end by itself (no upper bound on the time: a loaded machine is slow).
         for (const t of after429) assert.ok(t >= 950, `nothing during the pause: ${after429.join(', ')} ms after the 429`);
-        assert.ok(after429[0] < 1_800, `resumed at the pause's end: ${after429.join(', ')} ms after the 429`);
         const rows = await logs(sub.uuid);
         const deferred = rows.find((r) => r.statusCode === 429);
         const retry = rows.find((r) => r.statusCode === 200 && r.attemptNumber === 2);
         const late = Date.parse(retry.startedAt) - Date.parse(deferred.nextAttemptAt);
-        assert.ok(late >= -5 && late < 800, `the deferred delivery's retry ${late} ms after its due time (${capped ? 'behind the other two slots' : 'at once'})`);
+        assert.ok(late >= -5, `the deferred delivery's retry ${late} ms after its due time, never before it`);
       } finally {
         await w.stop();
       }
@@ -153,9 +152,9 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
       const [first] = await logs(sub.uuid);
       const delay = Date.parse(first.nextAttemptAt) - (Date.parse(first.startedAt) + first.durationMs);
       // Counted from the write it was 1,000 + 800 ms and more.
-      assert.ok(delay >= 950 && delay < 1_000 + HOLD_MS / 2, `next attempt ${delay} ms after the attempt's end, for a step of 1,000 ms`);
+      assert.ok(delay >= 950 && delay < 1_000 + (3 * HOLD_MS) / 4, `next attempt ${delay} ms after the attempt's end, for a step of 1,000 ms`);
       const [gap] = gapsMs(rx);
-      assert.ok(gap >= 950 && gap < 1_000 + (3 * HOLD_MS) / 4, `the retry came ${gap} ms after the first attempt`);
+      assert.ok(gap >= 950, `the retry came ${gap} ms after the first attempt, not before its step`);
     } finally {
       await w.stop();
     }
