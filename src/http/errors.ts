@@ -159,27 +159,33 @@ export function sendError(reply: FastifyReply, status: number, entries: ErrorEnt
  * What PostgreSQL cannot store in text or jsonb: the NUL character, and a UTF-16 surrogate without its pair (a JSON
  * escape such as "\ud800" alone parses into one; the driver would write U+FFFD in its place, silently).
  */
-export const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Why a string cannot be stored (UNSTORABLE), in words, for the error naming it. */
 const unstorableWhat = (s: string) => (s.includes('\u0000') ? 'the NUL character (\\u0000)' : 'an unpaired UTF-16 surrogate (a \\ud800–\\udfff escape without its pair)');
 
+/**
+ * The first string in v (a value, or a field name: `key`) PostgreSQL cannot store (UNSTORABLE), with its dotted path ('' for
+ * v itself; a field name's is its object's), objects below depth 64 not read. The path is built only when there is one
+ * (imports check every line).
+ */
+export function firstUnstorable(v: unknown, depth = 0): { path: string; text: string; key: boolean } | undefined {
+  if (typeof v === 'string') return UNSTORABLE.test(v) ? { path: '', text: v, key: false } : undefined;
+  if (v === null || typeof v !== 'object' || depth > 64) return undefined;
+  for (const [k, x] of Object.entries(v)) {
+    if (UNSTORABLE.test(k)) return { path: '', text: k, key: true };
+    const bad = firstUnstorable(x, depth + 1);
+    if (bad) return { ...bad, path: bad.path === '' ? k : `${k}.${bad.path}` };
+  }
+  return undefined;
+}
+
 /** Throws InvalidParameterError naming the first string (value or key) PostgreSQL cannot store (UNSTORABLE). */
-export function rejectUnstorable(where: string, value: unknown, path = '', depth = 0): void {
-  if (typeof value === 'string') {
-    if (UNSTORABLE.test(value)) throw invalid(`${path ? `"${path}"` : where} must not contain ${unstorableWhat(value)}`, path ? `${where}.${path}` : where);
-    return;
-  }
-  if (value === null || typeof value !== 'object' || depth > 64) return;
-  if (Array.isArray(value)) {
-    value.forEach((v, i) => rejectUnstorable(where, v, path ? `${path}.${i}` : String(i), depth + 1));
-    return;
-  }
-  for (const [k, v] of Object.entries(value)) {
-    const p = path ? `${path}.${k}` : k;
-    if (UNSTORABLE.test(k)) throw invalid(`a field name must not contain ${unstorableWhat(k)}`, where);
-    rejectUnstorable(where, v, p, depth + 1);
-  }
+export function rejectUnstorable(where: string, value: unknown): void {
+  const bad = firstUnstorable(value);
+  if (!bad) return;
+  if (bad.key) throw invalid(`a field name must not contain ${unstorableWhat(bad.text)}`, where);
+  throw invalid(`${bad.path ? `"${bad.path}"` : where} must not contain ${unstorableWhat(bad.text)}`, bad.path ? `${where}.${bad.path}` : where);
 }
 
 /**

@@ -7,7 +7,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { strictAjv } from '../../http/validator.ts';
 import type { Queryable } from '../../db/db.ts';
-import { UNSTORABLE, validationEntries, type ErrorEntry } from '../../http/errors.ts';
+import { firstUnstorable, validationEntries, type ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { clearable, ExternalId } from './schema.ts';
 import { customerDisabled, mergedAway } from './service.ts';
@@ -26,17 +26,6 @@ export type BulkItemT = Static<typeof BulkItem>;
 /** The fields a bulk item can carry besides externalId (and disabled, which a replace leaves alone), with the value that empties each. */
 export const ITEM_FIELDS: Readonly<Record<string, unknown>> = Object.fromEntries(WRITABLE.map(([key, , empty]) => [key, empty]));
 
-/** The dotted path of the first unstorable string in v ('' for v itself), built only when there is one (imports check every line). */
-function unstorable(v: unknown): string | undefined {
-  if (typeof v === 'string') return UNSTORABLE.test(v) ? '' : undefined;
-  if (typeof v !== 'object' || v === null) return undefined;
-  for (const k of Object.keys(v)) {
-    const bad = unstorable((v as Record<string, unknown>)[k]);
-    if (bad !== undefined) return bad === '' ? k : `${k}.${bad}`;
-  }
-  return undefined;
-}
-
 const validate = strictAjv.compile(BulkItem);
 
 /**
@@ -46,7 +35,7 @@ const validate = strictAjv.compile(BulkItem);
  */
 export function itemErrors(item: unknown): ErrorEntry[] {
   if (validate(item)) {
-    const bad = unstorable(item);
+    const bad = firstUnstorable(item)?.path;
     if (bad !== undefined) return [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
     return inputProblems(item as BulkItemT).slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
   }
