@@ -145,6 +145,9 @@ export function blockedReason(ip: string): string | undefined {
   return reasons.find((x) => x.list.check(a, type))?.reason ?? 'private';
 }
 
+/** An IP address as a URL or CONNECT authority writes it (an IPv6 one in brackets). */
+export const urlHost = (ip: string) => (net.isIPv6(ip) ? `[${ip}]` : ip);
+
 export function isIpLiteral(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '');
   return net.isIP(h) !== 0 || parseLegacyIPv4(h) !== undefined;

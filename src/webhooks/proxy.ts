@@ -6,7 +6,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
-import { BlockedAddressError, blockedReason, guardedLookup } from './address.ts';
+import { BlockedAddressError, blockedReason, guardedLookup, urlHost } from './address.ts';
 
 export interface TunnelTls {
   cert?: string;
@@ -70,7 +70,7 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
     resolveTarget(host, opts.allowPrivate, (err, ip) => {
       if (err) return finish(err);
       if (done) return;
-      const authority = net.isIPv6(ip) ? `[${ip}]:${port}` : `${ip}:${port}`;
+      const authority = `${urlHost(ip)}:${port}`;
       sock = net.connect(proxyPort, proxy.hostname.replace(/^\[|\]$/g, ''));
       const s = sock;
       let head = Buffer.alloc(0);

@@ -3,6 +3,7 @@
 // mandatory message with the webhook headers, settled by the broker's confirm (an unroutable message comes back
 // before its ack: NO_ROUTE). Any channel or connection loss marks the publisher broken; the registry opens a new one.
 import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { urlHost } from '../address.ts';
 import { withPassword } from './url.ts';
 import { closeWithin, dialFor, failure, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 import type { Tunnel } from './tunnel.ts';
@@ -46,7 +47,7 @@ export class AmqpPublisher implements Publisher {
       // amqplib reads credentials and the vhost from the URL; the socket goes to the address the guard checked (or
       // the tunnel to it through the proxy).
       const target = new URL(u.href);
-      target.hostname = dial.host.includes(':') ? `[${dial.host}]` : dial.host;
+      target.hostname = urlHost(dial.host);
       target.port = String(dial.port);
       target.search = '';
       // amqps: the broker's certificate is checked for the URL's host, and the subscription's client certificate

@@ -4,8 +4,9 @@
 // message id (a stream drops a second publish of it within its duplicate window and acknowledges it as a duplicate:
 // delivered).
 import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection, type TlsOptions as NatsTlsOptions } from 'nats';
+import { urlHost } from '../address.ts';
 import { decoded, withPassword } from './url.ts';
-import { closeWithin, dialFor, failure, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import { closeWithin, dialTo, failure, guardedAddress, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 import type { Tunnel } from './tunnel.ts';
 
 interface Open {
@@ -57,12 +58,14 @@ export class NatsPublisher implements Publisher {
       // loopback tunnel): asked first; the client gives up on a server that offers none right after its INFO, before any
       // credential is sent, and only then does the plain connection follow. With the subscription's mutual TLS (tls),
       // TLS is required: a server without it fails the attempt (TLS), and the client certificate is presented.
+      // Both connections go to the one address the guard checked (one lookup).
+      const address = await guardedAddress(name, this.opts.allowPrivate);
       let nc: NatsConnection;
       try {
-        nc = await this.connectTo(u, name, tlsOptions(this.opts.tls, name) as NatsTlsOptions);
+        nc = await this.connectTo(u, address, tlsOptions(this.opts.tls, name) as NatsTlsOptions);
       } catch (err) {
         if (this.opts.tls || !offersNoTls(err) || this.closing) throw err;
-        nc = await this.connectTo(u, name, null);
+        nc = await this.connectTo(u, address, null);
       }
       void nc.closed().then(() => (this.closed = true));
       if (this.closing) {
@@ -77,13 +80,13 @@ export class NatsPublisher implements Publisher {
     return this.opening;
   }
 
-  /** One connection to the checked address (or its tunnel through the proxy), with `tls` or none (null: never TLS). */
-  private async connectTo(u: URL, name: string, tls: NatsTlsOptions | null): Promise<NatsConnection> {
-    const dial = await dialFor(name, Number(u.port || 4222), this.opts);
+  /** One connection to the checked address (or a tunnel to it through the proxy), with `tls` or none (null: never TLS). */
+  private async connectTo(u: URL, address: string, tls: NatsTlsOptions | null): Promise<NatsConnection> {
+    const dial = await dialTo(address, Number(u.port || 4222), this.opts);
     this.tunnel?.close();
     this.tunnel = dial.tunnel;
     return connect({
-      servers: `${dial.host.includes(':') ? `[${dial.host}]` : dial.host}:${dial.port}`,
+      servers: `${urlHost(dial.host)}:${dial.port}`,
       tls,
       user: u.username ? decoded(u.username) : undefined,
       pass: u.password ? decoded(u.password) : undefined,

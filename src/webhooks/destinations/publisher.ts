@@ -71,8 +71,18 @@ export function tlsOptions(mutual: ClientTls | undefined, name: string): tls.Con
  * Where a broker client dials for `host:port`: the address the guard checked (throws BlockedAddressError), or, with
  * BULB_WEBHOOK_PROXY, a loopback tunnel to it through the proxy.
  */
-export async function dialFor(host: string, port: number, opts: PublisherOptions): Promise<{ host: string; port: number; tunnel?: Tunnel }> {
-  const address = await guardedAddress(host, opts.allowPrivate);
+export async function dialFor(host: string, port: number, opts: PublisherOptions): Promise<Dial> {
+  return dialTo(await guardedAddress(host, opts.allowPrivate), port, opts);
+}
+
+export interface Dial {
+  host: string;
+  port: number;
+  tunnel?: Tunnel;
+}
+
+/** Where a broker client dials for an address the guard checked: it, or a new loopback tunnel to it (one connection each). */
+export async function dialTo(address: string, port: number, opts: PublisherOptions): Promise<Dial> {
   if (!opts.proxy) return { host: address, port };
   const tunnel = await openTunnel(opts.proxy, address, port, opts);
   return { host: '127.0.0.1', port: tunnel.port, tunnel };
@@ -115,7 +125,7 @@ export function refusedCertificate(mutual: ClientTls | undefined, err: any): Pub
  * The address to connect to for a broker host: an IP literal the guard allows, or the first address of a name whose
  * every address it allows (connecting to the address checked, not to a second lookup). Throws BlockedAddressError.
  */
-async function guardedAddress(host: string, allowPrivate: boolean): Promise<string> {
+export async function guardedAddress(host: string, allowPrivate: boolean): Promise<string> {
   const h = host.replace(/^\[|\]$/g, '');
   if (isIpLiteral(h)) {
     const reason = allowPrivate ? undefined : blockedReason(h);

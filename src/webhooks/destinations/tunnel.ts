@@ -5,6 +5,7 @@
 // publisher to report: the client itself only sees its connection closed.
 import net from 'node:net';
 import type { buildConnector } from 'undici';
+import { urlHost } from '../address.ts';
 import { proxyConnector } from '../proxy.ts';
 
 export interface Tunnel {
@@ -23,7 +24,7 @@ export async function openTunnel(proxy: URL, address: string, port: number, opts
     sockets.add(local);
     local.on('error', () => {});
     local.pause();
-    const target = { hostname: net.isIPv6(address) ? `[${address}]` : address, host: address, port: String(port), protocol: 'http:' } as buildConnector.Options;
+    const target = { hostname: urlHost(address), host: address, port: String(port), protocol: 'http:' } as buildConnector.Options;
     connector(target, (err, remote) => {
       if (err || !remote) {
         t.failure = err ?? new Error('no tunnel through the proxy');
