@@ -2,10 +2,12 @@
 // with the reason printed). .ci/run starts RabbitMQ and NATS (JetStream) where their ports do not answer.
 import crypto from 'node:crypto';
 import net from 'node:net';
+import tls from 'node:tls';
 import { after, before } from 'node:test';
 import { connect as amqpConnect, type Channel, type ChannelModel } from 'amqplib';
 import { connect as natsConnect, type ConnectionOptions as NatsOptions, type JetStreamManager, type NatsConnection } from 'nats';
 import { CI } from './db.ts';
+import type { TestCerts } from '../webhooks/tls-certs.ts';
 
 export const AMQP = 'amqp://guest:guest@127.0.0.1:5672';
 export const NATS = 'nats://127.0.0.1:4222';
@@ -72,3 +74,28 @@ export async function drainQueue(ch: Channel, queue: string) {
 
 /** AMQP header values as strings (amqplib hands long strings back as strings or Buffers). */
 export const headerText = (h: Record<string, unknown>) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, Buffer.isBuffer(v) ? v.toString('utf8') : String(v)]));
+
+/**
+ * A TLS endpoint requiring a client certificate the test CA signed, piping each connection to the machine's RabbitMQ
+ * (as a TLS-terminating load balancer would): amqps with mutual TLS. `peers`: the client certificates' common names.
+ */
+export async function amqpsEndpoint(certs: TestCerts) {
+  const peers: string[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = tls.createServer({ cert: certs.serverCert, key: certs.serverKey, ca: certs.ca, requestCert: true, rejectUnauthorized: true }, (s) => {
+    peers.push(String(s.getPeerCertificate().subject?.CN));
+    const up = net.connect(5672, '127.0.0.1');
+    for (const x of [s, up]) {
+      sockets.add(x);
+      x.on('error', () => {});
+      x.on('close', () => (s.destroy(), up.destroy()));
+    }
+    s.pipe(up).pipe(s);
+  });
+  server.on('tlsClientError', () => {}); // a rogue certificate's handshake
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as net.AddressInfo).port, peers,
+    close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
+  };
+}

@@ -4,11 +4,9 @@
 // attempt, BROKER_UNREACHABLE with the proxy's answer. Mandatory with CI=true; skipped with the reason otherwise.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import net from 'node:net';
-import tls from 'node:tls';
 import { after, before, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
-import { amqpQueue, brokersUp, drainQueue, headerText, useBrokerClients } from '../helpers/brokers.ts';
+import { amqpQueue, amqpsEndpoint, brokersUp, drainQueue, headerText, useBrokerClients } from '../helpers/brokers.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
 import { startProxy } from './connect-proxy.ts';
@@ -26,24 +24,17 @@ await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => 
   let proxy: Awaited<ReturnType<typeof startProxy>>;
   let worker: TestWorker | undefined;
   let certs: TestCerts;
-  let amqps: tls.Server;
+  let amqps: Awaited<ReturnType<typeof amqpsEndpoint>>;
   before(async () => {
     if (skip) return;
     proxy = await startProxy();
     worker = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_PROXY: proxy.url });
     certs = await makeCerts();
-    // amqps: a TLS endpoint requiring the test CA's client certificate, in front of the machine's RabbitMQ.
-    amqps = tls.createServer({ cert: certs.serverCert, key: certs.serverKey, ca: certs.ca, requestCert: true, rejectUnauthorized: true }, (s) => {
-      const up = net.connect(5672, '127.0.0.1');
-      for (const x of [s, up]) x.on('error', () => {}).on('close', () => (s.destroy(), up.destroy()));
-      s.pipe(up).pipe(s);
-    });
-    amqps.on('tlsClientError', () => {});
-    await new Promise<void>((r) => amqps.listen(0, '127.0.0.1', r));
+    amqps = await amqpsEndpoint(certs); // the test CA's client certificate required, in front of the machine's RabbitMQ
   });
   after(async () => {
     await worker?.stop();
-    await new Promise((r) => (amqps ? amqps.close(r) : r(null)));
+    await amqps?.close();
     await proxy?.close();
   });
   const brokers = useBrokerClients(skip);
@@ -61,7 +52,7 @@ await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => 
     const subject = `bulb.proxy.${tag()}`;
     await brokers.jsm.streams.add({ name: stream, subjects: [subject] });
     try {
-      const amqpPort = (amqps.address() as net.AddressInfo).port;
+      const amqpPort = amqps.port;
       const viaAmqp = await subscribe({ url: `amqp://guest:guest@localhost:5672?exchange=${exchange}&routingKey=customer.events` });
       const viaAmqps = await subscribe({
         url: `amqps://guest:guest@localhost:${amqpPort}?exchange=${exchange}&routingKey=customer.events`,

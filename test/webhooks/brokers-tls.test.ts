@@ -10,14 +10,13 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import tls from 'node:tls';
 import { after, before, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
-import { amqpQueue, brokersUp, drainQueue, headerText, listening, NATS, useBrokerClients } from '../helpers/brokers.ts';
+import { amqpQueue, amqpsEndpoint, brokersUp, drainQueue, headerText, listening, NATS, useBrokerClients } from '../helpers/brokers.ts';
 import { CI } from '../helpers/db.ts';
+import { freePort } from '../helpers/cluster.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
 import { connect as natsConnect } from 'nats';
@@ -32,34 +31,6 @@ if (skip) console.log(`# SKIP broker TLS tests: ${skip}`);
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.4,0.8', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
 const tag = () => crypto.randomBytes(4).toString('hex');
-const freePort = () => new Promise<number>((resolve) => {
-  const s = net.createServer().listen(0, '127.0.0.1', () => {
-    const { port } = s.address() as net.AddressInfo;
-    s.close(() => resolve(port));
-  });
-});
-
-/** A TLS endpoint requiring a client certificate the test CA signed, piping each connection to the machine's RabbitMQ. */
-async function amqpsEndpoint(certs: TestCerts) {
-  const peers: string[] = [];
-  const sockets = new Set<net.Socket>();
-  const server = tls.createServer({ cert: certs.serverCert, key: certs.serverKey, ca: certs.ca, requestCert: true, rejectUnauthorized: true }, (s) => {
-    peers.push(String(s.getPeerCertificate().subject?.CN));
-    const up = net.connect(5672, '127.0.0.1');
-    for (const x of [s, up]) {
-      sockets.add(x);
-      x.on('error', () => {});
-      x.on('close', () => (s.destroy(), up.destroy()));
-    }
-    s.pipe(up).pipe(s);
-  });
-  server.on('tlsClientError', () => {}); // the rogue certificate's handshake
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    port: (server.address() as net.AddressInfo).port, peers,
-    close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
-  };
-}
 
 /** A NATS server with JetStream requiring TLS and (unless `verify` is false) a client certificate the test CA signed, on a port of its own. */
 async function natsTlsServer(certs: TestCerts, verify = true) {
