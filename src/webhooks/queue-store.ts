@@ -106,7 +106,8 @@ export interface RateHold {
 
 /**
  * How far ahead a claim takes send slots of a rate-capped subscription (ms): at most this much of its rate at a time.
- * Its next claim is worth making once half of it has passed (RATE_RECLAIM_MS before the last slot taken).
+ * Its next claim is worth making once half of it has passed (RATE_RECLAIM_MS before the last slot taken), and once
+ * the horizon reaches a slot (at 1/s, when the last slot taken comes).
  */
 export const RATE_HORIZON_MS = 1000;
 const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
@@ -134,7 +135,8 @@ export const CLAIM_SQL = `WITH w AS (
        WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL -- the lease only: see claimLanes
      ), capped AS (
        SELECT s.id, s.max_per_second::float8 AS rate, n.start,
-         floor(extract(epoch FROM (t.now + ${RATE_HORIZON_MS} * interval '1 millisecond' - n.start)) * s.max_per_second)::int AS slots
+         -- A lane is claimed CLAIM_AHEAD_MS before it is due (its reclaim time too): the horizon counts from then.
+         floor(extract(epoch FROM (t.now + ${RATE_HORIZON_MS + CLAIM_AHEAD_MS} * interval '1 millisecond' - n.start)) * s.max_per_second)::int AS slots
        FROM webhook_subscriptions s
        CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t
        -- A claim made ahead of a Retry-After pause's end (ws) takes slots from that end on, never inside the pause.
@@ -196,8 +198,11 @@ export const CLAIM_SQL = `WITH w AS (
        s.destination_password, ${RECEIVER_AUTH_COLUMNS.map((c) => `s.${c}`).join(', ')}, lanes.deliveries, cap.rate AS max_per_second, cap.slots AS rate_slots,
        (extract(epoch FROM s.paused_until) * 1000)::float8 AS paused_until_ms,
        extract(epoch FROM (cap.start - clock_timestamp())) * 1000 AS send_in_ms,
+       -- Half the horizon before the last slot taken, but not before the horizon reaches the next slot (+2 ms: a timer
+       -- may fire a millisecond early): below 2/s a claim made earlier got none and asked to be made again at once (at
+       -- 1/s one every ~1 ms for half of every second, each a transaction locking the subscription).
        extract(epoch FROM (cap.start + coalesce(lanes.taken, 0) / cap.rate * interval '1 second'
-         - ${RATE_RECLAIM_MS} * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms,
+         + greatest(-${RATE_RECLAIM_MS}, 1000 / cap.rate - ${RATE_HORIZON_MS} + 2) * interval '1 millisecond' - clock_timestamp())) * 1000 AS reclaim_in_ms,
        extract(epoch FROM clock_timestamp()) * 1000 AS clock_ms
      FROM lanes FULL JOIN capped cap ON cap.id = lanes.subscription_id
        JOIN webhook_subscriptions s ON s.id = coalesce(lanes.subscription_id, cap.id)

@@ -14,6 +14,9 @@ import { newSigningSecret } from '../../src/webhooks/signing.ts';
 import { startReceiver, waitFor, type Receiver } from './receiver.ts';
 import { spawnBulb, type Child } from './child.ts';
 import { ClaimClock, missedSlots, slotSlackMs } from '../../src/webhooks/slots.ts';
+import { describeEachDb } from '../helpers/suite.ts';
+import { createSubscription } from '../helpers/server.ts';
+import { startWorker } from '../helpers/worker.ts';
 
 const hasPg = await postgresAvailable();
 if (!hasPg) console.log('# SKIP rate cap across processes: it needs PostgreSQL');
@@ -117,3 +120,39 @@ describe('rate cap across worker processes [pg]', { skip: !hasPg }, () => {
     assert.equal(delivered, BACKLOG);
   });
 });
+
+// At maxPerSecond 1 a claim half a second after the last slot taken found no slot (the claim's horizon is 1 s) and
+// asked to be made again at once: one claim, a transaction locking the subscription, every ~1 ms for half of every
+// second. Counted here as the claims the worker makes while a capped lane drains 4 deliveries, one a second.
+await describeEachDb('a lane capped at 1 per second', (ctx) => {
+  it('is claimed about once a slot, not in a loop while it waits for the next one', async () => {
+    let claims = 0;
+    const counted = new Proxy(ctx.tdb.db, {
+      get(t, p) {
+        if (p === 'query') {
+          return (sql: string, params?: unknown[], name?: string) => {
+            if (name === 'webhook_claim') claims++;
+            return t.query(sql, params as any[], name);
+          };
+        }
+        const v = Reflect.get(t, p, t);
+        return typeof v === 'function' ? v.bind(t) : v;
+      },
+    });
+    const w = await startWorker(counted, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    const rx = await startReceiver();
+    try {
+      await createSubscription(ctx.srv.api.withVersion('2026-11'), { url: rx.url, eventTypes: ['customerCreate'], maxPerSecond: 1 });
+      await ctx.tdb.db.transaction((tx) => emitEvents(tx, Array.from({ length: 4 }, ev)));
+      await waitFor(() => rx.received.length >= 4, 'four deliveries at 1/s', 20_000, 50);
+      const times = rx.received.map((r) => r.at);
+      console.log(`# ${claims} claims for 4 deliveries at 1/s; gaps ${times.slice(1).map((t, i) => Math.round(t - times[i])).join(' ')} ms`);
+      assert.ok(mostInWindow(times, 1000) <= 2, 'at most one a second (+1: a window holds both ends of a gap)');
+      // About one claim a slot (a notification's, one per slot, the sweep's every 2 s); the loop made hundreds.
+      assert.ok(claims <= 30, `${claims} claims for 4 deliveries`);
+    } finally {
+      await w.stop();
+      await rx.close();
+    }
+  });
+}, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
