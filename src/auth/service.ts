@@ -1,7 +1,7 @@
 // Authentication: API keys and OAuth client-credentials tokens, the bootstrap admin key, key management.
 import type { Db, Queryable } from '../db/db.ts';
 import type { Scope } from '../http/versioning/route.ts';
-import type { Principal } from './principal.ts';
+import { allows, SCOPES, type Principal } from './principal.ts';
 import * as store from './store.ts';
 import { digestsEqual, hashSecret, hashSecretBase64, newSecret, secretMatches } from './tokens.ts';
 
@@ -53,7 +53,9 @@ export async function issueAccessToken(db: Queryable, clientId: string, clientSe
   if (!client || !ok) return { ok: false, error: 'invalid_client', description: 'client authentication failed' };
   let scopes = client.scopes;
   if (requested && requested.length > 0) {
-    const bad = requested.filter((s) => !client.scopes.includes(s as Scope));
+    // A narrower scope than granted may be asked for (RFC 6749 §3.3; read ⊂ write ⊂ admin): a write client's read token.
+    const granted: Principal = { kind: 'oauth', uuid: client.uuid, scopes: client.scopes };
+    const bad = requested.filter((s) => !(SCOPES as readonly string[]).includes(s) || !allows(granted, s as Scope));
     if (bad.length > 0) return { ok: false, error: 'invalid_scope', description: `scope not granted to this client: ${bad.join(' ')}` };
     scopes = requested as Scope[];
   }

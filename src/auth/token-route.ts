@@ -33,7 +33,7 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
 }
 
 export function tokenRoutes(app: FastifyInstance, s: Services) {
-  app.post('/auth/oauth2/token', async (req, reply) => {
+  app.post('/auth/oauth2/token', { config: { bodyTypes: 'application/x-www-form-urlencoded (RFC 6749) or application/json' } }, async (req, reply) => {
     const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
     const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');

@@ -81,7 +81,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   const rawOrRefuse = (req: FastifyRequest, _payload: unknown, done: (err: Error | null, body?: unknown) => void) => {
     // Unknown routes pass through unread, to be answered 404 (EndpointNotInVersion…) by the not-found handler.
     if (req.routeOptions.config.rawBody || req.routeOptions.url === undefined) return done(null, undefined);
-    done(new ApiError('UnsupportedMediaType', `request body must be application/json, not ${String(req.headers['content-type'] ?? 'none').slice(0, 100)}`, 'Content-Type'), undefined);
+    done(new ApiError('UnsupportedMediaType', `request body must be ${req.routeOptions.config.bodyTypes ?? 'application/json'}, not ${String(req.headers['content-type'] ?? 'none').slice(0, 100)}`, 'Content-Type'), undefined);
   };
   app.addContentTypeParser(Object.keys(IMPORT_TYPES), rawOrRefuse);
   app.addContentTypeParser('*', rawOrRefuse);

@@ -78,6 +78,28 @@ await describeEachDb('auth: OAuth client credentials', (ctx) => {
     assert.equal(scope.body.error, 'invalid_scope');
   });
 
+  it('a client may ask for a narrower scope than granted (RFC 6749 §3.3), never a wider one', async () => {
+    const c = await newClient(['write']);
+    const t = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret, scope: 'read' });
+    assert.equal(t.status, 200, JSON.stringify(t.body));
+    assert.equal(t.body.scope, 'read');
+    const reader = api().withToken(t.body.access_token);
+    assert.equal((await reader.get('/crm/customers')).status, 200);
+    assert.equal((await reader.post('/crm/customers', { externalId: 'narrow-1', firstName: 'A', lastName: 'B' })).status, 403, 'the token has read only');
+    for (const scope of ['admin', 'read nonsense']) {
+      const r = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret, scope });
+      assert.equal(r.status, 400, scope);
+      assert.equal(r.body.error, 'invalid_scope', scope);
+    }
+  });
+
+  it('a body of another type is 415 naming the types the endpoint takes', async () => {
+    const r = await fetch(`${ctx.srv.url}/auth/oauth2/token`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'grant_type=client_credentials' });
+    assert.equal(r.status, 415);
+    const body = await r.json() as any;
+    assert.match(body.error_description, /application\/x-www-form-urlencoded/);
+  });
+
   it('an expired token is 401', async () => {
     const c = await newClient(['read']);
     const t = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret });
