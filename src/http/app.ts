@@ -18,9 +18,11 @@ import './context.ts';
 import { consolePlugin } from '../console/plugin.ts';
 import { IMPORT_TYPES } from '../imports/routes.ts';
 import { coercingAjv, strictAjv } from './validator.ts';
+import { requestForLog } from './log-redact.ts';
 
 export interface AppOptions {
-  logger?: boolean | object;
+  /** false: no request log (the tests' servers); a stream: the log written there instead of stdout. */
+  logger?: false | { stream: { write(line: string): void } };
 }
 
 function baseUrl(req: FastifyRequest) {
@@ -30,9 +32,11 @@ function baseUrl(req: FastifyRequest) {
 export async function buildApp(s: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
   const legacyPrefix = s.names.legacyPrefix + '/';
   const app = Fastify({
-    logger: opts.logger ?? {
+    logger: opts.logger === false ? false : {
       level: s.config.logLevel,
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      serializers: { req: requestForLog },
+      ...opts.logger,
     },
     bodyLimit: s.config.bodyLimitBytes,
     // While draining (SIGTERM), requests still arriving on open connections are served (with Connection:

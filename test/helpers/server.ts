@@ -23,12 +23,14 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startServer(db: Db, env: Record<string, string> = {}): Promise<TestServer> {
+/** `log`: the server's log lines are pushed there (with BULB_LOG_LEVEL in env); none are written otherwise. */
+export async function startServer(db: Db, env: Record<string, string> = {}, opts: { log?: string[] } = {}): Promise<TestServer> {
   const config = loadConfig({ BULB_LOG_LEVEL: 'silent', BULB_ADMIN_KEY: ADMIN_KEY, BULB_RATE_LIMIT_PER_SEC: '100000', BULB_RATE_LIMIT_BURST: '100000', BULB_SECRET_KEY: TEST_SECRET_KEY, ...env });
   await prepareSecrets(db, config);
   const services = makeServices(db, config);
   await bootstrapAdminKey(db, config.adminKey);
-  const app = await buildApp(services, { logger: false });
+  const log = opts.log;
+  const app = await buildApp(services, { logger: log ? { stream: { write: (line: string) => void log.push(line) } } : false });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address() as import('node:net').AddressInfo;
   const url = `http://127.0.0.1:${addr.port}`;

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { blockedReason } from '../../src/webhooks/address.ts';
 import { describeEachDb } from '../helpers/suite.ts';
-import { errorCodes } from '../helpers/server.ts';
+import { errorCodes, startServer } from '../helpers/server.ts';
+import { redactUrl } from '../../src/http/log-redact.ts';
 
 describe('IPv4-embedding IPv6 forms', () => {
   const refused: [string, RegExp][] = [
@@ -71,5 +72,40 @@ await describeEachDb('security defects', (ctx) => {
       body: 'grant_type=client_credentials',
     });
     assert.equal(ok.status, 200);
+  });
+});
+
+describe('credentials in a URL are not logged', () => {
+  it('redactUrl: credential parameters and Bulb secrets anywhere in the URL', () => {
+    assert.equal(redactUrl('/auth/oauth2/token?grant_type=client_credentials&client_id=c1&client_secret=s3cret'),
+      '/auth/oauth2/token?grant_type=client_credentials&client_id=c1&client_secret=[redacted]');
+    assert.equal(redactUrl('/api/2026-11/crm/customers?limit=5&access_token=abc&Api_Key=x&%74oken=y'),
+      '/api/2026-11/crm/customers?limit=5&access_token=[redacted]&Api_Key=[redacted]&%74oken=[redacted]');
+    assert.equal(redactUrl('/api/2026-11/crm/customers/bulb_key_AbC-12_x?externalId=bulb_at_zz9'), '/api/2026-11/crm/customers/[redacted]?externalId=[redacted]');
+    assert.equal(redactUrl('/api/2026-11/crm/customers?externalId=c-1&email=a%40b.c'), '/api/2026-11/crm/customers?externalId=c-1&email=a%40b.c');
+    assert.equal(redactUrl('/x?%E0%A4%A=1&token'), '/x?%E0%A4%A=1&token', 'malformed or valueless parameters pass as sent');
+  });
+});
+
+await describeEachDb('the request log', (ctx) => {
+  it('never holds a token or client secret sent in a query string (refused requests included)', async () => {
+    const lines: string[] = [];
+    const srv = await startServer(ctx.tdb.db, { BULB_LOG_LEVEL: 'info' }, { log: lines });
+    try {
+      const key = (await srv.api.post('/integrations/apiKeys', { name: 'logged?', scopes: ['read'] })).body.key as string;
+      const client = (await srv.api.post('/integrations/authClients', { name: 'logged?', scopes: ['read'] })).body;
+      const refused = await fetch(`${srv.url}/api/2026-11/crm/customers?limit=1&access_token=${key}`);
+      assert.equal(refused.status, 401);
+      const token = await fetch(`${srv.url}/auth/oauth2/token?grant_type=client_credentials&client_id=${client.clientId}&client_secret=${client.clientSecret}`, { method: 'POST' });
+      assert.equal(token.status, 400);
+      const pathKey = await fetch(`${srv.url}/api/2026-11/crm/customers/${key}`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(pathKey.status, 404);
+      const text = lines.join('');
+      assert.match(text, /incoming request/, 'the log was written');
+      assert.match(text, /client_secret=\[redacted\]/);
+      for (const secret of [key, client.clientSecret]) assert.ok(!text.includes(secret), `${secret.slice(0, 12)}… in the log`);
+    } finally {
+      await srv.close();
+    }
   });
 });

@@ -1,0 +1,32 @@
+// What the request log says of a URL: never a credential (SPEC §15, docs/security.md). Tokens belong in the
+// Authorization header (redacted from the log), but a client may put one in the query string (`?access_token=`, a
+// token request's `client_secret=`), which Bulb refuses, and which the log line of the refused request would keep.
+import type { FastifyRequest } from 'fastify';
+
+/** Query parameters whose values are credentials by their name (OAuth2's, and the usual API key names). */
+const SECRET_PARAM = /^(access_token|refresh_token|id_token|token|client_secret|secret|password|passwd|api_?key|key|code|signature|sig)$/i;
+/** Bulb's own secrets, wherever in the URL they are (a key pasted into a path segment or a filter). */
+const BULB_SECRET = /bulb_(key|cs|at)_[A-Za-z0-9_-]+/g;
+
+export const REDACTED_VALUE = '[redacted]';
+
+/** The URL as logged: credential parameters' values and Bulb's secrets replaced. */
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url.replace(BULB_SECRET, REDACTED_VALUE);
+  const query = url.slice(q + 1).split('&').map((pair) => {
+    const eq = pair.indexOf('=');
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    let decoded = name;
+    try {
+      decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+    } catch { /* malformed: compared as sent */ }
+    return eq >= 0 && SECRET_PARAM.test(decoded) ? `${name}=${REDACTED_VALUE}` : pair.replace(BULB_SECRET, REDACTED_VALUE);
+  });
+  return `${url.slice(0, q).replace(BULB_SECRET, REDACTED_VALUE)}?${query.join('&')}`;
+}
+
+/** Fastify's request serializer with the URL redacted (the fields of its default one). */
+export function requestForLog(req: FastifyRequest) {
+  return { method: req.method, url: redactUrl(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
+}
