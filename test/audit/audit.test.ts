@@ -91,6 +91,9 @@ await describeEachDb('audit log', (ctx) => {
     assert.deepEqual(rows[0].details, { name: 'pos', scopes: ['read'] });
     assert.deepEqual(rows[4].details, { url: 'http://127.0.0.1:9/hook2', bearerToken: '[redacted]' });
     assert.deepEqual(rows[10].details, { mergeUuid: merged.body.mergeUuid, primary: 'audit-p1', mergedCustomerIds: ['audit-s1'] });
+    // A legacy door's row is made like the 2025-04 door's: its merge's uuid, the merged customers' externalIds.
+    const legacyMerge = (await api().get('/crm/customers/audit-p2/merges')).body.data[0];
+    assert.deepEqual(rows[11].details, { mergeUuid: legacyMerge.uuid, primary: 'audit-p2', mergedCustomerIds: ['audit-s2'] });
     assert.deepEqual(rows[12].details, { primary: 'audit-p1', restoredCustomerIds: ['audit-s1'] });
     const text = JSON.stringify(rows);
     for (const secret of ['never-in-audit', client.clientSecret, key.key, sub.body.signingSecret, ADMIN_KEY]) assert.ok(!text.includes(secret), 'no secret in the audit log');

@@ -53,14 +53,14 @@ const shapeUndo = (o: UndoOutcome): S.UndoResultT => ({ ...o, primary: shapeCust
  * Runs a merge or an undo under the request's Idempotency-Key (if any) in a retried transaction, with its audit
  * row, and answers it (a replay says so); a dry run rolls back by throwing `DryRun`, whose outcome is the answer.
  */
-async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: FastifyReply, run: (tx: Queryable) => Promise<O>, shape: (o: O) => unknown, DryRun: new (outcome: O) => { outcome: O }, acted: (o: O) => boolean = () => true) {
+async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: FastifyReply, run: (tx: Queryable) => Promise<O>, shape: (o: O) => unknown, DryRun: new (outcome: O) => { outcome: O }, acted: (o: O) => boolean = () => true, audited: (o: O) => unknown = shape) {
   const key = keyOf(req);
   const audit = auditOf(req);
   try {
     const answer = await withRetry(s.db, (tx) => idempotent(tx, key, async () => {
       const outcome = await run(tx);
       const body = shape(outcome);
-      await audit(tx, body, acted(outcome));
+      await audit(tx, audited === shape ? body : audited(outcome), acted(outcome));
       return { status: 200, body };
     }), 10);
     if (answer.replayed) reply.header('idempotent-replayed', 'true');
@@ -77,8 +77,16 @@ function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: 
   const full: MergeInput = { ...input, principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
   checkRequest(full);
   // A merge whose secondaries were all merged into the primary already writes nothing (docs/merge.md): no act to audit.
-  return answerIdempotently(s, req, reply, (tx) => mergeCustomers(tx, full), shape, DryRunRollback, (o) => o.mergeUuid !== null);
+  // Every door's audit row is made from the whole result (its merge's uuid, the merged customers' externalIds), whatever
+  // the door answers (the legacy doors answer the primary alone, and had recorded the ids as the request typed them).
+  return answerIdempotently(s, req, reply, (tx) => mergeCustomers(tx, full), shape, DryRunRollback, (o) => o.mergeUuid !== null, shapeMergeResult);
 }
+
+/** The audit row of a merge, by any door, from its whole result (shapeMergeResult); a dry run is no act. */
+const mergeAudit: RouteDef['audit'] = {
+  action: 'merge.created',
+  target: (_req, b) => (b.dryRun ? null : { type: 'Customer', id: b.primary.uuid, details: { mergeUuid: b.mergeUuid, primary: b.primary.externalId, mergedCustomerIds: b.mergedCustomerIds } }),
+};
 
 export function mergeRoutes(s: Services): RouteDef[] {
   const base = { tag: 'Customer merge', scope: 'write' as const };
@@ -87,7 +95,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
   return [
     {
       ...base, id: 'customers.merge', method: 'POST', path: '/crm/customers/:id/merge', since: '2025-04',
-      audit: { action: 'merge.created', target: (_req, b) => (b.dryRun ? null : { type: 'Customer', id: b.primary.uuid, details: { mergeUuid: b.mergeUuid, primary: b.primary.externalId, mergedCustomerIds: b.mergedCustomerIds } }) },
+      audit: mergeAudit,
       summary: 'Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts',
       schema: { params: S.PrimaryParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
@@ -99,7 +107,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     },
     {
       ...legacy, id: 'customers.mergeByUuid', path: '/crm/customers/:id/merge',
-      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerIds: (req.body as any).ids } }) },
+      audit: mergeAudit,
       summary: "Legacy merge by Tulip ids (the customers' numeric id) or uuids; answers the primary customer",
       schema: { params: S.LegacyIdParams, body: S.LegacyIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
@@ -110,7 +118,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
     },
     {
       ...legacy, id: 'customers.mergeByExternalId', path: '/crm/customers/:id/merge_by_external_id',
-      audit: { action: 'merge.created', target: (req, b) => ({ type: 'Customer', id: b.uuid, details: { primary: b.externalId, mergedCustomerIds: (req.body as any).ids } }) },
+      audit: mergeAudit,
       summary: 'Legacy merge by externalIds; answers the primary customer',
       schema: { params: S.ExternalIdParams, body: S.LegacyExternalIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
