@@ -139,9 +139,15 @@ export const CLAIM_SQL = `WITH w AS (
          floor(extract(epoch FROM (t.now + ${RATE_HORIZON_MS + CLAIM_AHEAD_MS} * interval '1 millisecond' - n.start)) * s.max_per_second)::int AS slots
        FROM webhook_subscriptions s
        CROSS JOIN LATERAL (SELECT clock_timestamp() AS now) t
-       -- A claim made ahead of a Retry-After pause's end (ws) takes slots from that end on, never inside the pause.
+       -- A claim made ahead of a Retry-After pause's end (ws) takes slots from that end on, never inside the pause; one
+       -- made ahead of the lane's next due time (a scheduled retry: lanes are claimed CLAIM_AHEAD_MS early), from that
+       -- time on. Slots from the claim's instant took only deliveries due by then: the retry was left for the sweep.
        CROSS JOIN LATERAL (SELECT greatest(s.rate_tat, t.now,
-         CASE WHEN s.paused_until <= t.now + ${CLAIM_AHEAD_MS} * interval '1 millisecond' THEN s.paused_until END) AS start) n
+         CASE WHEN s.paused_until <= t.now + ${CLAIM_AHEAD_MS} * interval '1 millisecond' THEN s.paused_until END,
+         (SELECT d.next_attempt_at FROM webhook_deliveries d
+          WHERE d.subscription_id = s.id AND d.status = 'pending' AND d.next_attempt_at <= t.now + ${CLAIM_AHEAD_MS} * interval '1 millisecond'
+            AND (d.locked_until IS NULL OR d.locked_until <= t.now)
+          ORDER BY d.next_attempt_at LIMIT 1)) AS start) n
        WHERE s.id = ANY($1::bigint[]) AND s.max_per_second IS NOT NULL
        ORDER BY s.id FOR NO KEY UPDATE OF s
      ), ws AS (

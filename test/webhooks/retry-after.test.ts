@@ -127,6 +127,30 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
     });
   }
 
+  for (const rate of [1, 10]) {
+    it(`a scheduled retry of a lane capped at ${rate}/s goes at its due time with the fallback sweep off`, async () => {
+      // The lane is claimed CLAIM_AHEAD_MS before the retry is due; a capped lane's claim took only deliveries due by its
+      // first slot, which was the claim's own instant when the cap had room: it found nothing, and the retry waited
+      // for the sweep (0.3–2 s late with the sweep's 2 s; here a minute away).
+      const w = await startWorker(ctx.tdb.db, ENV, NO_SWEEP);
+      try {
+        let n = 0;
+        const rx = await receiver((_q, res) => res.writeHead(n++ < 2 ? 500 : 200).end());
+        const sub = await subscribe({ url: rx.url, maxInFlight: 1, maxPerSecond: rate, retrySchedule: [1, 2] });
+        await ctx.tdb.db.transaction((tx) => emitEvents(tx, [ev()]));
+        await waitFor(async () => (await deliveries(sub.uuid)).every((d) => d.status === 'delivered'), 'delivered on its second retry', 15_000);
+        const rows = await logs(sub.uuid);
+        assert.deepEqual(rows.map((r) => r.statusCode), [500, 500, 200]);
+        for (let i = 1; i < rows.length; i++) {
+          const late = Date.parse(rows[i].startedAt) - Date.parse(rows[i - 1].nextAttemptAt);
+          assert.ok(late >= -5, `retry ${i} ${late} ms after its due time, never before it`);
+        }
+      } finally {
+        await w.stop();
+      }
+    });
+  }
+
   it('a failure waits its schedule step from the attempt\'s end, however late its result is written', async () => {
     // The worker's failure writes (a transaction: a failure may be a delivery's last) held 800 ms before they start.
     const HOLD_MS = 800;
