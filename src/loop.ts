@@ -1,15 +1,16 @@
 // A background task run over and over: `pass` every `everyMs` after the previous pass ended (the first after
-// `firstMs`), never two at once. Returns a stop function, which waits for the pass under way only; a pass is
-// told through `stopped()` that it should end early.
+// `firstMs`), never two at once; `everyMs` may be a function of the pass's result (undefined: it failed). Returns a
+// stop function, which waits for the pass under way only; a pass is told through `stopped()` that it should end early.
 import type { Db } from './db/db.ts';
-export function startLoop(pass: (stopped: () => boolean) => Promise<unknown>, everyMs: number, onError: (err: unknown) => void, firstMs = everyMs): () => Promise<void> {
+export function startLoop<T>(pass: (stopped: () => boolean) => Promise<T>, everyMs: number | ((last: T | undefined) => number), onError: (err: unknown) => void, firstMs = typeof everyMs === 'number' ? everyMs : everyMs(undefined)): () => Promise<void> {
   let stopped = false;
   const isStopped = () => stopped;
   let running: Promise<unknown> = Promise.resolve();
   const tick = () => {
     if (stopped) return;
-    running = pass(isStopped).catch(onError).finally(() => {
-      if (!stopped) timer = setTimeout(tick, everyMs).unref();
+    let last: T | undefined;
+    running = pass(isStopped).then((r) => (last = r), onError).finally(() => {
+      if (!stopped) timer = setTimeout(tick, typeof everyMs === 'number' ? everyMs : everyMs(last)).unref();
     });
   };
   let timer = setTimeout(tick, firstMs).unref();

@@ -53,13 +53,17 @@ export interface RetentionResult {
   busy: string[];
 }
 
-/** Runs fn; false if it gave up waiting for a lock (lock_timeout: the name goes to `busy`, the next pass retries). */
+/**
+ * Runs fn; false if it gave up waiting for a lock (lock_timeout, or chosen as a deadlock's victim: the name goes to
+ * `busy`, and the job runs again within BUSY_RETRY_MS).
+ */
 async function orBusy(fn: () => Promise<unknown>, name: string, busy: string[]): Promise<boolean> {
   try {
     await fn();
     return true;
   } catch (err) {
-    if (sqlState(err) !== '55P03') throw err;
+    const state = sqlState(err);
+    if (state !== '55P03' && state !== '40P01') throw err;
     busy.push(name);
     return false;
   }
@@ -119,5 +123,10 @@ export async function maintainPartitions(db: Db, config: PartitionConfig, log: (
  * behind), and the DEFAULT partitions take any row meanwhile.
  */
 export function startPartitionMaintenance(db: Db, config: PartitionConfig, everyMs: number, log: (message: string) => void, onError: (err: unknown) => void): () => Promise<void> {
-  return startLoop(() => maintainPartitions(db, config, log), everyMs, onError, 10_000);
+  // A pass that left work (a busy table) or failed runs again soon, not a whole period later: a day's partition not
+  // made leaves that day's rows in the DEFAULT partition until a pass makes it.
+  return startLoop(() => maintainPartitions(db, config, log), (last) => (last === undefined || last.busy.length > 0 ? Math.min(everyMs, BUSY_RETRY_MS) : everyMs), onError, 10_000);
 }
+
+/** How soon a pass that left work for the next one (or failed) is run again. */
+export const BUSY_RETRY_MS = 30_000;

@@ -73,6 +73,13 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
   const to = range.to.toISOString();
   return db.transaction(async (tx) => {
     await tx.query(`SET LOCAL lock_timeout = '2s'`);
+    // The tables the parent's foreign keys reference first (webhook_deliveries → webhook_subscriptions): ATTACH takes
+    // them (SHARE ROW EXCLUSIVE) after the DEFAULT partition, while a claim holds webhook_subscriptions from its
+    // start (its UPDATE of rate_tat) and reads the DEFAULT partition next: a deadlock (found by probing,
+    // 2026-11-28), which killed the claim or this pass. Taken first, the order is the claim's.
+    const referenced = await tx.query<{ t: string }>(
+      `SELECT DISTINCT confrelid::regclass::text AS t FROM pg_constraint WHERE contype = 'f' AND conrelid = $1::regclass ORDER BY 1`, [t.table]);
+    for (const r of referenced.rows) await tx.query(`LOCK TABLE ${r.t} IN SHARE ROW EXCLUSIVE MODE`);
     await tx.query(`CREATE TABLE ${name} (LIKE ${t.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)${t.with ? ` WITH (${t.with})` : ''}`);
     const moved = await tx.query(
       `WITH moved AS (DELETE FROM ${t.table}_default WHERE ${t.key} >= $1::timestamptz AND ${t.key} < $2::timestamptz RETURNING *)

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { backends, freshDb, type TestDb } from '../helpers/db.ts';
 import { ATTEMPTS, DELIVERIES, EVENTS } from '../../src/partitions/tables.ts';
-import { addDays, partitions, RETIRED_PREFIX } from '../../src/partitions/store.ts';
+import { addDays, createPartition, dayOf, partitionName, partitions, RETIRED_PREFIX } from '../../src/partitions/store.ts';
 import { ensurePartitions, runRetention } from '../../src/partitions/maintain.ts';
 
 const config = { eventRetentionDays: 30, webhookRetentionDays: 30 };
@@ -103,6 +103,30 @@ for (const backend of await backends()) {
       assert.ok(r.busy.every((n) => n.startsWith('events_')), 'only the busy table waits');
       const again = await runRetention(tdb.db, config, now);
       assert.ok(again.dropped.some((d) => d.partition === day.name), 'the next pass drops it');
+    });
+
+    it('creating a deliveries partition takes the subscriptions\' lock before the DEFAULT partition\'s, in the order a claim does: no deadlock', { skip: backend === 'pg' ? false : 'PostgreSQL only: two sessions' }, async () => {
+      // A claim holds webhook_subscriptions (its UPDATE of rate_tat: ROW EXCLUSIVE from its start) and then reads
+      // webhook_deliveries_default. ATTACH PARTITION locked the DEFAULT partition, then wanted webhook_subscriptions
+      // (SHARE ROW EXCLUSIVE, for the foreign key): a deadlock, which killed the claim or the whole maintenance pass.
+      // A day after every partition there (the tests before may have retired them all).
+      const base = (await partitions(tdb.db, DELIVERIES)).filter((p) => p.to !== null && !p.isDefault).at(-1)?.to ?? addDays(new Date(), 400);
+      const range = { from: addDays(dayOf(base), 5), to: addDays(dayOf(base), 6) };
+      let made: Promise<unknown> | undefined;
+      await tdb.db.transaction(async (claim) => {
+        await claim.query('LOCK TABLE webhook_subscriptions IN ROW EXCLUSIVE MODE');
+        made = createPartition(tdb.db, DELIVERIES, range);
+        made.catch(() => {}); // awaited below
+        // Until the maintenance is waiting for a lock.
+        for (let i = 0; i < 200; i++) {
+          const waiting = await q(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+          if (waiting.rows[0].n > 0) break;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        await claim.query('SELECT 1 FROM webhook_deliveries_default LIMIT 1 FOR UPDATE'); // the claim's read of the queue
+      });
+      await made;
+      assert.ok((await names(DELIVERIES)).includes(partitionName(DELIVERIES, range.from)), 'the partition was made once the claim ended');
     });
 
     it('the drop holds no lock on the parent (only the detach does), and a table a pass detached but did not drop goes on the next pass', { skip: backend === 'pg' ? false : 'PostgreSQL only: an event trigger' }, async () => {
