@@ -17,6 +17,8 @@ const STATUS_OF: Record<string, number> = {
   UnsupportedApiVersion: 404,
   EndpointNotInVersion: 404,
   MethodNotAllowed: 405,
+  // A client that stopped sending its request's body (an import upload idle for BULB_IMPORT_IDLE_MS).
+  RequestTimeout: 408,
   Conflict: 409,
   // Tulip answers 403 when "the resource … cannot be accessed due to its current state/status"
   // (https://docs.tulip.com/integrating/aerial/errors/troubleshooterrors): a disabled customer (SPEC §16: docs win).

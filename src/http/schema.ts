@@ -19,7 +19,7 @@ export const NoContent = Type.Unsafe<undefined>({ description: 'no body' });
 export const ErrorEntry = Type.Object(
   {
     message: Type.String({ description: 'what went wrong, in English' }),
-    errorCode: Type.String({ description: 'InvalidParameterError, InvalidJson, Unauthorized, Forbidden, NotFound, UnsupportedApiVersion, EndpointNotInVersion, MethodNotAllowed, Conflict, CustomerDisabled, PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError' }),
+    errorCode: Type.String({ description: 'InvalidParameterError, InvalidJson, Unauthorized, Forbidden, NotFound, UnsupportedApiVersion, EndpointNotInVersion, MethodNotAllowed, RequestTimeout, Conflict, CustomerDisabled, PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError' }),
     moreInfo: Type.String({ description: 'the field or detail concerned (may be empty)' }),
   },
   { title: 'ErrorEntry', description: 'one problem' },

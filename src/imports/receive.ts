@@ -121,6 +121,8 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
       throw refusal;
     }
     await store.markFailed(s.db, imp.id, err instanceof Stalled ? `upload stalled: ${err.message}` : 'upload interrupted');
+    // The client's doing: a 4xx (no request yields a 5xx), 408 as HTTP names a request not sent in time.
+    if (err instanceof Stalled) throw new ApiError('RequestTimeout', `the upload stalled: no data for ${s.config.importIdleMs} ms; import ${imp.uuid} is failed (send the file again)`, `import ${imp.uuid}`);
     throw err;
   }
   if (!queued) await store.dropApplied(s.db, imp.id); // cancelled while uploading

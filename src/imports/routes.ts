@@ -69,7 +69,7 @@ export function importRoutes(s: Services): RouteDef[] {
           'application/x-ndjson': 'one bulk item (a customer, 2026-11 bulk semantics) per line',
           'text/csv': 'a header row naming item fields, then one customer per row; emails and phones as ;-separated values. With format=tgen: a Tulip TGEN customers file, unchanged (docs/imports-tgen.md)',
         },
-        response: { 202: S.Import },
+        response: { 202: S.Import, 408: ErrorBody },
       },
       audit: { action: 'import.started', target: (_req, b) => ({ type: 'Import', id: b.uuid, details: { format: b.format, events: b.events, rowsReceived: b.rowsReceived } }) },
       handler: async (req, reply) => {

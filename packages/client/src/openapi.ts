@@ -2026,7 +2026,7 @@ export interface components {
         ErrorEntry: {
             /** @description what went wrong, in English */
             message: string;
-            /** @description InvalidParameterError, InvalidJson, Unauthorized, Forbidden, NotFound, UnsupportedApiVersion, EndpointNotInVersion, MethodNotAllowed, Conflict, CustomerDisabled, PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError */
+            /** @description InvalidParameterError, InvalidJson, Unauthorized, Forbidden, NotFound, UnsupportedApiVersion, EndpointNotInVersion, MethodNotAllowed, RequestTimeout, Conflict, CustomerDisabled, PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError */
             errorCode: string;
             /** @description the field or detail concerned (may be empty) */
             moreInfo: string;
@@ -14734,6 +14734,26 @@ export interface operations {
                      *           "message": "this route needs the \"write\" scope",
                      *           "errorCode": "Forbidden",
                      *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "request failed",
+                     *           "errorCode": "InvalidParameterError",
+                     *           "moreInfo": ""
                      *         }
                      *       ]
                      *     }
