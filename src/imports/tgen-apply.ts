@@ -3,11 +3,16 @@
 // ("If the UUID of the Address Resource exists …, or no UUID is provided and an External ID exists, then an update is
 // performed. Otherwise, the resource is created"). One chunk, in the worker's chunk transaction: read the chunk's
 // lines, lock their customers (bulk's lock, id order), merge in line order, write through bulk's upsert (its events,
-// unless the import has events=false). A line naming no customer is a NotFound line error; a disabled one, CustomerDisabled.
+// unless the import has events=false). A line naming no customer is a NotFound line error; a merged-away one,
+// CustomerDisabled (a deactivated one takes the address, as every write: docs/tulip-customers.md); one whose merged
+// list the API would refuse (over 50 addresses, a uuid or externalId twice), a line error leaving the customer as it is.
 import type { Queryable } from '../db/db.ts';
-import { notFound } from '../http/errors.ts';
+import { ApiError, notFound, type ErrorEntry } from '../http/errors.ts';
 import { lockByExternalIds } from '../crm/customers/bulk-store.ts';
 import { upsertItems, type BulkItemT } from '../crm/customers/bulk.ts';
+import { mergedAway } from '../crm/customers/service.ts';
+import { inputProblems } from '../crm/customers/validate.ts';
+import { MAX_LIST_ITEMS } from '../crm/customers/schema.ts';
 import * as store from './store.ts';
 
 export const isAddressesFile = (imp: Pick<store.ImportRow, 'format' | 'tgen_file'>) => imp.format === 'tgen' && !!imp.tgen_file?.startsWith('addresses ');
@@ -29,6 +34,18 @@ export function mergeAddress(list: Address[], incoming: Address): Address[] {
   return next;
 }
 
+/**
+ * Why the API would refuse a customer's merged list, in its words (the schema's maxItems, validate.ts's repeats); the
+ * merge writes through bulk's upsert, which checks no list again. Only these two: stored addresses are not judged anew.
+ */
+export function mergedListErrors(list: Address[]): ErrorEntry[] {
+  if (list.length > MAX_LIST_ITEMS) {
+    return new ApiError('InvalidParameterError', `"addresses" must NOT have more than ${MAX_LIST_ITEMS} items: with this record the customer would have ${list.length}`, 'addresses').entries;
+  }
+  const repeats = inputProblems({ addresses: list }).filter((p) => /^addresses\.\d+\.(uuid|externalId)$/.test(p.moreInfo));
+  return repeats.length ? ApiError.many('InvalidParameterError', repeats).entries : [];
+}
+
 export async function applyAddressChunk(
   tx: Queryable,
   imp: Pick<store.ImportRow, 'id' | 'applied_line' | 'with_events' | 'source'>,
@@ -43,11 +60,19 @@ export async function applyAddressChunk(
     const c = current.get(l.external_id!);
     if (!c) {
       result.errors!.push({ line: l.line, errors: notFound(`no customer "${l.external_id!.slice(0, 100)}" (the customer column names a customer by uuid or externalId)`, 'customer').entries });
-    } else if (c.status === 'disabled') {
+    } else if (mergedAway(c)) {
       result.disabled.push({ line: l.line, external_id: c.external_id, merged_into_uuid: c.merged_into_uuid, merged_into_external_id: c.merged_into_external_id });
     } else {
       const entry = lists.get(c.external_id) ?? { list: (c.addresses ?? []).map(asItem), lines: 0 };
-      for (const a of l.addresses ?? []) entry.list = mergeAddress(entry.list, a);
+      let list = entry.list;
+      for (const a of l.addresses ?? []) list = mergeAddress(list, a);
+      const errors = mergedListErrors(list);
+      if (errors.length) {
+        // The line is refused whole; the customer keeps the list of the lines before it.
+        result.errors!.push({ line: l.line, errors });
+        continue;
+      }
+      entry.list = list;
       entry.lines++;
       lists.set(c.external_id, entry);
     }

@@ -177,7 +177,9 @@ function noteLine(record: Record<string, string>, line: number): TgenLine {
       note[field] = bool(cell);
       if (note[field] === undefined) errors.push(cellError(`"${field}" must be true or false, not "${cell.slice(0, 50)}"`, field));
     } else if (kind === 'int') {
-      if (!/^\d{1,18}$/.test(cell)) errors.push(cellError(`"${field}" must be a whole number, not "${cell.slice(0, 50)}"`, field));
+      // The notes API's bound: past it a number would be stored rounded (9007199254740993 as …992).
+      if (!/^\d+$/.test(cell)) errors.push(cellError(`"${field}" must be a whole number, not "${cell.slice(0, 50)}"`, field));
+      else if (Number(cell) > Number.MAX_SAFE_INTEGER) errors.push(cellError(`"${field}" must be <= ${Number.MAX_SAFE_INTEGER}`, field));
       else note[field] = Number(cell);
     } else if (max !== undefined && cell.length > max) {
       errors.push(cellError(`"${field}" must NOT have more than ${max} characters`, field));
@@ -229,6 +231,11 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
     }
     if ('scalar' in c) {
       const field = c.scalar;
+      // The customer's key: clearing it would name another customer (an externalId "SET_AS_NULL") or none.
+      if (clear && (field === 'uuid' || field === 'externalId')) {
+        errors.push(cellError(`"${field}" cannot be cleared: it names the customer`, field));
+        continue;
+      }
       if (field === 'uuid') {
         if (cell !== '') uuid = cell;
         continue;

@@ -289,6 +289,100 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual(events, ['customerNoteCreate', 'customerNoteCreate', 'customerNoteUpdate']);
   });
 
+  // The notes API refuses a wishListId over Number.MAX_SAFE_INTEGER; a notes file stored it rounded (…993 as …992).
+  it('a notes record\'s wishListId over 9007199254740991 is a line error naming the column, as the notes API says; the bound itself is stored exactly', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'wl-1' }]);
+    const { created, done } = await tgen('TGEN_customerNotes_fullupdate_2025-08_wl.csv', [
+      'externalId,customer,comments,type,wishListId',
+      'wl-n1,wl-1,Max,CUSTOMER_OPTIN_LOG,9007199254740991',
+      'wl-n2,wl-1,Over,CUSTOMER_OPTIN_LOG,9007199254740993',
+      'wl-n3,wl-1,Far over,CUSTOMER_OPTIN_LOG,123456789012345678901234',
+    ].join('\n'));
+    assert.deepEqual([done.status, done.created, done.failed], ['completed', 1, 2]);
+    const errs = await errorsOf(created.uuid);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors.map((x: any) => [x.errorCode, x.moreInfo, x.message])]), [
+      [3, [['InvalidParameterError', 'wishListId', '"wishListId" must be <= 9007199254740991']]],
+      [4, [['InvalidParameterError', 'wishListId', '"wishListId" must be <= 9007199254740991']]],
+    ]);
+    const notes = (await api().get('/crm/customers/wl-1/notes')).body.data;
+    assert.deepEqual(notes.map((n: any) => [n.externalId, n.wishListId]), [['wl-n1', 9007199254740991]]);
+    // The notes API draws the same line (its value may also be null: an empty cell here).
+    const direct = await api().post('/crm/customerNotes', { customer: 'wl-1', type: 'CUSTOMER_OPTIN_LOG', comments: 'x', wishListId: 9007199254740992 });
+    assert.equal(direct.status, 400);
+    assert.match(direct.body.errors[0].message, /^"wishListId" must be <= 9007199254740991\b/);
+  });
+
+  // https://docs.tulip.com/tgen/customers_partialupdate : SET_AS_NULL clears a field; uuid and externalId name the customer.
+  it('a partial update with SET_AS_NULL as the uuid or externalId is a line error: no customer named "SET_AS_NULL", none changed', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'sn-1', firstName: 'Old' }]);
+    const { created, done } = await tgen('TGEN_customers_partialupdate_2025-08_sn.csv', [
+      'uuid,externalId,firstName',
+      ',SET_AS_NULL,Ghost',
+      'SET_AS_NULL,sn-1,Ann',
+      ',sn-1,SET_AS_NULL',
+    ].join('\n'));
+    assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 0, 1, 2]);
+    const errs = await errorsOf(created.uuid);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors.map((x: any) => [x.errorCode, x.moreInfo, x.message])]), [
+      [2, [['InvalidParameterError', 'externalId', '"externalId" cannot be cleared: it names the customer']]],
+      [3, [['InvalidParameterError', 'uuid', '"uuid" cannot be cleared: it names the customer']]],
+    ]);
+    assert.equal((await api().get('/crm/customers/SET_AS_NULL')).status, 404);
+    assert.equal((await api().get('/crm/customers/sn-1')).body.firstName, null); // line 4 only
+  });
+
+  // The API refuses more than 50 addresses, and two addresses of one customer with the same uuid or externalId; the
+  // merge of an addresses file wrote such lists.
+  it('an addresses record whose merged list the API would refuse (51 addresses, an externalId twice) is a line error, the customer unchanged', async () => {
+    const fifty = Array.from({ length: 50 }, (_, i) => ({ externalId: `a${i}`, address1: `${i} Main St`, city: 'X' }));
+    await api().post('/crm/customers/bulk', [
+      { externalId: 'al-1', addresses: fifty },
+      { externalId: 'al-2', addresses: [{ externalId: 'home', address1: 'Home St', city: 'X' }, { externalId: 'work', address1: 'Work St', city: 'Y' }] },
+    ]);
+    const before2 = (await api().get('/crm/customers/al-2')).body;
+    const home = before2.addresses[0].uuid;
+    const { created, done } = await tgen('TGEN_addresses_fullupdate_2025-08_al.csv', [
+      'customer,uuid,externalId,address1,city,countryCode,postCode,type',
+      'al-1,,a50,New St,X,US,1,address-Home', // a 51st
+      'al-1,,a0,Replaced St,X,US,1,address-Home', // replaces one: still 50
+      `al-2,${home},work,Home St,X,US,1,address-Home`, // home given work's externalId
+      'al-2,,,Third St,Z,US,1,address-Home', // a new one: taken
+    ].join('\n'));
+    assert.deepEqual([done.status, done.updated, done.failed], ['completed', 2, 2]);
+    const errs = await errorsOf(created.uuid);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors.map((x: any) => [x.errorCode, x.moreInfo])]), [
+      [2, [['InvalidParameterError', 'addresses']]],
+      [4, [['InvalidParameterError', 'addresses.1.externalId']]],
+    ]);
+    assert.match(errs[0].errors[0].message, /^"addresses" must NOT have more than 50 items/);
+    assert.equal(errs[1].errors[0].message, '"addresses.1.externalId" repeats the externalId of another address');
+    const a1 = (await api().get('/crm/customers/al-1')).body.addresses;
+    assert.deepEqual([a1.length, a1[0].externalId, a1[0].address1], [50, 'a0', 'Replaced St']);
+    assert.ok(!a1.some((a: any) => a.externalId === 'a50'));
+    const a2 = (await api().get('/crm/customers/al-2')).body.addresses;
+    assert.deepEqual(a2.map((a: any) => [a.uuid, a.externalId, a.address1]), [...before2.addresses.map((a: any) => [a.uuid, a.externalId, a.address1]), [a2[2].uuid, null, 'Third St']]);
+    // Both lists are ones the API takes back as they are.
+    assert.equal((await api().patch('/crm/customers/al-1', { addresses: a1 })).status, 200);
+    assert.equal((await api().patch('/crm/customers/al-2', { addresses: a2 })).status, 200);
+  });
+
+  // docs/tulip-customers.md: a deactivated customer takes writes; bulk and imports test merged_into, not the status.
+  it('an addresses import takes a deactivated customer\'s address (it stays deactivated); a merged-away one is CustomerDisabled', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'dz-1', disabled: true }, { externalId: 'dz-2' }, { externalId: 'dz-3' }]);
+    assert.equal((await api().post('/crm/customers/dz-2/merge', { mergeWithCustomerIds: ['dz-3'] })).status, 200);
+    const { created, done } = await tgen('TGEN_addresses_fullupdate_2025-08_dz.csv', [
+      'customer,address1,city,countryCode,postCode,type',
+      'dz-1,1 Main St,Springfield,US,62701,address-Home',
+      'dz-3,2 Main St,Springfield,US,62701,address-Home',
+    ].join('\n'));
+    assert.deepEqual([done.status, done.updated, done.failed], ['completed', 1, 1]);
+    const c1 = (await api().get('/crm/customers/dz-1')).body;
+    assert.deepEqual([c1.disabled, c1.addresses.length, c1.addresses[0].address1], [true, 1, '1 Main St']);
+    const errs = await errorsOf(created.uuid);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors[0].errorCode]), [[3, 'CustomerDisabled']]);
+    assert.match(errs[0].errors[0].message, /merged into dz-2/);
+  });
+
   it('without a name, a customers header is read as a customers full update', async () => {
     const r = await api().post('/crm/imports?format=tgen', 'externalId,firstName,lastName\nnn-1,Ann,Lee\n', csv);
     assert.equal(r.status, 202, r.text);

@@ -71,16 +71,19 @@ export const SocialProfile = Type.Object({ network: Str(100, { minLength: 1 }), 
 
 export const ExternalId = Type.String({ minLength: 1, maxLength: 255, description: "the integrator's identifier, unique" });
 
+/** How many emails, phones, addresses or social profiles a customer holds at most. */
+export const MAX_LIST_ITEMS = 50;
+
 /** Writable fields (Tulip's limits: names, prefix, suffix 64; image 255, docs.tulip.com/tgen/customers_partialupdate). */
 const writable = {
   firstName: Type.Optional(NullableStr(64)),
   lastName: Type.Optional(NullableStr(64)),
   prefix: Type.Optional(NullableStr(64)),
   suffix: Type.Optional(NullableStr(64)),
-  emails: Type.Optional(Type.Array(Email, { maxItems: 50 })),
-  phones: Type.Optional(Type.Array(Phone, { maxItems: 50 })),
-  addresses: Type.Optional(Type.Array(Address, { maxItems: 50 })),
-  socialProfiles: Type.Optional(Type.Array(SocialProfile, { maxItems: 50 })),
+  emails: Type.Optional(Type.Array(Email, { maxItems: MAX_LIST_ITEMS })),
+  phones: Type.Optional(Type.Array(Phone, { maxItems: MAX_LIST_ITEMS })),
+  addresses: Type.Optional(Type.Array(Address, { maxItems: MAX_LIST_ITEMS })),
+  socialProfiles: Type.Optional(Type.Array(SocialProfile, { maxItems: MAX_LIST_ITEMS })),
   loyaltyTier: Type.Optional(NullableStr(100)),
   excludeFromCampaigns: Type.Optional(Type.Boolean()),
   image: Type.Optional(Type.Union([Type.String({ maxLength: 255, format: 'uri', description: 'image URL' }), Type.Null()])),
