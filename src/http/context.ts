@@ -12,6 +12,7 @@ declare module 'fastify' {
     scope?: import('./versioning/route.ts').Scope;
     apiVersion?: string;
     rawBody?: boolean;
+    checksItems?: boolean;
     /** The body types a route takes, for its 415's message (default application/json). */
     bodyTypes?: string;
   }

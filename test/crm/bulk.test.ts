@@ -29,6 +29,21 @@ await describeEachDb('bulk', (ctx) => {
     assert.deepEqual(await events('b-2'), ['customerCreate', 'customerUpdate']);
   });
 
+  it('an item holding a NUL or a lone surrogate is its own 400; the others are applied (both bulk methods)', async () => {
+    for (const method of ['post', 'put'] as const) {
+      const r = await v('2026-11')[method]('/crm/customers/bulk', [
+        { externalId: `bnul-${method}`, firstName: 'a\u0000b' },
+        { externalId: `bok-${method}`, firstName: 'ok' },
+        { externalId: `bsur-${method}`, lastName: 'x\ud800' },
+      ]);
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(r.body.results.map((x: any) => x.status), [400, 201, 400], r.text);
+      assert.deepEqual(r.body.results[0].errors.map((e: any) => e.moreInfo), ['firstName']);
+      assert.deepEqual(r.body.results[2].errors.map((e: any) => e.moreInfo), ['lastName']);
+      assert.equal((await v('2026-11').get(`/crm/customers/bnul-${method}`)).status, 404, 'nothing written for the bad item');
+    }
+  });
+
   it('an email POST /crm/customers refuses is refused in bulk too (one email format for every door)', async () => {
     const odd = 'a"b\\c@example.org'; // no space or @ inside: a naive check would pass it
     const one = await v('2026-11').post('/crm/customers', { externalId: 'b-fmt-1', emails: [{ email: odd }] });

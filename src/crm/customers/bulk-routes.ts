@@ -14,7 +14,7 @@ import { attributeProblems, unknownAttributeIds } from './validate.ts';
 
 export function bulkRoutes(s: Services): RouteDef[] {
   const bulk: Omit<RouteDef, 'id' | 'method' | 'summary'> = {
-    tag: 'Customers', path: '/crm/customers/bulk', scope: 'write', since: '2022-08',
+    tag: 'Customers', path: '/crm/customers/bulk', scope: 'write', since: '2022-08', checksItems: true,
     schema: { body: S.BulkBody, documentedBody: Type.Array(BulkItem, { minItems: 1, maxItems: 100 }), response: { 200: S.BulkResult } },
     handler: async (req) => {
       const items = req.body as unknown[];

@@ -48,6 +48,11 @@ export interface RouteDef {
   audit?: AuditDecl;
   /** The body is not parsed: the handler reads req.raw (imports; content types listed in app.ts). */
   rawBody?: boolean;
+  /**
+   * The body is a list of items the handler checks one by one, NUL and lone surrogates included (bulk): one bad item
+   * is its own result, so the check every other body gets (refused whole) is not made (app.ts).
+   */
+  checksItems?: boolean;
   /** Returns the response body (already in the newest shape); set the status with reply.code(). */
   handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
