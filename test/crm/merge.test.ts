@@ -220,6 +220,15 @@ await describeEachDb('customer merge', (ctx) => {
       assert.deepEqual(errorCodes(r), codes, name);
       assert.equal(await snapshot(db()), snap, `${name} left the database unchanged`);
     }
+    // Every problem of the list in one answer, in list order: an item the schema refuses hid the repeats and the primary.
+    const all = await merge('val-p', ['val-s1', 'val-s1', 'val-p', '', 'x'.repeat(256)]);
+    assert.equal(all.status, 400, all.text);
+    assert.deepEqual(all.body.errors.map((e: any) => e.moreInfo), ['mergeWithCustomerIds.1', 'mergeWithCustomerIds.2', 'mergeWithCustomerIds.3', 'mergeWithCustomerIds.4']);
+    assert.match(all.body.errors[2].message, /"mergeWithCustomerIds\.3" must NOT have fewer than 1 characters/);
+    const legacyAll = await api().withVersion('2022-04').put('/crm/customers/1/merge', { ids: [7, 7, 'val-s1', { x: 1 }] });
+    assert.equal(legacyAll.status, 400, legacyAll.text);
+    assert.deepEqual(legacyAll.body.errors.map((e: any) => e.moreInfo), ['ids.1', 'ids.2', 'ids.3']);
+    assert.equal(await snapshot(db()), snap, 'left the database unchanged');
     const nf = await merge('val-nobody', ['val-s1', 'val-ghost1', 'val-ghost2']);
     assert.deepEqual(nf.body.errors.map((e: any) => e.message), ['customer "val-nobody" not found', 'customer "val-ghost1" not found', 'customer "val-ghost2" not found']);
     const dp = await merge('val-done', ['val-s1']);

@@ -72,10 +72,11 @@ async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: Fa
   }
 }
 
-/** Every door: body checks, then the merge (idempotent, retried). */
-function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source'>, shape: (o: MergeOutcome) => unknown) {
-  const full: MergeInput = { ...input, principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
-  checkRequest(full);
+/** Every door: body checks (each secondary as sent, `raw`), then the merge (idempotent, retried). */
+function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source' | 'secondaries'> & { raw: unknown[] }, shape: (o: MergeOutcome) => unknown) {
+  const { raw, ...rest } = input;
+  const full: MergeInput = { ...rest, secondaries: raw.map(String), principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
+  checkRequest(full, raw);
   // A merge whose secondaries were all merged into the primary already writes nothing (docs/merge.md): no act to audit.
   // Every door's audit row is made from the whole result (its merge's uuid, the merged customers' externalIds), whatever
   // the door answers (the legacy doors answer the primary alone, and had recorded the ids as the request typed them).
@@ -97,34 +98,34 @@ export function mergeRoutes(s: Services): RouteDef[] {
       ...base, id: 'customers.merge', method: 'POST', path: '/crm/customers/:id/merge', since: '2025-04',
       audit: mergeAudit,
       summary: 'Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts',
-      schema: { params: S.PrimaryParams, querystring: S.MergeQuery, body: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
+      schema: { params: S.PrimaryParams, querystring: S.MergeQuery, body: S.listBody('mergeWithCustomerIds'), documentedBody: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
-        const body = req.body as { mergeWithCustomerIds: string[] };
+        const body = req.body as { mergeWithCustomerIds: unknown[] };
         const dryRun = (req.query as { dryRun?: boolean }).dryRun === true;
-        return runMerge(s, req, reply, { by: 'uuidOrExternalId', primary: id, secondaries: body.mergeWithCustomerIds, dryRun, field: 'mergeWithCustomerIds' }, shapeMergeResult);
+        return runMerge(s, req, reply, { by: 'uuidOrExternalId', primary: id, raw: body.mergeWithCustomerIds, dryRun, field: 'mergeWithCustomerIds' }, shapeMergeResult);
       },
     },
     {
       ...legacy, id: 'customers.mergeByUuid', path: '/crm/customers/:id/merge',
       audit: mergeAudit,
       summary: "Legacy merge by Tulip ids (the customers' numeric id) or uuids; answers the primary customer",
-      schema: { params: S.LegacyIdParams, body: S.LegacyIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
+      schema: { params: S.LegacyIdParams, body: S.listBody('ids'), documentedBody: S.LegacyIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
-        const { ids } = req.body as { ids: (string | number)[] };
-        return runMerge(s, req, reply, { by: 'uuidOrTulipId', primary: id, secondaries: ids.map(String), dryRun: false, field: 'ids' }, primaryOnly);
+        const { ids } = req.body as { ids: unknown[] };
+        return runMerge(s, req, reply, { by: 'uuidOrTulipId', primary: id, raw: ids, dryRun: false, field: 'ids' }, primaryOnly);
       },
     },
     {
       ...legacy, id: 'customers.mergeByExternalId', path: '/crm/customers/:id/merge_by_external_id',
       audit: mergeAudit,
       summary: 'Legacy merge by externalIds; answers the primary customer',
-      schema: { params: S.ExternalIdParams, body: S.LegacyExternalIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
+      schema: { params: S.ExternalIdParams, body: S.listBody('ids'), documentedBody: S.LegacyExternalIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
       handler: (req, reply) => {
         const { id } = req.params as { id: string };
-        const { ids } = req.body as { ids: string[] };
-        return runMerge(s, req, reply, { by: 'externalId', primary: id, secondaries: ids, dryRun: false, field: 'ids' }, primaryOnly);
+        const { ids } = req.body as { ids: unknown[] };
+        return runMerge(s, req, reply, { by: 'externalId', primary: id, raw: ids, dryRun: false, field: 'ids' }, primaryOnly);
       },
     },
     {

@@ -2,11 +2,13 @@
 // any change and reports every problem; the effect is one transaction of set-based statements, with
 // the involved customers locked in id order so overlapping merges queue instead of deadlocking.
 import type { Queryable } from '../../db/db.ts';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError, validationEntries, type ErrorEntry } from '../../http/errors.ts';
+import { strictAjv } from '../../http/validator.ts';
+import { ExternalId } from '../customers/schema.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import * as customers from '../customers/store.ts';
 import * as store from './store.ts';
-import { MOVED_KEYS, type Moved } from './schema.ts';
+import { MOVED_KEYS, TulipIdOrUuid, type Moved } from './schema.ts';
 
 /**
  * How the primary and the secondaries are named:
@@ -86,13 +88,23 @@ async function resolveAll(tx: Queryable, by: MergeNaming, refs: string[]): Promi
   return found;
 }
 
-/** Body checks that need no database: duplicates, and the primary among the secondaries (400). */
-export function checkRequest(input: MergeInput): void {
+const validItem = { externalId: strictAjv.compile(ExternalId), uuidOrExternalId: strictAjv.compile(ExternalId), uuidOrTulipId: strictAjv.compile(TulipIdOrUuid) };
+
+/**
+ * Body checks that need no database, all at once, in list order (400): each secondary as sent (`raw`: the route
+ * validates only the list, listBody) against its naming's schema, duplicates, and the primary among them.
+ */
+export function checkRequest(input: MergeInput, raw: readonly unknown[] = input.secondaries): void {
   const field = input.field;
-  const problems: { message: string; moreInfo: string }[] = [];
+  const problems: Pick<ErrorEntry, 'message' | 'moreInfo'>[] = [];
   const seen = new Set<string>();
   const primary = norm(input.by, input.primary);
+  const valid = validItem[input.by];
   input.secondaries.forEach((ref, i) => {
+    if (!valid(raw[i])) {
+      problems.push(...validationEntries((valid.errors ?? []).map((e) => ({ ...e, instancePath: `/${field}/${i}${e.instancePath}` }))));
+      return;
+    }
     const key = norm(input.by, ref);
     if (key === primary) problems.push({ message: `"${field}[${i}]" is the primary customer itself ("${ref}")`, moreInfo: `${field}.${i}` });
     else if (seen.has(key)) problems.push({ message: `"${field}[${i}]" repeats "${ref}"`, moreInfo: `${field}.${i}` });
