@@ -256,7 +256,8 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     if (path === '/auth/oauth2/token' && req.method !== 'POST') {
       throw new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${path}`, 'allowed: POST').withHeader('Allow', 'POST');
     }
-    return sendError(reply, 404, [{ message: `no route ${req.method} ${path}`, errorCode: 'NotFound', moreInfo: '' }]);
+    // As the client wrote it (the legacy prefix is rewritten to /api/2022-04/ before routing).
+    return sendError(reply, 404, [{ message: `no route ${req.method} ${req.originalUrl.split('?')[0].slice(0, 200)}`, errorCode: 'NotFound', moreInfo: '' }]);
   });
 
   return app;

@@ -54,7 +54,10 @@ function windowOf(body: ReplayCreateT, retentionDays: number): { since: string; 
   if (since < oldest) {
     throw invalid(`since is older than the events kept: the oldest time available is ${new Date(oldest).toISOString()} (BULB_EVENT_RETENTION_DAYS=${retentionDays})`, 'since');
   }
-  if (until <= since) throw invalid('until must be after since', 'until');
+  if (until <= since) {
+    // Without until, the window ends now: a since in the future is the field at fault.
+    throw body.until === undefined ? invalid(`since must be in the past: the window ends now (${new Date(now).toISOString()}) when no until is given`, 'since') : invalid('until must be after since', 'until');
+  }
   return { since: new Date(since).toISOString(), until: new Date(until).toISOString() };
 }
 

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { snapshot } from '../crm/fixtures.ts';
+import { ADMIN_KEY } from '../helpers/server.ts';
 
 await describeEachDb('errors as Tulip documents them', (ctx) => {
   const api = () => ctx.srv.api;
@@ -33,6 +34,10 @@ await describeEachDb('errors as Tulip documents them', (ctx) => {
     assert.equal(await snapshot(ctx.tdb.db), snap);
     // A path naming no route at all stays a 404; a list route with a trailing slash is the list.
     shaped(await api().get('/crm/nothing/'), 404, 'NotFound', 'no such route');
+    // Named as the client wrote it: the legacy prefix, not the version it is rewritten to.
+    const legacy = await fetch(`${ctx.srv.url}/tulip_api/v2/crm/nothing?x=1`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+    assert.equal(legacy.status, 404);
+    assert.equal(((await legacy.json()) as any).errors[0].message, 'no route GET /tulip_api/v2/crm/nothing');
     assert.equal((await api().get('/crm/customers/')).status, 200);
   });
 

@@ -211,6 +211,11 @@ await describeEachDb('webhook replay', (ctx) => {
     const backwards = await api().post(path, { since: since(), until: new Date(Date.now() - 3 * 3600_000).toISOString() });
     assert.equal(backwards.status, 400);
     assert.equal(backwards.body.errors[0].moreInfo, 'until');
+    // With no until the window ends now: a since in the future is the field named, not the until never sent.
+    const future = await api().post(path, { since: new Date(Date.now() + 3600_000).toISOString() });
+    assert.equal(future.status, 400);
+    assert.equal(future.body.errors[0].moreInfo, 'since');
+    assert.match(future.body.errors[0].message, /since must be in the past/);
 
     const unknown = await api().post(path, { since: since(), eventTypes: ['customerExplode'] });
     assert.equal(unknown.status, 400);
