@@ -2,6 +2,7 @@
 // `reencrypt` moves every stored secret to BULB_SECRET_KEY after a key rotation (SPEC §15).
 import { ConfigError, loadConfig } from './config.ts';
 import { openDb } from './db/open.ts';
+import { DataDirInUse } from './db/data-dir-lock.ts';
 import { migrate } from './db/migrate.ts';
 import { makeServices } from './services.ts';
 import { buildApp } from './http/app.ts';
@@ -84,6 +85,10 @@ function browsable(address: string): string {
 main().catch((err) => {
   if (err instanceof ConfigError) {
     console.error(`configuration error: ${err.message}`);
+    process.exit(2);
+  }
+  if (err instanceof DataDirInUse) {
+    console.error(err.message);
     process.exit(2);
   }
   console.error(err);

@@ -4,6 +4,7 @@ import type { Db } from './db.ts';
 import { PgDb } from './pg.ts';
 import { decidePooling, type PreparedSetting } from './pooler.ts';
 import { PgliteDb } from './pglite.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 
 export interface OpenOptions {
   databaseUrl?: string;
@@ -22,6 +23,19 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
     opts.log?.(d.summary);
     return new PgDb(opts.databaseUrl, opts.poolSize, { directUrl: opts.databaseDirectUrl, preparedStatements: d.preparedStatements });
   }
-  if (!opts.dataDir.startsWith('memory://')) fs.mkdirSync(opts.dataDir, { recursive: true });
-  return PgliteDb.open(opts.dataDir);
+  if (opts.dataDir.startsWith('memory://')) return PgliteDb.open(opts.dataDir);
+  fs.mkdirSync(opts.dataDir, { recursive: true });
+  const release = lockDataDir(opts.dataDir);
+  try {
+    const db = await PgliteDb.open(opts.dataDir);
+    const close = db.close.bind(db);
+    db.close = async () => {
+      await close();
+      release();
+    };
+    return db;
+  } catch (err) {
+    release();
+    throw err;
+  }
 }

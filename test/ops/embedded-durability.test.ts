@@ -95,4 +95,25 @@ describe('embedded database durability', () => {
       await second.stop('SIGKILL');
     }
   });
+
+  it('a second server on the same data folder refuses to start, naming the first; the folder is free once it stops', async () => {
+    const dataDir = tmp('twice');
+    const env = { BULB_DATA_DIR: dataDir, BULB_ADMIN_KEY: 'bulb_key_test_twice_0123456789abcdef0123', BULB_LOG_LEVEL: 'warn' };
+    const first = await startBulb(env);
+    try {
+      // It had migrated the files the first was writing, then died with a WASM "Aborted()" (or EADDRINUSE).
+      await assert.rejects(startBulb(env), (err: Error) => {
+        assert.match(err.message, /exited with 2 before listening/);
+        assert.match(err.message, new RegExp(`BULB_DATA_DIR ${dataDir} is in use by process ${first.child.pid}`));
+        return true;
+      });
+      assert.equal((await fetch(`${first.url}/health`)).status, 200, 'the first still serves');
+      assert.equal(fs.readFileSync(path.join(dataDir, 'bulb.pid'), 'utf8').trim(), String(first.child.pid));
+    } finally {
+      assert.equal(await first.stop('SIGTERM'), 0);
+    }
+    assert.ok(!fs.existsSync(path.join(dataDir, 'bulb.pid')), 'released on a clean stop');
+    const again = await startBulb(env);
+    await again.stop('SIGTERM');
+  });
 });
