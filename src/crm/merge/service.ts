@@ -106,8 +106,8 @@ export function checkRequest(input: MergeInput, raw: readonly unknown[] = input.
       return;
     }
     const key = norm(input.by, ref);
-    if (key === primary) problems.push({ message: `"${field}[${i}]" is the primary customer itself ("${ref}")`, moreInfo: `${field}.${i}` });
-    else if (seen.has(key)) problems.push({ message: `"${field}[${i}]" repeats "${ref}"`, moreInfo: `${field}.${i}` });
+    if (key === primary) problems.push({ message: `"${field}.${i}" is the primary customer itself ("${ref}")`, moreInfo: `${field}.${i}` });
+    else if (seen.has(key)) problems.push({ message: `"${field}.${i}" repeats "${ref}"`, moreInfo: `${field}.${i}` });
     seen.add(key);
   });
   if (problems.length > 0) throw ApiError.many('InvalidParameterError', problems);
@@ -135,8 +135,8 @@ export async function mergeCustomers(tx: Queryable, input: MergeInput): Promise<
   const seen = new Set<string>();
   secondaryIds.forEach((id, i) => {
     const ref = input.secondaries[i];
-    if (String(id) === String(primaryId)) problems400.push({ message: `"${input.field}[${i}]" ("${ref}") names the primary customer itself`, moreInfo: `${input.field}.${i}` });
-    else if (seen.has(String(id))) problems400.push({ message: `"${input.field}[${i}]" ("${ref}") names a customer already listed`, moreInfo: `${input.field}.${i}` });
+    if (String(id) === String(primaryId)) problems400.push({ message: `"${input.field}.${i}" ("${ref}") names the primary customer itself`, moreInfo: `${input.field}.${i}` });
+    else if (seen.has(String(id))) problems400.push({ message: `"${input.field}.${i}" ("${ref}") names a customer already listed`, moreInfo: `${input.field}.${i}` });
     seen.add(String(id));
   });
   if (problems400.length > 0) throw ApiError.many('InvalidParameterError', problems400);
