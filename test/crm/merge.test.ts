@@ -225,6 +225,9 @@ await describeEachDb('customer merge', (ctx) => {
     assert.equal(all.status, 400, all.text);
     assert.deepEqual(all.body.errors.map((e: any) => e.moreInfo), ['mergeWithCustomerIds.1', 'mergeWithCustomerIds.2', 'mergeWithCustomerIds.3', 'mergeWithCustomerIds.4']);
     assert.match(all.body.errors[2].message, /"mergeWithCustomerIds\.3" must NOT have fewer than 1 characters/);
+    // One notation in one answer: field.index, as the schema's problems are named.
+    assert.match(all.body.errors[0].message, /^"mergeWithCustomerIds\.1" repeats "val-s1"$/);
+    assert.match(all.body.errors[1].message, /^"mergeWithCustomerIds\.2" is the primary customer itself/);
     const legacyAll = await api().withVersion('2022-04').put('/crm/customers/1/merge', { ids: [7, 7, 'val-s1', { x: 1 }] });
     assert.equal(legacyAll.status, 400, legacyAll.text);
     assert.deepEqual(legacyAll.body.errors.map((e: any) => e.moreInfo), ['ids.1', 'ids.2', 'ids.3']);
