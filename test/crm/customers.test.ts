@@ -193,6 +193,43 @@ await describeEachDb('customers', (ctx) => {
     }
   });
 
+  it('a search term\'s pages, a customer\'s attached list and the associates list never pass a row a running transaction wrote', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
+    const owner = (await api().post('/crm/customers', { externalId: 'hzw-owner', firstName: 'Owner' })).body;
+    const chunk = new pg.Client({ connectionString: ctx.tdb.url });
+    await chunk.connect();
+    try {
+      // A writer holding a customer, a preference and an associate, each taking its id before the single writes beside it.
+      await chunk.query('BEGIN');
+      await chunk.query(`INSERT INTO customers (external_id, first_name) VALUES ('hzw-chunk', 'Hzwalker')`);
+      await chunk.query(`INSERT INTO preferences (customer_id, category, value) SELECT id, 'size', 'chunk' FROM customers WHERE uuid = $1`, [owner.uuid]);
+      await chunk.query(`INSERT INTO associates (external_id) VALUES ('hzw-a-chunk')`);
+      assert.equal((await api().post('/crm/customers', { externalId: 'hzw-single', firstName: 'Hzwalker' })).status, 201);
+      assert.equal((await api().post('/crm/customers/hzw-owner/preferences', { category: 'size', value: 'single' })).status, 201);
+      assert.equal((await api().post('/crm/associates', { externalId: 'hzw-a-single' })).status, 201);
+      const walk = async (path: string, key: (x: any) => string) => {
+        const seen: string[] = [];
+        for (let cursor: string | null = null; ;) {
+          const r: { status: number; text: string; body: any } = await api().get(`${path}${path.includes('?') ? '&' : '?'}limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+          assert.equal(r.status, 200, r.text);
+          seen.push(...r.body.data.map(key));
+          if (!(cursor = r.body.nextCursor)) return seen;
+        }
+      };
+      // Served now, the later rows would put a cursor past the earlier ones still being written.
+      assert.ok(!(await walk('/crm/customers?q=hzwalker', (c) => c.externalId)).includes('hzw-single'), 'the search passed a running write');
+      assert.ok(!(await walk('/crm/customers/hzw-owner/preferences', (p) => p.value)).includes('single'), 'the preferences passed a running write');
+      assert.ok(!(await walk('/crm/associates', (a) => a.externalId)).includes('hzw-a-single'), 'the associates passed a running write');
+      await chunk.query('COMMIT');
+      assert.deepEqual(await walk('/crm/customers?q=hzwalker', (c) => c.externalId), ['hzw-chunk', 'hzw-single']);
+      assert.deepEqual(await walk('/crm/customers/hzw-owner/preferences', (p) => p.value), ['chunk', 'single']);
+      const associates = await walk('/crm/associates', (a) => a.externalId);
+      assert.ok(associates.indexOf('hzw-a-chunk') >= 0 && associates.indexOf('hzw-a-chunk') < associates.indexOf('hzw-a-single'), associates.join(','));
+    } finally {
+      await chunk.query('ROLLBACK').catch(() => {});
+      await chunk.end();
+    }
+  });
+
   it('PUT racing a create of the same unknown externalId replaces it (200), never 409: PUT is idempotent', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
     // Another request is creating the customer: its insert is in, not committed yet.
     const other = new pg.Client({ connectionString: ctx.tdb.url });

@@ -1,5 +1,6 @@
 // SQL for associates.
 import type { Queryable } from '../../db/db.ts';
+import { writeHorizon } from '../../db/write-horizon.ts';
 import { looksLikeUuid } from '../customers/store.ts';
 import type { AssociateCreateT } from './schema.ts';
 
@@ -42,6 +43,8 @@ export async function associateIdByUuid(db: Queryable, uuid: string): Promise<st
 }
 
 export async function listAssociates(db: Queryable, afterId: string | null, limit: number): Promise<AssociateRow[]> {
-  const r = await db.query<AssociateRow>(`${SELECT} WHERE ($1::bigint IS NULL OR id > $1) ORDER BY id LIMIT $2`, [afterId, limit + 1]);
+  // A walk: rows written before the write horizon only (src/db/write-horizon.ts).
+  const horizon = await writeHorizon(db);
+  const r = await db.query<AssociateRow>(`${SELECT} WHERE ($1::bigint IS NULL OR id > $1) AND ($3::timestamptz IS NULL OR created_at < $3) ORDER BY id LIMIT $2`, [afterId, limit + 1, horizon]);
   return r.rows;
 }

@@ -1,5 +1,6 @@
 // SQL for the data attached to customers, generic over the kinds declared in kinds.ts (table and
 // column names come from those declarations, never from input).
+import { writeHorizon } from '../../db/write-horizon.ts';
 import type { Queryable } from '../../db/db.ts';
 import type { Kind } from './kinds.ts';
 
@@ -26,9 +27,13 @@ export async function findRowById(db: Queryable, k: Kind, id: string): Promise<a
 
 /** One page (limit+1 rows) of a customer's rows, in id order after the cursor. */
 export async function listRows(db: Queryable, k: Kind, customerId: string, afterId: string | null, limit: number): Promise<any[]> {
+  // A walk in id order: only rows written before the write horizon, so it never passes one still uncommitted (writers
+  // side by side take ids in one order and commit in another: 1–9 rows of a list missed in a probe, 2026-11-28).
+  const horizon = await writeHorizon(db);
   const r = await db.query(
-    `${selectOf(k)} WHERE t.customer_id = $1 AND ($2::bigint IS NULL OR t.id > $2) ORDER BY t.id LIMIT $3`,
-    [customerId, afterId, limit + 1],
+    `${selectOf(k)} WHERE t.customer_id = $1 AND ($2::bigint IS NULL OR t.id > $2) AND ($4::timestamptz IS NULL OR t.created_at < $4)
+     ORDER BY t.id LIMIT $3`,
+    [customerId, afterId, limit + 1, horizon],
   );
   return r.rows;
 }

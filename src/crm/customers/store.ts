@@ -126,11 +126,12 @@ export interface SyncAfter {
  * `after` (a SyncAfter); each row of the latter carries its sync_at (the position to go on from).
  */
 export async function listCustomers(db: Queryable, q: ListQueryT, after: string | SyncAfter | null): Promise<(CustomerRow & { sync_at?: string })[]> {
-  // A walk (the whole list, by status, or a sync since a time) serves only rows written before the write horizon
-  // (src/db/write-horizon.ts), so it never passes one still uncommitted. A lookup (an externalId, an email, a search
-  // term) finds the few customers that match as they stand: no walk, and the horizon's statement was a third of the
-  // cost of an email lookup (bench/lookups.ts: 1.26 → 0.86 × the floor).
-  const lookup = q.externalId !== undefined || q.email !== undefined || q.q !== undefined;
+  // A walk (the whole list, by status, a sync since a time, or a search term's pages) serves only rows written before
+  // the write horizon (src/db/write-horizon.ts), so it never passes one still uncommitted. A lookup (an externalId, an
+  // email) finds the few customers that match as they stand: no walk, and the horizon's statement was a third of the
+  // cost of an email lookup (bench/lookups.ts: 1.26 → 0.86 × the floor). A term matches many (`q=ann`), and its pages
+  // missed customers created beside the walk (2–6 in a probe, 2026-11-28).
+  const lookup = q.externalId !== undefined || q.email !== undefined;
   const horizon = lookup ? null : await writeHorizon(db);
   const where: string[] = [];
   const params: unknown[] = [];
