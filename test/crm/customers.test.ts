@@ -147,6 +147,24 @@ await describeEachDb('customers', (ctx) => {
     assert.deepEqual(future.body.data, []);
   });
 
+  it('q: a name is found as typed, whatever its case or Unicode form; a term matches within one field', async () => {
+    const q = async (term: string) => (await api().get(`/crm/customers?q=${encodeURIComponent(term)}`)).body.data.map((c: any) => c.externalId).sort();
+    await api().post('/crm/customers', { externalId: 'uq-greek', firstName: 'ΝΙΚΟΛΑΟΣ', lastName: 'İLKER' });
+    // Lower-cased by the database on both sides (JavaScript's lower case of 'İ' and a final 'Σ' is not PostgreSQL's).
+    for (const term of ['ΝΙΚΟΛΑΟΣ', 'νικολαοσ', 'İLKER', 'ilker']) assert.deepEqual(await q(term), ['uq-greek'], term);
+    // René with é composed (NFC) and decomposed (NFD): each form finds both.
+    await api().post('/crm/customers', { externalId: 'uq-nfc', firstName: 'Ren\u00e9' });
+    await api().post('/crm/customers', { externalId: 'uq-nfd', firstName: 'Rene\u0301' });
+    for (const term of ['Ren\u00e9', 'Rene\u0301']) assert.deepEqual(await q(term), ['uq-nfc', 'uq-nfd'], JSON.stringify(term));
+    // Two emails: a term spanning the end of one and the start of the other finds nothing.
+    await api().post('/crm/customers', { externalId: 'uq-mails', emails: [{ email: 'first@uq-example.com' }, { email: 'zed@uq.io' }] });
+    assert.deepEqual(await q('uq-example.com'), ['uq-mails']);
+    assert.deepEqual(await q('com zed@'), []);
+    const blank = await api().get('/crm/customers?q=%20%20');
+    assert.equal(blank.status, 400, 'a term of spaces only matched every customer');
+    assert.match(blank.body.errors[0].moreInfo, /\bq$/);
+  });
+
   it('serves the seed list call: GET with Content-Type json and no body', async () => {
     const r = await api().get('/crm/customers', { 'content-type': 'application/json; charset=UTF-8', 'accept-language': 'fr-FR' });
     assert.equal(r.status, 200);

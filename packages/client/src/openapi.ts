@@ -2787,7 +2787,7 @@ export interface operations {
                 externalId?: string;
                 /** @description email */
                 email?: string;
-                /** @description search: part of the name, an email or the externalId (case-insensitive) */
+                /** @description search: part of the name, an email or the externalId (case-insensitive; not only spaces) */
                 q?: string;
                 /** @description status */
                 status?: "active" | "disabled" | "all";

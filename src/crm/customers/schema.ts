@@ -157,7 +157,7 @@ export const ListQuery = Type.Object(
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
     externalId: Type.Optional(ExternalId),
     email: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
-    q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'search: part of the name, an email or the externalId (case-insensitive)' })),
+    q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'search: part of the name, an email or the externalId (case-insensitive; not only spaces)' })),
     status: Type.Optional(StringEnum(['active', 'disabled', 'all'], { default: 'active' })),
     updatedSince: Type.Optional(Type.String({ format: 'date-time' })),
   },

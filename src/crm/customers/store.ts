@@ -156,10 +156,22 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
   // q: the trigram index customers_search (migration 038) finds the rows whose name, externalId and emails hold the
   // term; the three exact conditions then keep those where one of them does. Planned for the term's value (not
   // prepared: see below), so a rare term reads the index and a common one walks the primary key for a page.
+  // The term is lower-cased by the database, as the stored text is (lower() in JavaScript made 'İ' 'i̇' and a final 'Σ'
+  // 'ς', where PostgreSQL's are 'i' and 'σ': a name typed as stored was not found). A term whose composed and
+  // decomposed forms differ (é as one code point or two) is looked for in both, as names are stored as sent.
+  // Emails are joined by a newline in the exact condition, so a term never matches across two of them.
   if (q.q !== undefined) {
-    const like = '%' + q.q.toLowerCase().replace(/[\\%_]/g, (ch) => '\\' + ch) + '%';
-    add(`customer_search_text(c.first_name, c.last_name, c.external_id, c.email_keys) LIKE ?
-      AND (lower(coalesce(c.first_name, '') || ' ' || coalesce(c.last_name, '')) LIKE ? OR lower(c.external_id) LIKE ? OR array_to_string(c.email_keys, ' ') LIKE ?)`, like);
+    const like = (t: string) => '%' + t.replace(/[\\%_]/g, (ch) => '\\' + ch) + '%';
+    const exact = `(lower(coalesce(c.first_name, '') || ' ' || coalesce(c.last_name, '')) LIKE lower(?) OR lower(c.external_id) LIKE lower(?)
+      OR array_to_string(c.email_keys, E'\\n') LIKE lower(?))`;
+    const term = `customer_search_text(c.first_name, c.last_name, c.external_id, c.email_keys) LIKE lower(?) AND ${exact}`;
+    const [nfc, nfd] = [q.q.normalize('NFC'), q.q.normalize('NFD')];
+    if (nfc === nfd) add(term, like(nfc));
+    else {
+      params.push(like(nfc), like(nfd));
+      const [a, b] = [`$${params.length - 1}`, `$${params.length}`];
+      where.push(`((${term.replaceAll('?', a)}) OR (${term.replaceAll('?', b)}))`);
+    }
   }
   // updatedSince (an incremental sync): served in (updated_at, id) order from the customers_updated index, so a
   // page reads about a page whether 10 or 5 million customers changed (in id order, once thousands had changed,
