@@ -9,13 +9,24 @@ const options = { allErrors: true, removeAdditional: false, useDefaults: true, a
 
 /**
  * RFC 3339 date-times PostgreSQL can hold: ajv-formats' check, and a year from 0001 (PostgreSQL has no year 0) and a
- * UTC offset under 16 hours (PostgreSQL's bound). Outside them the database refused the value: a 400 that named no
+ * UTC offset under 16 hours (PostgreSQL's bound), and an instant within UTC years 0001–9999 (inUtcYears). Outside them the database refused the value: a 400 that named no
  * parameter ("a value in the request is out of range"), where this names the field like any bad date.
  */
 const RFC3339 = fullFormats['date-time'] as { validate: (s: string) => boolean; compare: (a: string, b: string) => number | undefined };
+const FIRST_MS = Date.parse('0001-01-01T00:00:00Z');
+const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z');
+/**
+ * Its instant, in UTC, within years 0001–9999 too: the API answers every time in UTC with a four-digit year
+ * (`9999-12-31T23:30:00-01:00` had been stored, and served as `+010000-01-01T00:30:00.000Z`, which no client parses
+ * and this API refused when sent back). A leap second is read as the second before it.
+ */
+const inUtcYears = (s: string) => {
+  const t = Date.parse(s.replace(/:60(?=[.Zz+-])/, ':59'));
+  return Number.isNaN(t) || (t >= FIRST_MS && t <= LAST_MS);
+};
 const dateTime = {
   type: 'string' as const,
-  validate: (s: string) => RFC3339.validate(s) && !/^0000/.test(s) && !/[+-](1[6-9]|[2-9]\d):?\d\d$/.test(s),
+  validate: (s: string) => RFC3339.validate(s) && !/^0000/.test(s) && !/[+-](1[6-9]|[2-9]\d):?\d\d$/.test(s) && inUtcYears(s),
   compare: RFC3339.compare,
 };
 const withFormats = (ajv: Ajv) => addFormats.default(ajv).addFormat('date-time', dateTime);
