@@ -161,6 +161,13 @@ function notesHeader(file: TgenFile, names: string[]): void {
   if (problems.length) throw ApiError.many('InvalidParameterError', capProblems(problems));
 }
 
+/** A text's length in characters (code points), as the API's schemas count it: an emoji is one, not two UTF-16 units. */
+const codePoints = (s: string) => {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+};
+
 /**
  * A notes record as a staged line: no customer item, the note as `record` (every field: a full update replaces the
  * note; isPrivate and isDeleted default to false, the others to null). tgen-notes.ts applies it.
@@ -181,7 +188,7 @@ function noteLine(record: Record<string, string>, line: number): TgenLine {
       if (!/^\d+$/.test(cell)) errors.push(cellError(`"${field}" must be a whole number, not "${cell.slice(0, 50)}"`, field));
       else if (Number(cell) > Number.MAX_SAFE_INTEGER) errors.push(cellError(`"${field}" must be <= ${Number.MAX_SAFE_INTEGER}`, field));
       else note[field] = Number(cell);
-    } else if (max !== undefined && cell.length > max) {
+    } else if (max !== undefined && cell.length > max && codePoints(cell) > max) { // characters as the API counts them
       errors.push(cellError(`"${field}" must NOT have more than ${max} characters`, field));
     } else note[field] = cell;
   }

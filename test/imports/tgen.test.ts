@@ -110,6 +110,18 @@ it('maps a customer notes record onto a note (a full update: every field, defaul
   await assert.rejects(linesOf('customer,comments\nc,x\n', 'TGEN_customerNotes_fullupdate_2025-08_n.csv'), /must have a type column/);
 });
 
+it('a notes record\'s lengths are counted in characters, as the notes API counts them (an emoji is one)', async () => {
+  const emoji = '\u{1F600}';
+  const lines = await linesOf([
+    'externalId,customer,store,comments,type',
+    `,${emoji.repeat(255)},${emoji.repeat(255)},${emoji.repeat(20000)},CUSTOMER_OPTIN_LOG`,
+    `,c-1,${emoji.repeat(256)},x,CUSTOMER_OPTIN_LOG`,
+  ].join('\n'), 'TGEN_customerNotes_fullupdate_2025-08_n.csv');
+  assert.equal(lines[0].errors, null, JSON.stringify(lines[0].errors?.map((e) => e.message)));
+  assert.equal((lines[0].record as any).comments, emoji.repeat(20000));
+  assert.deepEqual(lines[1].errors!.map((e) => e.message), ['"store" must NOT have more than 255 characters']);
+});
+
 // https://docs.tulip.com/tgen/addresses : "If the UUID of the Address Resource exists …, or no UUID is provided and an External ID exists,
 // then an update is performed. Otherwise, the resource is created."
 it('an address replaces the one with its uuid, else the one with its externalId (keeping that uuid), else is added', () => {
