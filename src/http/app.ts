@@ -6,7 +6,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
 import { allows, type Principal } from '../auth/principal.ts';
-import { ApiError, clientErrorHandler, errorHandler, rejectUnstorable, sendError, toApiError } from './errors.ts';
+import { ApiError, clientErrorHandler, errorHandler, MAX_PARAM_LENGTH, rejectUnstorable, sendError, toApiError } from './errors.ts';
 import { RateLimiter } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
 import { Registry } from './versioning/registry.ts';
@@ -43,7 +43,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     // close) rather than answered by Fastify's own 503, which is not in the error shape.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Errors Fastify raises before routing (bad percent-encoding, over-long segment) and Node's parser errors.
     frameworkErrors: errorHandler,
     clientErrorHandler,

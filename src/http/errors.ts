@@ -8,6 +8,13 @@ export interface ErrorEntry {
   moreInfo: string;
 }
 
+/**
+ * The longest path segment routed (find-my-way's maxParamLength, counted in UTF-16 code units of the decoded segment):
+ * room for the longest id a path names, an externalId of 255 characters, each of which may be two units (an emoji).
+ * At 500, a valid externalId of 251 emoji could not be named in a path.
+ */
+export const MAX_PARAM_LENGTH = 510;
+
 const STATUS_OF: Record<string, number> = {
   InvalidParameterError: 400,
   InvalidJson: 400,
@@ -133,7 +140,7 @@ export function toApiError(err: unknown): { status: number; entries: ErrorEntry[
     case 'FST_ERR_BAD_URL':
       return simple('InvalidParameterError', 'the path is not valid percent-encoded UTF-8', 400);
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      return simple('InvalidParameterError', 'a path segment is longer than 500 characters', 400);
+      return simple('InvalidParameterError', `a path segment is longer than ${MAX_PARAM_LENGTH} UTF-16 code units`, 400);
   }
   if (e instanceof SyntaxError || (e as any)?.name === 'SyntaxError') return simple('InvalidJson', 'request body is not valid JSON');
   if (databaseUnavailable(e)) {

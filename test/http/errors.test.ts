@@ -242,6 +242,18 @@ await describeEachDb('errors', (ctx) => {
     assert.equal(ok.status, 200, 'an offset PostgreSQL takes is served');
   });
 
+  it('a customer with the longest externalId (255 characters, each an emoji) is named in a path; a longer segment is a 400', async () => {
+    const id = '\u{1F600}'.repeat(255);
+    assert.equal((await api().withVersion('2026-11').post('/crm/customers', { externalId: id })).status, 201);
+    const got = await api().withVersion('2026-11').get(`/crm/customers/${encodeURIComponent(id)}`);
+    assert.equal(got.status, 200, got.text.slice(0, 300));
+    assert.equal(got.body.externalId, id);
+    assert.equal((await api().withVersion('2026-11').get(`/crm/customers/${encodeURIComponent(id)}/notes`)).status, 200);
+    const longer = await api().withVersion('2026-11').get(`/crm/customers/${'x'.repeat(511)}`);
+    assert.equal(longer.status, 400);
+    assert.match(longer.body.errors[0].message, /longer than 510/);
+  });
+
   it('a date-time whose UTC instant leaves years 0001–9999 is a 400: it could not be answered as a four-digit UTC time', async () => {
     const c = (await api().withVersion('2026-11').post('/crm/customers', { externalId: 'dt-range' })).body;
     // Stored, these came back as +010000-01-01T00:30:00.000Z and 0000-12-31T23:00:00.000Z, which the API then refused.

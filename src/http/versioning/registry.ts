@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Method, RouteDef, RouteMigration, RouteSchema, VersionChange } from './route.ts';
 import { VERSION_IDS, cmpVersion } from './versions.ts';
+import { MAX_PARAM_LENGTH } from '../errors.ts';
 
 export interface VersionedRoute {
   def: RouteDef;
@@ -22,7 +23,7 @@ export function servesVersion(def: RouteDef, v: string): boolean {
 
 export class Registry {
   readonly byVersion = new Map<string, VersionedRoute[]>();
-  private router = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: 500 });
+  private router = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH });
   private versionsOf = new Map<string, Set<string>>(); // "METHOD path" → versions
 
   constructor(readonly routes: RouteDef[], readonly changes: VersionChange[]) {
