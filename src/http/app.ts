@@ -20,6 +20,9 @@ import { IMPORT_TYPES } from '../imports/routes.ts';
 import { coercingAjv, strictAjv } from './validator.ts';
 import { requestForLog } from './log-redact.ts';
 
+/** How long `GET /ready` waits for the database's answer before saying 503. */
+export const READY_DEADLINE_MS = 2000;
+
 export interface AppOptions {
   /** false: no request log (the tests' servers); a stream: the log written there instead of stdout. */
   logger?: false | { stream: { write(line: string): void } };
@@ -195,12 +198,19 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   });
 
   app.get('/health', async () => ({ status: 'ok' }));
+  // Ready while the database answers, within READY_DEADLINE_MS: one that stops answering with its connections left open
+  // (a network partition, a stalled server) held the probe as long as that lasted, then said 200 (found by probing).
   app.get('/ready', async (_req, reply) => {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), READY_DEADLINE_MS)));
     try {
-      await s.db.query('SELECT 1');
+      const answer = await Promise.race([s.db.query('SELECT 1').then(() => 'ready' as const), deadline]);
+      if (answer === 'late') return sendError(reply, 503, [{ message: `the database did not answer within ${READY_DEADLINE_MS} ms`, errorCode: 'ServiceUnavailable', moreInfo: '' }]);
       return { status: 'ready' };
     } catch {
       return sendError(reply, 503, [{ message: 'database unreachable', errorCode: 'ServiceUnavailable', moreInfo: '' }]);
+    } finally {
+      clearTimeout(timer);
     }
   });
   app.get('/metrics', async (_req, reply) => {

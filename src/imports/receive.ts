@@ -29,6 +29,35 @@ const PROGRESS_EVERY_MS = 2000;
 /** The error that ends an upload whose client sent nothing for importIdleMs. */
 class Stalled extends Error {}
 
+/** How often, and how many times, a failed upload's failure is written again while the database refuses it. */
+const FAILURE_RETRY_MS = 2000;
+const FAILURE_RETRIES = 60;
+
+/**
+ * An upload that failed: its staged rows deleted and its import marked failed. When the upload broke off because the
+ * database went away (a restart, a failover), that cannot be written now: it is tried again in the background every
+ * FAILURE_RETRY_MS for two minutes (it was tried once, and the import stayed `receiving` until the workers' 10-minute
+ * rule). The caller answers once the first try is over, either way.
+ */
+async function recordFailure(db: Queryable, id: string, reason: string, abort: () => Promise<void>): Promise<void> {
+  const attempt = async () => {
+    await abort();
+    await store.markFailed(db, id, reason);
+  };
+  try {
+    await attempt(); // written before the answer, as a rule
+  } catch {
+    void (async () => {
+      for (let i = 0; i < FAILURE_RETRIES; i++) {
+        await new Promise((r) => setTimeout(r, FAILURE_RETRY_MS).unref());
+        try {
+          return await attempt();
+        } catch { /* the database is still away */ }
+      }
+    })();
+  }
+}
+
 /**
  * Passes the body on, and ends the upload when nothing arrives for `ms`: a client that died without closing its
  * connection (or just stopped) would otherwise hold the upload, its database connection and its COPY open for good
@@ -114,13 +143,13 @@ export async function receiveImport(s: Services, body: Readable, r: ImportReques
     if (inferred) await store.setTgenFile(s.db, imp.id, describeTgenFile(inferred));
     queued = await sink.finish(rows, async (tx) => audit(tx, await store.getImportById(tx, imp.id)));
   } catch (err) {
-    await sink.abort();
     const refusal = err instanceof ApiError ? err : typeof (err as any)?.code === 'string' && (err as any).code.startsWith('CSV_') ? csvError(err) : undefined;
     if (refusal) {
+      await sink.abort();
       await store.deleteImport(s.db, imp.id);
       throw refusal;
     }
-    await store.markFailed(s.db, imp.id, err instanceof Stalled ? `upload stalled: ${err.message}` : 'upload interrupted');
+    await recordFailure(s.db, imp.id, err instanceof Stalled ? `upload stalled: ${err.message}` : 'upload interrupted', () => sink.abort());
     // The client's doing: a 4xx (no request yields a 5xx), 408 as HTTP names a request not sent in time.
     if (err instanceof Stalled) throw new ApiError('RequestTimeout', `the upload stalled: no data for ${s.config.importIdleMs} ms; import ${imp.uuid} is failed (send the file again)`, `import ${imp.uuid}`);
     throw err;

@@ -8,7 +8,7 @@
 // changing step past SLIP_COMMON for the pairs one typo apart through it. While an import
 // is being applied the refresher defers (it would compete with the import for the same tables and the
 // same cores): what the import changes stays queued and is folded in once the import is done.
-import type { Db, Queryable } from '../../db/db.ts';
+import { withRetry, type Db, type Queryable } from '../../db/db.ts';
 import { keysOf, profileOf, wordKeysOf } from './normalize.ts';
 import { COMMON_CONTACT, NAME_KEY_CAP, STORED_MIN, commonNameFloor, scorePair, slipFloor, typoWords, type PairFeatures } from './score.ts';
 import * as store from './store.ts';
@@ -21,7 +21,9 @@ const SETTLE_AFTER = 10 * BATCH;
 
 /** Processes one batch; returns how many customers it took off the queue and how many it put back. */
 export async function refreshBatch(db: Db, region: string, batch = BATCH): Promise<{ taken: number; requeued: number }> {
-  return db.transaction(async (tx) => {
+  // Retried when chosen as a deadlock's victim (customer writes beside it: a probe's 4 writers made 20 in a few
+  // minutes, each logged as an ERROR with its stack, the batch left for the next second).
+  return withRetry(db, async (tx) => {
     await store.lockRefresher(tx, LOCK_KEY);
     const ids = await store.claimDirty(tx, batch);
     if (ids.length === 0) return { taken: 0, requeued: 0 };
@@ -84,7 +86,7 @@ export async function refreshBatch(db: Db, region: string, batch = BATCH): Promi
     const pairs = (await scoreRows(tx, [...found.values()], new Map(counts.map((c) => [c.key, c.after])))).filter((p) => p.score >= STORED_MIN);
     await store.insertPairs(tx, pairs);
     return { taken: ids.length, requeued };
-  });
+  }, 3);
 }
 
 /**

@@ -1,0 +1,150 @@
+// A database that stops answering without closing its connections (a network partition, a stalled server), and
+// writes that fail while it restarts (found by probing with a TCP proxy, 2026-11-28):
+// - `GET /ready` answers 503 within its deadline (it answered 200 after the 30 s freeze ended);
+// - an upload broken off while the database cannot record it is marked failed once it can (it stayed `receiving`
+//   for the workers' 10-minute rule);
+// - the duplicates refresher retries a batch chosen as a deadlock's victim (each was an ERROR with its stack).
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { describeEachDb } from '../helpers/suite.ts';
+import { PgDb } from '../../src/db/pg.ts';
+import type { Db } from '../../src/db/db.ts';
+import { READY_DEADLINE_MS } from '../../src/http/app.ts';
+import { refreshDuplicates } from '../../src/crm/duplicates/refresh.ts';
+
+/** A TCP proxy to PostgreSQL that can stop forwarding while keeping every connection open. */
+async function freezableProxy(target: URL) {
+  const pairs: [net.Socket, net.Socket][] = [];
+  let frozen = false;
+  const server = net.createServer((c) => {
+    const u = net.connect(Number(target.port || 5432), target.hostname);
+    c.on('error', () => {}).pipe(u);
+    u.on('error', () => {}).pipe(c);
+    pairs.push([c, u]);
+    if (frozen) for (const s of [c, u]) s.pause();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    freeze() {
+      frozen = true;
+      for (const p of pairs) for (const s of p) s.pause();
+    },
+    thaw() {
+      frozen = false;
+      for (const p of pairs) for (const s of p) s.resume();
+    },
+    close() {
+      for (const p of pairs) for (const s of p) s.destroy();
+      server.close();
+    },
+  };
+}
+
+const hasPg = await postgresAvailable();
+
+describe('a frozen PostgreSQL [pg]', { skip: hasPg ? false : 'no PostgreSQL server' }, () => {
+  let tdb: TestDb;
+  let proxy: Awaited<ReturnType<typeof freezableProxy>>;
+  let db: PgDb;
+  let srv: TestServer;
+  before(async () => {
+    tdb = await freshDb('pg');
+    proxy = await freezableProxy(new URL(tdb.url!));
+    const url = new URL(tdb.url!);
+    url.host = `127.0.0.1:${proxy.port}`;
+    db = new PgDb(url.toString(), 4);
+    srv = await startServer(db);
+  });
+  after(async () => {
+    proxy.thaw();
+    await srv?.close();
+    await db?.close();
+    proxy?.close();
+    await tdb?.close();
+  });
+
+  it('GET /ready answers 503 within its deadline while the database answers nothing, 200 once it does again', async () => {
+    assert.equal((await fetch(`${srv.url}/ready`)).status, 200);
+    proxy.freeze();
+    const r = await fetch(`${srv.url}/ready`, { signal: AbortSignal.timeout(READY_DEADLINE_MS * 10) });
+    assert.equal(r.status, 503);
+    const body = (await r.json()) as any;
+    assert.equal(body.errors[0].errorCode, 'ServiceUnavailable');
+    assert.match(body.errors[0].message, /did not answer within/);
+    proxy.thaw();
+    let again = 0;
+    for (let i = 0; i < 100 && again !== 200; i++) again = (await fetch(`${srv.url}/ready`)).status;
+    assert.equal(again, 200);
+  });
+});
+
+/** The suite's database, with the statements matching `fails` refused (as while it restarts) `times` times. */
+function refusing(db: Db, fails: RegExp, times: number, code = '57P01'): Db {
+  let left = times;
+  const refuse = (sql: string) => {
+    if (left > 0 && fails.test(sql)) {
+      left--;
+      throw Object.assign(new Error('terminating connection due to administrator command'), { code });
+    }
+  };
+  return new Proxy(db, {
+    get(t, p) {
+      if (p === 'query') return async (sql: string, params?: unknown[], name?: string) => (refuse(sql), t.query(sql, params as any[], name));
+      if (p === 'transaction') {
+        return (fn: (tx: any) => Promise<unknown>) => t.transaction((tx) => fn(new Proxy(tx, {
+          get(x, q) {
+            if (q === 'query') return async (sql: string, params?: unknown[], name?: string) => (refuse(sql), x.query(sql, params as any[], name));
+            const v = Reflect.get(x, q, x);
+            return typeof v === 'function' ? v.bind(x) : v;
+          },
+        })));
+      }
+      const v = Reflect.get(t, p, t);
+      return typeof v === 'function' ? v.bind(t) : v;
+    },
+  });
+}
+
+await describeEachDb('writes refused for a moment', (ctx) => {
+  it('an upload broken off while its failure cannot be recorded is marked failed once it can', { timeout: 60_000 }, async () => {
+    const srv = await startServer(refusing(ctx.tdb.db, /UPDATE imports SET status = 'failed'/, 2), { BULB_IMPORT_IDLE_MS: '400' });
+    try {
+      const u = new URL(`${srv.url}/api/2026-11/crm/imports`);
+      const req = http.request(u, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'transfer-encoding': 'chunked', authorization: `Bearer ${srv.api.token}` } });
+      const answered = new Promise<number>((resolve, reject) => {
+        req.on('response', (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        });
+        req.on('error', reject);
+      });
+      req.write(JSON.stringify({ externalId: 'frozen-upload-1' }) + '\n');
+      const status = await answered; // the stall (400 ms), then its answer
+      req.destroy();
+      assert.ok(status === 408 || status === 503, `answered ${status}`);
+      let imp: any;
+      for (let i = 0; i < 100; i++) {
+        imp = (await srv.api.withVersion('2026-11').get('/crm/imports?limit=1')).body.data[0];
+        if (imp.status === 'failed') break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.equal(imp.status, 'failed', `left ${imp.status}`);
+      assert.match(imp.error, /upload stalled/);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('the duplicates refresher retries a batch chosen as a deadlock\'s victim', async () => {
+    await ctx.srv.api.withVersion('2026-11').post('/crm/customers', { externalId: 'frozen-dup-1', firstName: 'Ann', lastName: 'Lee' });
+    const taken = await refreshDuplicates(refusing(ctx.tdb.db, /INSERT INTO duplicate_profiles/, 1, '40P01'), 'US');
+    assert.ok(taken >= 1, `refreshed ${taken}`);
+    const left = await ctx.tdb.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM duplicate_dirty`);
+    assert.equal(left.rows[0].n, 0, 'the queue drained');
+  });
+});
