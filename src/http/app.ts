@@ -18,7 +18,7 @@ import './context.ts';
 import { consolePlugin } from '../console/plugin.ts';
 import { IMPORT_TYPES } from '../imports/routes.ts';
 import { coercingAjv, strictAjv } from './validator.ts';
-import { requestForLog } from './log-redact.ts';
+import { REDACTED_VALUE, requestForLog } from './log-redact.ts';
 
 /** How long `GET /ready` waits for the database's answer before saying 503. */
 export const READY_DEADLINE_MS = 2000;
@@ -37,7 +37,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   const app = Fastify({
     logger: opts.logger === false ? false : {
       level: s.config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: REDACTED_VALUE },
       serializers: { req: requestForLog },
       ...opts.logger,
     },

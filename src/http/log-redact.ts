@@ -8,6 +8,7 @@ const SECRET_PARAM = /^(access_token|refresh_token|id_token|token|client_secret|
 /** Bulb's own secrets, wherever in the URL they are (a key pasted into a path segment or a filter). */
 const BULB_SECRET = /bulb_(key|cs|at)_[A-Za-z0-9_-]+/g;
 
+/** What stands for a credential in the log (the redacted headers too: app.ts). */
 export const REDACTED_VALUE = '[redacted]';
 
 /** The URL as logged: credential parameters' values and Bulb's secrets replaced. */
