@@ -22,13 +22,13 @@ const RETURNING_ROWS = (t: string) => `${rowColumns(t)}, NULL::uuid AS merged_in
 /** x's value of a column, addresses with their uuids kept from `current` (bulb_address_uuids, migration 027). */
 const value = (c: string, current: string) => (c === 'addresses' ? `bulb_address_uuids(x.addresses, ${current})` : `x.${c}`);
 
-/** Existing customers with these externalIds, locked FOR UPDATE in id order (concurrent bulks queue, never deadlock). */
+/** Existing customers with these externalIds, locked FOR NO KEY UPDATE in id order (concurrent bulks queue, never deadlock; store.ts lockClause says why not FOR UPDATE). */
 export async function lockByExternalIds(tx: Queryable, externalIds: string[]): Promise<CustomerRow[]> {
   if (externalIds.length === 0) return [];
   const r = await tx.query<CustomerRow>(
     `SELECT ${rowColumns('c')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
      FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
-     WHERE c.external_id = ANY($1::text[]) ORDER BY c.id FOR UPDATE OF c`,
+     WHERE c.external_id = ANY($1::text[]) ORDER BY c.id FOR NO KEY UPDATE OF c`,
     [externalIds],
   );
   return r.rows;

@@ -39,9 +39,14 @@ const DISABLED_PARAM = (shift = 0) => `$${shift + 3 + N}`;
 const valueOf = (col: string, shift: number, current: string) =>
   col === 'addresses' ? `bulb_address_uuids(${param(col, shift)}::jsonb, ${current})` : `${param(col, shift)}::${sqlType(col)}`;
 
-/** Row lock of a lookup: true = FOR UPDATE (to change it), 'share' = FOR SHARE (to attach data to it). */
+/**
+ * Row lock of a lookup: true = FOR NO KEY UPDATE (to change it), 'share' = FOR SHARE (to attach data to it). A write
+ * changes no key another table references, and FOR UPDATE also blocked every foreign-key check on the customer (the
+ * duplicates refresher's profile insert), which deadlocked with the refresher under ordinary load
+ * (test/crm/write-locks.test.ts). Writers still queue behind one another, and attachers (FOR SHARE) behind writers.
+ */
 type Lock = boolean | 'share';
-const lockClause = (lock: Lock) => (lock === 'share' ? ' FOR SHARE OF c' : lock ? ' FOR UPDATE OF c' : '');
+const lockClause = (lock: Lock) => (lock === 'share' ? ' FOR SHARE OF c' : lock ? ' FOR NO KEY UPDATE OF c' : '');
 /** Names of the prepared look-ups (one per lock kind: one name, one SQL text). */
 const lockName = (lock: Lock) => (lock === 'share' ? 'share' : lock ? 'update' : 'read');
 

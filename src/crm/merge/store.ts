@@ -46,7 +46,7 @@ export async function lockCustomers(tx: Queryable, ids: string[]): Promise<Locke
   const r = await tx.query<LockedCustomer>(
     `SELECT c.id, c.uuid, c.external_id, c.status, c.merged_into, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
      FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
-     WHERE c.id = ANY($1::bigint[]) ORDER BY c.id FOR UPDATE OF c`,
+     WHERE c.id = ANY($1::bigint[]) ORDER BY c.id FOR NO KEY UPDATE OF c`, // not FOR UPDATE: customers/store.ts lockClause
     [ids],
   );
   return r.rows;
