@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import type { Db } from '../../src/db/db.ts';
+import type { Db, Queryable } from '../../src/db/db.ts';
 import { PgDb } from '../../src/db/pg.ts';
 import { PgliteDb } from '../../src/db/pglite.ts';
 import { migrate, migrationFiles } from '../../src/db/migrate.ts';
@@ -172,4 +172,35 @@ export async function readEveryTable(db: Db): Promise<string> {
     out += r.rows.map((x) => x.row).join('\n') + '\n';
   }
   return out;
+}
+
+/** What a test does before a database's statements or transactions (hookedDb). */
+export interface DbHooks {
+  /** Before each statement, the database's own and its transactions': may wait (hold it) or throw (refuse it). */
+  statement?: (sql: string, name?: string) => unknown;
+  /** Before each transaction starts: may wait. */
+  transaction?: () => unknown;
+}
+
+/** The database as code under test sees it, with the test's hooks before its statements and transactions. */
+export function hookedDb(db: Db, hooks: DbHooks): Db {
+  const hooked = <Q extends Queryable>(q: Q): Q => new Proxy(q, {
+    get(target, prop) {
+      if (prop === 'query' && hooks.statement) {
+        return async (sql: string, params?: unknown[], name?: string) => {
+          await hooks.statement!(sql, name);
+          return target.query(sql, params as any[], name);
+        };
+      }
+      if (prop === 'transaction') {
+        return async <T>(fn: (tx: Queryable) => Promise<T>) => {
+          await hooks.transaction?.();
+          return (target as unknown as Db).transaction((tx) => fn(hooks.statement ? hooked(tx) : tx));
+        };
+      }
+      const v = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  return hooked(db);
 }

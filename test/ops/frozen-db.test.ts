@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
+import { freshDb, hookedDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { describeEachDb } from '../helpers/suite.ts';
 import { PgDb } from '../../src/db/pg.ts';
@@ -86,26 +86,12 @@ describe('a frozen PostgreSQL [pg]', { skip: hasPg ? false : 'no PostgreSQL serv
 /** The suite's database, with the statements matching `fails` refused (as while it restarts) `times` times. */
 function refusing(db: Db, fails: RegExp, times: number, code = '57P01'): Db {
   let left = times;
-  const refuse = (sql: string) => {
-    if (left > 0 && fails.test(sql)) {
-      left--;
-      throw Object.assign(new Error('terminating connection due to administrator command'), { code });
-    }
-  };
-  return new Proxy(db, {
-    get(t, p) {
-      if (p === 'query') return async (sql: string, params?: unknown[], name?: string) => (refuse(sql), t.query(sql, params as any[], name));
-      if (p === 'transaction') {
-        return (fn: (tx: any) => Promise<unknown>) => t.transaction((tx) => fn(new Proxy(tx, {
-          get(x, q) {
-            if (q === 'query') return async (sql: string, params?: unknown[], name?: string) => (refuse(sql), x.query(sql, params as any[], name));
-            const v = Reflect.get(x, q, x);
-            return typeof v === 'function' ? v.bind(x) : v;
-          },
-        })));
+  return hookedDb(db, {
+    statement(sql) {
+      if (left > 0 && fails.test(sql)) {
+        left--;
+        throw Object.assign(new Error('terminating connection due to administrator command'), { code });
       }
-      const v = Reflect.get(t, p, t);
-      return typeof v === 'function' ? v.bind(t) : v;
     },
   });
 }

@@ -12,7 +12,7 @@ import { parseRetryAfter, RETRY_AFTER_CAP_MS } from '../../src/webhooks/sender.t
 import { Lane, signalOf } from '../../src/webhooks/lanes.ts';
 import { discoverLanes } from '../../src/webhooks/queue-store.ts';
 import { startReceiver, waitFor, type Receiver } from './receiver.ts';
-import type { Db } from '../../src/db/db.ts';
+import { hookedDb } from '../helpers/db.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '600', BULB_WEBHOOK_TIMEOUT_MS: '5000' };
 
@@ -176,19 +176,12 @@ await describeEachDb('webhook sweep', (ctx) => {
     let release!: () => void;
     const released = new Promise<void>((res) => (release = res));
     const db = ctx.tdb.db;
-    const held: Db = new Proxy(db, {
-      get(target, prop) {
-        if (prop === 'query') {
-          return async (sql: string, params?: unknown[], name?: string) => {
-            if (sql.includes('WITH RECURSIVE subs(id)')) {
-              sweepSeen();
-              await released;
-            }
-            return target.query(sql, params, name);
-          };
+    const held = hookedDb(db, {
+      async statement(sql) {
+        if (sql.includes('WITH RECURSIVE subs(id)')) {
+          sweepSeen();
+          await released;
         }
-        const v = Reflect.get(target, prop, target);
-        return typeof v === 'function' ? v.bind(target) : v;
       },
     });
     const w = await startWorker(held, ENV);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
+import { freshDb, hookedDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
 import { emitEvents, type NewEvent } from '../../src/events/emit.ts';
 import { insertSubscription } from '../../src/webhooks/store.ts';
 import { newSigningSecret } from '../../src/webhooks/signing.ts';
@@ -127,16 +127,9 @@ describe('rate cap across worker processes [pg]', { skip: !hasPg }, () => {
 await describeEachDb('a lane capped at 1 per second', (ctx) => {
   it('is claimed about once a slot, not in a loop while it waits for the next one', async () => {
     let claims = 0;
-    const counted = new Proxy(ctx.tdb.db, {
-      get(t, p) {
-        if (p === 'query') {
-          return (sql: string, params?: unknown[], name?: string) => {
-            if (name === 'webhook_claim') claims++;
-            return t.query(sql, params as any[], name);
-          };
-        }
-        const v = Reflect.get(t, p, t);
-        return typeof v === 'function' ? v.bind(t) : v;
+    const counted = hookedDb(ctx.tdb.db, {
+      statement(_sql, name) {
+        if (name === 'webhook_claim') claims++;
       },
     });
     const w = await startWorker(counted, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });

@@ -17,7 +17,7 @@ import { createSubscription } from '../helpers/server.ts';
 import { startWorker } from '../helpers/worker.ts';
 import { emitEvents, type NewEvent } from '../../src/events/emit.ts';
 import { NO_MORE_RETRIES, RETRY_AFTER_DEFERRALS, RETRY_AFTER_MIN_MS, retryAfterDefers, retryAfterPause } from '../../src/webhooks/schedule.ts';
-import type { Db, Queryable } from '../../src/db/db.ts';
+import { hookedDb } from '../helpers/db.ts';
 import { sleep, startReceiver, status, waitFor, type Behaviour, type Receiver } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
@@ -155,18 +155,7 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
     // The worker's failure writes (a transaction: a failure may be a delivery's last) held 800 ms before they start.
     const HOLD_MS = 800;
     const db = ctx.tdb.db;
-    const held: Db = new Proxy(db, {
-      get(target, prop) {
-        if (prop === 'transaction') {
-          return async <T>(fn: (tx: Queryable) => Promise<T>) => {
-            await sleep(HOLD_MS);
-            return target.transaction(fn);
-          };
-        }
-        const v = Reflect.get(target, prop, target);
-        return typeof v === 'function' ? v.bind(target) : v;
-      },
-    });
+    const held = hookedDb(db, { transaction: () => sleep(HOLD_MS) });
     const w = await startWorker(held, ENV);
     try {
       const rx = await receiver(status(500, 'down'));
