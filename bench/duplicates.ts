@@ -120,11 +120,9 @@ export async function seedBase(db: Db, n: number, maintenanceMem = '1GB'): Promi
     SELECT id, f || ' ' || l, ARRAY[e], ARRAY[p], ARRAY[z], ARRAY[city] FROM (${fields}) x`);
   // Distinct without a sort: the last name's keys only when it is not also the first name (thomas thomas).
   await timed('keys', `INSERT INTO duplicate_keys (key, customer_id, name)
-    SELECT k, id, f || ' ' || l FROM (${fields}) x
-    CROSS JOIN LATERAL (SELECT CASE WHEN l <> f THEN '+' || duplicate_initial_class(l) ELSE '' END AS fc, '+' || duplicate_initial_class(f) AS lc) ic
-    CROSS JOIN LATERAL (VALUES ('e:' || e), ('p:' || p),
-      ('n:' || f || fc || '|z:' || z), ('n:' || f || fc || '|s:' || st || '|' || z),
-      (CASE WHEN l <> f THEN 'n:' || l || lc || '|z:' || z END), (CASE WHEN l <> f THEN 'n:' || l || lc || '|s:' || st || '|' || z END),
+    SELECT k, id, f || ' ' || l FROM (${fields}) x CROSS JOIN LATERAL (VALUES ('e:' || e), ('p:' || p),
+      ('n:' || f || '|z:' || z), ('n:' || f || '|s:' || st || '|' || z),
+      (CASE WHEN l <> f THEN 'n:' || l || '|z:' || z END), (CASE WHEN l <> f THEN 'n:' || l || '|s:' || st || '|' || z END),
       (CASE WHEN length(f) >= 4 THEN 'w:' || f END), (CASE WHEN length(l) >= 4 AND l <> f THEN 'w:' || l END)) v(k) WHERE k IS NOT NULL`);
   await db.exec(`ALTER TABLE ${triggers.replaceAll('DISABLE', 'ENABLE')}`);
   await timed('counts', `INSERT INTO duplicate_key_counts (key, bearers)

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
-import { initialClass, keysOf, normalizeEmail, normalizePhone, profileOf } from '../../src/crm/duplicates/normalize.ts';
+import { keysOf, normalizeEmail, normalizePhone, profileOf } from '../../src/crm/duplicates/normalize.ts';
 import { COMMON_CONTACT, NAME_KEY_CAP, SLIP_COMMON, oneTypoApart, scorePair, slipFloor } from '../../src/crm/duplicates/score.ts';
 import { refreshDuplicates } from '../../src/crm/duplicates/refresh.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -23,10 +23,9 @@ describe('duplicate signals', () => {
     assert.equal(normalizePhone('not a phone', 'US'), null);
     const p = profileOf({ id: '1', first_name: ' Zoë ', last_name: "O'Brien-Smith", emails: [{ email: 'A@B.C' }], phones: [{ number: '555' }], addresses: [{ address1: '12, Park Ave.', city: ' New  York', postCode: '100 01' }] }, 'US');
     assert.deepEqual(p, { customerId: '1', name: 'zoe o brien smith', emails: ['a@b.c'], phones: [], postalCodes: ['10001'], cities: ['new york'], streets: ['12 park ave|10001'] });
-    // A word of the name with the class of each other word's first letter ('o' is an initial: none), with the postal
-    // code and the street address (the city only without a postal code).
-    assert.deepEqual(keysOf(p).filter((k) => k.startsWith('n:zoe')), ['n:zoe+b|z:10001', 'n:zoe+b|s:12 park ave|10001', 'n:zoe+s|z:10001', 'n:zoe+s|s:12 park ave|10001']);
-    assert.deepEqual(keysOf({ ...p, postalCodes: [] }).filter((k) => k.startsWith('n:zoe')), ['n:zoe+b|c:new york', 'n:zoe+b|s:12 park ave|10001', 'n:zoe+s|c:new york', 'n:zoe+s|s:12 park ave|10001'], 'the city when there is no postal code');
+    // A word of the name with the postal code and the street address (the city only without a postal code).
+    assert.deepEqual(keysOf(p).filter((k) => k.startsWith('n:zoe')), ['n:zoe|z:10001', 'n:zoe|s:12 park ave|10001']);
+    assert.deepEqual(keysOf({ ...p, postalCodes: [] }).filter((k) => k.startsWith('n:zoe')), ['n:zoe|c:new york', 'n:zoe|s:12 park ave|10001'], 'the city when there is no postal code');
   });
 
   it('folds letters that NFKD keeps whole (a stroke, a ligature), and blocks names of single Han characters', () => {
@@ -36,29 +35,8 @@ describe('duplicate signals', () => {
     assert.equal(profileOf({ id: '2', first_name: 'Æsa', last_name: 'Strauß', emails: [], phones: [], addresses: [] }, 'US').name, 'aesa strauss');
     // Initials (one Latin letter) are no blocking key; a one-character Han name is a whole name.
     const han = profileOf({ id: '3', first_name: '伟', last_name: '王', emails: [], phones: [], addresses: [{ postCode: '100000' }] }, 'US');
-    assert.deepEqual(keysOf(han).sort(), ['n:伟+王|z:100000', 'n:王+伟|z:100000']);
+    assert.deepEqual(keysOf(han).sort(), ['n:伟|z:100000', 'n:王|z:100000']);
     assert.deepEqual(keysOf(profileOf({ id: '4', first_name: 'J', last_name: 'Li', emails: [], phones: [], addresses: [{ postCode: '1' }] }, 'US')), ['n:li|z:1']);
-  });
-
-  it('keys a word of the name with the sound class of each other word\'s first letter: variants of one person meet, namesakes of one word do not', () => {
-    const keyed = (first: string, last: string) => keysOf(profileOf({ id: '1', first_name: first, last_name: last, emails: [], phones: [], addresses: [{ postCode: '28001' }] }, 'US'));
-    const meet = (a: string[], b: string[]) => keyed(a[0], a[1]).some((k) => keyed(b[0], b[1]).includes(k));
-    assert.deepEqual(keyed('Maria', 'Garcia'), ['n:maria+j|z:28001', 'n:garcia+m|z:28001']);
-    assert.deepEqual(keyed('Madonna', null as unknown as string), ['n:madonna|z:28001'], 'a name of one word is keyed alone');
-    assert.deepEqual(keyed('Thomas', 'Thomas'), ['n:thomas|z:28001'], 'one word twice is one word');
-    for (const [a, b] of [
-      [['Maria', 'Garcia'], ['Maria', 'Garcya']], // a typo keeps the first letter
-      [['Maria', 'Garcia'], ['Garcia', 'Maria']], // swapped
-      [['Maria', 'Garcia'], ['Maria', 'Garcia Lopez']], // a word added
-      [['Catherine', 'Smith'], ['Katherine', 'Smith']], [['Geoff', 'Ward'], ['Jeff', 'Ward']], [['Philip', 'Roth'], ['Filip', 'Roth']],
-      [['Yvonne', 'Dubois'], ['Ivonne', 'Dubois']], [['Vladimir', 'Orlov'], ['Wladimir', 'Orlov']], [['Aileen', 'Burke'], ['Eileen', 'Burke']],
-      [['Zoe', 'Sanchez'], ['Zoe', 'Zanchez']],
-    ]) assert.ok(meet(a, b), `${a} meets ${b}`);
-    for (const [a, b] of [[['Maria', 'Garcia'], ['Maria', 'Brown']], [['Maria', 'Smith'], ['Mario', 'Lopez']]]) assert.ok(!meet(a, b), `${a} does not meet ${b}`);
-    // Each word with each other word's class, the first five words only.
-    const long = keysOf(profileOf({ id: '1', first_name: 'Ana Bea Cleo', last_name: 'Dora Eva Fay', emails: [], phones: [], addresses: [{ postCode: '1' }] }, 'US'));
-    assert.equal(long.length, 4 + 3 + 3 + 3 + 4, 'five words, each with the distinct classes of the four others (ana and eva are both a)');
-    assert.ok(!long.some((k) => k.startsWith('n:fay')) && long.includes('n:ana+b|z:1') && long.includes('n:dora+a|z:1'));
   });
 
   it('scores each signal and explains it', () => {
@@ -179,10 +157,8 @@ await describeEachDb('possible duplicates', (ctx) => {
     const id = (await db.query<{ id: string }>(`SELECT id FROM customers WHERE external_id = 'sift-maria-s'`)).rows[0].id;
     const p = profileOf((await activeSignals(db, [id]))[0], 'US');
     const keys = keysOf(p).map((key) => ({ key, customerId: p.customerId, name: p.name }));
-    assert.ok(keys.some((k) => k.key === 'n:maria+s|z:62999'), 'the first name with the last name\'s class and the postal code');
-    assert.deepEqual(await candidates(db, keys), [], 'one word in common, the other of another first letter: they do not even meet');
-    const [maria] = keys.filter((k) => k.key.startsWith('n:maria'));
-    assert.deepEqual(await candidates(db, [{ ...maria, key: 'n:maria+j|z:62999' }]), [], 'and when they meet, no candidate features computed: sifted by name');
+    assert.ok(keys.some((k) => k.key === 'n:maria|z:62999'), 'they meet on the first name with the postal code');
+    assert.deepEqual(await candidates(db, keys), [], 'one word in common, the other of another first letter: no candidate features computed');
   });
 
   it('a customer whose name changes has every key written again with the new name (the candidate search reads names from the keys)', async () => {
@@ -195,7 +171,7 @@ await describeEachDb('possible duplicates', (ctx) => {
     const names = await db.query<{ key: string; name: string }>(
       `SELECT k.key, k.name FROM duplicate_keys k JOIN customers c ON c.id = k.customer_id WHERE c.external_id = 'kn-a' ORDER BY k.key`,
     );
-    assert.ok(names.rows.some((k) => k.key === 'e:orla.kn@example.com') && names.rows.some((k) => k.key === 'n:orla+k|z:63063'));
+    assert.ok(names.rows.some((k) => k.key === 'e:orla.kn@example.com') && names.rows.some((k) => k.key === 'n:orla|z:63063'));
     assert.deepEqual(names.rows.filter((k) => k.name !== 'orla quinlan'), [], 'every key, the email\'s and the unchanged first name\'s included');
     // Found through the first name's key, which the change did not touch: a stale name on it ("orla aaberg") would
     // sift the pair out (another last name, another first letter).
@@ -469,11 +445,10 @@ await describeEachDb('possible duplicates', (ctx) => {
     const rare = await pairOf('cap-a1', 'cap-a2');
     assert.ok(rare && rare.score >= 0.5 && rare.score < 0.8, JSON.stringify(rare));
     assert.deepEqual(rare.reasons.map((r) => r.field), ['name', 'address']);
-    // The first name with a K-sounding last name and the city becomes common: past the cap it brings nobody together,
-    // and the earlier pair goes too.
-    const items = [...Array(NAME_KEY_CAP)].map((_, i) => ({ externalId: `cap-x${i}`, firstName: 'Avelina', lastName: `Kzed${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}ski`, addresses: [town(`${i} Elm St`)] }));
+    // The first name with the city becomes common: past the cap it brings nobody together, and the earlier pair goes too.
+    const items = [...Array(NAME_KEY_CAP)].map((_, i) => ({ externalId: `cap-x${i}`, firstName: 'Avelina', lastName: `Zed${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}ski`, addresses: [town(`${i} Elm St`)] }));
     for (let i = 0; i < items.length; i += 100) assert.equal((await api().post('/crm/customers/bulk', items.slice(i, i + 100))).status, 200);
-    const bearers = async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM duplicate_keys WHERE key = 'n:avelina+k|c:springvale'`)).rows[0].n;
+    const bearers = async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM duplicate_keys WHERE key = 'n:avelina|c:springvale'`)).rows[0].n;
     await drain();
     assert.equal(await bearers(), NAME_KEY_CAP + 2, 'every bearer keeps the key, counted on its index up to the cap');
     assert.equal(await pairOf('cap-a1', 'cap-a2'), undefined, 'a key past the cap brings nobody together');
@@ -525,7 +500,7 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.deepEqual(await pairs(), keptPairs, 'every pair scored as before');
     await create('m49-1', { firstName: 'Counted', lastName: 'Again', addresses: [{ address1: '3 Elm St', postCode: '49049' }] });
     await drain();
-    assert.deepEqual((await db.query(`SELECT key, bearers FROM duplicate_key_counts WHERE key IN ('w:counted', 'f:counted again', 'n:counted+a|z:49049') ORDER BY key`)).rows,
+    assert.deepEqual((await db.query(`SELECT key, bearers FROM duplicate_key_counts WHERE key IN ('w:counted', 'f:counted again', 'n:counted|z:49049') ORDER BY key`)).rows,
       [{ key: 'f:counted again', bearers: 1 }, { key: 'w:counted', bearers: 1 }], 'the triggers count names and words, not blocking keys');
   });
 
@@ -552,42 +527,6 @@ await describeEachDb('possible duplicates', (ctx) => {
     assert.deepEqual(await counts(), keptCounts);
     assert.deepEqual((await db.query<{ customer_id: string }>('SELECT customer_id FROM duplicate_dirty ORDER BY customer_id')).rows.map((r) => r.customer_id), typoSides);
     await drain();
-  });
-
-  it('migration 065: the name keys stored before written again with the classes of the other words, as the refresher writes them', async () => {
-    const db = ctx.tdb.db;
-    const place = { address1: '65 Key St', postCode: '65065' };
-    await create('m65-1', { firstName: 'Maria Luisa', lastName: 'Garcia', addresses: [place] });
-    await create('m65-2', { firstName: 'Cher', addresses: [place] });
-    await create('m65-3', { firstName: 'Ana Bea Cleo', lastName: 'Dora Eva Fay', addresses: [place] });
-    await create('m65-4', { firstName: '伟', lastName: '王', addresses: [place] });
-    await drain();
-    const keys = async () => (await db.query<{ key: string; customer_id: string; name: string }>(`SELECT * FROM duplicate_keys ORDER BY 1, 2`)).rows;
-    const kept = await keys();
-    assert.ok(kept.some((k) => k.key === 'n:luisa+m|z:65065') && kept.some((k) => k.key === 'n:cher|z:65065') && kept.some((k) => k.key === 'n:王+伟|z:65065'));
-    // The keys as written before 065: one word of the name with a place, every word.
-    await db.query(`INSERT INTO duplicate_keys (key, customer_id, name) SELECT DISTINCT regexp_replace(key, '^(n:[^|+]*)[+][^|]*', '\\1'), customer_id, name
-      FROM duplicate_keys WHERE key LIKE 'n:%+%' ON CONFLICT DO NOTHING`);
-    await db.query(`INSERT INTO duplicate_keys (key, customer_id, name) SELECT 'n:fay|z:65065', id, 'ana bea cleo dora eva fay' FROM customers WHERE external_id = 'm65-3'`);
-    await db.query(`DELETE FROM duplicate_keys WHERE key LIKE 'n:%+%'`);
-    assert.ok((await keys()).some((k) => k.key === 'n:maria|z:65065'));
-    await db.exec('DROP FUNCTION duplicate_initial_class(text)');
-    await db.query('DELETE FROM schema_migrations WHERE version = 65');
-    assert.deepEqual(await migrate(db), ['065_duplicate_name_keys_with_initials.sql']);
-    assert.deepEqual(await keys(), kept);
-    const pk = await db.query<{ def: string }>(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'duplicate_keys_pkey'`);
-    assert.equal(pk.rows[0].def, 'PRIMARY KEY (key, customer_id) INCLUDE (name)');
-    await create('m65-5', { firstName: 'Maria Luisa', lastName: 'Garcya', addresses: [{ ...place, address1: '67 Key St' }] });
-    const d = await dupsOf('m65-5');
-    assert.deepEqual(d.map((x) => x.customer.externalId), ['m65-1'], 'found on a rewritten key');
-    assert.deepEqual((await db.query(`SELECT key, bearers FROM duplicate_key_counts WHERE key = 'w:garcya'`)).rows, [{ key: 'w:garcya', bearers: 1 }], 'the counting triggers are there again');
-  });
-
-  it('initialClass and its SQL twin (migration 065) agree on every first letter', async () => {
-    const words = ['philip', 'pam', 'h', ...'abcdefghijklmnopqrstuvwxyz0123456789'.split('').map((c) => `${c}x`), 'ñu', 'ørn', '伟', '𠀋a', 'ßa'];
-    const sql = (await ctx.tdb.db.query<{ c: string }>('SELECT duplicate_initial_class(w) AS c FROM unnest($1::text[]) WITH ORDINALITY t(w, i) ORDER BY i', [words])).rows.map((r) => r.c);
-    assert.deepEqual(sql, words.map(initialClass));
-    assert.deepEqual(new Set(words.slice(3, 29).map(initialClass)).size, 26 - 5 - 2 - 1 - 1 - 1, 'six vowels one class, c k q one, s z, g j, v w');
   });
 
   it('answers 404, 400 and EndpointNotInVersion in the error shape', async () => {

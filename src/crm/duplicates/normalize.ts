@@ -75,47 +75,23 @@ export function profileOf(c: CustomerSignals, region: string): Profile {
   };
 }
 
-/** At most this many distinct words of a name make blocking keys (each is paired with the others: see keysOf). */
-export const NAME_KEY_WORDS = 5;
-
-/**
- * The sound class of a word's first letter, which a name key carries for each other word of the name: the letters
- * spellings of one name start with interchangeably are one class (Catherine and Katherine, Geoff and Jeff, Vladimir
- * and Wladimir, Philip and Filip, Yvonne and Ivonne, Aileen and Eileen); any other first character is its own.
- * Migration 065's duplicate_initial_class() is the same function in SQL (a test holds them to each other).
- */
-export function initialClass(word: string): string {
-  if (word.startsWith('ph')) return 'f';
-  const c = [...word][0] ?? '';
-  return INITIAL_CLASS[c] ?? c;
-}
-const INITIAL_CLASS: Record<string, string> = { a: 'a', e: 'a', i: 'a', o: 'a', u: 'a', y: 'a', c: 'k', k: 'k', q: 'k', s: 's', z: 's', g: 'j', j: 'j', v: 'v', w: 'v' };
-
 /**
  * Blocking keys of a profile: customers sharing none are never compared. Emails, phones, and each word of
- * the name (2+ letters, or one Han character) with the sound class of another word's first letter
- * (initialClass), with each postal code and each street address (and with each city when the customer has no
- * postal code): `n:maria+j|z:28001` for Maria Garcia. A typo in one word, a word added or left out, or swapped
- * first and last names still meet on the other word (a typo keeps the first letter, or its sound); a name of one
- * word is keyed alone (`n:madonna|z:…`). A key borne by more than its cap (keyCap in refresh.ts) brings nobody
- * together: a common name in a big city or postal code is no signal alone; with a street it is. A city beside a
- * postal code is no key: a name with the city alone scores at most 0.6 (below the default minScore), such keys
- * made 60% of the candidates at 1M customers, and a pair that also shares an email or a phone meets on that key.
- * Why the other word's class (decision, issue 25; migration 065): keyed by one word alone, every Maria at a postal
- * code was a candidate of every other, and their number grows with the base (6.3 candidate rows per customer at
- * 1.25M on the bench's data, 12.6 at 5M), though a Maria Garcia and a Maria Jones are never one person.
+ * the name (2+ letters, or one Han character) with each postal code and each street address (and with each
+ * city when the customer has no postal code), so a typo in one word or swapped first and last names still
+ * meet. A key borne by more than its cap (keyCap in refresh.ts) brings nobody together: a common first name
+ * in a big city or postal code is no signal alone; with a street it is. A city beside a postal code is no
+ * key: a name with the city alone scores at most 0.6 (below the default minScore), such keys made 60% of the
+ * candidates at 1M customers, and a pair that also shares an email or a phone meets on that key.
  */
 export function keysOf(p: Profile): string[] {
   // One letter is an initial, except a Han character: a whole surname or given name.
-  const words = [...new Set(p.name.split(' ').filter((w) => w.length >= 2 || /\p{Script=Han}/u.test(w)))].slice(0, NAME_KEY_WORDS);
+  const words = [...new Set(p.name.split(' ').filter((w) => w.length >= 2 || /\p{Script=Han}/u.test(w)))];
   const keys = [...p.emails.map((e) => `e:${e}`), ...p.phones.map((x) => `p:${x}`)];
   for (const w of words) {
-    const named = words.length === 1 ? [`n:${w}`] : [...new Set(words.filter((o) => o !== w).map((o) => `n:${w}+${initialClass(o)}`))];
-    for (const n of named) {
-      for (const z of p.postalCodes) keys.push(`${n}|z:${z}`);
-      if (p.postalCodes.length === 0) for (const c of p.cities) keys.push(`${n}|c:${c}`);
-      for (const s of p.streets) keys.push(`${n}|s:${s}`);
-    }
+    for (const z of p.postalCodes) keys.push(`n:${w}|z:${z}`);
+    if (p.postalCodes.length === 0) for (const c of p.cities) keys.push(`n:${w}|c:${c}`);
+    for (const s of p.streets) keys.push(`n:${w}|s:${s}`);
   }
   return [...new Set(keys)];
 }
