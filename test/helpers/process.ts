@@ -15,10 +15,14 @@ export interface Proc {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts Bulb like `npm start` with a clean environment plus env; resolves once it listens. */
-export async function startBulb(env: Record<string, string>): Promise<Proc> {
+/**
+ * Starts Bulb like `npm start` with a clean environment plus env (through npm itself with `npm: true`; the child is
+ * then npm's process); resolves once it listens.
+ */
+export async function startBulb(env: Record<string, string>, opts: { npm?: boolean } = {}): Promise<Proc> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+  const [command, args] = opts.npm ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve']];
+  const child = spawn(command, args, {
     cwd: ROOT,
     env: { ...clean, PORT: '0', HOST: '127.0.0.1', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -63,6 +63,32 @@ describe('process', () => {
     assert.equal(await second.stop(), 0, second.output());
   });
 
+  it('npm start passes SIGTERM on to the server, which drains and exits: nothing is left running on the data folder', async () => {
+    // Before, npm's shell kept the server as its child and died alone: the server went on serving, undrained,
+    // holding the data folder (a probe, 2026-11-28). The script now execs node in place of the shell.
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-npm-'));
+    dirs.push(dataDir);
+    const npm = await startBulb({ BULB_DATA_DIR: dataDir }, { npm: true });
+    procs.push(npm);
+    await npm.waitFor(/curl -H/);
+    const pid = Number(fs.readFileSync(path.join(dataDir, 'bulb.pid'), 'utf8').trim());
+    assert.notEqual(pid, npm.child.pid, 'the server is npm\'s child, not npm');
+    npm.child.kill('SIGTERM');
+    await once(npm.child, 'exit');
+    let alive = true;
+    for (let i = 0; i < 200 && alive; i++) {
+      try {
+        process.kill(pid, 0);
+        await new Promise((r) => setTimeout(r, 100));
+      } catch {
+        alive = false;
+      }
+    }
+    if (alive) process.kill(pid, 'SIGKILL');
+    assert.equal(alive, false, `the server (pid ${pid}) outlived npm:\n${npm.output()}`);
+    assert.match(npm.output(), /SIGTERM: draining/);
+  });
+
   it('JSON logs never contain bearer tokens, keys or client secrets; SIGTERM finishes the request in flight and exits 0', async () => {
     let tdb: TestDb | undefined;
     const env: Record<string, string> = { BULB_LOG_LEVEL: 'trace' };
