@@ -35,7 +35,8 @@ function columns(r: StagedLine): { external_id: string | null; fields: number | 
   return {
     external_id: item.externalId,
     fields,
-    values: FIELDS.map(([k]) => (stored as Record<string, unknown>)[k] ?? null),
+    // Addresses as given: applying patches the current address each one names (bulb_address_patch, migration 065).
+    values: FIELDS.map(([k]) => (k === 'addresses' ? item.addresses : (stored as Record<string, unknown>)[k]) ?? null),
     email_keys: 'emails' in item ? emailKeys(item.emails ?? []) : null,
     errors: null,
   };

@@ -151,18 +151,20 @@ export interface ChunkResult {
 
 // The chunk's new values of a customer: a field its line (or folded lines) carries replaces the current one
 // (a carried null clears it), one it does not carry is kept; a list not carried by a new customer is empty.
-// Addresses get their uuids against the current ones (bulb_address_uuids, migration 027); `disabled` sets the status.
+// Addresses (staged as given) patch the current ones they name (bulb_address_patch, migration 065), then get their uuids
+// against them (bulb_address_uuids, migration 027); `disabled` sets the status.
 const EMPTY = { text: 'NULL', json: `'[]'`, bool: 'false' } as const;
 const FIELD_BITS = FIELDS.map(([, column, kind], i) => [column, 1 << i, EMPTY[kind]] as const);
 const EMAILS = fieldBit('emails');
 const DISABLED = fieldBit('disabled');
+const ADDRESSES = fieldBit('addresses');
 /** The customer columns (every staged field but disabled). */
 const CUSTOMER_BITS = FIELD_BITS.filter(([c]) => c !== 'disabled');
 const STAGED = FIELD_BITS.map(([c]) => c);
 const COLUMNS = CUSTOMER_BITS.map(([c]) => c);
 const carried = (c: string, empty: string, current: string) => {
   const v = empty === 'NULL' ? `g.${c}` : `coalesce(g.${c}, ${empty})`;
-  return c === 'addresses' ? `bulb_address_uuids(${v}, ${current})` : v;
+  return c === 'addresses' ? `bulb_address_uuids(bulb_address_patch(${v}, ${current}), ${current})` : v;
 };
 const newValue = (c: string, bit: number, empty: string) => `CASE WHEN g.fields & ${bit} <> 0 THEN ${carried(c, empty, 'cur.addresses')} ELSE cur.${c} END`;
 const NEW_STATUS = `CASE WHEN g.fields & ${DISABLED} = 0 THEN cur.status WHEN g.disabled THEN 'disabled' ELSE 'active' END`;
@@ -213,15 +215,24 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
        FROM grp g WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.line
        ON CONFLICT (external_id) DO NOTHING
        RETURNING id, uuid, external_id
-     ), nv AS MATERIALIZED (
-       SELECT cur.id, g.line, g.n, ${CUSTOMER_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
+     ), nv0 AS MATERIALIZED (
+       SELECT cur.id, g.line, g.n, g.fields & ${ADDRESSES} <> 0 AS patched, ${CUSTOMER_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
          CASE WHEN g.fields & ${EMAILS} <> 0 THEN coalesce(g.email_keys, '{}') ELSE cur.email_keys END AS email_keys,
          ${NEW_STATUS} AS status
        FROM grp g JOIN cur USING (external_id) WHERE cur.merged_into IS NULL
+     ), nv AS MATERIALIZED (
+       -- A patched address checked as it will be stored (as the API checks it, validate.ts): a zoneCode kept beside a
+       -- countryCode of another country refuses the line.
+       SELECT nv0.*, CASE WHEN nv0.patched THEN (
+         SELECT jsonb_build_object('message', format('"addresses.%s.zoneCode" "%s" is not in country %s', y.o - 1, y.a->>'zoneCode', y.a->>'countryCode'),
+           'errorCode', 'InvalidParameterError', 'moreInfo', format('addresses.%s.zoneCode', y.o - 1))
+         FROM jsonb_array_elements(nv0.addresses) WITH ORDINALITY AS y(a, o)
+         WHERE split_part(y.a->>'zoneCode', '-', 1) <> y.a->>'countryCode' ORDER BY y.o LIMIT 1) END AS bad
+       FROM nv0
      ), upd AS (
        UPDATE customers c SET ${COLUMNS.map((col) => `${col} = nv.${col}`).join(', ')}, email_keys = nv.email_keys, status = nv.status,
          updated_at = clock_timestamp()
-       FROM nv WHERE c.id = nv.id
+       FROM nv WHERE c.id = nv.id AND nv.bad IS NULL
          AND (${COLUMNS.map((col) => `c.${col}`).join(', ')}, c.status) IS DISTINCT FROM (${COLUMNS.map((col) => `nv.${col}`).join(', ')}, nv.status)
        RETURNING c.id, c.uuid, c.external_id, nv.line, nv.n
      )${events}
@@ -234,7 +245,8 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
        coalesce((SELECT jsonb_agg(jsonb_build_object('line', s.line::text, 'external_id', cur.external_id,
            'merged_into_uuid', m.uuid, 'merged_into_external_id', m.external_id) ORDER BY s.line)
          FROM chunk s JOIN cur ON cur.external_id = s.external_id AND cur.merged_into IS NOT NULL
-         LEFT JOIN customers m ON m.id = cur.merged_into), '[]') AS disabled`,
+         LEFT JOIN customers m ON m.id = cur.merged_into), '[]') AS disabled,
+       coalesce((SELECT jsonb_agg(jsonb_build_object('line', line::text, 'errors', jsonb_build_array(bad)) ORDER BY line) FROM nv WHERE bad IS NOT NULL), '[]') AS errors`,
     imp.with_events ? [imp.id, imp.applied_line, span, imp.source] : [imp.id, imp.applied_line, span],
   );
   return r.rows[0];

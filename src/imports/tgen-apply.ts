@@ -13,6 +13,7 @@ import { upsertItems, type BulkItemT } from '../crm/customers/bulk.ts';
 import { mergedAway } from '../crm/customers/service.ts';
 import { inputProblems } from '../crm/customers/validate.ts';
 import { MAX_LIST_ITEMS } from '../crm/customers/schema.ts';
+import { wholeAddress } from '../crm/customers/wire.ts';
 import * as store from './store.ts';
 
 export const isAddressesFile = (imp: Pick<store.ImportRow, 'format' | 'tgen_file'>) => imp.format === 'tgen' && !!imp.tgen_file?.startsWith('addresses ');
@@ -78,7 +79,9 @@ export async function applyAddressChunk(
     }
   }
   if (lists.size === 0) return result;
-  const items = [...lists].map(([externalId, e]) => ({ externalId, addresses: e.list }) as BulkItemT);
+  // Each address whole: the list is the customer's, each address as merged above (bulk's upsert would otherwise patch
+  // the current address its uuid names, keeping fields this full update empties: wire.ts, patchAddresses).
+  const items = [...lists].map(([externalId, e]) => ({ externalId, addresses: e.list.map(wholeAddress) }) as BulkItemT);
   const outcomes = await upsertItems(tx, items, { source: imp.source, events: imp.with_events });
   outcomes.forEach((o, i) => {
     if (o.changed) result.updated += lists.get(items[i].externalId)!.lines;

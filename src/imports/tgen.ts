@@ -5,6 +5,7 @@
 import { Transform } from 'node:stream';
 import { ApiError, type ErrorEntry } from '../http/errors.ts';
 import { boundHeader, capProblems, csvRecords, duplicateColumn, lineOf, type StagedLine } from './parse.ts';
+import { wholeAddress } from '../crm/customers/wire.ts';
 
 export type TgenKind = 'customers' | 'addresses' | 'customerNotes';
 export type TgenImportType = 'fullupdate' | 'partialupdate';
@@ -286,7 +287,10 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
       if (!partial) item[name] = []; // a full update replaces: no element given, none kept
       continue;
     }
-    const elements = [...list.elements.entries()].sort((a, b) => a[0] - b[0]).map(([, e]) => e).filter((e) => e !== null);
+    // A full update gives each address whole (fields left empty are emptied); a partial one patches the address its
+    // uuid names (wire.ts, patchAddresses).
+    const elements = [...list.elements.entries()].sort((a, b) => a[0] - b[0]).map(([, e]) => e).filter((e) => e !== null)
+      .map((e) => (partial || name !== 'addresses' ? e : wholeAddress(e)));
     if (list.cleared && elements.length) errors.push(cellError(`"${name}" is ${SET_AS_NULL} and has elements too`, name));
     item[name] = elements;
   }

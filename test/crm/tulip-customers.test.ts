@@ -187,6 +187,34 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
     assert.deepEqual([keep.body.results[0].customer.lastName, keep.body.results[0].customer.disabled], ['Kept', true]);
   });
 
+  // https://docs.tulip.com/tgen/customers_partialupdate — addresses[0].uuid: "Unique Tulip identifier of the address. Required for patching."
+  it('a partial update (PATCH, a 2026-11 bulk item) naming an address by uuid or externalId patches it: the fields given replace, the others stay', async () => {
+    const home = { externalId: 'ph-home', address1: '12 Byron St', address2: 'Flat 2', city: 'London', countryCode: 'GB', zoneCode: 'GB-LND', postCode: 'W1 1AA', type: 'home' };
+    const work = { address1: '1 Rue de Rivoli', city: 'Paris', countryCode: 'FR', postCode: '75001', type: 'work' };
+    const created = await api().withVersion('2025-12').post('/crm/customers', { externalId: 'ph-1', addresses: [home, work] });
+    assert.equal(created.status, 201, created.text);
+    const [h, w] = created.body.addresses;
+    // PATCH (Tulip's 2025-12): the city of one, by uuid; the list given is the new list (the Paris address goes).
+    const p = await api().withVersion('2025-12').patch('/crm/customers/ph-1', { addresses: [{ uuid: h.uuid, city: 'Westminster', address2: null }] });
+    assert.equal(p.status, 200, p.text);
+    assert.deepEqual(p.body.addresses, [{ ...h, city: 'Westminster', address2: null }], 'before 2026-11-28: {uuid, city} and every other field null');
+    // By externalId (no uuid sent), beside a new address.
+    const q = await api().withVersion('2025-12').patch('/crm/customers/ph-1', { addresses: [{ externalId: 'ph-home', postCode: 'SW1 1AA' }, work] });
+    assert.deepEqual(q.body.addresses[0], { ...h, city: 'Westminster', address2: null, postCode: 'SW1 1AA' });
+    assert.equal(q.body.addresses[1].address1, '1 Rue de Rivoli');
+    assert.notEqual(q.body.addresses[1].uuid, w.uuid, 'the Paris address was removed before: a new one');
+    // Checked as stored: a country that does not hold the kept zoneCode is a 400 naming it, nothing written.
+    await refused(() => api().withVersion('2025-12').patch('/crm/customers/ph-1', { addresses: [{ uuid: h.uuid, countryCode: 'FR' }] }), 'body.addresses.0.zoneCode');
+    // A 2026-11 bulk item is a patch: the same; one before 2026-11 replaces the record, the address given whole.
+    const b = await api().withVersion('2026-11').post('/crm/customers/bulk', [{ externalId: 'ph-1', addresses: [{ uuid: h.uuid, city: 'Camden' }] }]);
+    assert.deepEqual(b.body.results[0].customer.addresses, [{ ...h, city: 'Camden', address2: null, postCode: 'SW1 1AA' }]);
+    const bad = await api().withVersion('2026-11').post('/crm/customers/bulk', [{ externalId: 'ph-1', addresses: [{ uuid: h.uuid, countryCode: 'FR' }] }]);
+    assert.deepEqual([bad.body.results[0].status, bad.body.results[0].errors[0].moreInfo], [400, 'addresses.0.zoneCode']);
+    const old = await api().withVersion('2025-04').post('/crm/customers/bulk', [{ externalId: 'ph-1', addresses: [{ uuid: h.uuid, city: 'Camden' }] }]);
+    const [replaced] = old.body.results[0].customer.addresses;
+    assert.deepEqual([replaced.uuid, replaced.city, replaced.address1, replaced.countryCode], [h.uuid, 'Camden', null, null], 'a replace empties what it omits');
+  });
+
   it('address uuids stay across PUT and PATCH when the uuid or externalId is sent back, or the address is sent unchanged; new addresses get new uuids', async () => {
     // https://docs.tulip.com/tgen/customers_partialupdate — addresses[0].uuid: "Unique Tulip identifier of the address. Required for patching."
     const c = await api().post('/crm/customers', { externalId: 'addr-1', addresses: [{ address1: '1 A St', city: 'Albany', countryCode: 'US' }, { externalId: 'work', address1: '2 B St' }] });

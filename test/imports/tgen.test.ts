@@ -32,14 +32,19 @@ it('maps a customers full update record onto the bulk item with Tulip\'s names: 
   ].join('\r\n');
   const [a, b] = await linesOf(csv, 'TGEN_customers_fullupdate_2025-08_batch1.csv');
   assert.equal(a.line, 2);
+  // A full update gives each address whole: the fields its record leaves empty are emptied (no uuid: Bulb assigns one).
+  const whole = (a: Record<string, unknown>) => ({
+    externalId: null, address1: null, address2: null, city: null, countryCode: null, zoneCode: null, postCode: null, firstName: null,
+    lastName: null, phone: null, emailAddress: null, type: null, disabled: false, isPrimary: false, ...a,
+  });
   const expectA = {
     externalId: 't-1', firstName: 'Ada', lastName: 'Lovelace', prefix: 'Dr', suffix: 'PhD', excludeFromCampaigns: true, image: 'https://x.io/a.png',
     attributes: [{ value: 'gold', attributeExternalId: 'tier' }],
-    addresses: [{ address1: '1 Main St', city: 'Springfield', countryCode: 'US', zoneCode: 'US-IL', postCode: '62701', type: 'address-Home', isPrimary: true }],
+    addresses: [whole({ address1: '1 Main St', city: 'Springfield', countryCode: 'US', zoneCode: 'US-IL', postCode: '62701', type: 'address-Home', isPrimary: true })],
   };
   const expectB = {
     externalId: 't-2', firstName: 'Bob', lastName: 'Stone', prefix: null, suffix: null, disabled: false, excludeFromCampaigns: false, image: null,
-    attributes: [], addresses: [{ address1: '2 High St', city: 'London', countryCode: 'GB', postCode: 'N1 9GU', type: 'address-billing' }],
+    attributes: [], addresses: [whole({ address1: '2 High St', city: 'London', countryCode: 'GB', postCode: 'N1 9GU', type: 'address-billing' })],
   };
   assert.deepEqual(a.item, expectA);
   assert.deepEqual(b.item, expectB);
@@ -168,6 +173,33 @@ await describeEachDb('TGEN imports', (ctx) => {
     const errs = await errorsOf(created.uuid);
     assert.deepEqual(errs.map((e) => [e.line, e.errors[0].moreInfo]), [[4, 'uuid'], [5, 'externalId']]);
     assert.match(errs[0].errors[0].message, /no customer has the uuid/);
+  });
+
+  // https://docs.tulip.com/tgen/customers_partialupdate : "addresses[0].uuid: Unique Tulip identifier of the address. Required for patching."
+  it('a partial update naming an address by uuid patches that address (its other fields kept); a full update gives it whole', async () => {
+    const home = { externalId: 'pa-home', address1: '12 Byron St', address2: 'Flat 2', city: 'London', countryCode: 'GB', zoneCode: 'GB-LND', postCode: 'W1 1AA', type: 'home' };
+    const work = { address1: '1 Rue de Rivoli', city: 'Paris', countryCode: 'FR', postCode: '75001', type: 'work' };
+    await api().post('/crm/customers/bulk', [{ externalId: 'pa-1', addresses: [home, work] }, { externalId: 'pa-2', addresses: [home] }]);
+    const [h1] = (await api().get('/crm/customers/pa-1')).body.addresses;
+    const [h2] = (await api().get('/crm/customers/pa-2')).body.addresses;
+    await tgen('TGEN_customers_partialupdate_2025-08_pa.csv', [
+      'externalId,addresses[0].uuid,addresses[0].city,addresses[0].address2',
+      `pa-1,${h1.uuid},Westminster,SET_AS_NULL`,
+    ].join('\n'));
+    const after = (await api().get('/crm/customers/pa-1')).body.addresses;
+    assert.deepEqual(after, [{ ...h1, city: 'Westminster', address2: null }], 'the city patched, address2 cleared, the rest kept; the list is the one given');
+    // Before (2026-11-28) the address became {uuid, city}: its street, postal code, country and type were emptied.
+    // Checked as stored: a country that does not hold the kept zoneCode refuses the line, the customer unchanged.
+    const bad = await tgen('TGEN_customers_partialupdate_2025-08_pb.csv', `externalId,addresses[0].uuid,addresses[0].countryCode\npa-1,${h1.uuid},FR\n`);
+    assert.deepEqual([bad.done.updated, bad.done.failed], [0, 1]);
+    assert.deepEqual((await errorsOf(bad.created.uuid)).map((e) => [e.line, e.errors[0].moreInfo]), [[2, 'addresses.0.zoneCode']]);
+    assert.deepEqual((await api().get('/crm/customers/pa-1')).body.addresses, after);
+    await tgen('TGEN_customers_fullupdate_2025-08_pa.csv', [
+      'externalId,firstName,lastName,addresses[0].uuid,addresses[0].city',
+      `pa-2,Pat,Ames,${h2.uuid},Westminster`,
+    ].join('\n'));
+    const whole = (await api().get('/crm/customers/pa-2')).body.addresses;
+    assert.deepEqual(whole, [{ ...Object.fromEntries(Object.keys(h2).map((k) => [k, typeof h2[k] === 'boolean' ? false : null])), uuid: h2.uuid, city: 'Westminster' }], 'a full update replaces the address');
   });
 
   // https://docs.tulip.com/tgen/customers : full update, "If the UUID … exists …, an update is performed. Otherwise, the resource is created";

@@ -12,7 +12,7 @@ import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { clearable, ExternalId } from './schema.ts';
 import { customerDisabled, mergedAway } from './service.ts';
 import type { CustomerRow } from './store.ts';
-import { normalInput, WRITABLE } from './wire.ts';
+import { normalInput, patchAddresses, WRITABLE } from './wire.ts';
 import { inputProblems } from './validate.ts';
 import { insertAllNew, insertMany, lockByExternalIds, updateMany, type CustomerCols } from './bulk-store.ts';
 
@@ -48,7 +48,7 @@ export function itemErrors(item: unknown): ErrorEntry[] {
 }
 
 export interface Outcome {
-  status: 200 | 201 | 403;
+  status: 200 | 201 | 400 | 403;
   /** 200: whether the customer was written (false: the item changed nothing). */
   changed?: boolean;
   row?: CustomerRow;
@@ -95,8 +95,13 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     const cur = current.get(xid);
     if (cur && mergedAway(cur)) {
       for (const i of g.indexes) outcomes[i] = { status: 403, errors: customerDisabled(cur).entries };
-    } else if (cur) toUpdate.push(cols(g.patch, cur));
-    else toInsert.push(cols(g.patch));
+    } else if (cur) {
+      // An address naming a current one is a patch of it (patchAddresses), checked again as it will be stored.
+      const patch = Array.isArray(g.patch.addresses) ? { ...g.patch, addresses: patchAddresses(g.patch.addresses, cur.addresses) as BulkItemT['addresses'] } : g.patch;
+      const problems = patch === g.patch ? [] : inputProblems({ addresses: patch.addresses });
+      if (problems.length > 0) for (const i of g.indexes) outcomes[i] = { status: 400, errors: problems.slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' })) };
+      else toUpdate.push(cols(patch, cur));
+    } else toInsert.push(cols(g.patch));
   }
   // The creates' events are written by the insert itself (in insertion order, before the updates' events).
   const inserted = await insertMany(tx, toInsert, opts.source);

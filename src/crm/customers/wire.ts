@@ -60,6 +60,42 @@ export function normalAddress(a: Record<string, unknown>): Record<string, unknow
   return out;
 }
 
+/**
+ * The addresses of a partial update (PATCH; a bulk item for an existing customer, from 2026-11; a TGEN partial
+ * update): the list given is the customer's new list, and an address in it that names one of the customer's
+ * current addresses by uuid (else, sent without a uuid, by externalId) patches that address: the fields it gives
+ * replace (null clears), the others are kept. Tulip: "addresses[0].uuid … Required for patching"
+ * (docs.tulip.com/tgen/customers_partialupdate). Until 2026-11-28 the address was replaced by what was sent: a patch
+ * of its city emptied its street, postal code and country. Each current address is patched once at most.
+ */
+export function patchAddresses(given: unknown[], current: readonly Record<string, unknown>[]): unknown[] {
+  const left = [...current];
+  const take = (match: (c: Record<string, unknown>) => boolean) => {
+    const i = left.findIndex(match);
+    return i < 0 ? undefined : left.splice(i, 1)[0];
+  };
+  return given.map((a) => {
+    if (typeof a !== 'object' || a === null || Array.isArray(a)) return a;
+    const g = a as Record<string, unknown>;
+    const uuid = typeof g.uuid === 'string' && g.uuid !== '' ? g.uuid.toLowerCase() : undefined;
+    const externalId = typeof g.externalId === 'string' && g.externalId !== '' ? g.externalId : undefined;
+    const c = uuid !== undefined ? take((x) => typeof x.uuid === 'string' && x.uuid.toLowerCase() === uuid)
+      : externalId !== undefined ? take((x) => x.externalId === externalId) : undefined;
+    return c === undefined ? a : { ...c, ...g };
+  });
+}
+
+/**
+ * An address given whole: every key but uuid present (null, false), so that patchAddresses changes nothing of it
+ * but its uuid. What a replace sends (PUT-like bulk items before 2026-11, a TGEN full update).
+ */
+export function wholeAddress(a: unknown): unknown {
+  if (typeof a !== 'object' || a === null || Array.isArray(a)) return a;
+  const out: Record<string, unknown> = { ...a };
+  for (const k of ADDRESS_KEYS) if (k !== 'uuid' && !(k in out)) out[k] = BOOLEAN_KEYS.has(k) ? false : null;
+  return out;
+}
+
 /** An attribute value as sent → as stored (languageExternalId always present). */
 export const normalAttribute = (v: { attributeExternalId: string; value: string; languageExternalId?: string | null }) =>
   ({ attributeExternalId: v.attributeExternalId, value: v.value, languageExternalId: v.languageExternalId ?? null });

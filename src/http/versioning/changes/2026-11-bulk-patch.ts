@@ -3,11 +3,14 @@
 // patch that sets every field it omits to its empty value, which is exactly a replace.
 import type { VersionChange } from '../route.ts';
 import { ITEM_FIELDS } from '../../../crm/customers/bulk.ts';
+import { wholeAddress } from '../../../crm/customers/wire.ts';
 
 export function replaceAsPatch(item: unknown): unknown {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) return item;
   const out: Record<string, unknown> = { ...item };
   for (const [field, empty] of Object.entries(ITEM_FIELDS)) if (!(field in out)) out[field] = empty;
+  // Each address given whole too: a replace does not patch the addresses it names (wire.ts, patchAddresses).
+  if (Array.isArray(out.addresses)) out.addresses = out.addresses.map(wholeAddress);
   return out;
 }
 
