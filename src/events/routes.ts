@@ -5,6 +5,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { Services } from '../services.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
 import { invalid, notFound } from '../http/errors.ts';
+import { instantOf } from '../http/validator.ts';
 import { Page } from '../http/pagination.ts';
 import { isoNN } from '../http/time.ts';
 import { EVENT_TYPES } from './emit.ts';
@@ -78,7 +79,7 @@ export function eventRoutes(s: Services): RouteDef[] {
       handler: async (req) => {
         const q = req.query as ListQueryT;
         const eventTypes = parseTypes(q.eventType);
-        if (q.since !== undefined && q.until !== undefined && Date.parse(q.since) > Date.parse(q.until)) {
+        if (q.since !== undefined && q.until !== undefined && instantOf(q.since) > instantOf(q.until)) {
           throw invalid('since must not be after until', 'since');
         }
         const limit = q.limit ?? 50;

@@ -21,9 +21,17 @@ const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z');
  * and this API refused when sent back). A leap second is read as the second before it.
  */
 const inUtcYears = (s: string) => {
-  const t = Date.parse(s.replace(/:60(?=[.Zz+-])/, ':59'));
+  const t = instantOf(s);
   return Number.isNaN(t) || (t >= FIRST_MS && t <= LAST_MS);
 };
+
+/**
+ * The instant (ms) of a date-time the validator took, a leap second read as the second before it, as above
+ * (Date.parse gives NaN for `23:59:60Z`, which PostgreSQL takes: a replay's window became "Invalid time value", a 500).
+ */
+export function instantOf(s: string): number {
+  return Date.parse(s.replace(/:60(?=[.Zz+-])/, ':59'));
+}
 const dateTime = {
   type: 'string' as const,
   validate: (s: string) => RFC3339.validate(s) && !/^0000/.test(s) && !/[+-](1[6-9]|[2-9]\d):?\d\d$/.test(s) && inUtcYears(s),

@@ -5,6 +5,7 @@ import { withRetry, type Db } from '../db/db.ts';
 import type { AuditHook } from '../audit/record.ts';
 import { conflict, invalid, notFound } from '../http/errors.ts';
 import { iso, isoNN } from '../http/time.ts';
+import { instantOf } from '../http/validator.ts';
 import { idempotent, type Answer, type IdemKey } from '../crm/idempotency/service.ts';
 import { HIDDEN_TYPES } from '../events/store.ts';
 import { mustFind } from './service.ts';
@@ -48,8 +49,8 @@ function typesOf(listens: string[], asked: string[] | undefined): string[] {
 /** since/until: a window of kept events (BULB_EVENT_RETENTION_DAYS), until after since. Returns until (default now). */
 function windowOf(body: ReplayCreateT, retentionDays: number): { since: string; until: string } {
   const now = Date.now();
-  const since = Date.parse(body.since);
-  const until = body.until === undefined ? now : Date.parse(body.until);
+  const since = instantOf(body.since);
+  const until = body.until === undefined ? now : instantOf(body.until);
   const oldest = now - retentionDays * 86_400_000;
   if (since < oldest) {
     throw invalid(`since is older than the events kept: the oldest time available is ${new Date(oldest).toISOString()} (BULB_EVENT_RETENTION_DAYS=${retentionDays})`, 'since');

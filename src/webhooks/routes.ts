@@ -3,6 +3,7 @@ import '../http/formats.ts';
 import { ErrorBody, NoContent } from '../http/schema.ts';
 import type { Services } from '../services.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
+import { instantOf } from '../http/validator.ts';
 import { decodeCursor, Page, pageOf } from '../http/pagination.ts';
 import { sourceOf } from '../http/context.ts';
 import { CATALOG } from '../events/catalog.ts';
@@ -144,7 +145,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       schema: { querystring: S.LogQuery, response: { 200: Page(S.Attempt) } },
       handler: async (req) => {
         const q = req.query as any;
-        if (q.since !== undefined && q.until !== undefined && Date.parse(q.since) > Date.parse(q.until)) throw invalid('since must not be after until', 'since');
+        if (q.since !== undefined && q.until !== undefined && instantOf(q.since) > instantOf(q.until)) throw invalid('since must not be after until', 'since');
         const rows = await store.listAttempts(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
         return pageOf(rows, q.limit ?? 50, svc.shapeAttempt);
       },

@@ -203,6 +203,9 @@ await describeEachDb('customer merge', (ctx) => {
       ['101 ids', () => merge('val-p', Array.from({ length: 101 }, (_, i) => `val-x${i}`)), 400, ['InvalidParameterError']],
       ['empty id', () => merge('val-p', ['']), 400, ['InvalidParameterError']],
       ['not strings', () => api().post('/crm/customers/val-p/merge', { mergeWithCustomerIds: [1, true] }), 400, ['InvalidParameterError', 'InvalidParameterError']],
+      // String() of a deeply nested array overflowed the stack before the items were checked: a 500.
+      ['nested 5,000 deep', () => api().post('/crm/customers/val-p/merge', `{"mergeWithCustomerIds":[${'['.repeat(5000)}${']'.repeat(5000)}]}`), 400, ['InvalidParameterError']],
+      ['legacy: nested 5,000 deep', () => api().withVersion('2022-04').put('/crm/customers/val-p/merge', `{"ids":[${'['.repeat(5000)}${']'.repeat(5000)}]}`), 400, ['InvalidParameterError']],
       ['unknown field', () => api().post('/crm/customers/val-p/merge', { mergeWithCustomerIds: ['val-s1'], force: true }), 400, ['InvalidParameterError']],
       ['not JSON', () => api().post('/crm/customers/val-p/merge', '{"mergeWithCustomerIds":'), 400, ['InvalidJson']],
       ['duplicates', () => merge('val-p', ['val-s1', 'val-s2', 'val-s1', 'val-s2']), 400, ['InvalidParameterError', 'InvalidParameterError']],

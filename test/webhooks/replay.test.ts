@@ -231,6 +231,12 @@ await describeEachDb('webhook replay', (ctx) => {
     assert.equal(hidden.status, 400);
     assert.equal(hidden.body.errors[0].moreInfo, 'eventTypes');
 
+    // A leap second (RFC 3339 allows :60) is read as the second before it: a 500 "Invalid time value" before.
+    const leapSince = await api().post(path, { since: '2999-12-31T23:59:60Z' });
+    assert.deepEqual([leapSince.status, leapSince.body.errors?.[0].moreInfo], [400, 'since'], leapSince.text);
+    const leapUntil = await api().post(path, { since: since(), until: '2016-12-31T23:59:60Z' });
+    assert.deepEqual([leapUntil.status, leapUntil.body.errors?.[0].moreInfo], [400, 'until'], leapUntil.text);
+
     const badDate = await api().post(path, { since: 'yesterday' });
     assert.equal(badDate.status, 400);
     assert.match(badDate.text, /since/);

@@ -72,10 +72,16 @@ async function answerIdempotently<O>(s: Services, req: FastifyRequest, reply: Fa
   }
 }
 
+/**
+ * A secondary as the merge reads it: a string, or the legacy door's number; anything else is refused by checkRequest
+ * from `raw` (String() of a deeply nested array overflowed the stack first: a 500 for a 10 KB body).
+ */
+const asId = (x: unknown) => (typeof x === 'string' || typeof x === 'number' ? String(x) : '');
+
 /** Every door: body checks (each secondary as sent, `raw`), then the merge (idempotent, retried). */
 function runMerge(s: Services, req: FastifyRequest, reply: FastifyReply, input: Omit<MergeInput, 'principalUuid' | 'source' | 'secondaries'> & { raw: unknown[] }, shape: (o: MergeOutcome) => unknown) {
   const { raw, ...rest } = input;
-  const full: MergeInput = { ...rest, secondaries: raw.map(String), principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
+  const full: MergeInput = { ...rest, secondaries: raw.map(asId), principalUuid: req.principal?.uuid ?? null, source: sourceOf(req, s) };
   checkRequest(full, raw);
   // A merge whose secondaries were all merged into the primary already writes nothing (docs/merge.md): no act to audit.
   // Every door's audit row is made from the whole result (its merge's uuid, the merged customers' externalIds), whatever
