@@ -38,7 +38,7 @@ export interface paths {
         get: operations["customersGet"];
         /**
          * Replace a customer, or create it (201) when the externalId is unknown
-         * @description Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A disabled customer answers 403 `CustomerDisabled`.
+         * @description Full replace: fields the body omits are emptied (`externalId` comes from the path if the body omits it). An unknown `externalId` creates the customer (201). A customer merged away answers 403 `CustomerDisabled` (one deactivated with `disabled: true` takes the write; `disabled: false` re-activates it).
          */
         put: operations["customersPut"];
         post?: never;
@@ -47,7 +47,7 @@ export interface paths {
         head?: never;
         /**
          * Update some fields of a customer
-         * @description Changes only the fields the body carries (`null` clears a field). A disabled customer answers 403 `CustomerDisabled`. A no-op writes nothing and emits no event.
+         * @description Changes only the fields the body carries (`null` clears a field); an address naming a current one by `uuid` (else `externalId`) patches it, the others given are the new list. A customer merged away answers 403 `CustomerDisabled` (one deactivated with `disabled: true` takes the write). A no-op writes nothing and emits no event.
          */
         patch: operations["customersPatch"];
         trace?: never;
