@@ -15,7 +15,7 @@ import { buildRequest, eventBody, type BuiltRequest } from './request.ts';
 import { credentialsOf, redactCredentials } from './redact.ts';
 import { Abort, clientTlsOf, Sender, type SendResult } from './sender.ts';
 import { TokenSource } from './oauth2.ts';
-import { BROKER_PIPELINE, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
+import { BROKER_PIPELINE, HELD_CEILINGS, Lane, MAX_IN_FLIGHT_LIMIT, signalOf } from './lanes.ts';
 import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { BrokerDestinations, destinationKind } from './destinations/registry.ts';
 import { ClaimClock, missedSlots, slotSlackMs } from './slots.ts';
@@ -57,6 +57,9 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** How long stop() lets in-flight attempts finish before aborting and releasing them. */
   drainMs?: number;
+  /** The lease and an attempt's budget (tests of lease expiry; otherwise both follow BULB_WEBHOOK_TIMEOUT_MS, below). */
+  leaseMs?: number;
+  attemptBudgetMs?: number;
   log?: (msg: string, err?: unknown) => void;
 }
 
@@ -68,6 +71,8 @@ interface InFlight {
   notBefore: number;
   /** The rate cap's slot interval (ms; 0: none): it may not be sent later than its slot's slack either (slots.ts). */
   slotMs: number;
+  /** Date.now() at which its lease runs out (the claim statement's clock + leaseMs): it must not start past leaseStartBy. */
+  leaseEnd: number;
   abort: Abort;
   released: boolean;
   done: Promise<void>;
@@ -83,6 +88,8 @@ export class Dispatcher {
   /** The sending configs of lean attempt records, per subscription (attempt-request.ts). */
   private readonly leanConfigs = new LeanConfigs();
   private readonly leaseMs: number;
+  /** The longest an attempt and its result write take (two deadlines, as sendWithToken may, + 5 s). */
+  private readonly attemptBudgetMs: number;
   private readonly batch: number;
   private readonly pollMs: number;
   private readonly drainMs: number;
@@ -120,8 +127,13 @@ export class Dispatcher {
     this.brokers = new BrokerDestinations({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate, proxy: config.webhookProxy });
     this.hmacHeader = wireNames(config.serviceName).hmacHeader;
     // A lease outlives the longest attempt (two deadlines: an OAuth2 attempt's budget, sendWithToken) plus the batched
-    // result write, with room for a starved process (an expired lease means a second attempt): at least 30 s.
-    this.leaseMs = Math.max(config.webhookTimeoutMs * 2 + 5_000, 30_000);
+    // result write, with room for a starved process (an expired lease means a second attempt): at least 30 s. A claim
+    // holds up to HELD_CEILINGS ceilings of a lane, which start one ceiling after another: the lease covers them all.
+    // (It covered one attempt until 2026-11-28: behind a receiver answering in 11 s the last quarter of a claim started
+    // after its lease had run out, was claimed again meanwhile, sent again every ~33 s and never recorded, starving the
+    // lane.) A held delivery that could still not finish within its lease is given back instead (pump).
+    this.attemptBudgetMs = opts.attemptBudgetMs ?? config.webhookTimeoutMs * 2 + 5_000;
+    this.leaseMs = opts.leaseMs ?? Math.max(this.attemptBudgetMs * HELD_CEILINGS, 30_000);
     this.batch = opts.batch ?? 128;
     this.pollMs = opts.pollMs ?? 2_000;
     this.drainMs = opts.drainMs ?? Math.min(config.webhookTimeoutMs + 500, 15_000);
@@ -347,7 +359,7 @@ export class Dispatcher {
       const paused = row.paused_until_ms === null ? null : this.claimClock.local(row.paused_until_ms);
       const notBefore = Math.max(row.send_in_ms === null ? 0 : answered + row.send_in_ms, due !== null && due > answered ? due : 0,
         paused !== null && paused > answered ? paused : 0);
-      this.hold(row, l, token, notBefore, row.slot_ms ?? 0);
+      this.hold(row, l, token, notBefore, row.slot_ms ?? 0, answered + this.leaseMs);
     }
     for (const id of got.keys()) this.pump(this.lanes.get(id)!);
     // A lane that gave less than asked has nothing more claimable now: it waits for a notification or a due time.
@@ -372,8 +384,8 @@ export class Dispatcher {
   }
 
   /** A claimed delivery joins its lane's waiting list (pump starts it as soon as the lane has a slot and its time came). */
-  private hold(row: Claimed, lane: Lane<InFlight>, token: string, notBefore: number, slotMs: number): void {
-    const f: InFlight = { row, lane, token, notBefore, slotMs, abort: new Abort(), released: false, done: Promise.resolve() };
+  private hold(row: Claimed, lane: Lane<InFlight>, token: string, notBefore: number, slotMs: number, leaseEnd: number): void {
+    const f: InFlight = { row, lane, token, notBefore, slotMs, leaseEnd, abort: new Abort(), released: false, done: Promise.resolve() };
     this.inflight.set(String(row.id), f);
     // In notBefore order (a delivery due now goes before one claimed ahead of its time; slots come in order anyway).
     const w = lane.waiting;
@@ -401,6 +413,15 @@ export class Dispatcher {
         continue;
       }
       if (head.notBefore > Date.now()) return this.startAt(lane, head.notBefore);
+      if (Date.now() + this.attemptBudgetMs > head.leaseEnd) {
+        // Its lease would run out before its attempt and result could be written: another claim could take and send it
+        // too, and this result would not count (the token changed). Given back, due again for any worker.
+        this.giveBack.push(lane.waiting.shift()!);
+        lane.due = true;
+        this.lookNow = true;
+        this.wake();
+        continue;
+      }
       const f = lane.waiting.shift()!;
       lane.inflight++;
       f.done = this.attempt(f)

@@ -95,7 +95,7 @@ describe('webhook processes [pg]', { skip: !hasPg }, () => {
     assert.ok(leftClaims > 0, 'the killed server held claims (attempts in flight)');
     const events = (await tdb.db.query<{ uuid: string }>(`SELECT uuid FROM events WHERE event_type = 'customerCreate'`)).rows.map((r) => r.uuid);
     assert.ok(events.length >= 150, `${events.length} committed events`);
-    await waitFor(async () => (await delivered()) === events.length, 'every delivery delivered (after the 30 s leases expire)', 150_000, 200);
+    await waitFor(async () => (await delivered()) === events.length, 'every delivery delivered (after the 36 s leases expire)', 150_000, 200);
     const got = new Set(rx.received.filter((r) => r.body.subscription === sub.uuid).map((r) => r.body.uuid));
     for (const u of events) assert.ok(got.has(u), `event ${u} reached the receiver`);
     console.log(`# crash: ${events.length} events, ${rx.received.length} requests (${rx.received.length - got.size} redelivered after the kill)`);
