@@ -94,6 +94,11 @@ function oauth2Rules(given: OAuth2Input | null | undefined, cur: SubscriptionRow
     errs.push({ message: `"oauth2" (tokenUrl, clientId, clientSecret) is required when authMethod is ${OAUTH2}`, moreInfo: 'oauth2' });
     return null;
   }
+  // The stored secret is kept only for the token endpoint it was given for: one of another origin gets it again (an
+  // admin, who cannot read the secret, could otherwise send it to a host of their choosing).
+  if (given.clientSecret === undefined && stored && !sameOrigin(given.tokenUrl, stored.oauth2_token_url!)) {
+    errs.push({ message: '"oauth2.clientSecret" must be given again when "oauth2.tokenUrl" names another origin: the stored secret stays with the token endpoint it was given for', moreInfo: 'oauth2.clientSecret' });
+  }
   const clientSecret = given.clientSecret ?? stored?.oauth2_client_secret;
   if (!NO_CONTROL.test(given.clientId)) errs.push({ message: '"oauth2.clientId" must not contain control characters', moreInfo: 'oauth2.clientId' });
   if (clientSecret === undefined || clientSecret === null) errs.push({ message: '"oauth2.clientSecret" is required when OAuth2 is first set', moreInfo: 'oauth2.clientSecret' });
@@ -154,4 +159,15 @@ function tlsRules(given: TlsInput | null | undefined, cur: SubscriptionRow | und
     if (!ok) errs.push({ message: '"tls.caCertificate" is not one or more PEM certificates that parse', moreInfo: 'tls.caCertificate' });
   }
   return { clientCertificate: given.clientCertificate, clientKey: clientKey ?? '', caCertificate: ca };
+}
+
+/** Whether two URLs share scheme, host and port (what a credential is given for). */
+export function sameOrigin(a: string, b: string): boolean {
+  try {
+    const x = new URL(a);
+    const y = new URL(b);
+    return x.protocol === y.protocol && x.hostname.toLowerCase() === y.hostname.toLowerCase() && x.port === y.port;
+  } catch {
+    return false;
+  }
 }

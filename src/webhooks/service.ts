@@ -11,7 +11,7 @@ import { NO_MORE_RETRIES } from './schedule.ts';
 import { checkPolicy } from './policy.ts';
 import * as store from './store.ts';
 import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, splitCredential } from './destinations/url.ts';
-import { checkTokenUrl, OAUTH2, receiverAuthRules, shapeReceiverAuth } from './receiver-auth.ts';
+import { checkTokenUrl, OAUTH2, receiverAuthRules, sameOrigin, shapeReceiverAuth } from './receiver-auth.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
 
 /** How long the previous secret keeps signing after a rotation. */
@@ -207,6 +207,15 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     // A credential kept as it is must be readable (it is written back): one that cannot be opened is given anew,
     // unless the method no longer uses it.
     const method = chosenMethod(patch, cur.auth_method);
+    // A stored Bearer token or Basic password is kept only for the origin it was given for: a URL of another origin gets
+    // it again (an admin, who cannot read it, could otherwise send it to a host of their choosing).
+    if (dest && destinationKind(dest.url) === 'http' && !sameOrigin(dest.url, cur.url)) {
+      for (const [field, uses, stored] of [['bearerToken', 'BEARER', cur.bearer_token], ['basicPassword', 'BASIC', cur.basic_password]] as const) {
+        if (method === uses && cur.auth_method === uses && stored !== null && patch[field] === undefined) {
+          throw invalid(`"${field}" must be given again when "url" names another origin: the stored one stays with the origin it was given for`, field);
+        }
+      }
+    }
     for (const [field, uses] of [['bearerToken', 'BEARER'], ['basicPassword', 'BASIC']] as const) {
       const why = cur.unreadable[field];
       if (why && method === uses && patch[field] === undefined) throw unreadable(field, why, `give "${field}" again in this PATCH`);

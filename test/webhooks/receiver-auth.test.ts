@@ -357,6 +357,8 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
         ['PATCH', { oauth2: oauth2({ audience: 'a\u0001b' }) }, 'oauth2.audience', undefined],
         ['PATCH', { oauth2: oauth2({ tokenUrl: 'https://10.1.2.3/token' }) }, 'oauth2.tokenUrl', () => sapi],
         ['PATCH', { oauth2: null }, 'oauth2', undefined],
+        // The stored secret stays with its token endpoint: another origin needs it given again.
+        ['PATCH', { oauth2: oauth2({ tokenUrl: 'https://93.184.215.99/token', clientSecret: undefined }) }, 'oauth2.clientSecret', undefined],
       ];
       for (const [method, body, field, client] of bad) {
         const c = (client ?? api)();
@@ -375,6 +377,28 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
     } finally {
       await strict.close();
     }
+  });
+
+  it('a stored Bearer token, Basic password or OAuth2 client secret is kept only for the origin it was given for', async () => {
+    // Before (2026-11-28) a PATCH of the URL alone sent the stored credential, which the admin cannot read, to the new host.
+    const bearer = await api().post(SUBS, { url: 'https://93.184.215.14/hook', eventTypes: ['webhookTest'], bearerToken: 'tok-1', isActive: false });
+    const basic = await api().post(SUBS, { url: 'https://93.184.215.14/hook', eventTypes: ['webhookTest'], basicUsername: 'u', basicPassword: 'pw-1', isActive: false });
+    const oauth = await api().post(SUBS, { url: 'https://93.184.215.14/hook', eventTypes: ['webhookTest'], oauth2: oauth2(), isActive: false });
+    for (const s of [bearer, basic, oauth]) assert.equal(s.status, 201, s.text);
+    const dump = async () => JSON.stringify((await ctx.tdb.db.query(`SELECT * FROM webhook_subscriptions ORDER BY id`)).rows);
+    const before = await dump();
+    for (const [s, field] of [[bearer, 'bearerToken'], [basic, 'basicPassword']] as const) {
+      for (const url of ['https://93.184.215.15/hook', 'https://93.184.215.14:8443/hook', 'http://93.184.215.14/hook']) {
+        const r = await api().patch(`${SUBS}/${s.body.uuid}`, { url });
+        assert.deepEqual([r.status, r.body.errors?.[0].moreInfo], [400, field], `${url}: ${r.text}`);
+      }
+    }
+    assert.equal(await dump(), before, 'nothing changed');
+    // The same origin keeps it; another origin with the credential given again is taken.
+    assert.equal((await api().patch(`${SUBS}/${bearer.body.uuid}`, { url: 'https://93.184.215.14/other' })).status, 200);
+    assert.equal((await api().patch(`${SUBS}/${bearer.body.uuid}`, { url: 'https://93.184.215.15/hook', bearerToken: 'tok-2' })).status, 200);
+    assert.equal((await api().patch(`${SUBS}/${basic.body.uuid}`, { url: 'https://93.184.215.15/hook', authMethod: 'NONE' })).status, 200, 'no credential kept: nothing to give again');
+    assert.equal((await api().patch(`${SUBS}/${oauth.body.uuid}`, { url: 'https://93.184.215.15/hook', oauth2: oauth2({ clientSecret: undefined }) })).status, 200, 'the same token endpoint keeps its secret');
   });
 
   it('credentials the chosen method does not send are a 400 naming them, on create and change, in every version: never silently dropped', async () => {
