@@ -71,7 +71,7 @@ interface InFlight {
   notBefore: number;
   /** The rate cap's slot interval (ms; 0: none): it may not be sent later than its slot's slack either (slots.ts). */
   slotMs: number;
-  /** Date.now() at which its lease runs out (the claim statement's clock + leaseMs): it must not start past leaseStartBy. */
+  /** Date.now() at which its lease runs out (the claim statement's clock + leaseMs): pump starts it only with an attempt's budget left. */
   leaseEnd: number;
   abort: Abort;
   released: boolean;
@@ -406,20 +406,14 @@ export class Dispatcher {
       if (lane.startRoom(Date.now()) === 0) return;
       const head = lane.waiting[0];
       if (head.slotMs > 0 && Date.now() - head.notBefore > slotSlackMs(head.slotMs)) {
-        this.giveBack.push(...missedSlots(lane.waiting, Date.now()));
-        lane.due = true; // claimed again, with new slots
-        this.lookNow = true;
-        this.wake();
+        this.giveBackAndReclaim(lane, missedSlots(lane.waiting, Date.now())); // claimed again, with new slots
         continue;
       }
       if (head.notBefore > Date.now()) return this.startAt(lane, head.notBefore);
       if (Date.now() + this.attemptBudgetMs > head.leaseEnd) {
         // Its lease would run out before its attempt and result could be written: another claim could take and send it
         // too, and this result would not count (the token changed). Given back, due again for any worker.
-        this.giveBack.push(lane.waiting.shift()!);
-        lane.due = true;
-        this.lookNow = true;
-        this.wake();
+        this.giveBackAndReclaim(lane, [lane.waiting.shift()!]);
         continue;
       }
       const f = lane.waiting.shift()!;
@@ -433,6 +427,14 @@ export class Dispatcher {
           this.wake();
         });
     }
+  }
+
+  /** Gives these waiting deliveries' claims back and has the lane claimed again at once. */
+  private giveBackAndReclaim(lane: Lane<InFlight>, fs: InFlight[]): void {
+    this.giveBack.push(...fs);
+    lane.due = true;
+    this.lookNow = true;
+    this.wake();
   }
 
   /**

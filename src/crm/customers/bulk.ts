@@ -12,7 +12,7 @@ import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { clearable, ExternalId } from './schema.ts';
 import { customerDisabled, mergedAway } from './service.ts';
 import type { CustomerRow } from './store.ts';
-import { normalInput, patchAddresses, WRITABLE } from './wire.ts';
+import { normalInput, withPatchedAddresses, WRITABLE } from './wire.ts';
 import { inputProblems } from './validate.ts';
 import { insertAllNew, insertMany, lockByExternalIds, updateMany, type CustomerCols } from './bulk-store.ts';
 
@@ -97,7 +97,7 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
       for (const i of g.indexes) outcomes[i] = { status: 403, errors: customerDisabled(cur).entries };
     } else if (cur) {
       // An address naming a current one is a patch of it (patchAddresses), checked again as it will be stored.
-      const patch = Array.isArray(g.patch.addresses) ? { ...g.patch, addresses: patchAddresses(g.patch.addresses, cur.addresses) as BulkItemT['addresses'] } : g.patch;
+      const patch = withPatchedAddresses(g.patch, cur.addresses);
       const problems = patch === g.patch ? [] : inputProblems({ addresses: patch.addresses });
       if (problems.length > 0) for (const i of g.indexes) outcomes[i] = { status: 400, errors: problems.slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' })) };
       else toUpdate.push(cols(patch, cur));

@@ -5,7 +5,7 @@ import { ApiError, conflict, invalid } from '../../http/errors.ts';
 import { emitEvent } from '../../events/emit.ts';
 import type { CustomerInput } from './schema.ts';
 import * as store from './store.ts';
-import { WRITABLE, patchAddresses } from './wire.ts';
+import { WRITABLE, withPatchedAddresses } from './wire.ts';
 import { checkAttributes, checkInput } from './validate.ts';
 
 const customerEvent = (eventType: 'customerCreate' | 'customerUpdate', row: store.CustomerRow, source: string) => ({
@@ -80,7 +80,7 @@ export async function putCustomer(tx: Queryable, id: string, body: CustomerInput
 /** PATCH: fields present replace, absent ones stay (`disabled` absent: the status stays). */
 export async function patchCustomer(tx: Queryable, current: store.CustomerRow, given: CustomerInput, source: string): Promise<store.CustomerRow> {
   // An address naming a current one is a patch of it (patchAddresses); checked as it will be stored.
-  const patch = Array.isArray(given.addresses) ? { ...given, addresses: patchAddresses(given.addresses, current.addresses) as CustomerInput['addresses'] } : given;
+  const patch = withPatchedAddresses(given, current.addresses);
   await checkWrite(tx, patch);
   const merged: Record<string, unknown> = { externalId: patch.externalId ?? current.external_id, disabled: patch.disabled };
   // null clears a field: its empty value ([] for a list, false for excludeFromCampaigns).

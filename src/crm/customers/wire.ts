@@ -85,6 +85,11 @@ export function patchAddresses(given: unknown[], current: readonly Record<string
   });
 }
 
+/** A partial update with its addresses patched onto the customer's current ones (patchAddresses); as given without addresses. */
+export function withPatchedAddresses<T extends { addresses?: unknown }>(input: T, current: readonly Record<string, unknown>[]): T {
+  return Array.isArray(input.addresses) ? { ...input, addresses: patchAddresses(input.addresses, current) } : input;
+}
+
 /**
  * An address given whole: every key but uuid present (null, false), so that patchAddresses changes nothing of it
  * but its uuid. What a replace sends (PUT-like bulk items before 2026-11, a TGEN full update).
