@@ -12,6 +12,8 @@ export interface StagedLine {
   errors: ErrorEntry[] | null;
   /** A line that is not a customer patch (a TGEN note record, item null): the record, applied by its own step. */
   record?: Record<string, unknown>;
+  /** The uuid the customer takes if the line creates it (a TGEN record's uuid that no customer has). */
+  uuid?: string;
 }
 
 const MAX_LINE = 1024 * 1024;

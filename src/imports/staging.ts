@@ -21,7 +21,7 @@ export interface StagingSink {
   abort(): Promise<void>;
 }
 
-const COLUMNS = `import_id, line, external_id, fields, ${FIELDS.map((f) => f[1]).join(', ')}, email_keys, errors, record`;
+const COLUMNS = `import_id, line, external_id, fields, ${FIELDS.map((f) => f[1]).join(', ')}, email_keys, errors, record, new_uuid`;
 
 /** A staged line's column values (null: SQL NULL; jsonb and text[] values as JS values). */
 function columns(r: StagedLine): { external_id: string | null; fields: number | null; values: unknown[]; email_keys: string[] | null; errors: unknown } {
@@ -56,7 +56,7 @@ function copyLine(importId: string, r: StagedLine): string {
   const c = columns(r);
   let text = `${importId}\t${r.line}\t${copyStr(c.external_id)}\t${c.fields ?? '\\N'}`;
   FIELDS.forEach(([, , kind], i) => (text += '\t' + (kind === 'text' ? copyStr(c.values[i] as string | null) : kind === 'bool' ? copyBool(c.values[i] as boolean | null) : copyJson(c.values[i]))));
-  return `${text}\t${c.email_keys === null ? '\\N' : copyText(pgTextArray(c.email_keys))}\t${copyJson(c.errors)}\t${copyJson(r.record ?? null)}\n`;
+  return `${text}\t${c.email_keys === null ? '\\N' : copyText(pgTextArray(c.email_keys))}\t${copyJson(c.errors)}\t${copyJson(r.record ?? null)}\t${copyStr(r.uuid ?? null)}\n`;
 }
 
 /**
@@ -137,7 +137,7 @@ export async function pgCopySink(url: string, importId: string, db: Queryable): 
 const BATCH_INSERT = `INSERT INTO import_rows (${COLUMNS})
   SELECT $1, (x->>0)::bigint, x->>1, (x->>2)::smallint, ${FIELDS.map(([, , kind], i) => (kind === 'text' ? `x->>${i + 3}` : kind === 'bool' ? `(x->>${i + 3})::boolean` : `nullif(x->${i + 3}, 'null')`)).join(', ')},
     CASE WHEN jsonb_typeof(x->${FIELDS.length + 3}) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(x->${FIELDS.length + 3})) END,
-    nullif(x->${FIELDS.length + 4}, 'null'), nullif(x->${FIELDS.length + 5}, 'null')
+    nullif(x->${FIELDS.length + 4}, 'null'), nullif(x->${FIELDS.length + 5}, 'null'), (x->>${FIELDS.length + 6})::uuid
   FROM jsonb_array_elements($2::jsonb) AS x`;
 
 export function batchSink(db: Db, importId: string): StagingSink {
@@ -145,7 +145,7 @@ export function batchSink(db: Db, importId: string): StagingSink {
     async write(rows) {
       const json = JSON.stringify(rows.map((r) => {
         const c = columns(r);
-        return [r.line, c.external_id, c.fields, ...c.values, c.email_keys, c.errors, r.record ?? null];
+        return [r.line, c.external_id, c.fields, ...c.values, c.email_keys, c.errors, r.record ?? null, r.uuid ?? null];
       }));
       await db.query(BATCH_INSERT, [importId, json]);
     },

@@ -179,8 +179,9 @@ const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) 
  * - `chunk`: the lines of the range, refused ones included;
  * - `grp`: one patch per externalId; several lines with one externalId fold in line order (a later line's field wins);
  * - `cur`: the existing customers, locked in id order (as bulk does, so concurrent writers queue, never deadlock);
- * - `ins`: new customers (a field not carried takes its empty value); an externalId inserted meanwhile by someone
- *   else is skipped, which the caller sees as created < toInsert (and retries the chunk);
+ * - `ins`: new customers (a field not carried takes its empty value), each with the uuid its TGEN record gave
+ *   (`new_uuid`, `given`) or Bulb's; an externalId (or given uuid) inserted meanwhile by someone else is skipped,
+ *   which the caller sees as created < toInsert (and retries the chunk);
  * - `upd`: existing customers whose values change, except those merged away (left alone and listed); one deactivated
  *   (disabled without a merge) takes the line, and a line's `disabled` sets the status;
  * - with events: customerCreate per created customer (in line order), then customerUpdate per changed one,
@@ -194,26 +195,32 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
     : '';
   const r = await tx.query<ChunkResult>(
     `WITH chunk AS MATERIALIZED (
-       SELECT line, external_id, fields, ${STAGED.join(', ')}, email_keys, errors IS NOT NULL AS refused
+       SELECT line, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, errors IS NOT NULL AS refused
        FROM import_rows WHERE import_id = $1 AND line > $2 AND line <= $2 + $3
      ), dup AS MATERIALIZED (
        SELECT external_id FROM chunk WHERE NOT refused GROUP BY external_id HAVING count(*) > 1
      ), grp AS MATERIALIZED (
-       SELECT line, 1::bigint AS n, external_id, fields, ${STAGED.join(', ')}, email_keys
+       SELECT line, 1::bigint AS n, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid
        FROM chunk WHERE NOT refused AND external_id NOT IN (SELECT external_id FROM dup)
        UNION ALL
        SELECT min(line), count(*), external_id, bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
-         ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', EMAILS)}))
+         ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', EMAILS)})),
+         (array_agg(new_uuid ORDER BY line) FILTER (WHERE new_uuid IS NOT NULL))[1]
        FROM chunk WHERE external_id IN (SELECT external_id FROM dup) GROUP BY external_id
+     ), given AS MATERIALIZED (
+       -- A given uuid goes to the first line giving it, if no customer has it by now (else Bulb's own uuid).
+       SELECT DISTINCT ON (new_uuid) new_uuid, line FROM grp WHERE new_uuid IS NOT NULL ORDER BY new_uuid, line
      ), cur AS MATERIALIZED (
        SELECT id, external_id, status, merged_into, ${COLUMNS.join(', ')}, email_keys
        FROM customers WHERE external_id = ANY (ARRAY(SELECT external_id FROM grp)) ORDER BY id FOR UPDATE
      ), ins AS (
-       INSERT INTO customers (external_id, ${COLUMNS.join(', ')}, email_keys, status)
-       SELECT g.external_id, ${CUSTOMER_BITS.map(([c, , empty]) => carried(c, empty, 'NULL')).join(', ')}, coalesce(g.email_keys, '{}'),
+       INSERT INTO customers (uuid, external_id, ${COLUMNS.join(', ')}, email_keys, status)
+       SELECT CASE WHEN gv.line IS NOT NULL AND NOT EXISTS (SELECT 1 FROM customers x WHERE x.uuid = g.new_uuid) THEN g.new_uuid ELSE bulb_uuid7() END,
+         g.external_id, ${CUSTOMER_BITS.map(([c, , empty]) => carried(c, empty, 'NULL')).join(', ')}, coalesce(g.email_keys, '{}'),
          CASE WHEN g.fields & ${DISABLED} <> 0 AND g.disabled THEN 'disabled' ELSE 'active' END
-       FROM grp g WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.line
-       ON CONFLICT (external_id) DO NOTHING
+       FROM grp g LEFT JOIN given gv ON gv.new_uuid = g.new_uuid AND gv.line = g.line
+       WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.line
+       ON CONFLICT DO NOTHING
        RETURNING id, uuid, external_id
      ), nv0 AS MATERIALIZED (
        SELECT cur.id, g.line, g.n, g.fields & ${ADDRESSES} <> 0 AS patched, ${CUSTOMER_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},

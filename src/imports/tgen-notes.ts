@@ -9,6 +9,7 @@ import type { Queryable } from '../db/db.ts';
 import { conflict, invalid, notFound, type ErrorEntry } from '../http/errors.ts';
 import { emitEvent } from '../events/emit.ts';
 import { customerDisabled } from '../crm/customers/service.ts';
+import { lostRace } from '../crm/customers/bulk.ts';
 import type { ChunkResult, ImportRow } from './store.ts';
 import * as tstore from './tgen-store.ts';
 
@@ -41,7 +42,10 @@ async function applyNote(tx: Queryable, n: any, imp: Pick<ImportRow, 'with_event
     return { updated: row !== undefined };
   }
   if (customer.status === 'disabled') return { errors: customerDisabled(customer).entries };
-  await event('customerNoteCreate', await tstore.insertNote(tx, customer.id, values));
+  // A new note keeps the uuid its record gave (Tulip's "Otherwise a new Customer note is created"), as customers do.
+  const row = await tstore.insertNote(tx, customer.id, values, n.uuid);
+  if (!row) throw lostRace();
+  await event('customerNoteCreate', row);
   return { created: true };
 }
 

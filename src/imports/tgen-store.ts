@@ -59,10 +59,16 @@ const CASTS = ['bigint', 'text', 'text', 'text', 'text', 'boolean', 'boolean', '
 export const noteRow = (n: any, associateId: string | null) =>
   [associateId, n.type, n.comments, n.externalId, n.store, n.isPrivate, n.isDeleted, n.wishListId];
 
-export async function insertNote(tx: Queryable, customerId: string, values: unknown[]): Promise<{ uuid: string; external_id: string | null }> {
+/**
+ * A new note, with the uuid its record gave (one no note has: noteByKeys looked) or Bulb's. Undefined when a concurrent
+ * writer took its uuid or externalId first (the caller retries the chunk, which then finds that note).
+ */
+export async function insertNote(tx: Queryable, customerId: string, values: unknown[], uuid: string | null): Promise<{ uuid: string; external_id: string | null } | undefined> {
   const r = await tx.query<{ uuid: string; external_id: string | null }>(
-    `INSERT INTO notes (customer_id, ${COLS.join(', ')}) VALUES ($1::bigint, ${CASTS.map((t, i) => `$${i + 2}::${t}`).join(', ')}) RETURNING uuid, external_id`,
-    [customerId, ...values],
+    `INSERT INTO notes (uuid, customer_id, ${COLS.join(', ')})
+     VALUES (coalesce($1::uuid, bulb_uuid7()), $2::bigint, ${CASTS.map((t, i) => `$${i + 3}::${t}`).join(', ')})
+     ON CONFLICT DO NOTHING RETURNING uuid, external_id`,
+    [uuid, customerId, ...values],
   );
   return r.rows[0];
 }

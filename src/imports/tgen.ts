@@ -245,7 +245,8 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
         continue;
       }
       if (field === 'uuid') {
-        if (cell !== '') uuid = cell;
+        if (cell !== '' && !UUID.test(cell)) errors.push(cellError(`"uuid" must match format "uuid"`, 'uuid'));
+        else if (cell !== '') uuid = cell.toLowerCase();
         continue;
       }
       if (field === 'externalId') {
@@ -354,8 +355,10 @@ const RESOLVE_BATCH = 500;
 /**
  * Names each record's customer by externalId, the key imports stage by: a record that gives a uuid (Tulip's first key,
  * docs.tulip.com/tgen/customers: "If the UUID … exists …, or no UUID is provided and an External ID exists, then an
- * update is performed") is the customer with that uuid; a uuid no customer has leaves the externalId as the key (a
- * new customer), or is a line error when the record gives no externalId. One query per batch of records.
+ * update is performed. Otherwise, the resource is created") is the customer with that uuid; a uuid no customer has
+ * leaves the externalId as the key, and is the uuid the customer takes if the record creates it (a retailer moving
+ * from Tulip keeps its customers' uuids), or is a line error when the record gives no externalId. One query per batch
+ * of records.
  */
 export function resolveUuids(lookup: (uuids: string[]) => Promise<Map<string, string>>): Transform {
   let batch: TgenLine[] = [];
@@ -388,7 +391,7 @@ function resolved(l: TgenLine, found: Map<string, string>): StagedLine {
   if (customerRef) return lineOf(line.line, { ...item, externalId: externalId ?? customerUuid });
   if (externalId === undefined) {
     if (item.externalId === undefined) return { line: line.line, item: null, errors: [cellError(`no customer has the uuid "${customerUuid.slice(0, 100)}"`, 'uuid')] };
-    return line;
+    return { ...line, uuid: customerUuid };
   }
   if (item.externalId !== undefined && item.externalId !== externalId) {
     return { line: line.line, item: null, errors: [cellError(`the customer with uuid ${customerUuid} has the externalId "${externalId}", not "${String(item.externalId).slice(0, 100)}"`, 'externalId')] };

@@ -218,6 +218,45 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual((await api().get('/crm/customers/fu-2')).body.addresses, []);
   });
 
+  // https://docs.tulip.com/tgen/customers : "If the UUID of the Customer Resource exists in the system, or no UUID is provided and an
+  // External ID exists, then an update is performed. Otherwise, the resource is created." A retailer moving from Tulip
+  // keeps the uuids its systems hold: the customer created takes the record's uuid, and later files (a partial
+  // update, an addresses file, notes) that name it by that uuid find it. Until 2026-11-28 it got a uuid of Bulb's.
+  it('a customers record whose uuid no customer has creates the customer with that uuid; later files name it by it', async () => {
+    const tulipUuid = '3f2b8c1e-7d4a-4e6b-9c21-5a8f0e7d6c4b';
+    const other = '9a1c2e3f-4b5d-4c6e-8f70-112233445566';
+    const { created, done } = await tgen('TGEN_customers_fullupdate_2025-08_move.csv', [
+      'uuid,externalId,firstName,lastName',
+      `${tulipUuid.toUpperCase()},mv-1,Ada,Lovelace`,
+      `${other},mv-2,Bob,Stone`,
+      `${other},mv-3,Cy,Twice`,
+      `not-a-uuid,mv-4,Di,Bad`,
+    ].join('\n'));
+    assert.deepEqual([done.status, done.created, done.failed], ['completed', 3, 1]);
+    assert.equal((await api().get('/crm/customers/mv-1')).body.uuid, tulipUuid);
+    assert.equal((await api().get(`/crm/customers/${tulipUuid}`)).body.externalId, 'mv-1');
+    // A uuid given twice for two new customers: the first record takes it, the second gets a uuid of Bulb's.
+    assert.equal((await api().get('/crm/customers/mv-2')).body.uuid, other);
+    const third = (await api().get('/crm/customers/mv-3')).body.uuid;
+    assert.notEqual(third, other);
+    assert.deepEqual((await errorsOf(created.uuid)).map((e) => [e.line, e.errors[0].moreInfo, e.errors[0].message]), [[5, 'uuid', '"uuid" must match format "uuid"']]);
+    assert.equal((await api().get('/crm/customers/mv-4')).status, 404);
+    // Named by that uuid alone: a partial update, an addresses file, a note (which keeps its own given uuid too).
+    await tgen('TGEN_customers_partialupdate_2025-08_move.csv', `uuid,firstName\n${tulipUuid},Augusta\n`);
+    await tgen('TGEN_addresses_fullupdate_2025-08_move.csv', `customer,externalId,address1,city,countryCode,postCode,type\n${tulipUuid},a-1,12 Byron St,London,GB,W1 1AA,home\n`);
+    const noteUuid = '0b7e6a52-1c3d-4f5e-a6b7-c8d9e0f1a2b3';
+    const notes = await tgen('TGEN_customerNotes_fullupdate_2025-08_move.csv', `uuid,customer,comments,type\n${noteUuid},${tulipUuid},Opted in,CUSTOMER_OPTIN_LOG\n`);
+    assert.deepEqual([notes.done.created, notes.done.failed], [1, 0]);
+    const c = (await api().get(`/crm/customers/${tulipUuid}`)).body;
+    assert.deepEqual([c.firstName, c.lastName, c.addresses.map((a: any) => a.address1)], ['Augusta', 'Lovelace', ['12 Byron St']]);
+    const note = (await api().get(`/crm/customerNotes/${noteUuid}`)).body;
+    assert.deepEqual([note.uuid, note.customer, note.comments], [noteUuid, tulipUuid, 'Opted in']);
+    // The same note file again updates that note (its uuid exists now) instead of creating another.
+    const again = await tgen('TGEN_customerNotes_fullupdate_2025-08_move2.csv', `uuid,customer,comments,type\n${noteUuid},${tulipUuid},Changed,CUSTOMER_OPTIN_LOG\n`);
+    assert.deepEqual([again.done.created, again.done.updated], [0, 1]);
+    assert.equal((await api().get(`/crm/customers/${tulipUuid}/notes`)).body.data.length, 1);
+  });
+
   it('a file whose name or header does not match its kind is refused with a 400 naming the problem, leaving nothing behind', async () => {
     const before = Number((await ctx.tdb.db.query('SELECT count(*) AS n FROM imports')).rows[0].n);
     const cases: [string, string, RegExp][] = [
