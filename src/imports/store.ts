@@ -164,7 +164,10 @@ const STAGED = FIELD_BITS.map(([c]) => c);
 const COLUMNS = CUSTOMER_BITS.map(([c]) => c);
 const carried = (c: string, empty: string, current: string) => {
   const v = empty === 'NULL' ? `g.${c}` : `coalesce(g.${c}, ${empty})`;
-  return c === 'addresses' ? `bulb_address_uuids(bulb_address_patch(${v}, ${current}), ${current})` : v;
+  // Several lines' lists fold as if applied one after another (bulb_address_fold, migration 067).
+  return c === 'addresses'
+    ? `CASE WHEN g.address_lists IS NULL THEN bulb_address_uuids(bulb_address_patch(${v}, ${current}), ${current}) ELSE bulb_address_fold(g.address_lists, ${current}) END`
+    : v;
 };
 const newValue = (c: string, bit: number, empty: string) => `CASE WHEN g.fields & ${bit} <> 0 THEN ${carried(c, empty, 'cur.addresses')} ELSE cur.${c} END`;
 const NEW_STATUS = `CASE WHEN g.fields & ${DISABLED} = 0 THEN cur.status WHEN g.disabled THEN 'disabled' ELSE 'active' END`;
@@ -177,11 +180,14 @@ const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) 
  * `line > applied_line` was planned as a scan and sort of every remaining line while the statistics were stale).
  * A range holds at most `span` lines, fewer where the file has blank lines or multi-line CSV records.
  * - `chunk`: the lines of the range, refused ones included;
- * - `grp`: one patch per externalId; several lines with one externalId fold in line order (a later line's field wins);
+ * - `grp`: one patch per externalId; several lines with one externalId fold in line order (a later line's field wins;
+ *   their address lists are kept, `address_lists`, to be applied one after another);
  * - `cur`: the existing customers, locked in id order (as bulk does, so concurrent writers queue, never deadlock);
  * - `ins`: new customers (a field not carried takes its empty value), each with the uuid its TGEN record gave
  *   (`new_uuid`, `given`) or Bulb's; an externalId (or given uuid) inserted meanwhile by someone else is skipped,
- *   which the caller sees as created < toInsert (and retries the chunk);
+ *   which the caller sees as created < toInsert (and retries the chunk). Inserted in externalId order: two imports
+ *   creating overlapping keys in different line orders each waited for a key the other had inserted (a deadlock,
+ *   detected after deadlock_timeout and retried); in one order the second waits for the first and then skips;
  * - `upd`: existing customers whose values change, except those merged away (left alone and listed); one deactivated
  *   (disabled without a merge) takes the line, and a line's `disabled` sets the status;
  * - with events: customerCreate per created customer (in line order), then customerUpdate per changed one,
@@ -190,7 +196,7 @@ const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) 
 export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'applied_line' | 'with_events' | 'source'>, span: number): Promise<ChunkResult> {
   const events = imp.with_events
     ? `, ${outboxCtes(`SELECT t, 'Customer', uuid, external_id, $4::text FROM (
-          SELECT 0 AS k, id AS o, 'customerCreate' AS t, uuid, external_id FROM ins
+          SELECT 0 AS k, g.line AS o, 'customerCreate' AS t, ins.uuid, ins.external_id FROM ins JOIN grp g USING (external_id)
           UNION ALL SELECT 1, line, 'customerUpdate', uuid, external_id FROM upd) x ORDER BY k, o`)}`
     : '';
   const r = await tx.query<ChunkResult>(
@@ -200,12 +206,13 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
      ), dup AS MATERIALIZED (
        SELECT external_id FROM chunk WHERE NOT refused GROUP BY external_id HAVING count(*) > 1
      ), grp AS MATERIALIZED (
-       SELECT line, 1::bigint AS n, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid
+       SELECT line, 1::bigint AS n, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, NULL::jsonb AS address_lists
        FROM chunk WHERE NOT refused AND external_id NOT IN (SELECT external_id FROM dup)
        UNION ALL
        SELECT min(line), count(*), external_id, bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
          ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', EMAILS)})),
-         (array_agg(new_uuid ORDER BY line) FILTER (WHERE new_uuid IS NOT NULL))[1]
+         (array_agg(new_uuid ORDER BY line) FILTER (WHERE new_uuid IS NOT NULL))[1],
+         jsonb_agg(coalesce(addresses, 'null') ORDER BY line) FILTER (WHERE fields & ${ADDRESSES} <> 0)
        FROM chunk WHERE external_id IN (SELECT external_id FROM dup) GROUP BY external_id
      ), given AS MATERIALIZED (
        -- A given uuid goes to the first line giving it, if no customer has it by now (else Bulb's own uuid).
@@ -219,7 +226,7 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
          g.external_id, ${CUSTOMER_BITS.map(([c, , empty]) => carried(c, empty, 'NULL')).join(', ')}, coalesce(g.email_keys, '{}'),
          CASE WHEN g.fields & ${DISABLED} <> 0 AND g.disabled THEN 'disabled' ELSE 'active' END
        FROM grp g LEFT JOIN given gv ON gv.new_uuid = g.new_uuid AND gv.line = g.line
-       WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.line
+       WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.external_id
        ON CONFLICT DO NOTHING
        RETURNING id, uuid, external_id
      ), nv0 AS MATERIALIZED (

@@ -133,6 +133,31 @@ await describeEachDb('bulk', (ctx) => {
     assert.deepEqual(old.body.results.map((x: any) => [x.status, x.customer.firstName, x.customer.lastName]), [[200, 'D', null], [200, 'D', null]], 'replace: the last one wins');
   });
 
+  // The items' address lists apply one after another (probe, 2026-11-28: the last item's list alone lost the first's change).
+  it('items of one externalId changing different fields of one address keep both changes; a new customer\'s too', async () => {
+    const api = ctx.srv.api.withVersion('2026-11');
+    await api.post('/crm/customers', { externalId: 'baf-1', addresses: [{ address1: '1 Main', city: 'NYC', countryCode: 'US', postCode: '10001' }] });
+    const [a] = (await api.get('/crm/customers/baf-1')).body.addresses;
+    const r = await api.post('/crm/customers/bulk', [
+      { externalId: 'baf-1', addresses: [{ uuid: a.uuid, city: 'Boston' }] },
+      { externalId: 'baf-2', addresses: [{ externalId: 'home', address1: '2 High St', city: 'London', countryCode: 'GB' }] },
+      { externalId: 'baf-1', addresses: [{ uuid: a.uuid, address2: 'Apt 2' }] },
+      { externalId: 'baf-2', addresses: [{ externalId: 'home', postCode: 'N1 9GU' }] },
+    ]);
+    assert.deepEqual(r.body.results.map((x: any) => x.status), [200, 201, 200, 200]);
+    const [one] = (await api.get('/crm/customers/baf-1')).body.addresses;
+    assert.deepEqual([one.uuid, one.address1, one.city, one.address2, one.postCode], [a.uuid, '1 Main', 'Boston', 'Apt 2', '10001']);
+    const two = (await api.get('/crm/customers/baf-2')).body.addresses;
+    assert.deepEqual(two.map((x: any) => [x.externalId, x.address1, x.city, x.postCode]), [['home', '2 High St', 'London', 'N1 9GU']]);
+    // Checked as stored: a later item's country that no longer holds an earlier item's zoneCode refuses the group.
+    const bad = await api.post('/crm/customers/bulk', [
+      { externalId: 'baf-3', addresses: [{ externalId: 'w', city: 'Austin', countryCode: 'US', zoneCode: 'US-TX' }] },
+      { externalId: 'baf-3', addresses: [{ externalId: 'w', countryCode: 'FR' }] },
+    ]);
+    assert.deepEqual(bad.body.results.map((x: any) => [x.status, x.errors?.[0]?.moreInfo]), [[400, 'addresses.0.zoneCode'], [400, 'addresses.0.zoneCode']]);
+    assert.equal((await api.get('/crm/customers/baf-3')).status, 404);
+  });
+
   it('new customers only: one statement and no transaction, the same answers and events; with one existing, the transaction', async () => {
     // The bulk statements run, by what they do, and whether each ran in a transaction (background work is not a bulk statement).
     const real = ctx.srv.services.db;

@@ -75,6 +75,26 @@ await describeEachDb('imports', (ctx) => {
     assert.equal(list.body.data[0].uuid, r.body.uuid);
   });
 
+  // Lines of one chunk for one customer fold into one write; their address lists must apply one after another. The
+  // last line's list alone lost an earlier line's change to an address a later line also named (probe, 2026-11-28).
+  it('lines of one chunk changing different fields of one address keep both changes, as applied one after another', async () => {
+    await api().post('/crm/customers', { externalId: 'af-1', addresses: [{ address1: '1 Main', city: 'NYC', countryCode: 'US', postCode: '10001', type: 'home' }] });
+    const [a] = (await api().get('/crm/customers/af-1')).body.addresses;
+    const file = [
+      { externalId: 'af-1', addresses: [{ uuid: a.uuid, city: 'Boston' }] },
+      { externalId: 'af-1', addresses: [{ uuid: a.uuid, address2: 'Apt 2' }] },
+      // A new customer: its second line patches the address its first line gave (named by externalId).
+      { externalId: 'af-2', addresses: [{ externalId: 'home', address1: '2 High St', city: 'London', countryCode: 'GB' }] },
+    ].map((x) => JSON.stringify(x)).join('\n') + '\n' + JSON.stringify({ externalId: 'af-2', addresses: [{ externalId: 'home', postCode: 'N1 9GU' }] }) + '\n';
+    const r = await api().post('/crm/imports?format=ndjson', file, ndjson);
+    assert.equal(r.status, 202, r.text);
+    assert.equal((await finished(r.body.uuid)).failed, 0);
+    const [after1] = (await api().get('/crm/customers/af-1')).body.addresses;
+    assert.deepEqual([after1.uuid, after1.address1, after1.city, after1.address2, after1.postCode], [a.uuid, '1 Main', 'Boston', 'Apt 2', '10001']);
+    const two = (await api().get('/crm/customers/af-2')).body.addresses;
+    assert.deepEqual(two.map((x: any) => [x.externalId, x.address1, x.city, x.postCode]), [['home', '2 High St', 'London', 'N1 9GU']]);
+  });
+
   it('applies lines as bulk applies the same items (chunk by chunk): folding, kept and cleared fields, characters COPY escapes', async () => {
     // Items for one prefix; chunks of CHUNK (3) lines, each line a data line.
     const items = (p: string) => [

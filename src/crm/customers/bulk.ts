@@ -12,7 +12,7 @@ import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { clearable, ExternalId } from './schema.ts';
 import { customerDisabled, mergedAway } from './service.ts';
 import type { CustomerRow } from './store.ts';
-import { normalInput, withPatchedAddresses, WRITABLE } from './wire.ts';
+import { normalInput, patchAddresses, withPatchedAddresses, WRITABLE } from './wire.ts';
 import { inputProblems } from './validate.ts';
 import { insertAllNew, insertMany, lockByExternalIds, updateMany, type CustomerCols } from './bulk-store.ts';
 
@@ -95,13 +95,15 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     const cur = current.get(xid);
     if (cur && mergedAway(cur)) {
       for (const i of g.indexes) outcomes[i] = { status: 403, errors: customerDisabled(cur).entries };
-    } else if (cur) {
-      // An address naming a current one is a patch of it (patchAddresses), checked again as it will be stored.
-      const patch = withPatchedAddresses(g.patch, cur.addresses);
+    } else {
+      // An address naming a current one (or one an earlier item of the group gave) is a patch of it (patchAddresses),
+      // checked again as it will be stored.
+      const patch = foldedAddresses(g, cur?.addresses ?? []);
       const problems = patch === g.patch ? [] : inputProblems({ addresses: patch.addresses });
       if (problems.length > 0) for (const i of g.indexes) outcomes[i] = { status: 400, errors: problems.slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' })) };
-      else toUpdate.push(cols(patch, cur));
-    } else toInsert.push(cols(g.patch));
+      else if (cur) toUpdate.push(cols(patch, cur));
+      else toInsert.push(cols(patch));
+    }
   }
   // The creates' events are written by the insert itself (in insertion order, before the updates' events).
   const inserted = await insertMany(tx, toInsert, opts.source);
@@ -121,19 +123,35 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
   return outcomes;
 }
 
-type Groups = Map<string, { indexes: number[]; patch: BulkItemT }>;
+type Group = { indexes: number[]; patch: BulkItemT; addressLists: unknown[][] };
+type Groups = Map<string, Group>;
 
-/** Items by externalId, in order of first appearance; several items for one externalId are folded into one patch. */
+/**
+ * Items by externalId, in order of first appearance; several items for one externalId are folded into one patch,
+ * their address lists kept in order (foldedAddresses applies them one after another).
+ */
 function groupItems(items: BulkItemT[]): Groups {
   const groups: Groups = new Map();
   items.forEach((item, i) => {
-    const g = groups.get(item.externalId);
+    let g = groups.get(item.externalId);
     if (g) {
       g.indexes.push(i);
       Object.assign(g.patch, item);
-    } else groups.set(item.externalId, { indexes: [i], patch: { ...item } });
+    } else groups.set(item.externalId, (g = { indexes: [i], patch: { ...item }, addressLists: [] }));
+    if ('addresses' in item) g.addressLists.push(item.addresses ?? []);
   });
   return groups;
+}
+
+/**
+ * The group's patch with its addresses as the items would leave them applied one after another onto `current`: each
+ * list patches the addresses the one before left (patchAddresses). The last list alone lost an earlier item's change
+ * to an address a later item also named ({uuid: U, city} then {uuid: U, address2}).
+ */
+function foldedAddresses(g: Group, current: readonly Record<string, unknown>[]): BulkItemT {
+  if (g.addressLists.length <= 1) return withPatchedAddresses(g.patch, current);
+  const addresses = g.addressLists.reduce<readonly Record<string, unknown>[]>((cur, list) => patchAddresses(list, cur) as Record<string, unknown>[], current);
+  return { ...g.patch, addresses } as BulkItemT;
 }
 
 /** A created customer answers 201 to the first of its items, 200 (unchanged) to the others. */
@@ -153,6 +171,8 @@ function insertedOutcomes(outcomes: Outcome[], groups: Groups, inserted: Custome
  */
 export async function insertIfAllNew(db: Queryable, items: BulkItemT[], opts: UpsertOptions): Promise<Outcome[] | undefined> {
   const groups = groupItems(items);
+  // Address lists folded across items are checked again: upsertItems does that.
+  if ([...groups.values()].some((g) => g.addressLists.length > 1)) return undefined;
   let inserted: CustomerRow[];
   try {
     inserted = await insertAllNew(db, [...groups.values()].map((g) => cols(g.patch)), opts.source);
