@@ -293,6 +293,11 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
     const elements = [...list.elements.entries()].sort((a, b) => a[0] - b[0]).map(([, e]) => e).filter((e) => e !== null)
       .map((e) => (partial || name !== 'addresses' ? e : wholeAddress(e)));
     if (list.cleared && elements.length) errors.push(cellError(`"${name}" is ${SET_AS_NULL} and has elements too`, name));
+    // The list a partial update gives is the customer's new list: elements removed and none given would empty it.
+    const removed = [...list.elements.entries()].filter(([, e]) => e === null).map(([i]) => `${name}[${i}]`);
+    if (!list.cleared && elements.length === 0 && removed.length > 0) {
+      errors.push(cellError(`"${removed[0]}" is ${SET_AS_NULL} and no element of ${name} is given: the list a partial update gives is the customer's new list, so this would remove them all. To remove them all, write ${SET_AS_NULL} in "${name}"; to remove some, give the ones to keep (${name}[N].${name === 'addresses' ? 'uuid' : 'attributeExternalId and value'})`, removed[0]));
+    }
     item[name] = elements;
   }
   if (!partial) {

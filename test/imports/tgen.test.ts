@@ -204,6 +204,32 @@ await describeEachDb('TGEN imports', (ctx) => {
 
   // https://docs.tulip.com/tgen/customers : full update, "If the UUID … exists …, an update is performed. Otherwise, the resource is created";
   // firstName and lastName are required columns.
+  // https://docs.tulip.com/tgen/customers_partialupdate : addresses[0] "Address, External ID, UUID or SET_AS_NULL". Probe
+  // (2026-11-28): a record that only removed an element emptied the list (every address gone, no line error), and two
+  // records patching one address lost the first one's change.
+  it('a partial update that only drops list elements is a line error (it emptied the list); two records patching one address keep both', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'sn-1', addresses: [
+      { address1: '1 A St', city: 'NYC', countryCode: 'US' }, { address1: '2 B St', city: 'LA', countryCode: 'US' }, { address1: '3 C St', city: 'SF', countryCode: 'US' },
+    ], attributes: [] }]);
+    const before = (await api().get('/crm/customers/sn-1')).body.addresses;
+    const drop = await tgen('TGEN_customers_partialupdate_2025-08_drop.csv', 'externalId,addresses[1]\nsn-1,SET_AS_NULL\n');
+    assert.deepEqual([drop.done.updated, drop.done.failed], [0, 1]);
+    const [err] = await errorsOf(drop.created.uuid);
+    assert.equal(err.errors[0].moreInfo, 'addresses[1]');
+    assert.match(err.errors[0].message, /would remove them all/);
+    assert.deepEqual((await api().get('/crm/customers/sn-1')).body.addresses, before);
+    // Keeping two by naming them drops the third.
+    await tgen('TGEN_customers_partialupdate_2025-08_keep.csv', `externalId,addresses[0].uuid,addresses[1].uuid\nsn-1,${before[0].uuid},${before[2].uuid}\n`);
+    assert.deepEqual((await api().get('/crm/customers/sn-1')).body.addresses, [before[0], before[2]]);
+    await tgen('TGEN_customers_partialupdate_2025-08_fold.csv', [
+      'externalId,addresses[0].uuid,addresses[0].city,addresses[0].address2',
+      `sn-1,${before[0].uuid},Boston,`,
+      `sn-1,${before[0].uuid},,Apt 2`,
+    ].join('\n'));
+    const [first] = (await api().get('/crm/customers/sn-1')).body.addresses;
+    assert.deepEqual([first.uuid, first.address1, first.city, first.address2], [before[0].uuid, '1 A St', 'Boston', 'Apt 2']);
+  });
+
   it('a customers full update replaces Tulip\'s fields (those left empty are emptied) and creates unknown customers', async () => {
     await api().post('/crm/customers/bulk', [{ externalId: 'fu-1', firstName: 'Old', lastName: 'Name', prefix: 'Mr', suffix: 'Jr' }]);
     const { done } = await tgen('TGEN_customers_fullupdate_2025-08_x.csv', [
