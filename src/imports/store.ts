@@ -187,7 +187,8 @@ const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) 
  *   (`new_uuid`, `given`) or Bulb's; an externalId (or given uuid) inserted meanwhile by someone else is skipped,
  *   which the caller sees as created < toInsert (and retries the chunk). Inserted in externalId order: two imports
  *   creating overlapping keys in different line orders each waited for a key the other had inserted (a deadlock,
- *   detected after deadlock_timeout and retried); in one order the second waits for the first and then skips;
+ *   detected after deadlock_timeout and retried); in one order the second waits for the first and then skips (byte
+ *   order, COLLATE "C": the same in every transaction, and cheaper to sort than the database's collation);
  * - `upd`: existing customers whose values change, except those merged away (left alone and listed); one deactivated
  *   (disabled without a merge) takes the line, and a line's `disabled` sets the status;
  * - with events: customerCreate per created customer (in line order), then customerUpdate per changed one,
@@ -226,7 +227,7 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
          g.external_id, ${CUSTOMER_BITS.map(([c, , empty]) => carried(c, empty, 'NULL')).join(', ')}, coalesce(g.email_keys, '{}'),
          CASE WHEN g.fields & ${DISABLED} <> 0 AND g.disabled THEN 'disabled' ELSE 'active' END
        FROM grp g LEFT JOIN given gv ON gv.new_uuid = g.new_uuid AND gv.line = g.line
-       WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.external_id
+       WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.external_id COLLATE "C"
        ON CONFLICT DO NOTHING
        RETURNING id, uuid, external_id
      ), nv0 AS MATERIALIZED (
