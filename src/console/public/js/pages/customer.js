@@ -1,7 +1,9 @@
 // One customer: its fields, the data attached to it (counts and lists), its merge history, and the merge
 // history with Undo (merge-history.js), its possible duplicates (duplicates.js) and the merge form (preview
 // with ?dryRun=true, then confirm). A disabled customer links to the customer it was merged into.
-// #/customers/{id}?merge={externalIds} opens with that merge previewed (the duplicates page links so).
+// #/customers/{id}?merge={uuids, one per line} opens with that merge previewed (the duplicates page links so). Merges name
+// this customer and the duplicates' by uuid: a reference is "uuid or externalId, a uuid match wins", and an externalId
+// may look like another customer's uuid; typed references are shown as the dry run resolved them.
 import { ApiError, get, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
 import { displayName, statusBadge } from './customers.js';
@@ -124,8 +126,9 @@ export function customerPage({ main, params, query, signal, navigate }) {
   }
 }
 
+/** One reference per line: an external ID may hold spaces, commas and semicolons. */
 function parseIds(value) {
-  return [...new Set(value.split(/[\s,;]+/).map((s) => s.trim()).filter(Boolean))];
+  return [...new Set(value.split(/\r?\n/).map((s) => s.trim()).filter(Boolean))];
 }
 
 function mergeSection(c, navigate) {
@@ -133,9 +136,9 @@ function mergeSection(c, navigate) {
   const preview = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Preview merge');
   const out = h('div', { class: 'merge-out', tabindex: '-1' });
   const form = h('form', { class: 'form-inline' },
-    field('External IDs of the customers to merge into this one', ids, 'Separate several with commas, spaces or new lines. Their orders, follow-ups, notes, messages, preferences, product shares and associates move here; they are then disabled.'),
+    field('External IDs of the customers to merge into this one', ids, 'One per line: an external ID, or a uuid (a uuid match wins). Their orders, follow-ups, notes, messages, preferences, product shares and associates move here; they are then disabled.'),
     h('div', { class: 'actions' }, preview));
-  const path = `/crm/customers/${encodeURIComponent(c.externalId)}/merge`;
+  const path = `/crm/customers/${encodeURIComponent(c.uuid)}/merge`;
   ids.addEventListener('input', () => out.querySelector('.preview') && clear(out)); // a preview is of what was typed then
 
   form.addEventListener('submit', async (ev) => {
@@ -164,10 +167,12 @@ function mergeSection(c, navigate) {
   function showPreview(list, dry) {
     const confirm = h('button', { type: 'button', class: 'btn btn-danger' }, 'Confirm merge');
     const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
-    const already = (dry.mergedCustomerIds || list);
+    // The customers as the dry run resolved the references (what the merge will take), not as typed.
+    const names = dry.mergedCustomerIds || list;
+    const into = dry.primary?.externalId ?? c.externalId;
     clear(out, h('div', { class: 'preview', role: 'region', 'aria-labelledby': 'preview-h' },
       h('h3', { id: 'preview-h' }, 'Merge preview (nothing has changed yet)'),
-      h('p', null, `Merging ${already.join(', ')} into ${c.externalId} would move:`),
+      h('p', null, `Merging ${names.join(', ')} into ${into} would move:`),
       movedTable(dry.moved, dry.duplicateAssociatesRemoved, 'What moves to this customer'),
       h('p', { class: 'muted' }, `Then ${list.length === 1 ? 'that customer is' : `those ${list.length} customers are`} disabled and point here. Emails, phones, addresses, social profiles and loyalty tier stay where they are.`),
       h('div', { class: 'actions' }, confirm, cancel)));
@@ -178,8 +183,8 @@ function mergeSection(c, navigate) {
     });
     confirm.addEventListener('click', async () => {
       const ok = await confirmDialog({
-        title: `Merge ${list.length} customer${list.length === 1 ? '' : 's'} into ${c.externalId}?`,
-        message: `${list.join(', ')} will be disabled and their attached data moved to ${c.externalId}. It can be undone from the merge history.`,
+        title: `Merge ${list.length} customer${list.length === 1 ? '' : 's'} into ${into}?`,
+        message: `${names.join(', ')} will be disabled and their attached data moved to ${into}. It can be undone from the merge history.`,
         confirmLabel: 'Merge',
         danger: true,
       });
@@ -189,7 +194,7 @@ function mergeSection(c, navigate) {
           // An Idempotency-Key makes a repeated click or a retried request replay the first answer.
           const headers = crypto.randomUUID ? { 'idempotency-key': crypto.randomUUID() } : undefined;
           const result = await post(path, { mergeWithCustomerIds: list }, { headers });
-          announce(`Merged ${list.join(', ')} into ${c.externalId}`, 'success');
+          announce(`Merged ${(result?.mergedCustomerIds || names).join(', ')} into ${result?.primary?.externalId ?? into}`, 'success');
           navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);
         } catch (err) {
           out.append(errorBox(err, err instanceof ApiError && (err.status === 403 || err.status === 409) ? 'The merge was refused' : 'The merge failed'));

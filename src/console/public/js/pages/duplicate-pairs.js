@@ -1,7 +1,7 @@
 // Possible duplicates across all customers (#/duplicates, API 2026-11 GET /crm/duplicates): candidate pairs
 // of active customers, best first, with their score and reasons, filtered by the lowest score; older pages on
 // demand. *Preview merge* opens the pair's first customer (the earlier record) with the merge of the second
-// into it previewed as a dry run (#/customers/{uuid}?merge={externalId}); nothing changes until confirmed there.
+// into it previewed as a dry run (#/customers/{uuid}?merge={uuid}); nothing changes until confirmed there.
 // The pairs are those the background refresher has folded in: how many changed customers it has still to check is said.
 import { get } from '../api.js';
 import { badge, busy, clear, empty, errorBox, field, h, load, select, table } from '../dom.js';
@@ -51,7 +51,7 @@ export function duplicatePairsPage({ main, query, signal, navigate }) {
       h('td', null, h('ul', { class: 'plain' }, reasons.map((r) => h('li', null, `${FIELD[r.field] ?? r.field}: ${r.detail}`)))),
       h('td', null, h('a', {
         class: 'btn btn-small',
-        href: `#/customers/${encodeURIComponent(a.uuid)}?merge=${encodeURIComponent(b.externalId)}`,
+        href: `#/customers/${encodeURIComponent(a.uuid)}?merge=${encodeURIComponent(b.uuid)}`, // by uuid: exactly that customer
         'aria-label': `Preview merge of ${b.externalId} into ${a.externalId}`,
       }, 'Preview merge')));
   }

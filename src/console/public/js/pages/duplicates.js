@@ -15,7 +15,7 @@ export function duplicatesSection({ c, signal, customerLink, previewMerge }) {
       rows: page.data.map((d) => {
         const name = [d.customer.firstName, d.customer.lastName].filter(Boolean).join(' ') || d.customer.externalId;
         const btn = h('button', { type: 'button', class: 'btn', 'aria-label': `Preview merge of ${d.customer.externalId}` }, 'Preview merge');
-        btn.addEventListener('click', () => previewMerge([d.customer.externalId]));
+        btn.addEventListener('click', () => previewMerge([d.customer.uuid])); // by uuid: exactly the customer listed
         return h('tr', null,
           h('th', { scope: 'row' }, customerLink(d.customer), h('span', { class: 'muted' }, ` ${name}`)),
           h('td', null, badge(`${Math.round(d.score * 100)}%`, d.score >= 0.8 ? 'warn' : 'info')),

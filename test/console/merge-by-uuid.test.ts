@@ -1,0 +1,46 @@
+// Console in a real browser: the merge form merges exactly the customer shown and the customers named, one per line.
+// Probe (2026-11-28): the console sent the page's externalId as the primary, and the API reads a reference as "uuid or
+// externalId, a uuid match wins", so a customer whose externalId is another customer's uuid had its merges land on
+// that other customer; and the form split references at spaces and commas, so `POS 1001, store 7` merged the
+// customers `POS` and `1001` instead.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeConsole } from './browser.ts';
+
+describeConsole('merge by uuid', (ctx) => {
+  it("merges into the customer shown, whatever its externalId looks like; one reference per line, spaces and commas kept", async () => {
+    const { page, srv } = ctx;
+    const api = srv.api;
+    const mk = async (externalId: string, firstName?: string, lastName?: string) => {
+      const r = await api.post('/crm/customers', { externalId, firstName, lastName });
+      assert.equal(r.status, 201, r.text);
+      return r.body;
+    };
+    const victim = await mk('v-victim', 'Vic', 'Tim');
+    const spoof = await mk(victim.uuid, 'Spoof', 'Primary'); // an externalId that is another customer's uuid
+    await mk('sec-1', 'Sam', 'Second');
+    await mk('POS 1001, store 7', 'Pos', 'Customer');
+    await mk('POS');
+    await mk('1001');
+
+    await ctx.signIn();
+    await page.goto(`/admin#/customers/${spoof.uuid}`);
+    await page.getByRole('heading', { level: 1, name: 'Spoof Primary' }).waitFor();
+    await page.getByLabel('External IDs of the customers to merge into this one').fill('sec-1\nPOS 1001, store 7');
+    await page.getByRole('button', { name: 'Preview merge' }).click();
+    const preview = page.getByRole('region', { name: /Merge preview/ });
+    await preview.waitFor();
+    assert.match(await preview.innerText(), new RegExp(`Merging sec-1, POS 1001, store 7 into ${victim.uuid} would move`));
+    await preview.getByRole('button', { name: 'Confirm merge' }).click();
+    await page.getByRole('dialog', { name: /Merge 2 customers into/ }).getByRole('button', { name: 'Merge' }).click();
+    await page.getByRole('status').filter({ hasText: 'Merged sec-1, POS 1001, store 7' }).waitFor();
+
+    const get = async (id: string) => (await api.get(`/crm/customers/${encodeURIComponent(id)}`)).body;
+    assert.equal((await get('sec-1')).mergedInto?.uuid, spoof.uuid, 'merged into the customer shown');
+    assert.equal((await get('POS 1001, store 7')).mergedInto?.uuid, spoof.uuid);
+    assert.equal((await get('v-victim')).status, 'active');
+    assert.equal((await api.get('/crm/customers/v-victim/merges')).body.data.length, 0, 'nothing merged into the customer whose uuid the externalId is');
+    assert.deepEqual([(await get('POS')).status, (await get('1001')).status], ['active', 'active'], 'the reference was not split at spaces and commas');
+    assert.deepEqual(ctx.pageErrors, []);
+  });
+});
