@@ -52,6 +52,32 @@ describeConsole('webhook replay', (ctx) => {
     assert.equal(list.body.data.length, 1, 'the failed attempt started nothing');
     assert.deepEqual(ctx.pageErrors, []);
   });
+
+  // Probe (2026-11-28): opened over http on another address (HOST=0.0.0.0), the page is not a secure context and has
+  // no crypto.randomUUID; the dialog threw as it opened and *Start replay* reloaded the page, starting nothing. And
+  // the audit log's Action filter did not offer replay.started, so a link filtered by it showed "All actions".
+  it('starts a replay where crypto.randomUUID does not exist (http on another host); the audit log filters by replay.started', async () => {
+    const { page } = ctx;
+    const url = 'http://127.0.0.1:9/replay-insecure';
+    const sub = await ctx.srv.api.withVersion('2026-11').post('/integrations/webhooks/subscriptions', { url, eventTypes: ['customerCreate'], isActive: false });
+    assert.equal(sub.status, 201, sub.text);
+    await page.addInitScript(() => { delete (Crypto.prototype as any).randomUUID; });
+    await page.goto('/admin#/integrations/webhooks');
+    await page.reload(); // a new document: the init script runs (a change of hash alone loads nothing)
+    await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+    assert.equal(await page.evaluate(() => typeof (crypto as any).randomUUID), 'undefined');
+    await page.getByRole('button', { name: `Replay events to ${url}` }).click();
+    const dialog = page.getByRole('dialog', { name: `Replay events to ${url}` });
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Start replay' }).click();
+    await dialog.getByRole('region', { name: 'Replay progress' }).getByText('completed').waitFor();
+    const list = await ctx.srv.api.withVersion('2026-11').get(`/integrations/webhooks/subscriptions/${sub.body.uuid}/replays`);
+    assert.equal(list.body.data.length, 1);
+    await page.goto('/admin#/integrations/audit-log?action=replay.started');
+    await page.getByRole('heading', { level: 1, name: 'Audit log' }).waitFor();
+    assert.equal(await page.getByLabel('Action').inputValue(), 'replay.started');
+    assert.deepEqual(ctx.pageErrors, []);
+  });
 }, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' }, {
   started: async (ctx) => {
     worker = new ReplayWorker(ctx.tdb.db, { chunkEvents: 50 });

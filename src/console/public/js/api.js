@@ -117,3 +117,16 @@ export async function supportsQueryParam(path, name) {
   const op = (paths[`/api/${API_VERSION}${path}`] || paths[path] || {}).get;
   return !!(op && (op.parameters || []).some((p) => p.in === 'query' && p.name === name));
 }
+
+/**
+ * A fresh Idempotency-Key (a random uuid). crypto.randomUUID exists only in secure contexts (https or localhost); the
+ * console opened over http on another address (HOST=0.0.0.0) builds one from crypto.getRandomValues, which exists there.
+ */
+export function idempotencyKey() {
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const hex = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

@@ -10,7 +10,7 @@ const ACTIONS = [
   'apiKey.created', 'apiKey.revoked', 'authClient.created', 'authClient.revoked',
   'subscription.created', 'subscription.changed', 'subscription.deleted', 'subscription.disabled',
   'subscription.secretRevealed', 'subscription.secretRotated', 'merge.created', 'merge.undone',
-  'import.started', 'import.cancelled',
+  'import.started', 'import.cancelled', 'replay.started', 'replay.cancelled',
 ];
 const ACTOR_TYPE = { apiKey: 'API key', authClient: 'Auth client', system: 'System' };
 

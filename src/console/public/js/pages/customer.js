@@ -4,7 +4,7 @@
 // #/customers/{id}?merge={uuids, one per line} opens with that merge previewed (the duplicates page links so). Merges name
 // this customer and the duplicates' by uuid: a reference is "uuid or externalId, a uuid match wins", and an externalId
 // may look like another customer's uuid; typed references are shown as the dry run resolved them.
-import { ApiError, get, post } from '../api.js';
+import { ApiError, get, idempotencyKey, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
 import { displayName, statusBadge } from './customers.js';
 import { historySection } from './merge-history.js';
@@ -192,7 +192,7 @@ function mergeSection(c, navigate) {
       await busy(confirm, async () => {
         try {
           // An Idempotency-Key makes a repeated click or a retried request replay the first answer.
-          const headers = crypto.randomUUID ? { 'idempotency-key': crypto.randomUUID() } : undefined;
+          const headers = { 'idempotency-key': idempotencyKey() };
           const result = await post(path, { mergeWithCustomerIds: list }, { headers });
           announce(`Merged ${(result?.mergedCustomerIds || names).join(', ')} into ${result?.primary?.externalId ?? into}`, 'success');
           navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);

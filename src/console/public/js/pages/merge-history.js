@@ -1,6 +1,6 @@
 // A customer's merge history (API 2026-11: undoneAt) with *Undo merge*: a dry run shows what would move
 // back and who comes back, then *Confirm undo* (after a confirmation) undoes it with an Idempotency-Key.
-import { ApiError, get, post } from '../api.js';
+import { ApiError, get, idempotencyKey, post } from '../api.js';
 import { announce, busy, clear, confirmDialog, empty, errorBox, h, load, table, time } from '../dom.js';
 
 const V = '/api/2026-11';
@@ -70,7 +70,7 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
       if (!ok) return confirm.focus();
       await busy(confirm, async () => {
         try {
-          const headers = crypto.randomUUID ? { 'idempotency-key': crypto.randomUUID() } : undefined;
+          const headers = { 'idempotency-key': idempotencyKey() };
           await post(`${V}/crm/merges/${encodeURIComponent(m.uuid)}/undo`, undefined, { headers });
           announce(`Undid the merge of ${who} into ${m.primary.externalId}`, 'success');
           navigate(`#/customers/${encodeURIComponent(c.uuid)}`, true);

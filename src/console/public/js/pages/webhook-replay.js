@@ -1,7 +1,7 @@
 // Integrations → Webhooks → Replay (API 2026-11): on a subscription, replay a window of events (since, until, event
 // types) and watch the replay's progress (status, events queued) until it finishes, with Cancel meanwhile; the
 // subscription's recent replays below.
-import { get, post } from '../api.js';
+import { get, idempotencyKey, post } from '../api.js';
 import { announce, badge, busy, clear, errorBox, field, fromLocalInput, h, load, openDialog, table, time, toLocalInput, uid, zoneHint } from '../dom.js';
 
 const FINISHED = new Set(['completed', 'cancelled', 'failed']);
@@ -84,7 +84,7 @@ export function replayDialog(sub) {
   const loadRecent = () => load(recent, 'replays', async () => (await get(`/integrations/webhooks/subscriptions/${sub.uuid}/replays`, { limit: 10 }, { signal })).data, (list) => recent.append(recentTable(list)));
   loadRecent();
   // One key per dialog: a second click, or a retry after a lost answer, never starts a second replay.
-  const key = crypto.randomUUID();
+  const key = idempotencyKey();
   form.addEventListener('input', () => msg.firstChild && clear(msg));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
