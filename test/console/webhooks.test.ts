@@ -293,6 +293,28 @@ describeConsole('webhooks and logs', (ctx) => {
     assert.equal(after.url, shown);
     assert.equal(await sealed(), before, 'the stored password is unchanged');
   });
+
+  // Probe (2026-11-28): the Username field is always blank (the API never returns it) and says blank keeps it, yet a
+  // new password alone was sent with basicUsername "" and refused (400).
+  it('changes a Basic password alone: the username is kept, and the receiver gets the new credentials', async () => {
+    const { page, srv } = ctx;
+    const api = srv.api.withVersion('2026-11');
+    const url = `${rx.url}basic-edit`;
+    const sub = await api.post('/integrations/webhooks/subscriptions', { url, eventTypes: ['customerNoteCreate'], authMethod: 'BASIC', basicUsername: 'shop', basicPassword: 'old-pass' });
+    assert.equal(sub.status, 201, sub.text);
+    await page.goto('/admin#/integrations/customers');
+    await ctx.go('Webhooks');
+    const row = page.getByRole('row', { name: new RegExp(url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')) });
+    await row.getByRole('button', { name: /^Edit/ }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit subscription' });
+    assert.equal(await edit.getByLabel('Username').inputValue(), '');
+    await edit.getByLabel('Password').fill('new-pass');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await edit.waitFor({ state: 'detached' });
+    assert.equal((await api.post(`/integrations/webhooks/subscriptions/${sub.body.uuid}/test`, {})).status, 202);
+    const want = `Basic ${Buffer.from('shop:new-pass').toString('base64')}`;
+    await waitFor(() => rx.received.some((r) => r.url?.endsWith('basic-edit') && r.headers.authorization === want), 'the test event with the new password', 60_000);
+  });
 }, ENV, {
   started: async (ctx) => {
     worker = await startWorker(ctx.tdb.db, ENV);

@@ -150,7 +150,9 @@ async function subscriptionDialog(existing, onSaved, signal) {
     }
     const body = { url: url.value.trim(), eventTypes, authMethod: method, webhookVersion: version.value, isActive: active.checked };
     if (method === 'BEARER' && token.value) body.bearerToken = token.value;
-    if (method === 'BASIC' && (user.value || pass.value)) Object.assign(body, { basicUsername: user.value, basicPassword: pass.value });
+    // Each credential only when typed: left blank it is kept (the API never shows the username, so it cannot be re-filled).
+    if (method === 'BASIC' && user.value) body.basicUsername = user.value;
+    if (method === 'BASIC' && pass.value) body.basicPassword = pass.value;
     // The server checks the bounds (400 naming the field, shown below).
     body.retrySchedule = steps.length ? steps.map(Number) : null;
     body.retryJitter = Number(jitter.value.trim());
