@@ -125,6 +125,25 @@ describeConsole('imports', (ctx) => {
     await alert.waitFor();
     assert.match(await alert.innerText(), /not text/);
   });
+
+  // Probe (2026-11-28): the upload calls fetch itself and did not sign the tab out on a 401, as every other page does;
+  // it said "The import was refused", as though the file were at fault.
+  it('a key revoked while Imports is open signs the tab out at the upload', async () => {
+    const { page } = ctx;
+    const temp = (await ctx.srv.api.post('/integrations/apiKeys', { name: 'temp imports admin', scopes: ['admin'] })).body;
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
+    await ctx.signIn(temp.key);
+    await ctx.go('Imports');
+    await ctx.srv.api.delete(`/integrations/apiKeys/${temp.uuid}`);
+    const file = path.join(dir, 'after-revoke.ndjson');
+    fs.writeFileSync(file, JSON.stringify({ externalId: 'revoked-1' }) + '\n');
+    await page.getByLabel('File (NDJSON or CSV)').setInputFiles(file);
+    await page.getByRole('button', { name: 'Start import' }).click();
+    await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
+    await page.getByRole('alert').filter({ hasText: 'You have been signed out' }).waitFor();
+    assert.equal((await ctx.srv.api.get('/crm/customers/revoked-1')).status, 404);
+  });
 }, {}, {
   started: async (ctx) => {
     worker = new ImportWorker(ctx.tdb.db, { importChunkRows: 5, importLeaseMs: 5000 });

@@ -75,10 +75,7 @@ export async function request(method, path, opts = {}) {
     const errors = data && Array.isArray(data.errors) && data.errors.length > 0
       ? data.errors
       : [{ message: `The server answered ${res.status} ${res.statusText}`.trim(), errorCode: `HTTP${res.status}`, moreInfo: '' }];
-    const err = new ApiError(res.status, errors);
-    // The session's key stopped working (revoked, expired): back to sign-in.
-    if (res.status === 401 && opts.key === undefined) window.dispatchEvent(new CustomEvent('bulb:unauthorized', { detail: err }));
-    throw err;
+    throw refusal(res.status, errors, opts.key === undefined);
   }
   return data;
 }
@@ -129,4 +126,14 @@ export function idempotencyKey() {
   b[8] = (b[8] & 0x3f) | 0x80;
   const hex = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * The error of a refused request of the session; a 401 means the session's key stopped working (revoked, expired):
+ * the console goes back to sign-in. Also for the requests that call fetch themselves (the import's upload).
+ */
+export function refusal(status, errors, ofSession = true) {
+  const err = new ApiError(status, errors);
+  if (status === 401 && ofSession) window.dispatchEvent(new CustomEvent('bulb:unauthorized', { detail: err }));
+  return err;
 }

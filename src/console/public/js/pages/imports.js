@@ -1,7 +1,7 @@
 // Imports (API 2026-11): choose an NDJSON or CSV file, start the import, watch its progress bar, see the
 // lines that failed; recent imports below, each opening its own page (#/imports/{uuid}: progress, live while
 // it runs, and its failed lines). The file is sent as the raw request body (never parsed here).
-import { ApiError, get, post, session } from '../api.js';
+import { ApiError, get, post, refusal, session } from '../api.js';
 import { announce, badge, clear, dl, errorBox, field, h, load, table, time } from '../dom.js';
 
 const BASE = '/api/2026-11/crm/imports';
@@ -26,13 +26,13 @@ async function upload(file, events, signal) {
     throw new ApiError(0, [{ message: 'The upload did not reach the server.', errorCode: 'NetworkError', moreInfo: String(err && err.message) }]);
   }
   const body = await res.json().catch(() => ({}));
-  if (!res.ok) throw new ApiError(res.status, body.errors || [{ message: `The server answered ${res.status}`, errorCode: '', moreInfo: '' }]);
+  if (!res.ok) throw refusal(res.status, body.errors || [{ message: `The server answered ${res.status}`, errorCode: '', moreInfo: '' }]);
   return body;
 }
 
 async function errorsOf(uuid, signal) {
   const res = await fetch(`${BASE}/${encodeURIComponent(uuid)}/errors`, { headers: { authorization: `Bearer ${session.key}`, 'x-bulb-client': 'console' }, signal, cache: 'no-store', credentials: 'omit' });
-  if (!res.ok) throw new ApiError(res.status, (await res.json().catch(() => ({}))).errors || [{ message: `The server answered ${res.status}`, errorCode: '', moreInfo: '' }]);
+  if (!res.ok) throw refusal(res.status, (await res.json().catch(() => ({}))).errors || [{ message: `The server answered ${res.status}`, errorCode: '', moreInfo: '' }]);
   // Reads the streamed NDJSON only as far as the lines shown (an import can have millions of failed lines).
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
