@@ -315,6 +315,27 @@ describeConsole('webhooks and logs', (ctx) => {
     const want = `Basic ${Buffer.from('shop:new-pass').toString('base64')}`;
     await waitFor(() => rx.received.some((r) => r.url?.endsWith('basic-edit') && r.headers.authorization === want), 'the test event with the new password', 60_000);
   });
+
+  // Probe (2026-11-28): a live refresh took the newest page (50) alone, so when more arrived between two polls the
+  // ones past it never appeared, with nothing to say so.
+  it('live refresh shows every attempt that arrived between two polls, however many', async () => {
+    const { page, srv } = ctx;
+    const api = srv.api.withVersion('2026-11');
+    rx.behave(ok);
+    const sub = await api.post('/integrations/webhooks/subscriptions', { url: `${rx.url}burst`, eventTypes: ['customerNoteCreate'] });
+    assert.equal(sub.status, 201, sub.text);
+    const attempts = async () => (await api.get(`/integrations/webhooks/logs?subscription=${sub.body.uuid}&limit=250`)).body.data.length;
+    await api.post(`/integrations/webhooks/subscriptions/${sub.body.uuid}/test`, {});
+    await waitFor(async () => (await attempts()) === 1, 'the first attempt', 60_000);
+    await page.goto(`/admin#/integrations/webhooks/logs?subscription=${sub.body.uuid}`);
+    const rows = page.getByRole('table', { name: /Delivery attempts/ }).locator('tbody tr');
+    await waitFor(async () => (await rows.count()) === 1, 'the first row', 60_000);
+    await page.getByLabel('Live refresh').uncheck();
+    for (let i = 0; i < 120; i++) assert.equal((await api.post(`/integrations/webhooks/subscriptions/${sub.body.uuid}/test`, {})).status, 202);
+    await waitFor(async () => (await attempts()) === 121, '121 attempts', 120_000);
+    await page.getByLabel('Live refresh').check(); // polls at once
+    await waitFor(async () => (await rows.count()) === 121, 'all 121 rows, none missing', 60_000);
+  });
 }, ENV, {
   started: async (ctx) => {
     worker = await startWorker(ctx.tdb.db, ENV);

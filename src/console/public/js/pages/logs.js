@@ -137,15 +137,30 @@ export function logsPage({ main, query, signal, navigate }) {
   }
 
   /** Live refresh: new attempts (immutable rows) are put on top; focus and older pages stay as they are. */
+  const MAX_POLL_PAGES = 20;
   let inFlight = false;
   async function poll(force = false) {
     if (inFlight || (!force && (!live.checked || document.hidden))) return;
     inFlight = true;
     try {
-      const page = await get('/integrations/webhooks/logs', q(), { signal });
+      // Pages back until one holds a row already shown: more than a page can arrive between two polls (a failure
+      // burst), and taking the first page alone left a gap that nothing filled. Past MAX_POLL_PAGES the list starts
+      // again from the newest (Load older attempts then goes on from there), so it never has a hole.
       const known = new Set(attempts.map((a) => a.uuid));
-      const fresh = page.data.filter((a) => !known.has(a.uuid));
-      if (fresh.length) {
+      let fresh = [];
+      let page = await get('/integrations/webhooks/logs', q(), { signal });
+      let met = false;
+      for (let n = 1; ; n++) {
+        met = page.data.some((a) => known.has(a.uuid));
+        fresh = fresh.concat(page.data.filter((a) => !known.has(a.uuid)));
+        if (met || !page.nextCursor || n >= MAX_POLL_PAGES) break;
+        page = await get('/integrations/webhooks/logs', { ...q(), cursor: page.nextCursor }, { signal });
+      }
+      if (!met && page.nextCursor && attempts.length > 0) {
+        attempts = fresh;
+        cursor = page.nextCursor;
+        render();
+      } else if (fresh.length) {
         attempts = fresh.concat(attempts);
         if (!tbody) render();
         else tbody.prepend(...fresh.map(rowOf));
