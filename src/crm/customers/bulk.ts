@@ -12,7 +12,7 @@ import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { clearable, ExternalId } from './schema.ts';
 import { customerDisabled, mergedAway } from './service.ts';
 import type { CustomerRow } from './store.ts';
-import { normalInput, patchAddresses, withPatchedAddresses, WRITABLE } from './wire.ts';
+import { normalInput, patchAddresses, WRITABLE } from './wire.ts';
 import { inputProblems } from './validate.ts';
 import { insertAllNew, insertMany, lockByExternalIds, updateMany, type CustomerCols } from './bulk-store.ts';
 
@@ -149,7 +149,7 @@ function groupItems(items: BulkItemT[]): Groups {
  * to an address a later item also named ({uuid: U, city} then {uuid: U, address2}).
  */
 function foldedAddresses(g: Group, current: readonly Record<string, unknown>[]): BulkItemT {
-  if (g.addressLists.length <= 1) return withPatchedAddresses(g.patch, current);
+  if (g.addressLists.length === 0) return g.patch;
   const addresses = g.addressLists.reduce<readonly Record<string, unknown>[]>((cur, list) => patchAddresses(list, cur) as Record<string, unknown>[], current);
   return { ...g.patch, addresses } as BulkItemT;
 }
