@@ -27,7 +27,10 @@ const COLUMNS = `import_id, line, external_id, fields, ${FIELDS.map((f) => f[1])
 function columns(r: StagedLine): { external_id: string | null; fields: number | null; values: unknown[]; email_keys: string[] | null; errors: unknown } {
   const item = r.item;
   if (item === null) return { external_id: null, fields: null, values: FIELDS.map(() => null), email_keys: null, errors: r.errors };
-  const stored = normalInput(item);
+  // Addresses as given, not in their stored form: applying patches the current address each one names
+  // (bulb_address_patch, migration 065), and the stored form fills every field an address leaves out.
+  const { addresses, ...rest } = item;
+  const stored: Record<string, unknown> = { ...normalInput(rest), addresses };
   let fields = 0;
   FIELDS.forEach(([k], i) => {
     if (k in item) fields |= 1 << i;
@@ -35,8 +38,7 @@ function columns(r: StagedLine): { external_id: string | null; fields: number | 
   return {
     external_id: item.externalId,
     fields,
-    // Addresses as given: applying patches the current address each one names (bulb_address_patch, migration 065).
-    values: FIELDS.map(([k]) => (k === 'addresses' ? item.addresses : (stored as Record<string, unknown>)[k]) ?? null),
+    values: FIELDS.map(([k]) => stored[k] ?? null),
     email_keys: 'emails' in item ? emailKeys(item.emails ?? []) : null,
     errors: null,
   };
