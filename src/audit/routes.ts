@@ -1,6 +1,6 @@
 // GET /integrations/auditLog (admin, from 2026-11): the audit log, newest first, filtered by action, actor
 // (an API key or auth client uuid, its name, or "system") and time. Append-only: no other route.
-import '../http/formats.ts';
+import { UUID } from '../http/formats.ts';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Services } from '../services.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
@@ -42,8 +42,6 @@ const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 type ListQueryT = Static<typeof ListQuery>;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function shapeAudit(r: store.AuditRow): Static<typeof AuditEntrySchema> {
   return {

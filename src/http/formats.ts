@@ -6,7 +6,8 @@ import { FormatRegistry } from '@sinclair/typebox';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 
 const EMAIL = fullFormats.email as RegExp;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A uuid in its canonical text form, any case: the one uuid check (the `uuid` format, and references that may be one). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const URI = fullFormats.uri as (v: string) => boolean;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 

@@ -1,8 +1,8 @@
 // SQL of the TGEN customer notes apply step (tgen-notes.ts): the chunk's note records, and one note's look-ups and
 // writes. Notes columns are Tulip's (migration 030: comments, external_id, store, is_private, is_deleted, wish_list_id).
 import type { Queryable } from '../db/db.ts';
+import { UUID } from '../http/formats.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const asUuid = (ref: string) => (UUID.test(ref) ? ref : null);
 
 /** The chunk's lines (the range applyChunk takes) with their note records. */

@@ -6,6 +6,7 @@ import { Transform } from 'node:stream';
 import { ApiError, type ErrorEntry } from '../http/errors.ts';
 import { boundHeader, capProblems, csvRecords, duplicateColumn, lineOf, type StagedLine } from './parse.ts';
 import { wholeAddress } from '../crm/customers/wire.ts';
+import { UUID } from '../http/formats.ts';
 
 export type TgenKind = 'customers' | 'addresses' | 'customerNotes';
 export type TgenImportType = 'fullupdate' | 'partialupdate';
@@ -354,7 +355,6 @@ export function tgenRows(file: TgenFile | undefined, onFile: (f: TgenFile) => vo
   });
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const RESOLVE_BATCH = 500;
 
 /**

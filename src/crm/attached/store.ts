@@ -3,6 +3,7 @@
 import { writeHorizon } from '../../db/write-horizon.ts';
 import type { Queryable } from '../../db/db.ts';
 import type { Kind } from './kinds.ts';
+import { UUID } from '../../http/formats.ts';
 
 function selectOf(k: Kind): string {
   return `SELECT t.*, c.uuid AS customer_uuid${k.hasAssociate ? ', a.uuid AS associate_uuid' : ''}
@@ -43,7 +44,6 @@ export const NOTE_COLUMNS = ['type', 'comments', 'external_id', 'store', 'is_pri
 export const NOTE_CASTS = ['text', 'text', 'text', 'text', 'boolean', 'boolean', 'bigint'];
 const SELECT_NOTE = `SELECT t.*, c.uuid AS customer_uuid, a.uuid AS associate_uuid
   FROM notes t JOIN customers c ON c.id = t.customer_id LEFT JOIN associates a ON a.id = t.associate_id`;
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Inserts a note; returns it as read. Throws 23505 when its externalId is taken. */
 export async function insertNote(tx: Queryable, customerId: string, associateId: string | null, values: unknown[]): Promise<any> {
@@ -62,7 +62,7 @@ export async function findNoteById(db: Queryable, id: string): Promise<any> {
 /** A note by uuid or externalId (a uuid match wins). */
 export async function findNote(db: Queryable, ref: string, lock = false): Promise<any> {
   const forUpdate = lock ? ' FOR UPDATE OF t' : '';
-  if (UUID_RE.test(ref)) {
+  if (UUID.test(ref)) {
     const r = await db.query(`${SELECT_NOTE} WHERE t.uuid = $1${forUpdate}`, [ref]);
     if (r.rows[0]) return r.rows[0];
   }

@@ -4,14 +4,14 @@ import { writeHorizon } from '../../db/write-horizon.ts';
 import { outboxCtes } from '../../events/emit.ts';
 import type { CustomerInput, ListQueryT } from './schema.ts';
 import { DATA_COLUMNS, JSON_COLUMNS, normalInput, rowColumns, sqlType, WRITABLE, type CustomerRow } from './wire.ts';
+import { UUID } from '../../http/formats.ts';
 
 export type { CustomerRow } from './wire.ts';
 
 const SELECT = `SELECT ${rowColumns('c')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
   FROM customers c LEFT JOIN customers m ON m.id = c.merged_into`;
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const looksLikeUuid = (s: string) => UUID_RE.test(s);
+export const looksLikeUuid = (s: string) => UUID.test(s);
 
 /** A write's full values: every writable field (absent ones empty) in the stored form, and the status it asks for. */
 export type CustomerValues = CustomerInput & { externalId: string };

@@ -9,6 +9,7 @@ import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import * as customers from '../customers/store.ts';
 import * as store from './store.ts';
 import { MOVED_KEYS, TulipIdOrUuid, type Moved } from './schema.ts';
+import { UUID } from '../../http/formats.ts';
 
 /**
  * How the primary and the secondaries are named:
@@ -49,7 +50,6 @@ export class DryRunRollback extends Error {
 /** A retryable failure (same SQLSTATE as a serialization failure) for withRetry. */
 const retry = (why: string) => Object.assign(new Error(why), { code: '40001' });
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A Tulip id as text: digits, within bigint (a longer number names nobody). */
 const TULIP_ID_RE = /^[0-9]{1,18}$/;
 const tulipId = (ref: string) => (TULIP_ID_RE.test(ref) ? BigInt(ref).toString() : undefined);
@@ -59,11 +59,11 @@ const tulipId = (ref: string) => (TULIP_ID_RE.test(ref) ? BigInt(ref).toString()
  * legacy form a uuid-shaped reference can only be a uuid, a numeric one only an id; an externalId is exact).
  */
 const norm = (by: MergeNaming, ref: string) =>
-  by === 'uuidOrTulipId' ? (UUID_RE.test(ref) ? ref.toLowerCase() : tulipId(ref) ?? ref) : ref;
+  by === 'uuidOrTulipId' ? (UUID.test(ref) ? ref.toLowerCase() : tulipId(ref) ?? ref) : ref;
 
 /** The customer a reference names among the candidates, by the naming's precedence (a uuid match wins). */
 function pick(by: MergeNaming, ref: string, rows: store.NamedCustomer[]): store.NamedCustomer | undefined {
-  if (by !== 'externalId' && UUID_RE.test(ref)) {
+  if (by !== 'externalId' && UUID.test(ref)) {
     const u = rows.find((r) => r.uuid === ref.toLowerCase());
     if (u) return u;
   }
@@ -76,7 +76,7 @@ function pick(by: MergeNaming, ref: string, rows: store.NamedCustomer[]): store.
 
 /** Looks every reference up in one statement: reference → internal id (unknown ones absent). */
 async function resolveAll(tx: Queryable, by: MergeNaming, refs: string[]): Promise<Map<string, string>> {
-  const uuids = by === 'externalId' ? [] : refs.filter((r) => UUID_RE.test(r));
+  const uuids = by === 'externalId' ? [] : refs.filter((r) => UUID.test(r));
   const externalIds = by === 'uuidOrTulipId' ? [] : refs;
   const ids = by === 'uuidOrTulipId' ? refs.map(tulipId).filter((x): x is string => x !== undefined) : [];
   const rows = await store.resolve(tx, { uuids, externalIds, ids });
