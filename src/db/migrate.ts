@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Db, Queryable } from './db.ts';
+import { withRetry, type Db, type Queryable } from './db.ts';
 
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 const LOCK_KEY = 0x62756c62; // 'bulb'
@@ -54,7 +54,10 @@ export async function migrate(db: Db, through = Infinity): Promise<string[]> {
         }
         const group: Migration[] = [];
         while (i < todo.length && !todo[i].outsideTransaction) group.push(todo[i++]);
-        await db.transaction(async (tx) => {
+        // A migration that locks a table a running process (an older worker, during a rolling upgrade) holds while
+        // it waits for a row the migration changed is a deadlock; PostgreSQL ends one of the two. When it is the
+        // migration, its transaction rolled back whole and is run again, instead of failing the start.
+        await withRetry(db, async (tx) => {
           for (const m of group) {
             await tx.exec(m.sql);
             await record(tx, m);

@@ -119,4 +119,44 @@ for (const backend of pgOnly) {
       }
     });
   });
+
+  describe('a migration in a transaction that deadlocks with a running process (pg)', () => {
+    it('is rolled back and run again; the start does not fail', async () => {
+      const t = await emptyDb(backend);
+      const worker = new pg.Client({ connectionString: t.url });
+      const watcher = new pg.Client({ connectionString: t.url });
+      await Promise.all([worker.connect(), watcher.connect()]);
+      try {
+        await migrate(t.db, 34);
+        const sub = (await t.db.query<{ id: string }>(
+          `INSERT INTO webhook_subscriptions (url, event_types, auth_method, bearer_token, signing_secret)
+           VALUES ('https://example.com/h', '{webhookTest}', 'BEARER', 'clear:x', 'whsec_x') RETURNING id`,
+        )).rows[0].id;
+        // A worker of the version before (a rolling upgrade) in a transaction that writes attempts. It waits longer
+        // than the migration before looking for a deadlock, so the migration is the one PostgreSQL ends.
+        await worker.query('BEGIN');
+        await worker.query(`SET LOCAL deadlock_timeout = '10s'`);
+        await worker.query('LOCK TABLE webhook_attempts IN ROW EXCLUSIVE MODE');
+        // Migration 035 marks that subscription's token (a row lock), then alters webhook_attempts: it waits.
+        const migrating = migrate(t.db, 35);
+        for (let i = 0; ; i++) {
+          const r = await watcher.query(
+            `SELECT 1 FROM pg_locks WHERE NOT granted AND mode = 'AccessExclusiveLock' AND relation = 'webhook_attempts'::regclass`,
+          );
+          if (r.rows.length > 0) break;
+          assert.ok(i < 600, 'the migration never waited for webhook_attempts');
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        // The worker now wants the row the migration holds: each waits for the other.
+        await worker.query(`UPDATE webhook_subscriptions SET consecutive_failures = consecutive_failures + 1 WHERE id = $1`, [sub]);
+        await worker.query('COMMIT');
+        assert.deepEqual(await migrating, ['035_secrets_clear_form.sql']);
+        assert.equal((await t.db.query(`SELECT bearer_token FROM webhook_subscriptions WHERE id = $1`, [sub])).rows[0].bearer_token, 'clear:clear:x');
+      } finally {
+        await worker.query('ROLLBACK').catch(() => {});
+        await Promise.all([worker.end(), watcher.end()]);
+        await t.close();
+      }
+    });
+  });
 }
