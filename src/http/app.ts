@@ -32,6 +32,20 @@ function baseUrl(req: FastifyRequest) {
   return `${req.protocol}://${req.host}`;
 }
 
+/**
+ * A query string that is not percent-encoded UTF-8 is a 400, as such a path is (FST_ERR_BAD_URL). The query parser
+ * keeps a sequence it cannot decode as typed, so `?email=%ff` looked for the text "%ff" and answered an empty page.
+ */
+function rejectMisencodedQuery(url: string): void {
+  const q = url.indexOf('?');
+  if (q < 0 || url.indexOf('%', q) < 0) return;
+  try {
+    decodeURIComponent(url.slice(q + 1));
+  } catch {
+    throw new ApiError('InvalidParameterError', 'the query string is not valid percent-encoded UTF-8', 'querystring');
+  }
+}
+
 export async function buildApp(s: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
   const legacyPrefix = s.names.legacyPrefix + '/';
   const app = Fastify({
@@ -139,6 +153,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.routeOptions.url === '/auth/oauth2/token') return done(); // answers RFC 6749 errors itself (a NUL credential: invalid_client)
     rejectUnstorable('params', req.params);
+    rejectMisencodedQuery(req.url);
     rejectUnstorable('querystring', req.query);
     if (!req.routeOptions.config.checksItems) rejectUnstorable('body', req.body); // bulk: each item's own result
     done();

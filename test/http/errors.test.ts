@@ -202,6 +202,14 @@ await describeEachDb('errors', (ctx) => {
       assert.deepEqual(errorCodes(r), ['InvalidParameterError'], p);
       assert.equal(r.headers.get('content-language'), 'en');
     }
+    // In the query string too: the parser kept what it could not decode as typed (`%ff` searched for "%ff": 200, empty).
+    for (const q of ['email=%ff', 'externalId=%E0%A4%A', 'q=100%', 'externalId=a&%zz=1']) {
+      const r = await api().get(`/crm/customers?${q}`);
+      assert.equal(r.status, 400, q);
+      assert.deepEqual(errorCodes(r), ['InvalidParameterError'], q);
+      assert.equal(r.body.errors[0].moreInfo, 'querystring', q);
+    }
+    assert.equal((await api().get('/crm/customers?externalId=%C3%A9+x%2B')).status, 200, 'valid encodings, + for a space, are served');
     const nulPath = await api().get('/crm/customers/a%00b');
     assert.equal(nulPath.status, 400);
     assert.deepEqual(errorCodes(nulPath), ['InvalidParameterError']);
