@@ -20,6 +20,7 @@ import { deliveriesTotal, observeAttempt, watchQueue } from './metrics.ts';
 import { BrokerDestinations, destinationKind } from './destinations/registry.ts';
 import { ClaimClock, missedSlots, slotSlackMs } from './slots.ts';
 import { retryAfterDefers, retryAfterPause } from './schedule.ts';
+import { GONE } from './health.ts';
 
 /** A claim triggered only by finished attempts waits for this many of them… */
 const CLAIM_MIN = 8;
@@ -101,6 +102,8 @@ export class Dispatcher {
   private claimClock = new ClaimClock();
   /** Waiting deliveries of lanes paused by Retry-After: their claims are given back on the next turn. */
   private giveBack: InFlight[] = [];
+  /** Lanes that answered 410 Gone: nothing more of them starts until that result is written (flushOnce). */
+  private gone = new Set<Lane<InFlight>>();
   private inflight = new Map<string, InFlight>();
   private results: Finished[] = [];
   /** The result writer, while it runs (one statement at a time, beside the claims). */
@@ -144,7 +147,10 @@ export class Dispatcher {
     if (this.started) return;
     this.started = true;
     watchQueue(this.db);
-    this.unlisten = await this.db.listen(WEBHOOK_CHANNEL, (p) => this.onNotify(p));
+    // A lost LISTEN connection may have missed changes of subscriptions: what waits is given back, as for a change.
+    this.unlisten = await this.db.listen(WEBHOOK_CHANNEL, (p) => this.onNotify(p), () => {
+      for (const id of this.lanes.keys()) this.changed(id);
+    });
     this.loop = this.run();
   }
 
@@ -169,11 +175,30 @@ export class Dispatcher {
   /**
    * A NOTIFY: '<id>,<id>…' names subscriptions with deliveries due now (migration 004's triggers); '*'
    * means too many to name; '' means look everywhere (notifyWorkers, operational events, and the database
-   * layer's word that LISTEN was re-established after a loss, when notifications may have been missed).
+   * layer's word that LISTEN was re-established after a loss, when notifications may have been missed);
+   * '-<id>,…' names subscriptions that changed (store.notifySubscriptionsChanged).
    */
   private onNotify(payload: string): void {
     if (payload === '' || payload === '*') return this.poke();
-    for (const id of payload.split(',')) if (/^\d+$/.test(id)) this.laneOf(id).due = true;
+    for (const id of payload.split(',')) {
+      if (/^\d+$/.test(id)) this.laneOf(id).due = true;
+      else if (/^-\d+$/.test(id)) this.changed(id.slice(1));
+    }
+    this.lookNow = true;
+    this.wake();
+  }
+
+  /**
+   * A subscription changed (its URL, credentials, policy or activity) or was deleted: what this worker claimed of it
+   * and has not started is given back and claimed again as the subscription now is (not at all if it is inactive or
+   * gone). Held until their turn, they were sent to the old URL with the old credentials for up to a lease (180 s).
+   * Attempts already under way finish, and are logged.
+   */
+  private changed(id: string): void {
+    const l = this.lanes.get(id);
+    if (!l || l.waiting.length === 0) return;
+    this.giveBack.push(...l.waiting.splice(0));
+    l.due = true;
     this.lookNow = true;
     this.wake();
   }
@@ -403,6 +428,7 @@ export class Dispatcher {
   private pump(lane: Lane<InFlight>): void {
     while (!this.stopping && lane.waiting.length > 0) {
       if (Date.now() < lane.pausedUntil) return this.holdPaused(lane);
+      if (this.gone.has(lane)) return;
       if (lane.startRoom(Date.now()) === 0) return;
       const head = lane.waiting[0];
       if (head.slotMs > 0 && Date.now() - head.notBefore > slotSlackMs(head.slotMs)) {
@@ -511,6 +537,8 @@ export class Dispatcher {
       this.pause(lane, Date.now() + pauseMs);
       this.giveBack.push(...lane.waiting.splice(0));
     }
+    // 410 Gone disables the subscription when its result is written; until then nothing more of the lane starts.
+    if (res.statusCode === GONE) this.gone.add(lane);
     observeAttempt(res.ok, res.errorCode, res.durationMs / 1000);
     lane.unwritten++;
     this.results.push({
@@ -621,6 +649,11 @@ export class Dispatcher {
         if (pausedUntil !== null && lane) this.pause(lane, pausedUntil);
       }
       for (const [outcome, n] of outcomes) deliveriesTotal.inc({ outcome }, n);
+      // A 410 written: its subscription is disabled now, and what its lane holds is claimed again as it now is (not at all).
+      for (const r of batch) {
+        const lane = r.statusCode === GONE ? this.inflight.get(String(r.deliveryId))?.lane : undefined;
+        if (lane && this.gone.delete(lane)) this.changed(lane.id);
+      }
       let heldBack = this.results.length + batch.length >= RESULTS_MAX;
       for (const r of batch) {
         const f = this.inflight.get(String(r.deliveryId));

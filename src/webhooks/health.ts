@@ -9,9 +9,10 @@ import { recordResults, type AttemptResult, type DeliveryState, type SubOutcome 
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { disableFailing, emitOperational } from './health-store.ts';
 import { auditSubscriptionsDisabled } from '../audit/store.ts';
+import { notifySubscriptionsChanged } from './store.ts';
 
 /** 410 Gone: the receiver says to stop sending (Standard Webhooks); the subscription is disabled at once. */
-const GONE = 410;
+export const GONE = 410;
 
 /** Folds a batch of results into one outcome per subscription (results taken in the order they started). */
 export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
@@ -69,6 +70,7 @@ export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]
     const final = await recordResults(tx, rs, outs, gap, policy);
     const disabled = await disableFailing(tx, outs, config.webhookDisableAfterHours);
     await auditSubscriptionsDisabled(tx, disabled); // audit log (SPEC §15): actor system
+    await notifySubscriptionsChanged(tx, disabled); // what other workers hold of them is not sent
     // With its partition's key, as claimed: each is found in one partition.
     const createdAt = new Map(rs.map((r) => [String(r.deliveryId), r.deliveryCreatedAt]));
     const failed = final.filter((s) => s.status === 'failed').map((s) => ({ id: s.id, createdAt: createdAt.get(String(s.id))! }));

@@ -250,6 +250,7 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
       await store.makeWaitingDue(tx, cur.id);
       await store.notifyWorkers(tx);
     }
+    await store.notifySubscriptionsChanged(tx, [cur.id]);
     const answer = shapeSubscription(row, retryDefault);
     await audit(tx, answer);
     return answer;
@@ -260,6 +261,7 @@ export async function removeSubscription(db: Db, uuid: string, audit: AuditHook)
   await db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
     await store.deleteSubscription(tx, cur.id);
+    await store.notifySubscriptionsChanged(tx, [cur.id]);
     await audit(tx, undefined);
   });
 }
@@ -277,6 +279,7 @@ export async function rotate(db: Db, uuid: string, audit: AuditHook) {
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
     const answer = shapeSecret(await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC));
+    await store.notifySubscriptionsChanged(tx, [cur.id]); // what is held is signed with the new secret too
     await audit(tx, answer);
     return answer;
   });

@@ -245,6 +245,17 @@ export async function notifyWorkers(db: Queryable): Promise<void> {
   await db.query(`SELECT pg_notify($1, '')`, [WEBHOOK_CHANNEL]);
 }
 
+/**
+ * Tells the workers (on commit) that these subscriptions changed or were deleted: what they claimed of them and have
+ * not started is given back and claimed again as the subscriptions now are (dispatcher.ts `changed`).
+ */
+export async function notifySubscriptionsChanged(db: Queryable, ids: string[]): Promise<void> {
+  // A payload is at most 8,000 bytes: ids in groups well under it.
+  for (let i = 0; i < ids.length; i += 400) {
+    await db.query(`SELECT pg_notify($1, $2)`, [WEBHOOK_CHANNEL, ids.slice(i, i + 400).map((id) => `-${id}`).join(',')]);
+  }
+}
+
 /** A webhookTest event delivered to one subscription only. Returns the event and delivery uuids. */
 export async function insertTestEvent(db: Queryable, sub: SubscriptionRow, source: string): Promise<{ eventUuid: string; deliveryUuid: string }> {
   const r = await db.query<{ event_uuid: string; delivery_uuid: string }>(
