@@ -89,8 +89,8 @@ export function webhookRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'webhooks.subscriptions.rotateSecret', method: 'POST', path: `${SUBS}/:uuid/rotateSecret`,
       audit: { action: 'subscription.secretRotated', target },
-      summary: 'Make a new signing secret; the previous one keeps signing for 24 h',
-      schema: { params: S.UuidParams, response: { 200: S.SecretAnswer } },
+      summary: 'Make a new signing secret; the previous one keeps signing for 24 h (409 while ten sign already)',
+      schema: { params: S.UuidParams, response: { 200: S.SecretAnswer, 409: ErrorBody } },
       handler: async (req) => svc.rotate(s.db, uuidOf(req), auditOf(req)),
     },
     {

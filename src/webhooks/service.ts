@@ -278,7 +278,12 @@ export async function revealSecret(db: Db, uuid: string, audit: AuditHook) {
 export async function rotate(db: Db, uuid: string, audit: AuditHook) {
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
-    const answer = shapeSecret(await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC));
+    const rotated = await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC).catch((err) => {
+      if (!(err instanceof store.TooManySecrets)) throw err;
+      throw new ApiError('Conflict', `${err.live + 1} secrets sign this subscription's deliveries already (the current one and ${err.live} ` +
+        `rotated out within 24 h): the oldest stops signing at ${err.firstExpiresAt}; rotate again after that`, 'signingSecret');
+    });
+    const answer = shapeSecret(rotated);
     await store.notifySubscriptionsChanged(tx, [cur.id]); // what is held is signed with the new secret too
     await audit(tx, answer);
     return answer;

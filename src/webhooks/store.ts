@@ -51,6 +51,7 @@ export type AuthMethodName = 'NONE' | 'BASIC' | 'BEARER' | 'OAUTH2_CLIENT_CREDEN
 import { EVENT_TYPES, WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { openSecret, sealSecret } from '../secrets/active.ts';
 import { SecretError } from '../secrets/box.ts';
+import { isoNN } from '../http/time.ts';
 
 /**
  * Secrets are stored sealed (SPEC §15, src/secrets/): rows leave this file with them in clear. A value that cannot be
@@ -210,6 +211,9 @@ export async function cancelStranded(db: Queryable): Promise<number> {
  */
 export async function rotateSecret(db: Queryable, id: string, secret: string, graceSec: number): Promise<SubscriptionRow> {
   await db.query(`DELETE FROM webhook_retired_secrets WHERE subscription_id = $1 AND expires_at <= clock_timestamp()`, [id]);
+  const live = (await db.query<{ n: number; first: string | null }>(
+    `SELECT count(*)::int AS n, min(expires_at) AS first FROM webhook_retired_secrets WHERE subscription_id = $1`, [id])).rows[0];
+  if (live.n >= MAX_RETIRED_SECRETS) throw new TooManySecrets(live.n, isoNN(live.first!));
   await db.query(
     `INSERT INTO webhook_retired_secrets (subscription_id, secret, expires_at)
      SELECT id, signing_secret, clock_timestamp() + $2 * interval '1 second' FROM webhook_subscriptions WHERE id = $1`,
@@ -220,6 +224,18 @@ export async function rotateSecret(db: Queryable, id: string, secret: string, gr
     [id, sealSecret(secret)],
   );
   return clear(r.rows[0]);
+}
+
+/**
+ * Rotated-out secrets that may sign at once (with the current one, MAX_RETIRED_SECRETS + 1 signatures in
+ * webhook-signature, ~0.5 KiB). Unbounded, 400 rotations made a 19 KiB header that receivers refuse (431).
+ */
+export const MAX_RETIRED_SECRETS = 9;
+
+export class TooManySecrets extends Error {
+  constructor(readonly live: number, readonly firstExpiresAt: string) {
+    super('too many rotated-out secrets');
+  }
 }
 
 /** The rotated-out secrets still signing, oldest first (SQL expression over a subscription alias `s`). */

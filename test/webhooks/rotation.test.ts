@@ -104,4 +104,30 @@ await describeEachDb('secret rotation', (ctx) => {
     const secret = await api().get(`/integrations/webhooks/subscriptions/${created.body.uuid}/secret`);
     assert.deepEqual(secret.body, { signingSecret: s2, previousSecretExpiresAt: null });
   });
+  it('at most ten secrets sign at once: an eleventh within 24 h is a 409 that changes nothing, allowed again once the oldest expires', async () => {
+    const SUBS = '/integrations/webhooks/subscriptions';
+    const created = await api().post(SUBS, { url: rx.url, eventTypes: ['customerCreate'] });
+    assert.equal(created.status, 201, created.text);
+    const uuid = created.body.uuid;
+    let last = '';
+    for (let i = 0; i < 9; i++) {
+      const r = await api().post(`${SUBS}/${uuid}/rotateSecret`);
+      assert.equal(r.status, 200, r.text);
+      last = r.body.signingSecret;
+    }
+    const refused = await api().post(`${SUBS}/${uuid}/rotateSecret`);
+    assert.equal(refused.status, 409, refused.text);
+    assert.equal(refused.body.errors[0].errorCode, 'Conflict');
+    assert.equal(refused.body.errors[0].moreInfo, 'signingSecret');
+    assert.match(refused.body.errors[0].message, /^10 secrets sign .* the oldest stops signing at \d{4}-\d\d-\d\dT[\d:.]+Z; rotate again after that$/);
+    assert.equal((await api().get(`${SUBS}/${uuid}/secret`)).body.signingSecret, last, 'the current secret stays');
+    const r = await deliverOne(uuid, 'rot-cap-1');
+    assert.equal(String(r.headers['webhook-signature']).split(' ').length, 10, 'ten signatures, the header bounded');
+    assert.ok(receivers(r, last).verifyWebhook);
+    // The oldest rotated-out secret's grace ends: one more rotation is allowed.
+    await ctx.tdb.db.query(
+      `UPDATE webhook_retired_secrets SET expires_at = now() - interval '1 second'
+       WHERE id = (SELECT min(rs.id) FROM webhook_retired_secrets rs JOIN webhook_subscriptions s ON s.id = rs.subscription_id WHERE s.uuid = $1)`, [uuid]);
+    assert.equal((await api().post(`${SUBS}/${uuid}/rotateSecret`)).status, 200);
+  });
 }, ENV);

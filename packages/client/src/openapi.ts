@@ -686,7 +686,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Make a new signing secret; the previous one keeps signing for 24 h
+         * Make a new signing secret; the previous one keeps signing for 24 h (409 while ten sign already)
          * @description Makes a new signing secret; every rotated-out secret keeps signing for 24 h after its rotation (`webhook-signature` carries one signature per valid secret).
          */
         post: operations["webhooksSubscriptionsRotateSecret"];
@@ -12032,6 +12032,26 @@ export interface operations {
                      *           "message": "customer \"ext-404\" not found",
                      *           "errorCode": "NotFound",
                      *           "moreInfo": "id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
                      *         }
                      *       ]
                      *     }
