@@ -209,6 +209,9 @@ await describeEachDb('broker destinations', (ctx) => {
       'amqp://guest:g%ZZ@127.0.0.1:5672?exchange=x', // a password with a malformed escape
       'nats://u:p%ZZ@127.0.0.1:4222?subject=a',
       'amqp://g%E0%A4@127.0.0.1:5672?exchange=x', // a user name whose escapes are no UTF-8
+      `amqp://127.0.0.1?exchange=${'x'.repeat(256)}`, // AMQP names are at most 255 bytes
+      `amqp://127.0.0.1?exchange=x&routingKey=${'%C3%A9'.repeat(128)}`, // 128 characters, 256 bytes
+      `amqp://127.0.0.1/${'v'.repeat(256)}?exchange=x`, // the vhost
     ];
     for (const url of bad) {
       const r = await api().post('/integrations/webhooks/subscriptions', { url, eventType: 'customerCreate' });
@@ -216,6 +219,8 @@ await describeEachDb('broker destinations', (ctx) => {
       assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
       assert.equal(r.body.errors[0].moreInfo, 'url', url);
     }
+    const longest = await subscribe(`amqp://127.0.0.1?exchange=${'x'.repeat(255)}&routingKey=${'%C3%A9'.repeat(127)}`);
+    await api().delete(`/integrations/webhooks/subscriptions/${longest.uuid}`); // 255 and 254 bytes are taken
     const withAuth = await api().post('/integrations/webhooks/subscriptions', { url: 'nats://127.0.0.1:4222?subject=a', eventType: 'customerCreate', authMethod: 'BEARER', bearerToken: 't' });
     assert.equal(withAuth.status, 400);
     assert.equal(withAuth.body.errors[0].moreInfo, 'authMethod');
@@ -233,7 +238,7 @@ await describeEachDb('broker destinations', (ctx) => {
       });
     }
     await api().delete(`/integrations/webhooks/subscriptions/${ok.uuid}`);
-    assert.equal(await subscriptionCount(), before + 1, 'only the valid subscription was created');
+    assert.equal(await subscriptionCount(), before + 2, 'only the valid subscriptions were created');
   });
 }, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
 

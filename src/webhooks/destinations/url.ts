@@ -45,6 +45,13 @@ export function checkBrokerUrl(u: URL, kind: 'amqp' | 'nats'): void {
   const value = u.searchParams.get(required);
   if (!value) throw invalid(`"url" must name the ${required} to publish to (a ${kind} URL needs ?${required}=…)`, 'url');
   if (u.hash) throw invalid('"url" must not have a fragment', 'url');
+  if (kind === 'amqp') {
+    // AMQP 0-9-1 sends these as short strings (at most 255 bytes): longer, every publish failed, as BROKER_UNREACHABLE.
+    const vhost = decoded(u.pathname.slice(1));
+    for (const [name, v] of [['exchange', value], ['routingKey', u.searchParams.get('routingKey') ?? ''], ['vhost (the path)', vhost]] as const) {
+      if (Buffer.byteLength(v) > 255) throw invalid(`"url" has an AMQP ${name} of ${Buffer.byteLength(v)} bytes: at most 255 (UTF-8)`, 'url');
+    }
+  }
   if (kind === 'nats') {
     if (u.pathname !== '' && u.pathname !== '/') throw invalid('"url" of a nats destination has no path: the subject goes in ?subject=…', 'url');
     if (!NATS_SUBJECT.test(value)) throw invalid('"url" has an invalid NATS subject: dot-separated tokens of visible ASCII, no wildcards (* or >)', 'url');
