@@ -11,6 +11,8 @@ export interface Config {
   databaseDirectUrl: string | undefined;
   /** BULB_DATABASE_PREPARED_STATEMENTS: auto (on unless a transaction pooler is detected), on, off. */
   databasePreparedStatements: 'auto' | 'on' | 'off';
+  /** A pooled connection whose statement has not answered in this long is closed (ms; 0: never). */
+  databaseStatementDeadlineMs: number;
   dataDir: string;
   adminKey: string | undefined;
   serviceName: string;
@@ -116,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     databaseDirectUrl: env.BULB_DATABASE_DIRECT_URL || undefined,
     databasePreparedStatements: oneOf(env, 'BULB_DATABASE_PREPARED_STATEMENTS', ['auto', 'on', 'off'] as const, 'auto'),
+    databaseStatementDeadlineMs: int(env, 'BULB_DATABASE_STATEMENT_DEADLINE_MS', 60_000, 0, 3_600_000),
     dataDir: env.BULB_DATA_DIR || './data',
     adminKey: env.BULB_ADMIN_KEY || undefined,
     serviceName,

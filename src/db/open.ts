@@ -11,6 +11,8 @@ export interface OpenOptions {
   /** With databaseUrl: a direct connection for sessions, and whether to prepare statements by name. */
   databaseDirectUrl?: string;
   databasePreparedStatements?: PreparedSetting;
+  /** A pooled statement unanswered this long closes its connection (ms; 0 or unset: never). */
+  databaseStatementDeadlineMs?: number;
   dataDir: string;
   poolSize?: number;
   /** Told how the connection was judged (pooler or not, prepared statements). */
@@ -21,7 +23,9 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   if (opts.databaseUrl) {
     const d = await decidePooling(opts.databaseUrl, opts.databaseDirectUrl, opts.databasePreparedStatements ?? 'auto');
     opts.log?.(d.summary);
-    return new PgDb(opts.databaseUrl, opts.poolSize, { directUrl: opts.databaseDirectUrl, preparedStatements: d.preparedStatements });
+    return new PgDb(opts.databaseUrl, opts.poolSize, {
+      directUrl: opts.databaseDirectUrl, preparedStatements: d.preparedStatements, statementDeadlineMs: opts.databaseStatementDeadlineMs,
+    });
   }
   if (opts.dataDir.startsWith('memory://')) return PgliteDb.open(opts.dataDir);
   fs.mkdirSync(opts.dataDir, { recursive: true });

@@ -47,6 +47,22 @@ export interface PgDbOptions {
   directUrl?: string;
   /** false: never name statements (a pooler without prepared-statement support); default true. */
   preparedStatements?: boolean;
+  /** A pooled statement not answered within this many ms fails as unavailable and closes its connection (0: never). */
+  statementDeadlineMs?: number;
+}
+
+/** node-postgres's error for a statement past its `query_timeout`. */
+const DEADLINE_MESSAGE = 'Query read timeout';
+const pastDeadline = (err: unknown) => err instanceof Error && err.message === DEADLINE_MESSAGE;
+
+/**
+ * Closes a connection whose statement passed its deadline. The server may be gone without a word (a host lost, a
+ * network partition, a failover by DNS or virtual IP): nothing would end that connection for ~15 min (TCP
+ * retransmissions), each request on it would hang and the pool, all its connections waiting, would answer 503 long
+ * after a new primary took over. Closed at once, it is replaced by a new connection, to wherever the URL now leads.
+ */
+function closeSocket(client: pg.ClientBase): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 interface Sub {
@@ -98,9 +114,18 @@ export class PgDb implements Db {
     this.preparedStatements = opts.preparedStatements ?? true;
     // connectionTimeoutMillis: a request waits at most this long for a connection (also for a free one in the
     // pool), then fails as unavailable (503) instead of hanging while the database is down or failing over.
-    this.pool = new pg.Pool({ Client: UtcClient, connectionString: url, max: poolSize, application_name: 'bulb', connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+    this.pool = new pg.Pool({
+      Client: UtcClient, connectionString: url, max: poolSize, application_name: 'bulb', connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true,
+      // A statement unanswered this long fails (as unavailable: 503), and its connection is closed (closeSocket).
+      ...(opts.statementDeadlineMs ? { query_timeout: opts.statementDeadlineMs } : {}),
+    });
     // An idle client dying (e.g. pg_terminate_backend) must not crash the process.
     this.pool.on('error', () => {});
+    // pool.query gives a client back with its error: past the deadline, its socket is closed before the pool ends it
+    // (ending politely waits for a server that may never answer).
+    this.pool.on('release', (err, client) => {
+      if (pastDeadline(err)) closeSocket(client);
+    });
   }
 
   async query<T>(sql: string, params?: unknown[], name?: string): Promise<QueryResult<T>> {
@@ -126,6 +151,11 @@ export class PgDb implements Db {
       await client.query('COMMIT');
       return out;
     } catch (err) {
+      if (pastDeadline(err)) {
+        broken = true; // no ROLLBACK on a connection that does not answer: closing it rolls the transaction back
+        closeSocket(client);
+        throw err;
+      }
       try {
         await client.query('ROLLBACK');
       } catch {

@@ -21,6 +21,7 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 const PG_MESSAGES = [
   /^Connection terminated/, /^timeout exceeded when trying to connect/, /^Client has encountered a connection error/, /^Connection ended/,
   /^This socket has been ended by the other party/,
+  /^Query read timeout$/, // past BULB_DATABASE_STATEMENT_DEADLINE_MS: the connection is closed (pg.ts closeSocket)
 ];
 
 export function databaseUnavailable(err: unknown): boolean {

@@ -38,6 +38,10 @@ async function freezableProxy(target: URL) {
       frozen = false;
       for (const p of pairs) for (const s of p) s.resume();
     },
+    /** New connections go through again; those open stay frozen (a failover: the old server is gone silently). */
+    failover() {
+      frozen = false;
+    },
     close() {
       for (const p of pairs) for (const s of p) s.destroy();
       server.close();
@@ -80,6 +84,44 @@ describe('a frozen PostgreSQL [pg]', { skip: hasPg ? false : 'no PostgreSQL serv
     let again = 0;
     for (let i = 0; i < 100 && again !== 200; i++) again = (await fetch(`${srv.url}/ready`)).status;
     assert.equal(again, 200);
+  });
+});
+
+describe('a PostgreSQL gone silent, then failed over [pg]', { skip: hasPg ? false : 'no PostgreSQL server' }, () => {
+  let tdb: TestDb;
+  let proxy: Awaited<ReturnType<typeof freezableProxy>>;
+  let db: PgDb;
+  let srv: TestServer;
+  before(async () => {
+    tdb = await freshDb('pg');
+    proxy = await freezableProxy(new URL(tdb.url!));
+    const url = new URL(tdb.url!);
+    url.host = `127.0.0.1:${proxy.port}`;
+    db = new PgDb(url.toString(), 2, { statementDeadlineMs: 1_500 });
+    srv = await startServer(db);
+  });
+  after(async () => {
+    proxy.thaw();
+    await srv?.close();
+    await db?.close();
+    proxy?.close();
+    await tdb?.close();
+  });
+
+  it('a request on a connection that no longer answers is a 503 after the statement deadline, and the pool reconnects', async () => {
+    const list = () => fetch(`${srv.url}/api/2026-11/crm/customers`, { headers: { authorization: `Bearer ${srv.api.token}` }, signal: AbortSignal.timeout(30_000) });
+    assert.equal((await srv.api.post('/crm/customers', { externalId: 'silent-1' })).status, 201);
+    assert.equal((await list()).status, 200);
+    proxy.freeze();
+    // Without the deadline this request waited for the server as long as TCP would (~15 min): aborted here at 30 s.
+    const r = await list();
+    assert.equal(r.status, 503);
+    assert.equal(((await r.json()) as any).errors[0].errorCode, 'ServiceUnavailable');
+    proxy.failover();
+    let status = 0;
+    for (let i = 0; i < 20 && status !== 200; i++) status = (await list()).status;
+    assert.equal(status, 200, 'served again over a new connection while the old ones stay frozen');
+    assert.equal((await srv.api.get('/crm/customers/silent-1')).status, 200);
   });
 });
 
