@@ -2,6 +2,7 @@
 // writes. Notes columns are Tulip's (migration 030: comments, external_id, store, is_private, is_deleted, wish_list_id).
 import type { Queryable } from '../db/db.ts';
 import { UUID } from '../http/formats.ts';
+import { mergedIntoColumns } from '../crm/customers/wire.ts';
 
 const asUuid = (ref: string) => (UUID.test(ref) ? ref : null);
 
@@ -18,8 +19,7 @@ export async function chunkRecords(tx: Queryable, id: string, afterLine: string,
 /** The customer a reference names (uuid or externalId, a uuid match winning), locked FOR SHARE (a merge waits). */
 export async function customerByRef(tx: Queryable, ref: string): Promise<{ id: string; external_id: string; status: string; merged_into_uuid: string | null; merged_into_external_id: string | null } | undefined> {
   const r = await tx.query<any>(
-    `SELECT c.id, c.external_id, c.status, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
-     FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
+    `SELECT c.id, c.external_id, c.status, ${mergedIntoColumns('c')} FROM customers c
      WHERE c.uuid = $1::uuid OR c.external_id = $2 ORDER BY c.uuid = $1::uuid DESC NULLS LAST LIMIT 1 FOR SHARE OF c`,
     [asUuid(ref), ref],
   );

@@ -164,7 +164,7 @@ await describeEachDb('bulk', (ctx) => {
     let ran: string[] = [];
     const KINDS: [RegExp, string][] = [
       [/^WITH x AS MATERIALIZED \(SELECT \* FROM jsonb_to_recordset/, 'insert all new'],
-      [/FROM customers c LEFT JOIN customers m ON m.id = c.merged_into\s+WHERE c.external_id = ANY\(\$1::text\[\]\) ORDER BY c.id FOR NO KEY UPDATE OF c/, 'lock'],
+      [/FROM customers c\s+WHERE c.external_id = ANY\(\$1::text\[\]\) ORDER BY c.id FOR NO KEY UPDATE OF c/, 'lock'],
       [/^WITH c AS \(INSERT INTO customers/, 'insert'],
       [/^UPDATE customers c SET first_name/, 'update'],
     ];

@@ -42,8 +42,10 @@ export async function listRows(db: Queryable, k: Kind, customerId: string, after
 /** The note columns written from the wire (noteValues in notes.ts gives them in this order). */
 export const NOTE_COLUMNS = ['type', 'comments', 'external_id', 'store', 'is_private', 'is_deleted', 'wish_list_id'];
 export const NOTE_CASTS = ['text', 'text', 'text', 'text', 'boolean', 'boolean', 'bigint'];
-const SELECT_NOTE = `SELECT t.*, c.uuid AS customer_uuid, a.uuid AS associate_uuid
-  FROM notes t JOIN customers c ON c.id = t.customer_id LEFT JOIN associates a ON a.id = t.associate_id`;
+// Its customer and associate by subqueries, not joins: findNote locks the note, and a note a merge moved meanwhile is
+// read again as moved, while a joined customer row stays as first read (the join failed: the edit answered 404).
+const SELECT_NOTE = `SELECT t.*, (SELECT c.uuid FROM customers c WHERE c.id = t.customer_id) AS customer_uuid,
+  (SELECT a.uuid FROM associates a WHERE a.id = t.associate_id) AS associate_uuid FROM notes t`;
 
 /** Inserts a note; returns it as read. Throws 23505 when its externalId is taken. */
 export async function insertNote(tx: Queryable, customerId: string, associateId: string | null, values: unknown[]): Promise<any> {

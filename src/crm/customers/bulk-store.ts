@@ -8,7 +8,7 @@
 import type { Queryable } from '../../db/db.ts';
 import { outboxCtes } from '../../events/emit.ts';
 import type { CustomerRow } from './store.ts';
-import { DATA_COLUMNS, rowColumns, sqlType, type WritableColumn } from './wire.ts';
+import { DATA_COLUMNS, mergedIntoColumns, rowColumns, sqlType, type WritableColumn } from './wire.ts';
 
 /**
  * Column values of one customer as the statements below read them (jsonb_to_recordset): the writable columns (in
@@ -26,8 +26,7 @@ const value = (c: string, current: string) => (c === 'addresses' ? `bulb_address
 export async function lockByExternalIds(tx: Queryable, externalIds: string[]): Promise<CustomerRow[]> {
   if (externalIds.length === 0) return [];
   const r = await tx.query<CustomerRow>(
-    `SELECT ${rowColumns('c')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
-     FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
+    `SELECT ${rowColumns('c')}, ${mergedIntoColumns('c')} FROM customers c
      WHERE c.external_id = ANY($1::text[]) ORDER BY c.id FOR NO KEY UPDATE OF c`,
     [externalIds],
   );

@@ -3,13 +3,16 @@ import { statementName, type Queryable } from '../../db/db.ts';
 import { writeHorizon } from '../../db/write-horizon.ts';
 import { outboxCtes } from '../../events/emit.ts';
 import type { CustomerInput, ListQueryT } from './schema.ts';
-import { DATA_COLUMNS, JSON_COLUMNS, normalInput, rowColumns, sqlType, WRITABLE, type CustomerRow } from './wire.ts';
+import { DATA_COLUMNS, JSON_COLUMNS, mergedIntoColumns, normalInput, rowColumns, sqlType, WRITABLE, type CustomerRow } from './wire.ts';
 import { UUID } from '../../http/formats.ts';
 
 export type { CustomerRow } from './wire.ts';
 
 const SELECT = `SELECT ${rowColumns('c')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
   FROM customers c LEFT JOIN customers m ON m.id = c.merged_into`;
+/** A look-up that locks: whom the customer was merged into read from the locked row itself (wire.ts mergedIntoColumns). */
+const SELECT_LOCKED = `SELECT ${rowColumns('c')}, ${mergedIntoColumns('c')} FROM customers c`;
+const selectFor = (lock: Lock) => (lock ? SELECT_LOCKED : SELECT);
 
 export const looksLikeUuid = (s: string) => UUID.test(s);
 
@@ -54,14 +57,14 @@ const lockName = (lock: Lock) => (lock === 'share' ? 'share' : lock ? 'update' :
 export async function findCustomer(db: Queryable, id: string, lock: Lock = false): Promise<CustomerRow | undefined> {
   const forUpdate = lockClause(lock);
   if (looksLikeUuid(id)) {
-    const r = await db.query<CustomerRow>(`${SELECT} WHERE c.uuid = $1${forUpdate}`, [id], `customer_by_uuid_${lockName(lock)}`);
+    const r = await db.query<CustomerRow>(`${selectFor(lock)} WHERE c.uuid = $1${forUpdate}`, [id], `customer_by_uuid_${lockName(lock)}`);
     if (r.rows[0]) return r.rows[0];
   }
   return findByExternalId(db, id, lock);
 }
 
 export async function findByExternalId(db: Queryable, externalId: string, lock: Lock = false): Promise<CustomerRow | undefined> {
-  const r = await db.query<CustomerRow>(`${SELECT} WHERE c.external_id = $1${lockClause(lock)}`, [externalId], `customer_by_external_id_${lockName(lock)}`);
+  const r = await db.query<CustomerRow>(`${selectFor(lock)} WHERE c.external_id = $1${lockClause(lock)}`, [externalId], `customer_by_external_id_${lockName(lock)}`);
   return r.rows[0];
 }
 

@@ -42,9 +42,20 @@ export const DATA_COLUMNS: WritableColumn[] = WRITABLE.map((f) => f[1]);
 export const JSON_COLUMNS = new Set<string>(['emails', 'phones', 'addresses', 'social_profiles', 'attributes']);
 export const sqlType = (c: string) => (JSON_COLUMNS.has(c) ? 'jsonb' : c === 'exclude_from_campaigns' ? 'boolean' : 'text');
 
-/** The columns of a customer row of table alias `t` (mergedInto comes from the caller's join, or NULL). */
+/** The columns of a customer row of table alias `t` (mergedInto from mergedIntoColumns, or NULL). */
 export const rowColumns = (t: string) =>
   `${t}.id, ${t}.uuid, ${t}.external_id, ${t}.status, ${DATA_COLUMNS.map((c) => `${t}.${c}`).join(', ')}, ${t}.created_at, ${t}.updated_at`;
+
+/**
+ * The customer `t` was merged into (uuid, externalId), read by subqueries on `t`'s own merged_into, never by a join.
+ * A look-up that locks `t` and waits for a merge is evaluated again on `t`'s new row, but a joined row stays as first
+ * read: a write queued behind a merge saw no merge and changed the merged-away customer (re-activated it, took its
+ * attached data), and the merge could no longer be undone. (A primary created after the look-up began would not be
+ * seen by the subqueries: the look-up would have to wait for a merge into a customer created within that instant.)
+ */
+export const mergedIntoColumns = (t: string) =>
+  `(SELECT m.uuid FROM customers m WHERE m.id = ${t}.merged_into) AS merged_into_uuid, ` +
+  `(SELECT m.external_id FROM customers m WHERE m.id = ${t}.merged_into) AS merged_into_external_id`;
 
 /** The address keys in the order every version serves them; each is present (null, false for the booleans). */
 export const ADDRESS_KEYS = [

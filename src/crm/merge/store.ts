@@ -1,6 +1,7 @@
 // SQL of the merge: every statement is set-based (one statement per table, whatever the row count).
 import type { Queryable } from '../../db/db.ts';
 import type { Moved } from './schema.ts';
+import { mergedIntoColumns } from '../customers/wire.ts';
 
 export interface LockedCustomer {
   id: string;
@@ -44,8 +45,7 @@ export async function mergedInto(db: Queryable, ids: string[]): Promise<string[]
  */
 export async function lockCustomers(tx: Queryable, ids: string[]): Promise<LockedCustomer[]> {
   const r = await tx.query<LockedCustomer>(
-    `SELECT c.id, c.uuid, c.external_id, c.status, c.merged_into, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id
-     FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
+    `SELECT c.id, c.uuid, c.external_id, c.status, c.merged_into, ${mergedIntoColumns('c')} FROM customers c
      WHERE c.id = ANY($1::bigint[]) ORDER BY c.id FOR NO KEY UPDATE OF c`, // not FOR UPDATE: customers/store.ts lockClause
     [ids],
   );
