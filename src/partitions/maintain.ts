@@ -16,7 +16,9 @@ export async function ensurePartitions(db: Db, now = new Date(), busy: string[] 
   for (const t of PARTITIONED) {
     for (const range of rangesToCreate(await partitions(db, t), now, await daysInDefault(db, t), spanDays)) {
       const name = partitionName(t, range.from);
-      if (await orBusy(() => createPartition(db, t, range), name, busy)) created.push(name); // a busy one: the next pass retries
+      let made = false;
+      // A busy one: the next pass retries. One another process created meanwhile (two starting at once): not ours.
+      if (await orBusy(async () => (made = (await createPartition(db, t, range)) !== null), name, busy) && made) created.push(name);
     }
   }
   return created;

@@ -65,14 +65,18 @@ export function rangeFor(day: Date, span: number, existing: Partition[]): { from
  * then ATTACH (which takes no lock that stops the parent's readers and writers; it locks the DEFAULT partition while
  * it checks that none of its rows belongs to the range). Rows the DEFAULT partition holds for the range (written
  * while no partition covered it) are moved into the new one first, in the same transaction. lock_timeout: a busy
- * moment is skipped, the next pass tries again.
+ * moment is skipped, the next pass tries again. Returns how many rows it moved; null: another process created it.
  */
-export async function createPartition(db: Db, t: PartitionedTable, range: { from: Date; to: Date }): Promise<number> {
+export async function createPartition(db: Db, t: PartitionedTable, range: { from: Date; to: Date }): Promise<number | null> {
   const name = partitionName(t, range.from);
   const from = range.from.toISOString();
   const to = range.to.toISOString();
   return db.transaction(async (tx) => {
     await tx.query(`SET LOCAL lock_timeout = '2s'`);
+    // Two processes starting at once create the same partitions: one at a time, and the second finds it made (null).
+    // (Both creating it, the second failed on the catalog's unique index: an error logged by a healthy start.)
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`bulb:partition:${name}`]);
+    if ((await tx.query<{ there: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS there`, [name])).rows[0].there) return null;
     // The tables the parent's foreign keys reference first (webhook_deliveries → webhook_subscriptions): ATTACH takes
     // them (SHARE ROW EXCLUSIVE) after the DEFAULT partition, while a claim holds webhook_subscriptions from its
     // start (its UPDATE of rate_tat) and reads the DEFAULT partition next: a deadlock (found by probing,

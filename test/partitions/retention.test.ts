@@ -43,6 +43,13 @@ for (const backend of await backends()) {
       assert.equal((await q(`SELECT count(*)::int AS n FROM events_default`)).rows[0].n, 0, 'DEFAULT emptied');
       assert.equal((await q(`SELECT tableoid::regclass::text AS p FROM events WHERE id = $1`, [early])).rows[0].p, `events_p${day1.toISOString().slice(0, 10).replaceAll('-', '')}`);
       assert.deepEqual(await ensurePartitions(tdb.db, addDays(day1, 1)), [], 'a second pass creates nothing');
+      // Two processes starting at once: each creates what the other did not, and neither fails (one logged 42P07).
+      const far = addDays(day1, 400);
+      const both = await Promise.all([ensurePartitions(tdb.db, far), ensurePartitions(tdb.db, far)]);
+      const made = [...both[0], ...both[1]];
+      assert.equal(new Set(made).size, made.length, `nothing created twice: ${made.join()}`);
+      assert.ok(made.includes(partitionName(EVENTS, dayOf(far))), made.join());
+      assert.deepEqual(await ensurePartitions(tdb.db, far), [], 'and nothing left to create');
 
       // Day 2: an event whose delivery is pending; day 3: delivered ones.
       const day2 = addDays(day1, 1);
