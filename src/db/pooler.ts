@@ -9,18 +9,33 @@ import { connectClient } from './pg.ts';
 const pid = async (c: { query: (sql: string) => Promise<{ rows: { pid: number }[] }> }) =>
   (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
 
+/** Rounds of the probe below: a direct connection never shows a move, so more rounds only catch more poolers. */
+const PROBE_ROUNDS = 4;
+
 /**
- * True when two clients of `url` see server connections move between them. Client A runs a statement on its
- * server; client B then opens a transaction: a pooler lends B the connection A just gave back (PgBouncer hands
- * out the most recently released one), and A's next statement runs elsewhere. Direct connections keep their
- * own backend, so neither can happen.
+ * True when clients of `url` see server connections move: what a transaction-mode pooler does and a direct
+ * connection never does. A pooler that misses a round (other clients took the servers meanwhile) is asked again;
+ * one missed round after another (2 of 40 starts beside a busy pool, every start with server_round_robin) left
+ * named prepared statements on, and half the requests failed on another client's statements.
  */
 export async function isTransactionPooler(url: string): Promise<boolean> {
+  for (let i = 0; i < PROBE_ROUNDS; i++) if (await serverMoved(url)) return true;
+  return false;
+}
+
+/**
+ * One round. Client A runs two statements: a pooler lending the longest-idle server (PgBouncer's
+ * server_round_robin) runs the second elsewhere when two are idle. Then client B opens a transaction: a pooler lending
+ * the most recently released server (PgBouncer's default) gives B the one A just gave back, and A's next statement
+ * runs elsewhere. Direct connections keep their own backend throughout.
+ */
+async function serverMoved(url: string): Promise<boolean> {
   const a = await connectClient(url, 'bulb-probe');
   let b;
   try {
-    b = await connectClient(url, 'bulb-probe');
     const a1 = await pid(a);
+    if ((await pid(a)) !== a1) return true;
+    b = await connectClient(url, 'bulb-probe');
     await b.query('BEGIN');
     const b1 = await pid(b);
     // With a pool of one server connection A waits for B's transaction: end it shortly whatever A does.
@@ -49,7 +64,9 @@ export interface PoolerDecision {
  * direct URL, rather than failing later at the first LISTEN or COPY.
  */
 export async function decidePooling(url: string, directUrl: string | undefined, prepared: PreparedSetting): Promise<PoolerDecision> {
-  const pooler = await isTransactionPooler(url);
+  // A direct URL is given only for a pooler (docs/operations.md): then DATABASE_URL is taken to be one whatever the
+  // probe saw, so a missed probe cannot leave prepared statements on behind it.
+  const pooler = (directUrl !== undefined && directUrl !== url) || (await isTransactionPooler(url));
   if (pooler && !directUrl) {
     throw new ConfigError(
       'DATABASE_URL points at a transaction-mode connection pooler (e.g. PgBouncer with pool_mode=transaction): set ' +

@@ -42,7 +42,7 @@ async function reachable(port: number): Promise<boolean> {
   });
 }
 
-export async function startPgBouncer(opts: { poolSize?: number } = {}): Promise<Bouncer> {
+export async function startPgBouncer(opts: { poolSize?: number; settings?: string[] } = {}): Promise<Bouncer> {
   const pgUrl = new URL(PG_URL);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-pgbouncer-'));
   fs.chmodSync(dir, 0o777); // PgBouncer refuses to run as root: as root it runs as postgres, which writes here
@@ -65,6 +65,7 @@ export async function startPgBouncer(opts: { poolSize?: number } = {}): Promise<
       'max_client_conn = 500',
       `logfile = ${path.join(dir, 'pgbouncer.log')}`,
       `pidfile = ${path.join(dir, 'pgbouncer.pid')}`,
+      ...(opts.settings ?? []),
       '',
     ].join('\n'),
   );

@@ -12,6 +12,7 @@ import { pgbouncerAvailable, startPgBouncer, type Bouncer } from '../helpers/pgb
 import { startBulb, type Proc } from '../helpers/process.ts';
 import { Client } from '../helpers/server.ts';
 import { startReceiver, waitFor, type Receiver } from '../webhooks/receiver.ts';
+import { decidePooling, isTransactionPooler } from '../../src/db/pooler.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const KEY = 'pgbouncer-admin-key-0123456789abcdef';
@@ -125,5 +126,40 @@ describe('behind PgBouncer in transaction mode', { skip: !enabled }, () => {
 
     assert.ok((await pooledTransactions(bouncer, dbName)) - before > 50, 'the work went through PgBouncer');
     assert.equal(await proc.stop(), 0, proc.output());
+  });
+});
+
+describe('telling a transaction pooler from a direct connection', { skip: !enabled }, () => {
+  let tdb: TestDb;
+  let bouncer: Bouncer;
+  before(async () => {
+    tdb = await freshDb('pg');
+    // PgBouncer lending the longest-idle server connection (not the most recently released one, its default).
+    bouncer = await startPgBouncer({ poolSize: 4, settings: ['server_round_robin = 1'] });
+  });
+  after(async () => {
+    await bouncer?.stop();
+    await tdb?.close();
+  });
+
+  it('PgBouncer with server_round_robin and two idle server connections is seen as a pooler, every time (it was missed every time)', async () => {
+    const url = bouncer.url(new URL(tdb.url!).pathname.slice(1));
+    for (let i = 0; i < 5; i++) {
+      // Two server connections opened and left idle: two clients in a transaction at once.
+      const cs = [new pg.Client({ connectionString: url }), new pg.Client({ connectionString: url })];
+      await Promise.all(cs.map((c) => c.connect()));
+      await Promise.all(cs.map((c) => c.query('BEGIN').then(() => c.query('SELECT 1'))));
+      await Promise.all(cs.map((c) => c.query('COMMIT')));
+      await Promise.all(cs.map((c) => c.end()));
+      assert.equal(await isTransactionPooler(url), true, `round ${i}`);
+    }
+    assert.equal(await isTransactionPooler(tdb.url!), false, 'a direct connection is not');
+  });
+
+  it('a BULB_DATABASE_DIRECT_URL other than DATABASE_URL says DATABASE_URL is a pooler: no statement prepared by name', async () => {
+    const d = await decidePooling(tdb.url!, `${tdb.url!}?application_name=direct`, 'auto');
+    assert.deepEqual([d.pooler, d.preparedStatements], [true, false]);
+    const direct = await decidePooling(tdb.url!, undefined, 'auto');
+    assert.deepEqual([direct.pooler, direct.preparedStatements], [false, true]);
   });
 });
