@@ -110,12 +110,20 @@ export type PartitionConfig = RetentionConfig & { partitionDays?: number };
 /** One pass of the job: partitions ahead first (an insert must find its day), then retention. */
 export async function maintainPartitions(db: Db, config: PartitionConfig, log: (message: string) => void, now = new Date()): Promise<RetentionResult & { created: string[] }> {
   const busy: string[] = [];
-  const created = await ensurePartitions(db, now, busy, config.partitionDays);
+  // Retention runs whatever became of the creation; the creation's failure is reported once it has.
+  let created: string[] = [];
+  let failed: { err: unknown } | undefined;
+  try {
+    created = await ensurePartitions(db, now, busy, config.partitionDays);
+  } catch (err) {
+    failed = { err };
+  }
   const r = await runRetention(db, config, now);
   r.busy.push(...busy);
   if (r.busy.length) log(`partitions: ${r.busy.join(', ')} left for the next pass (the table was busy for 2 s)`);
   for (const d of r.dropped) if (d.pendingExpired > 0) log(`retention: ${d.pendingExpired} pending deliveries past BULB_WEBHOOK_RETENTION_DAYS expired with ${d.partition}`);
   for (const d of r.deferred) log(`retention: ${d.partition} kept, ${d.pending} pending deliveries need its events`);
+  if (failed) throw failed.err;
   return { ...r, created };
 }
 

@@ -84,6 +84,14 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
     const referenced = await tx.query<{ t: string }>(
       `SELECT DISTINCT confrelid::regclass::text AS t FROM pg_constraint WHERE contype = 'f' AND conrelid = $1::regclass ORDER BY 1`, [t.table]);
     for (const r of referenced.rows) await tx.query(`LOCK TABLE ${r.t} IN SHARE ROW EXCLUSIVE MODE`);
+    // A range writes may reach now (it has begun, or is about to; or the DEFAULT partition holds rows of it: written
+    // while no partition covered it): the table's writers wait until it is attached (readers do not), then write into
+    // it. Rows committed into DEFAULT between the move below and ATTACH failed the ATTACH (23514) on every pass while
+    // writes went on, which stopped retention too; a writer waiting for DEFAULT's lock failed its own insert. Days
+    // made ahead (the usual case) need no such lock: nothing is written to them yet.
+    const live = range.from.getTime() <= Date.now() + LIVE_MARGIN_MS || (await tx.query<{ any: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM ${t.table}_default WHERE ${t.key} >= $1::timestamptz AND ${t.key} < $2::timestamptz) AS any`, [from, to])).rows[0].any;
+    if (live) await tx.query(`LOCK TABLE ONLY ${t.table} IN SHARE ROW EXCLUSIVE MODE`);
     await tx.query(`CREATE TABLE ${name} (LIKE ${t.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)${t.with ? ` WITH (${t.with})` : ''}`);
     const moved = await tx.query(
       `WITH moved AS (DELETE FROM ${t.table}_default WHERE ${t.key} >= $1::timestamptz AND ${t.key} < $2::timestamptz RETURNING *)
@@ -94,6 +102,9 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
     return moved.rowCount;
   });
 }
+
+/** A range starting within this long is one writes may reach while it is created (createPartition). */
+const LIVE_MARGIN_MS = 3_600_000;
 
 /** The days the DEFAULT partition holds rows of (none, unless no partition covered a day when they were written). */
 export async function daysInDefault(db: Queryable, t: PartitionedTable): Promise<Date[]> {

@@ -4,10 +4,11 @@
 // into its day's partition when the job creates it.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { backends, freshDb, type TestDb } from '../helpers/db.ts';
+import pg from 'pg';
+import { backends, freshDb, hookedDb, type TestDb } from '../helpers/db.ts';
 import { ATTEMPTS, DELIVERIES, EVENTS } from '../../src/partitions/tables.ts';
 import { addDays, createPartition, dayOf, partitionName, partitions, RETIRED_PREFIX } from '../../src/partitions/store.ts';
-import { ensurePartitions, runRetention } from '../../src/partitions/maintain.ts';
+import { ensurePartitions, maintainPartitions, runRetention } from '../../src/partitions/maintain.ts';
 
 const config = { eventRetentionDays: 30, webhookRetentionDays: 30 };
 
@@ -110,6 +111,46 @@ for (const backend of await backends()) {
       assert.ok(r.busy.every((n) => n.startsWith('events_')), 'only the busy table waits');
       const again = await runRetention(tdb.db, config, now);
       assert.ok(again.dropped.some((d) => d.partition === day.name), 'the next pass drops it');
+    });
+
+    it('rows written to the DEFAULT partition while its rows are moved wait for the partition, and land in it (the ATTACH failed on every pass)', { skip: backend === 'pg' ? false : 'PostgreSQL only: two sessions' }, async () => {
+      const base = (await partitions(tdb.db, EVENTS)).filter((p) => p.to !== null && !p.isDefault).at(-1)?.to ?? addDays(new Date(), 400);
+      const day = addDays(dayOf(base), 9);
+      await event(new Date(day.getTime() + 1_000), 'backlog-1');
+      const writer = new pg.Client({ connectionString: tdb.url });
+      await writer.connect();
+      let written: Promise<unknown> | undefined;
+      try {
+        // Between the move and the ATTACH, another process writes an event of that day (an API answering a create).
+        const hooked = hookedDb(tdb.db, {
+          statement: async (sql) => {
+            if (!/^ALTER TABLE events ATTACH PARTITION/.test(sql) || written) return;
+            written = writer.query(
+              `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, created_at)
+               VALUES ('customerCreate', 'Customer', gen_random_uuid(), 'during-move', 'TULIP_API', $1)`, [new Date(day.getTime() + 2_000)]);
+            written.catch(() => {});
+            await new Promise((r) => setTimeout(r, 300)); // it would have landed by now, were it not held
+          },
+        });
+        await createPartition(hooked, EVENTS, { from: day, to: addDays(day, 1) });
+        await written;
+      } finally {
+        await writer.end();
+      }
+      const where = (await q(`SELECT resource_external_id AS x, tableoid::regclass::text AS p FROM events WHERE resource_external_id IN ('backlog-1', 'during-move') ORDER BY 1`)).rows;
+      assert.deepEqual(where, [{ x: 'backlog-1', p: partitionName(EVENTS, day) }, { x: 'during-move', p: partitionName(EVENTS, day) }]);
+    });
+
+    it('a pass whose partition creation fails still runs retention, then reports the failure', async () => {
+      const seen: string[] = [];
+      const failing = hookedDb(tdb.db, {
+        statement: (sql) => {
+          if (/^CREATE TABLE /.test(sql)) throw Object.assign(new Error('creation refused (test)'), { code: '23514' });
+          if (/starts_with\(relname/.test(sql)) seen.push('retention');
+        },
+      });
+      await assert.rejects(maintainPartitions(failing, { ...config, partitionDays: 1 }, () => {}, addDays(new Date(), 900)), /creation refused/);
+      assert.deepEqual(seen, ['retention'], 'retention ran');
     });
 
     it('creating a deliveries partition takes the subscriptions\' lock before the DEFAULT partition\'s, in the order a claim does: no deadlock', { skip: backend === 'pg' ? false : 'PostgreSQL only: two sessions' }, async () => {
