@@ -1,6 +1,6 @@
 // Partition maintenance, one job under src/scheduler.ts (docs/partitioning.md): creates each partitioned table's
 // days ahead, and retention by detaching and dropping whole partitions (no mass DELETE).
-import { sqlState, type Db } from '../db/db.ts';
+import { sqlState, type Db, type Queryable } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
 import { DAYS_AHEAD, DELIVERIES, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
 import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingIn, pendingNeedingEvents, rangeFor, retirePartition, type Partition } from './store.ts';
@@ -86,18 +86,15 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
     const horizon = addDays(now, -t.keepDays(config));
     for (const p of await partitions(db, t)) {
       if (p.isDefault || p.to === null || p.to > horizon) continue;
-      let pendingExpired = 0;
-      if (t === EVENTS) {
-        // The deliveries retired above are out of webhook_deliveries already: they need nothing.
-        const pending = await pendingNeedingEvents(db, p.name);
-        if (pending > 0) {
-          result.deferred.push({ partition: p.name, pending });
-          continue;
-        }
-      } else if (t === DELIVERIES) {
-        pendingExpired = await pendingIn(db, p.name);
-      }
-      if (await orBusy(() => retirePartition(db, t, p.name), p.name, result.busy)) result.dropped.push({ table: t.table, partition: p.name, pendingExpired });
+      const pendingExpired = t === DELIVERIES ? await pendingIn(db, p.name) : 0;
+      // An events partition is kept while a pending delivery needs one of its events (the deliveries retired above are
+      // out of webhook_deliveries already: they need nothing), decided in the detach's transaction (retirePartition).
+      let pending = 0;
+      const keep = t === EVENTS ? async (tx: Queryable) => (pending = await pendingNeedingEvents(tx, p.name)) > 0 : undefined;
+      let retired = false;
+      if (!(await orBusy(async () => (retired = await retirePartition(db, t, p.name, keep)), p.name, result.busy))) continue;
+      if (retired) result.dropped.push({ table: t.table, partition: p.name, pendingExpired });
+      else result.deferred.push({ partition: p.name, pending });
     }
   }
   await dropRetired(db); // this pass's, and any a pass stopped before dropping

@@ -144,13 +144,34 @@ export const RETIRED_PREFIX = 'bulb_retired_';
  * detach and the rename, committed at once. The renamed table is dropped by dropRetired, after the pass has retired
  * every partition due: the removal of its files, whose time follows their size (the filesystem freeing them, 0.4–1 s
  * per GB on the bench machine, BENCHMARKS.md), holds nothing of the parent, and no detach waits behind it.
+ * false: `keep` kept it.
  */
-export async function retirePartition(db: Db, t: PartitionedTable, partition: string): Promise<void> {
-  await db.transaction(async (tx) => {
+export async function retirePartition(db: Db, t: PartitionedTable, partition: string, keep?: (tx: Queryable) => Promise<boolean>): Promise<boolean> {
+  return db.transaction(async (tx) => {
     await tx.query(`SET LOCAL lock_timeout = '2s'`);
+    if (keep) {
+      // `keep` decides under the lock every requeue of stored events takes (requeueGuard), so none commits between it
+      // and the detach: a recover, retry or replay's chunk committed in between left a pending delivery whose event
+      // was gone, leased again and again and never sent.
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [EVENTS_RETIREMENT_LOCK]);
+      if (await keep(tx)) return false;
+    }
     await tx.query(`ALTER TABLE ${t.table} DETACH PARTITION ${partition}`);
     await tx.query(`ALTER TABLE ${partition} RENAME TO ${RETIRED_PREFIX}${partition}`);
+    return true;
   });
+}
+
+/** The advisory lock ordering requeues of stored events (shared) with the retirement of an events partition (exclusive). */
+const EVENTS_RETIREMENT_LOCK = 0x62756c65;
+
+/**
+ * Taken (shared, until commit) by whatever queues deliveries of events already stored (a recover, a manual retry, a
+ * replay's chunk), before it reads them: an events partition being retired is either kept for what it queues, or gone
+ * before it reads (runRetention).
+ */
+export async function requeueGuard(tx: Queryable): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock_shared($1)', [EVENTS_RETIREMENT_LOCK]);
 }
 
 /**

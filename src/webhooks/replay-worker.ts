@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import { withRetry, type Db, type Queryable } from '../db/db.ts';
 import * as store from './replay-store.ts';
 import { WokenWorker } from '../loop.ts';
+import { requeueGuard } from '../partitions/store.ts';
 
 type Log = (msg: string, err?: unknown) => void;
 
@@ -64,6 +65,7 @@ export class ReplayWorker extends WokenWorker {
       await store.markFailed(tx, id, 'the subscription was deleted');
       return 'done';
     }
+    await requeueGuard(tx); // the events it queues stay stored until this commits (src/partitions/store.ts)
     const out = await store.queueChunk(tx, r, this.chunkEvents, this.leaseMs);
     return out.done ? 'done' : 'more';
   }

@@ -4,6 +4,7 @@
 import type { Db, Queryable } from '../db/db.ts';
 import type { AuditHook } from '../audit/record.ts';
 import { ApiError, invalid, notFound } from '../http/errors.ts';
+import { requeueGuard } from '../partitions/store.ts';
 import { iso, isoNN } from '../http/time.ts';
 import { checkHost } from './address.ts';
 import { newSigningSecret } from './signing.ts';
@@ -319,6 +320,7 @@ export function shapeDelivery(d: store.DeliveryRow) {
  */
 export async function retryNow(db: Db, uuid: string) {
   return db.transaction(async (tx) => {
+    await requeueGuard(tx); // its event stays stored until this commits (src/partitions/store.ts)
     const d = await store.findDelivery(tx, uuid);
     if (!d) throw notFound(`delivery "${uuid}" not found`, 'uuid');
     if (d.status === 'cancelled') throw new ApiError('Conflict', 'the delivery was cancelled (its subscription is deleted)', 'status');
@@ -336,6 +338,7 @@ export async function retryNow(db: Db, uuid: string) {
 export async function recover(db: Db, uuid: string, since: string) {
   return db.transaction(async (tx) => {
     const sub = await mustFind(tx, uuid, 'share'); // a delete meanwhile would leave them pending for ever
+    await requeueGuard(tx); // their events stay stored until this commits (src/partitions/store.ts)
     return { requeued: await store.recoverDeliveries(tx, sub.id, since, NO_MORE_RETRIES) };
   });
 }

@@ -444,9 +444,12 @@ export async function retryDelivery(db: Queryable, d: Pick<DeliveryRow, 'id' | '
 
 /** Re-queues every failed delivery of a subscription created since `since`. Returns how many. */
 export async function recoverDeliveries(db: Queryable, subscriptionId: string, since: string, noMoreRetries: number): Promise<number> {
+  // Only those whose event is still stored (past BULB_EVENT_RETENTION_DAYS it is gone: queued, the delivery stayed
+  // pending for ever, leased again and again and never sent). The caller holds requeueGuard.
   const r = await db.query(
-    `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = clock_timestamp(), schedule_pos = $3, updated_at = clock_timestamp()
-     WHERE subscription_id = $1 AND status = 'failed' AND created_at >= $2`,
+    `UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = clock_timestamp(), schedule_pos = $3, updated_at = clock_timestamp()
+     WHERE d.subscription_id = $1 AND d.status = 'failed' AND d.created_at >= $2
+       AND EXISTS (SELECT 1 FROM events e WHERE ${eventOfDelivery('d', 'e')})`,
     [subscriptionId, since, noMoreRetries],
   );
   if (r.rowCount > 0) await notifyWorkers(db);

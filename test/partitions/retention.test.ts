@@ -7,8 +7,9 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { backends, freshDb, hookedDb, type TestDb } from '../helpers/db.ts';
 import { ATTEMPTS, DELIVERIES, EVENTS } from '../../src/partitions/tables.ts';
-import { addDays, createPartition, dayOf, partitionName, partitions, RETIRED_PREFIX } from '../../src/partitions/store.ts';
+import { addDays, createPartition, dayOf, partitionName, partitions, requeueGuard, RETIRED_PREFIX } from '../../src/partitions/store.ts';
 import { ensurePartitions, maintainPartitions, runRetention } from '../../src/partitions/maintain.ts';
+import { recover, retryNow } from '../../src/webhooks/service.ts';
 
 const config = { eventRetentionDays: 30, webhookRetentionDays: 30 };
 
@@ -139,6 +140,57 @@ for (const backend of await backends()) {
       }
       const where = (await q(`SELECT resource_external_id AS x, tableoid::regclass::text AS p FROM events WHERE resource_external_id IN ('backlog-1', 'during-move') ORDER BY 1`)).rows;
       assert.deepEqual(where, [{ x: 'backlog-1', p: partitionName(EVENTS, day) }, { x: 'during-move', p: partitionName(EVENTS, day) }]);
+    });
+
+    it('an events partition is kept for a delivery requeued while retention decides (recover, retry, replay hold requeueGuard)', { skip: backend === 'pg' ? false : 'PostgreSQL only: two sessions' }, async () => {
+      // A day of events of its own, after every partition there, with a failed delivery; retention runs 60 days later.
+      const last = (await partitions(tdb.db, EVENTS)).filter((p) => p.to !== null && !p.isDefault).map((p) => p.to!.getTime());
+      const day = addDays(dayOf(new Date(Math.max(Date.now(), ...last))), 30);
+      await createPartition(tdb.db, EVENTS, { from: day, to: addDays(day, 1) });
+      const sub = (await q(`INSERT INTO webhook_subscriptions (url, event_types, signing_secret) VALUES ('https://example.com/h', ARRAY['customerCreate'], 'whsec_x') RETURNING id`)).rows[0].id;
+      const ev = await event(new Date(day.getTime() + 5_000), 'requeued-late');
+      await delivery(ev, sub, addDays(day, 59), 'failed'); // a replay's, recent when retention runs
+      const recoverer = new pg.Client({ connectionString: tdb.url });
+      await recoverer.connect();
+      let retention: Promise<Awaited<ReturnType<typeof runRetention>>> | undefined;
+      try {
+        // A recover: under the guard, the failed delivery queued again; retention starts meanwhile and must wait.
+        await recoverer.query('BEGIN');
+        await requeueGuard({ query: (sql: string, p?: unknown[]) => recoverer.query(sql, p as any[]) as any, exec: async () => {} });
+        await recoverer.query(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now() WHERE event_id = $1`, [ev]);
+        retention = runRetention(tdb.db, { eventRetentionDays: 30, webhookRetentionDays: 30 }, addDays(day, 60));
+        retention.catch(() => {});
+        for (let i = 0; ; i++) {
+          const w = await q(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`);
+          if (w.rows.length > 0) break;
+          assert.ok(i < 300, 'retention never waited for the requeue');
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        await recoverer.query('COMMIT');
+      } finally {
+        await recoverer.query('ROLLBACK').catch(() => {});
+        await recoverer.end();
+      }
+      const r = await retention!;
+      const name = partitionName(EVENTS, day);
+      assert.ok(r.deferred.some((d) => d.partition === name && d.pending === 1), JSON.stringify(r));
+      assert.equal((await q(`SELECT count(*)::int AS n FROM events WHERE id = $1`, [ev])).rows[0].n, 1, 'its event is still there');
+      await q(`UPDATE webhook_deliveries SET status = 'delivered', next_attempt_at = NULL WHERE event_id = $1`, [ev]);
+    });
+
+    it('recover and retry leave a failed delivery whose event is past retention as it is (queued, it stayed pending for ever)', async () => {
+      const subRow = (await q(`INSERT INTO webhook_subscriptions (url, event_types, signing_secret) VALUES ('https://example.com/h', ARRAY['customerCreate'], 'whsec_x') RETURNING id, uuid`)).rows[0];
+      const gone = await event(new Date(), 'gone-event');
+      const kept = await event(new Date(), 'kept-event');
+      for (const ev of [gone, kept]) await delivery(ev, subRow.id, new Date(), 'failed');
+      const goneUuid = (await q(`SELECT uuid FROM webhook_deliveries WHERE event_id = $1`, [gone])).rows[0].uuid;
+      await q(`DELETE FROM events WHERE id = $1`, [gone]); // as if its partition had been retired
+      const out = await recover(tdb.db, subRow.uuid, addDays(new Date(), -1).toISOString());
+      assert.deepEqual(out, { requeued: 1 }, 'only the one whose event is stored');
+      const states = (await q(`SELECT event_id, status FROM webhook_deliveries WHERE event_id = ANY($1::bigint[]) ORDER BY event_id`, [[gone, kept]])).rows;
+      assert.deepEqual(states.map((r: any) => r.status), ['failed', 'pending']);
+      await assert.rejects(retryNow(tdb.db, goneUuid), (e: any) => e.status === 404);
+      await q(`UPDATE webhook_deliveries SET status = 'delivered', next_attempt_at = NULL WHERE event_id = $1`, [kept]);
     });
 
     it('a pass whose partition creation fails still runs retention, then reports the failure', async () => {
