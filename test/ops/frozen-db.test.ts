@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { freshDb, hookedDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { describeEachDb } from '../helpers/suite.ts';
-import { PgDb } from '../../src/db/pg.ts';
+import { PgDb, type PgDbOptions } from '../../src/db/pg.ts';
 import type { Db } from '../../src/db/db.ts';
 import { READY_DEADLINE_MS } from '../../src/http/app.ts';
 import { refreshDuplicates } from '../../src/crm/duplicates/refresh.ts';
@@ -51,77 +51,62 @@ async function freezableProxy(target: URL) {
 
 const hasPg = await postgresAvailable();
 
-describe('a frozen PostgreSQL [pg]', { skip: hasPg ? false : 'no PostgreSQL server' }, () => {
-  let tdb: TestDb;
-  let proxy: Awaited<ReturnType<typeof freezableProxy>>;
-  let db: PgDb;
-  let srv: TestServer;
+/** A test database, a server reaching it through a freezable proxy (its pool: `poolSize`, `opts`), for one describe. */
+function behindProxy(poolSize: number, opts: PgDbOptions = {}) {
+  const ctx = {} as { tdb: TestDb; proxy: Awaited<ReturnType<typeof freezableProxy>>; db: PgDb; srv: TestServer };
   before(async () => {
-    tdb = await freshDb('pg');
-    proxy = await freezableProxy(new URL(tdb.url!));
-    const url = new URL(tdb.url!);
-    url.host = `127.0.0.1:${proxy.port}`;
-    db = new PgDb(url.toString(), 4);
-    srv = await startServer(db);
+    ctx.tdb = await freshDb('pg');
+    ctx.proxy = await freezableProxy(new URL(ctx.tdb.url!));
+    const url = new URL(ctx.tdb.url!);
+    url.host = `127.0.0.1:${ctx.proxy.port}`;
+    ctx.db = new PgDb(url.toString(), poolSize, opts);
+    ctx.srv = await startServer(ctx.db);
   });
   after(async () => {
-    proxy.thaw();
-    await srv?.close();
-    await db?.close();
-    proxy?.close();
-    await tdb?.close();
+    ctx.proxy?.thaw();
+    await ctx.srv?.close();
+    await ctx.db?.close();
+    ctx.proxy?.close();
+    await ctx.tdb?.close();
   });
+  return ctx;
+}
+
+describe('a frozen PostgreSQL [pg]', { skip: hasPg ? false : 'no PostgreSQL server' }, () => {
+  const ctx = behindProxy(4);
 
   it('GET /ready answers 503 within its deadline while the database answers nothing, 200 once it does again', async () => {
-    assert.equal((await fetch(`${srv.url}/ready`)).status, 200);
-    proxy.freeze();
-    const r = await fetch(`${srv.url}/ready`, { signal: AbortSignal.timeout(READY_DEADLINE_MS * 10) });
+    assert.equal((await fetch(`${ctx.srv.url}/ready`)).status, 200);
+    ctx.proxy.freeze();
+    const r = await fetch(`${ctx.srv.url}/ready`, { signal: AbortSignal.timeout(READY_DEADLINE_MS * 10) });
     assert.equal(r.status, 503);
     const body = (await r.json()) as any;
     assert.equal(body.errors[0].errorCode, 'ServiceUnavailable');
     assert.match(body.errors[0].message, /did not answer within/);
-    proxy.thaw();
+    ctx.proxy.thaw();
     let again = 0;
-    for (let i = 0; i < 100 && again !== 200; i++) again = (await fetch(`${srv.url}/ready`)).status;
+    for (let i = 0; i < 100 && again !== 200; i++) again = (await fetch(`${ctx.srv.url}/ready`)).status;
     assert.equal(again, 200);
   });
 });
 
 describe('a PostgreSQL gone silent, then failed over [pg]', { skip: hasPg ? false : 'no PostgreSQL server' }, () => {
-  let tdb: TestDb;
-  let proxy: Awaited<ReturnType<typeof freezableProxy>>;
-  let db: PgDb;
-  let srv: TestServer;
-  before(async () => {
-    tdb = await freshDb('pg');
-    proxy = await freezableProxy(new URL(tdb.url!));
-    const url = new URL(tdb.url!);
-    url.host = `127.0.0.1:${proxy.port}`;
-    db = new PgDb(url.toString(), 2, { statementDeadlineMs: 1_500 });
-    srv = await startServer(db);
-  });
-  after(async () => {
-    proxy.thaw();
-    await srv?.close();
-    await db?.close();
-    proxy?.close();
-    await tdb?.close();
-  });
+  const ctx = behindProxy(2, { statementDeadlineMs: 1_500 });
 
   it('a request on a connection that no longer answers is a 503 after the statement deadline, and the pool reconnects', async () => {
-    const list = () => fetch(`${srv.url}/api/2026-11/crm/customers`, { headers: { authorization: `Bearer ${srv.api.token}` }, signal: AbortSignal.timeout(30_000) });
-    assert.equal((await srv.api.post('/crm/customers', { externalId: 'silent-1' })).status, 201);
+    const list = () => fetch(`${ctx.srv.url}/api/2026-11/crm/customers`, { headers: { authorization: `Bearer ${ctx.srv.api.token}` }, signal: AbortSignal.timeout(30_000) });
+    assert.equal((await ctx.srv.api.post('/crm/customers', { externalId: 'silent-1' })).status, 201);
     assert.equal((await list()).status, 200);
-    proxy.freeze();
+    ctx.proxy.freeze();
     // Without the deadline this request waited for the server as long as TCP would (~15 min): aborted here at 30 s.
     const r = await list();
     assert.equal(r.status, 503);
     assert.equal(((await r.json()) as any).errors[0].errorCode, 'ServiceUnavailable');
-    proxy.failover();
+    ctx.proxy.failover();
     let status = 0;
     for (let i = 0; i < 20 && status !== 200; i++) status = (await list()).status;
     assert.equal(status, 200, 'served again over a new connection while the old ones stay frozen');
-    assert.equal((await srv.api.get('/crm/customers/silent-1')).status, 200);
+    assert.equal((await ctx.srv.api.get('/crm/customers/silent-1')).status, 200);
   });
 });
 
