@@ -211,6 +211,44 @@ await describeEachDb('customers', (ctx) => {
     }
   });
 
+  it('a sync filtered by email, and an incremental export resumed from the latest updatedAt it served (or its X-Bulb-Resume-Since), never pass a customer a running transaction wrote', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
+    const email = 'same@hze.example';
+    await api().post('/crm/customers', { externalId: 'hze-old', firstName: 'Old', emails: [{ email }] });
+    const start = (await api().get('/crm/customers?externalId=hze-old')).body.data[0].updatedAt;
+    const exportSince = async (since: string) => {
+      const r = await fetch(`${ctx.srv.url}/api/2026-11/crm/customers/export?status=all&updatedSince=${encodeURIComponent(since)}`, { headers: { authorization: `Bearer ${ctx.srv.api.token}` } });
+      assert.equal(r.status, 200);
+      const rows = (await r.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((c) => c.externalId.startsWith('hze-'));
+      return { rows, resumeSince: r.headers.get('x-bulb-resume-since')! };
+    };
+    const chunk = new pg.Client({ connectionString: ctx.tdb.url });
+    await chunk.connect();
+    try {
+      // An import's chunk writes a customer with that email, and commits after a single write beside it.
+      await chunk.query('BEGIN');
+      await chunk.query(`INSERT INTO customers (external_id, first_name, emails, email_keys) VALUES ('hze-chunk', 'Chunk', $1::jsonb, ARRAY[$2])`,
+        [JSON.stringify([{ email }]), email]);
+      assert.equal((await api().post('/crm/customers', { externalId: 'hze-single', firstName: 'Single', emails: [{ email }] })).status, 201);
+      const sync1 = (await api().get(`/crm/customers?email=${email}&updatedSince=${encodeURIComponent(start)}&limit=250`)).body.data;
+      assert.ok(!sync1.some((c: any) => c.externalId === 'hze-single'), 'the email sync did not pass the running write');
+      const exp1 = await exportSince(start);
+      assert.ok(!exp1.rows.some((c) => c.externalId === 'hze-single'), 'the incremental export did not pass the running write');
+      assert.ok(exp1.resumeSince <= new Date().toISOString() && exp1.resumeSince >= start, exp1.resumeSince);
+      await chunk.query('COMMIT');
+      // Resumed from the latest updatedAt each served, or from the export's header: both customers come.
+      const last = (rows: any[]) => rows.map((c) => c.updatedAt).sort().at(-1) ?? start;
+      const sync2 = (await api().get(`/crm/customers?email=${email}&updatedSince=${encodeURIComponent(last(sync1))}&limit=250`)).body.data.map((c: any) => c.externalId);
+      for (const from of [last(exp1.rows), exp1.resumeSince]) {
+        const exp2 = (await exportSince(from)).rows.map((c) => c.externalId);
+        for (const x of ['hze-chunk', 'hze-single']) assert.ok(exp2.includes(x), `${x} in the export resumed from ${from}: ${exp2.join(',')}`);
+      }
+      for (const x of ['hze-chunk', 'hze-single']) assert.ok(sync2.includes(x), `${x} in the resumed email sync: ${sync2.join(',')}`);
+    } finally {
+      await chunk.query('ROLLBACK').catch(() => {});
+      await chunk.end();
+    }
+  });
+
   it('a search term\'s pages, a customer\'s attached list and the associates list never pass a row a running transaction wrote', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
     const owner = (await api().post('/crm/customers', { externalId: 'hzw-owner', firstName: 'Owner' })).body;
     const chunk = new pg.Client({ connectionString: ctx.tdb.url });

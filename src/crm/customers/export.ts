@@ -14,6 +14,8 @@ import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { StringEnum } from '../../http/schema.ts';
 import { customerJsonSql } from './wire.ts';
+import { writeHorizon } from '../../db/write-horizon.ts';
+import { iso } from '../../http/time.ts';
 
 export const ExportQuery = Type.Object(
   {
@@ -24,8 +26,13 @@ export const ExportQuery = Type.Object(
 );
 export type ExportQueryT = Static<typeof ExportQuery>;
 
-/** The export's query: one JSON text per customer, keys in the order of GET /crm/customers/{id}. */
-export function exportSql(q: ExportQueryT): { sql: string; params: unknown[] } {
+/**
+ * The export's query: one JSON text per customer, keys in the order of GET /crm/customers/{id}. With updatedSince
+ * (an incremental export, resumed from the latest updatedAt it served) only customers written before `horizon`
+ * (src/db/write-horizon.ts): one a transaction running at the export's start writes commits later with an earlier
+ * updatedAt than those served, and the next export's updatedSince passed it (thousands lost beside an import).
+ */
+export function exportSql(q: ExportQueryT, horizon: string | null = null): { sql: string; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
   if ((q.status ?? 'active') !== 'all') {
@@ -35,6 +42,10 @@ export function exportSql(q: ExportQueryT): { sql: string; params: unknown[] } {
   if (q.updatedSince !== undefined) {
     params.push(q.updatedSince);
     where.push(`c.updated_at >= $${params.length}::timestamptz`);
+    if (horizon !== null) {
+      params.push(horizon);
+      where.push(`c.updated_at < $${params.length}::timestamptz`);
+    }
   }
   const sql = `SELECT ${customerJsonSql('c', 'm')}::text AS j
     FROM customers c LEFT JOIN customers m ON m.id = c.merged_into
@@ -48,10 +59,15 @@ export function exportSql(q: ExportQueryT): { sql: string; params: unknown[] } {
  * export): PostgreSQL streams it with COPY on a connection of its own, PGlite through a cursor. Errors
  * before that reject (the caller answers an error status); later ones cut the response off.
  */
-export async function openExport(db: Db, q: ExportQueryT): Promise<Readable> {
-  const { sql, params } = exportSql(q);
-  if (db instanceof PgDb) return openCopyExport(db.sessionUrl, sql.replace(/\$(\d+)/g, (_, i) => pg.escapeLiteral(String(params[Number(i) - 1]))));
-  return openCursorExport(db, sql, params);
+export async function openExport(db: Db, q: ExportQueryT): Promise<{ stream: Readable; resumeSince: string }> {
+  // Before the export's snapshot (its statement must see every writer that committed after this one).
+  const horizon = await writeHorizon(db);
+  const resumeSince = iso(horizon ?? (await db.query<{ at: string }>('SELECT clock_timestamp()::text AS at')).rows[0].at)!;
+  const { sql, params } = exportSql(q, horizon);
+  const stream = db instanceof PgDb
+    ? await openCopyExport(db.sessionUrl, sql.replace(/\$(\d+)/g, (_, i) => pg.escapeLiteral(String(params[Number(i) - 1]))))
+    : await openCursorExport(db, sql, params);
+  return { stream, resumeSince };
 }
 
 /** True when Accept-Encoding allows gzip (q > 0), explicitly or through `*`. */
@@ -77,8 +93,10 @@ export function exportRoutes(s: Services): RouteDef[] {
       summary: 'Export every matching customer as NDJSON (application/x-ndjson, one Customer per line) from one consistent snapshot; gzip when accepted',
       schema: { querystring: ExportQuery, response: { 200: Type.String({ description: 'NDJSON: one Customer (the Customer schema) per line', contentMediaType: 'application/x-ndjson' }) } },
       handler: async (req, reply) => {
-        const stream = await openExport(s.db, req.query as ExportQueryT);
+        const { stream, resumeSince } = await openExport(s.db, req.query as ExportQueryT);
         reply.header('content-type', 'application/x-ndjson; charset=utf-8').header('vary', 'Accept-Encoding').header('cache-control', 'no-store');
+        // Where the next export resumes (updatedSince) to miss nothing: every customer written before it is in this one.
+        reply.header('x-bulb-resume-since', resumeSince);
         if (req.method === 'HEAD') {
           stream.destroy(); // Fastify would read a HEAD's stream to the end: a whole export for nothing
           return '';

@@ -139,7 +139,8 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
   // email) finds the few customers that match as they stand: no walk, and the horizon's statement was a third of the
   // cost of an email lookup (bench/lookups.ts: 1.26 → 0.86 × the floor). A term matches many (`q=ann`), and its pages
   // missed customers created beside the walk (2–6 in a probe, 2026-11-28).
-  const lookup = q.externalId !== undefined || q.email !== undefined;
+  // With updatedSince it is a sync whatever else it filters by: its client resumes from the latest updatedAt it saw.
+  const lookup = (q.externalId !== undefined || q.email !== undefined) && q.updatedSince === undefined;
   const horizon = lookup ? null : await writeHorizon(db);
   const where: string[] = [];
   const params: unknown[] = [];
