@@ -108,14 +108,17 @@ describe('rate cap across worker processes [pg]', { skip: !hasPg }, () => {
     const gaps = times.slice(1).map((t, i) => `${Math.round(t - times[i])}${'ab'[[...pids].indexOf(who[i + 1])] ?? '?'}`);
     console.log(`# gaps (ms), each with its sender: ${gaps.join(' ')}`);
     console.log(`# rate cap ${RATE}/s, two workers: most in any 1 s window ${most}, drain ${rate.toFixed(2)}/s over ${times.length} requests; senders ${[...pids].filter((p) => p !== 0).join(', ')}`);
-    // Slots are 1/RATE apart across both processes, so a window holds RATE of them (+1: both ends); a send never goes
-    // later than half a slot after its own (src/webhooks/slots.ts), so the receiver sees no more either.
-    assert.ok(most <= RATE + 1, `${most} requests within one second (cap ${RATE}, +1 for both ends of a window)`);
+    // Slots are 1/RATE apart across both processes, so a window holds RATE of them (+1: both ends); a send never starts
+    // later than half a slot after its own (src/webhooks/slots.ts). Counted where Bulb sends (each attempt's start as
+    // logged): at the receiver, the two workers' first connections (opened as the drain starts) on a loaded machine
+    // once brought two requests 10 ms apart (22 in a window; CI, 2026-11-28), which no slot decides.
+    const starts = (await tdb.db.query(`SELECT (extract(epoch FROM started_at) * 1000)::float8 AS t FROM webhook_attempts ORDER BY started_at`)).rows.map((r: any) => Number(r.t));
+    const mostStarts = mostInWindow(starts, 1000);
+    console.log(`# most attempt starts (as logged) in any 1 s window: ${mostStarts}; gaps ${starts.slice(1).map((t, i) => Math.round(t - starts[i])).join(' ')}`);
+    assert.ok(mostStarts <= RATE + 1, `${mostStarts} attempts started within one second (cap ${RATE}, +1 for both ends of a window); at the receiver ${most}`);
     assert.ok(rate <= RATE * 1.1 && rate >= RATE * 0.9, `drained at ${rate.toFixed(2)}/s, not within 10 % of the cap of ${RATE}`);
     const childPids = new Set(children.map((c) => c.proc.pid!));
     assert.equal([...pids].filter((p) => childPids.has(p)).length, 2, `both worker processes sent (connections from ${[...pids].join(', ')}; workers ${[...childPids].join(', ')})`);
-    const starts = (await tdb.db.query(`SELECT (extract(epoch FROM started_at) * 1000)::float8 AS t FROM webhook_attempts ORDER BY started_at`)).rows.map((r: any) => Number(r.t));
-    console.log(`# most attempt starts (as logged) in any 1 s window: ${mostInWindow(starts, 1000)}; gaps ${starts.slice(1).map((t, i) => Math.round(t - starts[i])).join(' ')}`);
     const delivered = (await tdb.db.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivered'`)).rows[0].n;
     assert.equal(delivered, BACKLOG);
   });
