@@ -14,13 +14,25 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
 const SET_UTC = "SET TimeZone TO 'UTC'";
 const CONNECT_TIMEOUT_MS = 10_000;
 
+/**
+ * What a connection runs as it connects: UTC, and for the pool's clients (only they have a statement deadline,
+ * `query_timeout`) a server-side statement_timeout just under it: a statement waiting on a healthy server (a lock
+ * held for minutes) is cancelled by the server itself, not left behind by the client closing its connection (each
+ * such backend went on waiting, and the pool opened new connections beside them). Behind a transaction pooler the
+ * setting stays with whichever server connection ran it: best effort there; the client's deadline still holds.
+ */
+function setupSql(c: pg.Client): string {
+  const deadline = (c as unknown as { connectionParameters?: { query_timeout?: number } }).connectionParameters?.query_timeout;
+  return deadline ? `${SET_UTC}; SET statement_timeout = ${Math.max(1, deadline - 500)}` : SET_UTC;
+}
+
 /** A client that sets the session's TimeZone as part of connecting, before anyone can send it a query. */
 class UtcClient extends pg.Client {
   // node-postgres's pool calls connect(callback); everyone else awaits connect().
   connect(): Promise<pg.Client>;
   connect(callback: (err: Error | null, c?: pg.Client) => void): void;
   connect(callback?: (err: Error | null, c?: pg.Client) => void): Promise<pg.Client> | void {
-    const ready = super.connect().then(() => this.query(SET_UTC)).then(() => this as pg.Client);
+    const ready = super.connect().then(() => this.query(setupSql(this))).then(() => this as pg.Client);
     if (!callback) return ready;
     ready.then((c) => callback(null, c), (err) => callback(err));
   }

@@ -21,11 +21,21 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 const PG_MESSAGES = [
   /^Connection terminated/, /^timeout exceeded when trying to connect/, /^Client has encountered a connection error/, /^Connection ended/,
   /^This socket has been ended by the other party/,
-  /^Query read timeout$/, // past BULB_DATABASE_STATEMENT_DEADLINE_MS: the connection is closed (pg.ts closeSocket)
 ];
+
+/**
+ * A statement past BULB_DATABASE_STATEMENT_DEADLINE_MS: cancelled by the server (57014, its statement_timeout) or given
+ * up by the client, which closed the connection (node-postgres's query_timeout; pg.ts closeSocket). Also 503.
+ */
+export function statementDeadlinePassed(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  if ((err as { code?: unknown }).code === '57014' && 'severity' in err) return true;
+  return (err as { message?: unknown }).message === 'Query read timeout';
+}
 
 export function databaseUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
+  if (statementDeadlinePassed(err)) return true;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
     if ('severity' in err) return code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code); // a server's ErrorResponse

@@ -1,6 +1,6 @@
 // The one error shape of SPEC §3, and the mapping of every failure (ours and Fastify's) onto it.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { databaseUnavailable } from '../db/unavailable.ts';
+import { databaseUnavailable, statementDeadlinePassed } from '../db/unavailable.ts';
 
 export interface ErrorEntry {
   message: string;
@@ -143,6 +143,9 @@ export function toApiError(err: unknown): { status: number; entries: ErrorEntry[
       return simple('InvalidParameterError', `a path segment is longer than ${MAX_PARAM_LENGTH} UTF-16 code units`, 400);
   }
   if (e instanceof SyntaxError || (e as any)?.name === 'SyntaxError') return simple('InvalidJson', 'request body is not valid JSON');
+  if (statementDeadlinePassed(e)) {
+    return { ...simple('ServiceUnavailable', 'the database did not answer within the statement deadline (BULB_DATABASE_STATEMENT_DEADLINE_MS): it is overloaded, waiting on a lock, unreachable or failing over; retry shortly'), headers: { 'retry-after': '1' } };
+  }
   if (databaseUnavailable(e)) {
     return { ...simple('ServiceUnavailable', 'the database is unavailable (restarting or failing over); retry shortly'), headers: { 'retry-after': '1' } };
   }

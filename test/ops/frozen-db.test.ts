@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
+import pg from 'pg';
 import { after, before, describe, it } from 'node:test';
 import { freshDb, hookedDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -107,6 +108,30 @@ describe('a PostgreSQL gone silent, then failed over [pg]', { skip: hasPg ? fals
     for (let i = 0; i < 20 && status !== 200; i++) status = (await list()).status;
     assert.equal(status, 200, 'served again over a new connection while the old ones stay frozen');
     assert.equal((await ctx.srv.api.get('/crm/customers/silent-1')).status, 200);
+  });
+});
+
+describe('a statement waiting on a healthy server past the deadline [pg]', { skip: hasPg ? false : 'no PostgreSQL server' }, () => {
+  const ctx = behindProxy(2, { statementDeadlineMs: 1_500 });
+
+  it('is cancelled by the server itself (503 naming the deadline), leaving no backend waiting behind', async () => {
+    assert.equal((await ctx.srv.api.post('/crm/customers', { externalId: 'held-1' })).status, 201);
+    const holder = new pg.Client({ connectionString: ctx.tdb.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM customers WHERE external_id = 'held-1' FOR UPDATE`);
+      const r = await ctx.srv.api.patch('/crm/customers/held-1', { firstName: 'Late' });
+      assert.equal(r.status, 503, r.text);
+      assert.match(r.body.errors[0].message, /did not answer within the statement deadline/);
+      // The server cancelled it (statement_timeout): no backend of the API still waits for the lock.
+      const waiting = await holder.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      assert.equal(waiting.rows[0].n, 0);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
+    }
+    assert.equal((await ctx.srv.api.patch('/crm/customers/held-1', { firstName: 'Now' })).status, 200, 'served once the lock is gone');
   });
 });
 
