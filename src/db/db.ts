@@ -18,7 +18,7 @@ export interface Queryable {
 export interface Db extends Queryable {
   readonly kind: 'pg' | 'pglite';
   /** Runs fn in one transaction; commits if it resolves, rolls back if it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions): Promise<T>;
   /**
    * Runs fn on one connection of its own, outside any transaction (each statement commits by itself): for
    * session-level locks and statements that refuse to run in a transaction (CREATE INDEX CONCURRENTLY).
@@ -66,11 +66,19 @@ export function sqlState(err: unknown): string | undefined {
     : undefined;
 }
 
+export interface TransactionOptions {
+  /**
+   * No statement deadline (BULB_DATABASE_STATEMENT_DEADLINE_MS): for maintenance whose statements may rightly run for
+   * minutes on a large database (migrations, partition maintenance), which a deadline would fail for ever.
+   */
+  unbounded?: boolean;
+}
+
 /** Runs a transaction, retrying serialization failures and deadlocks a few times. */
-export async function withRetry<T>(db: Db, fn: (tx: Queryable) => Promise<T>, attempts = 5): Promise<T> {
+export async function withRetry<T>(db: Db, fn: (tx: Queryable) => Promise<T>, attempts = 5, opts?: TransactionOptions): Promise<T> {
   for (let i = 1; ; i++) {
     try {
-      return await db.transaction(fn);
+      return await db.transaction(fn, opts);
     } catch (err) {
       if (i >= attempts || !RETRYABLE_SQLSTATES.has(sqlState(err) ?? '')) throw err;
       await new Promise((r) => setTimeout(r, Math.random() * 20 * i));

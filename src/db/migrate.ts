@@ -62,7 +62,7 @@ export async function migrate(db: Db, through = Infinity): Promise<string[]> {
             await tx.exec(m.sql);
             await record(tx, m);
           }
-        });
+        }, 5, { unbounded: true }); // a migration rewriting a large table may take minutes: no statement deadline
       }
       return todo.map((m) => m.name);
     } finally {

@@ -1,6 +1,6 @@
 // Db over a PostgreSQL server (node-postgres pool plus one dedicated LISTEN connection).
 import pg from 'pg';
-import type { Db, Queryable, QueryResult } from './db.ts';
+import type { Db, Queryable, QueryResult, TransactionOptions } from './db.ts';
 
 // Timestamps and bigints come back as strings; the code formats them itself.
 pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => v);
@@ -82,9 +82,15 @@ interface Sub {
   onLost?: () => void;
 }
 
+/** A statement of an unbounded transaction: node-postgres's query_timeout as long as a timer can be (24.8 days). */
+const NO_DEADLINE = 2_147_483_647;
+
 /** A named query is parsed and planned once per connection (node-postgres keeps the prepared statement). */
-const config = (text: string, values: unknown[] | undefined, name: string | undefined): pg.QueryConfig =>
-  name ? { name, text, values: values as any[] } : { text, values: values as any[] };
+const config = (text: string, values: unknown[] | undefined, name: string | undefined, unbounded = false): pg.QueryConfig => {
+  const c: pg.QueryConfig & { query_timeout?: number } = name ? { name, text, values: values as any[] } : { text, values: values as any[] };
+  if (unbounded) c.query_timeout = NO_DEADLINE;
+  return c;
+};
 
 /**
  * The same, as the Query node-postgres would build from that config: built from the text (node-postgres copies a
@@ -97,14 +103,14 @@ function query(text: string, values: unknown[] | undefined, name: string | undef
 }
 
 /** Queries on one connection of its own (a pooled client checked out, or a client outside the pool). */
-export function onClient(client: pg.ClientBase, prepared = true): Queryable {
+export function onClient(client: pg.ClientBase, prepared = true, unbounded = false): Queryable {
   return {
     async query<R>(sql: string, params?: unknown[], name?: string) {
-      const r = await client.query(config(sql, params, prepared ? name : undefined));
+      const r = await client.query(config(sql, params, prepared ? name : undefined, unbounded));
       return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
     },
     async exec(sql: string) {
-      await client.query(sql);
+      await client.query(config(sql, undefined, undefined, unbounded));
     },
   };
 }
@@ -149,18 +155,20 @@ export class PgDb implements Db {
     await this.pool.query(sql);
   }
 
-  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
     const client = await this.pool.connect();
     let broken = false;
     // A checked-out client has no listener of the pool's: a connection cut between two statements (a failover, a
     // network partition) would be an unhandled 'error' event, which ends the process. The next query fails instead.
     const onError = () => (broken = true);
     client.on('error', onError);
-    const tx = onClient(client, this.preparedStatements);
+    const unbounded = opts.unbounded === true;
+    const tx = onClient(client, this.preparedStatements, unbounded);
     try {
-      await client.query('BEGIN');
+      await tx.exec('BEGIN');
+      if (unbounded) await tx.exec('SET LOCAL statement_timeout = 0'); // the connection's is the deadline's (setupSql)
       const out = await fn(tx);
-      await client.query('COMMIT');
+      await tx.exec('COMMIT');
       return out;
     } catch (err) {
       if (pastDeadline(err)) {

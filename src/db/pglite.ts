@@ -2,7 +2,7 @@
 // PostgreSQL never blocks the event loop serving HTTP and delivering webhooks. Each call is one message;
 // PGlite serialises queries and transactions itself, as it did in process.
 import { Worker } from 'node:worker_threads';
-import type { Db, Queryable, QueryResult } from './db.ts';
+import type { Db, Queryable, QueryResult, TransactionOptions } from './db.ts';
 import type { Request, WorkerInit } from './pglite-worker.ts';
 
 type Pending = { resolve: (v: any) => void; reject: (e: Error) => void };
@@ -83,7 +83,7 @@ export class PgliteDb implements Db {
     return this.call({ op: 'exec', sql });
   }
 
-  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>, _opts?: TransactionOptions): Promise<T> {
     const tx = await this.call<number>({ op: 'begin' });
     const q: Queryable = {
       query: <R>(sql: string, params?: unknown[], name?: string) => this.call<QueryResult<R>>({ op: 'query', sql, params, name, tx }),

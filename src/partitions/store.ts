@@ -3,6 +3,9 @@
 import { sqlState, type Db, type Queryable } from '../db/db.ts';
 import type { PartitionedTable } from './tables.ts';
 
+/** Partition maintenance moves a backlog and removes whole days' files: no statement deadline (its locks wait 2 s at most). */
+const UNBOUNDED = { unbounded: true } as const;
+
 export interface Partition {
   name: string;
   /** null: MINVALUE (the legacy partition) or the DEFAULT partition. */
@@ -100,7 +103,7 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
     );
     await tx.query(`ALTER TABLE ${t.table} ATTACH PARTITION ${name} FOR VALUES FROM ('${from}') TO ('${to}')`);
     return moved.rowCount;
-  });
+  }, UNBOUNDED);
 }
 
 /** A range starting within this long is one writes may reach while it is created (createPartition). */
@@ -159,7 +162,7 @@ export async function retirePartition(db: Db, t: PartitionedTable, partition: st
     await tx.query(`ALTER TABLE ${t.table} DETACH PARTITION ${partition}`);
     await tx.query(`ALTER TABLE ${partition} RENAME TO ${RETIRED_PREFIX}${partition}`);
     return true;
-  });
+  }, UNBOUNDED);
 }
 
 /** The advisory lock ordering requeues of stored events (shared) with the retirement of an events partition (exclusive). */
@@ -195,7 +198,7 @@ async function dropTable(db: Db, name: string): Promise<boolean> {
     await db.transaction(async (tx) => {
       await tx.query(`SET LOCAL lock_timeout = '2s'`);
       await tx.query(`DROP TABLE IF EXISTS ${name}`);
-    });
+    }, UNBOUNDED);
     return true;
   } catch (err) {
     if (sqlState(err) !== '55P03') throw err;

@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import type { Db, Queryable } from '../../src/db/db.ts';
+import type { Db, Queryable, TransactionOptions } from '../../src/db/db.ts';
 import { PgDb } from '../../src/db/pg.ts';
 import { PgliteDb } from '../../src/db/pglite.ts';
 import { migrate, migrationFiles } from '../../src/db/migrate.ts';
@@ -193,9 +193,9 @@ export function hookedDb(db: Db, hooks: DbHooks): Db {
         };
       }
       if (prop === 'transaction') {
-        return async <T>(fn: (tx: Queryable) => Promise<T>) => {
+        return async <T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions) => {
           await hooks.transaction?.();
-          return (target as unknown as Db).transaction((tx) => fn(hooks.statement ? hooked(tx) : tx));
+          return (target as unknown as Db).transaction((tx) => fn(hooks.statement ? hooked(tx) : tx), opts);
         };
       }
       const v = Reflect.get(target, prop, target);

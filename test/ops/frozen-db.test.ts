@@ -14,6 +14,7 @@ import { startServer, type TestServer } from '../helpers/server.ts';
 import { describeEachDb } from '../helpers/suite.ts';
 import { PgDb, type PgDbOptions } from '../../src/db/pg.ts';
 import type { Db } from '../../src/db/db.ts';
+import { statementDeadlinePassed } from '../../src/db/unavailable.ts';
 import { READY_DEADLINE_MS } from '../../src/http/app.ts';
 import { refreshDuplicates } from '../../src/crm/duplicates/refresh.ts';
 
@@ -132,6 +133,12 @@ describe('a statement waiting on a healthy server past the deadline [pg]', { ski
       await holder.end();
     }
     assert.equal((await ctx.srv.api.patch('/crm/customers/held-1', { firstName: 'Now' })).status, 200, 'served once the lock is gone');
+  });
+
+  it('an unbounded transaction (migrations, partition maintenance) runs past the deadline', async () => {
+    await assert.rejects(ctx.db.transaction((tx) => tx.query('SELECT pg_sleep(2.5)')), (e: any) => statementDeadlinePassed(e));
+    const r = await ctx.db.transaction((tx) => tx.query<{ ok: number }>('SELECT pg_sleep(2.5), 1 AS ok'), { unbounded: true });
+    assert.equal(r.rows[0].ok, 1);
   });
 });
 
