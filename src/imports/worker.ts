@@ -50,7 +50,9 @@ export class ImportWorker extends WokenWorker {
       if (this.stopping) return store.releaseImport(this.db, id, this.token);
       let next: 'more' | 'done' | 'lost';
       try {
-        next = await withRetry(this.db, (tx) => this.chunk(tx, id));
+        // No statement deadline: a chunk may rightly take longer on a loaded database, and failed at it, it was
+        // retried from the start each time (an import that could never finish).
+        next = await withRetry(this.db, (tx) => this.chunk(tx, id), 5, { unbounded: true });
       } catch (err) {
         // Bad data the database refuses fails the import; anything else (database away) is retried later.
         if (!/^(22|23|54)/.test(sqlState(err) ?? '')) throw err;
