@@ -1,6 +1,7 @@
 // Db over a PostgreSQL server (node-postgres pool plus one dedicated LISTEN connection).
 import pg from 'pg';
 import type { Db, Queryable, QueryResult, TransactionOptions } from './db.ts';
+import { CLIENT_DEADLINE_MESSAGE } from './unavailable.ts';
 
 // Timestamps and bigints come back as strings; the code formats them itself.
 pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => v);
@@ -63,9 +64,8 @@ export interface PgDbOptions {
   statementDeadlineMs?: number;
 }
 
-/** node-postgres's error for a statement past its `query_timeout`. */
-const DEADLINE_MESSAGE = 'Query read timeout';
-const pastDeadline = (err: unknown) => err instanceof Error && err.message === DEADLINE_MESSAGE;
+/** The client gave up on a statement (its `query_timeout`): the connection may not answer any more. */
+const pastDeadline = (err: unknown) => err instanceof Error && err.message === CLIENT_DEADLINE_MESSAGE;
 
 /**
  * Closes a connection whose statement passed its deadline. The server may be gone without a word (a host lost, a

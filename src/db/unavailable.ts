@@ -30,8 +30,11 @@ const PG_MESSAGES = [
 export function statementDeadlinePassed(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   if ((err as { code?: unknown }).code === '57014' && 'severity' in err) return true;
-  return (err as { message?: unknown }).message === 'Query read timeout';
+  return (err as { message?: unknown }).message === CLIENT_DEADLINE_MESSAGE;
 }
+
+/** node-postgres's error for a statement past its `query_timeout` (the client gave up; pg.ts closes the connection). */
+export const CLIENT_DEADLINE_MESSAGE = 'Query read timeout';
 
 export function databaseUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;

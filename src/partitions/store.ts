@@ -66,7 +66,7 @@ export function rangeFor(day: Date, span: number, existing: Partition[]): { from
 /**
  * Creates the partition [from, to) (a day, or a span of days: BULB_PARTITION_DAYS): an empty table like the parent,
  * then ATTACH (which takes no lock that stops the parent's readers and writers; it locks the DEFAULT partition while
- * it checks that none of its rows belongs to the range). Rows the DEFAULT partition holds for the range (written
+ * it checks that none of its rows belongs to the range; a range writes may reach holds the writers, below). Rows the DEFAULT partition holds for the range (written
  * while no partition covered it) are moved into the new one first, in the same transaction. lock_timeout: a busy
  * moment is skipped, the next pass tries again. Returns how many rows it moved; null: another process created it.
  */
