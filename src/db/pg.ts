@@ -62,7 +62,16 @@ export interface PgDbOptions {
   preparedStatements?: boolean;
   /** A pooled statement not answered within this many ms fails as unavailable and closes its connection (0: never). */
   statementDeadlineMs?: number;
+  /** How often the LISTEN connection is asked to answer (ms; tests shorten it). */
+  listenHeartbeatMs?: number;
 }
+
+/**
+ * The LISTEN connection only receives: a server gone silent (a host lost, a failover by DNS or virtual IP) left it
+ * waiting until TCP gave up (~15 min), and every notification meanwhile (webhook wake-ups, subscription changes, key
+ * revocations) went nowhere. Asked to answer every LISTEN_HEARTBEAT_MS, within as long again, it is replaced otherwise.
+ */
+const LISTEN_HEARTBEAT_MS = 10_000;
 
 /** The client gave up on a statement (its `query_timeout`): the connection may not answer any more. */
 const pastDeadline = (err: unknown) => err instanceof Error && err.message === CLIENT_DEADLINE_MESSAGE;
@@ -126,9 +135,11 @@ export class PgDb implements Db {
   /** Where sessions connect: the direct URL when one is given, else the pool's own. */
   readonly sessionUrl: string;
   readonly preparedStatements: boolean;
+  private readonly listenHeartbeatMs: number;
 
   constructor(readonly url: string, poolSize = 10, opts: PgDbOptions = {}) {
     this.sessionUrl = opts.directUrl ?? url;
+    this.listenHeartbeatMs = opts.listenHeartbeatMs ?? LISTEN_HEARTBEAT_MS;
     this.preparedStatements = opts.preparedStatements ?? true;
     // connectionTimeoutMillis: a request waits at most this long for a connection (also for a free one in the
     // pool), then fails as unavailable (503) instead of hanging while the database is down or failing over.
@@ -241,9 +252,23 @@ export class PgDb implements Db {
         throw err;
       }
       this.listener = client;
+      this.heartbeat(client);
       return client;
     })();
     return this.connecting;
+  }
+
+  /** Asks the LISTEN connection to answer, every listenHeartbeatMs; one that does not in as long is closed (lost). */
+  private heartbeat(client: pg.Client): void {
+    const every = this.listenHeartbeatMs;
+    const timer = setInterval(() => {
+      if (this.listener !== client) return clearInterval(timer);
+      client.query({ text: 'SELECT 1', query_timeout: every } as pg.QueryConfig).catch(() => {
+        clearInterval(timer);
+        closeSocket(client); // 'end' follows: lost() reconnects
+      });
+    }, every);
+    timer.unref();
   }
 
   /** The LISTEN connection was lost: tell subscribers (onLost), open a new one, re-subscribe, then wake everyone. */

@@ -142,6 +142,34 @@ describe('a statement waiting on a healthy server past the deadline [pg]', { ski
   });
 });
 
+describe('the LISTEN connection to a server gone silent [pg]', { skip: hasPg ? false : 'no PostgreSQL server' }, () => {
+  const ctx = behindProxy(2, { listenHeartbeatMs: 300 });
+
+  it('is found dead by its heartbeat and replaced: notifications arrive again after the failover', async () => {
+    const payloads: string[] = [];
+    let lost = 0;
+    const unlisten = await ctx.db.listen('bulb_heartbeat_test', (p) => payloads.push(p), () => lost++);
+    try {
+      ctx.proxy.freeze();
+      // Without the heartbeat nothing noticed (TCP gives up after ~15 min): every notification went nowhere.
+      await waitUntil(() => lost > 0, 'the LISTEN connection found dead');
+      ctx.proxy.failover();
+      await waitUntil(() => payloads.includes(''), 'LISTEN re-established (subscribers told to look everywhere)');
+      await ctx.tdb.db.query(`SELECT pg_notify('bulb_heartbeat_test', 'after')`);
+      await waitUntil(() => payloads.includes('after'), 'a notification after the failover');
+    } finally {
+      await unlisten();
+    }
+  });
+});
+
+async function waitUntil(ok: () => boolean, what: string): Promise<void> {
+  for (let i = 0; !ok(); i++) {
+    assert.ok(i < 400, `timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** The suite's database, with the statements matching `fails` refused (as while it restarts) `times` times. */
 function refusing(db: Db, fails: RegExp, times: number, code = '57P01'): Db {
   let left = times;
