@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import pg from 'pg';
 import { describeEachDb } from '../helpers/suite.ts';
+import { untilWaitingForLock } from '../helpers/db.ts';
 import { errorCodes } from '../helpers/server.ts';
 
 await describeEachDb('customers', (ctx) => {
@@ -295,12 +296,7 @@ await describeEachDb('customers', (ctx) => {
       await other.query(`INSERT INTO customers (external_id, first_name) VALUES ('put-race', 'First')`);
       const put = api().put('/crm/customers/put-race', { firstName: 'Second' });
       // The PUT found no customer and waits on the other insert's unique key; the other commits.
-      for (let i = 0; ; i++) {
-        const w = await ctx.tdb.db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO customers%'`);
-        if (w.rows.length > 0) break;
-        assert.ok(i < 400, 'the PUT never waited for the other insert');
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      await untilWaitingForLock(ctx.tdb.db, 'the PUT never waited for the other insert', { and: `query ILIKE '%INSERT INTO customers%'`, tries: 400, everyMs: 25 });
       await other.query('COMMIT');
       const r = await put;
       assert.equal(r.status, 200, r.text);

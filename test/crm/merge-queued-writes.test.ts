@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import pg from 'pg';
 import { describePg } from '../helpers/suite.ts';
+import { untilWaitingForLock } from '../helpers/db.ts';
 
 await describePg('writes queued behind a merge', (ctx) => {
   const api = () => ctx.srv.api.withVersion('2026-11');
@@ -24,12 +25,7 @@ await describePg('writes queued behind a merge', (ctx) => {
       await merge.query('BEGIN');
       await merge.query(lockSql, params);
       const answer = request();
-      for (let i = 0; ; i++) {
-        const r = await merge.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-        if (r.rows.length > 0) break;
-        assert.ok(i < 500, 'the request never waited for the lock');
-        await new Promise((res) => setTimeout(res, 10));
-      }
+      await untilWaitingForLock(merge, 'the request never waited for the lock', { tries: 500 });
       await merge.query(commitSql, params);
       await merge.query('COMMIT');
       return await answer;

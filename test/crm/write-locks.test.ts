@@ -6,19 +6,11 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describePg } from '../helpers/suite.ts';
+import { untilWaitingForLock } from '../helpers/db.ts';
 import { findCustomer } from '../../src/crm/customers/store.ts';
 import { lockByExternalIds } from '../../src/crm/customers/bulk-store.ts';
 
 await describePg('customer write locks', (ctx) => {
-  const waitingForLock = async () => {
-    for (let i = 0; i < 300; i++) {
-      const r = await ctx.tdb.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      if (r.rows[0].n > 0) return;
-      await new Promise((res) => setTimeout(res, 10));
-    }
-    assert.fail('nobody waited for a lock');
-  };
-
   for (const [door, lock] of [
     ['a single write (findCustomer)', (tx: any, id: string) => findCustomer(tx, id, true)],
     ['a bulk write (lockByExternalIds)', (tx: any, id: string) => lockByExternalIds(tx, [id])],
@@ -45,7 +37,7 @@ await describePg('customer write locks', (ctx) => {
         await isLocked;
         await tx.query(`DELETE FROM duplicate_dirty WHERE customer_id = $1`, [id]);
         claimed();
-        await waitingForLock(); // the write's queue insert waits for this delete
+        await untilWaitingForLock(ctx.tdb.db, 'nobody waited for a lock'); // the write's queue insert waits for this delete
         await tx.query(`INSERT INTO duplicate_profiles (customer_id, name, emails, phones, postal_codes, cities) VALUES ($1, 'ann', '{}', '{}', '{}', '{}')`, [id]);
       });
       const outcomes = await Promise.allSettled([write, refresh]);

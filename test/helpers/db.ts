@@ -204,3 +204,19 @@ export function hookedDb(db: Db, hooks: DbHooks): Db {
   });
   return hooked(db);
 }
+
+/**
+ * Polls (on `q`, any connection to the database) until a statement of this database waits for a lock (`and`: a
+ * further condition on pg_stat_activity), at most `tries` × `everyMs`; then fails naming `what`.
+ */
+export async function untilWaitingForLock(
+  q: { query(sql: string): Promise<{ rows: unknown[] }> }, what: string, opts: { and?: string; tries?: number; everyMs?: number } = {},
+): Promise<void> {
+  const { and, tries = 300, everyMs = 10 } = opts;
+  for (let i = 0; ; i++) {
+    const r = await q.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'${and ? ` AND ${and}` : ''}`);
+    if (r.rows.length > 0) return;
+    if (i >= tries) throw new Error(`timed out: ${what}`);
+    await new Promise((res) => setTimeout(res, everyMs));
+  }
+}

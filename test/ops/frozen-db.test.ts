@@ -17,6 +17,7 @@ import type { Db } from '../../src/db/db.ts';
 import { statementDeadlinePassed } from '../../src/db/unavailable.ts';
 import { READY_DEADLINE_MS } from '../../src/http/app.ts';
 import { refreshDuplicates } from '../../src/crm/duplicates/refresh.ts';
+import { waitFor } from '../webhooks/receiver.ts';
 
 /** A TCP proxy to PostgreSQL that can stop forwarding while keeping every connection open. */
 async function freezableProxy(target: URL) {
@@ -152,23 +153,16 @@ describe('the LISTEN connection to a server gone silent [pg]', { skip: hasPg ? f
     try {
       ctx.proxy.freeze();
       // Without the heartbeat nothing noticed (TCP gives up after ~15 min): every notification went nowhere.
-      await waitUntil(() => lost > 0, 'the LISTEN connection found dead');
+      await waitFor(() => lost > 0, 'the LISTEN connection found dead');
       ctx.proxy.failover();
-      await waitUntil(() => payloads.includes(''), 'LISTEN re-established (subscribers told to look everywhere)');
+      await waitFor(() => payloads.includes(''), 'LISTEN re-established (subscribers told to look everywhere)');
       await ctx.tdb.db.query(`SELECT pg_notify('bulb_heartbeat_test', 'after')`);
-      await waitUntil(() => payloads.includes('after'), 'a notification after the failover');
+      await waitFor(() => payloads.includes('after'), 'a notification after the failover');
     } finally {
       await unlisten();
     }
   });
 });
-
-async function waitUntil(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; !ok(); i++) {
-    assert.ok(i < 400, `timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** The suite's database, with the statements matching `fails` refused (as while it restarts) `times` times. */
 function refusing(db: Db, fails: RegExp, times: number, code = '57P01'): Db {

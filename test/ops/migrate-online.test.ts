@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { backends, emptyDb, freshDb, type Backend, type TestDb } from '../helpers/db.ts';
+import { backends, emptyDb, freshDb, untilWaitingForLock, type Backend, type TestDb } from '../helpers/db.ts';
 import { migrate, migrationFiles } from '../../src/db/migrate.ts';
 import type { Queryable } from '../../src/db/db.ts';
 
@@ -92,14 +92,7 @@ for (const backend of pgOnly) {
         await holder.query(`INSERT INTO audit_log (actor_type, action, target_type) VALUES ('system', 'test.holding', 'Test')`);
         const migrating = migrate(t.db);
         // Wait until the migration waits for that transaction, at its audit_log index (migration 022).
-        for (let i = 0; ; i++) {
-          const r = await watcher.query(
-            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%audit_log_actor_name%'`,
-          );
-          if (r.rows.length > 0) break;
-          assert.ok(i < 600, 'the migration never waited at the audit_log index');
-          await new Promise((r) => setTimeout(r, 50));
-        }
+        await untilWaitingForLock(watcher, 'the migration never waited at the audit_log index', { and: `query ILIKE '%audit_log_actor_name%'`, tries: 600, everyMs: 50 });
         // Meanwhile the API goes on: a delivery written (webhook_deliveries got its indexes from migration 021), an
         // act logged. A plain CREATE INDEX in the migration's transaction would hold both tables' writes until it
         // commits, after the holder: these would wait out the lock timeout and fail.

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { backends, freshDb, hookedDb, type TestDb } from '../helpers/db.ts';
+import { backends, freshDb, hookedDb, untilWaitingForLock, type TestDb } from '../helpers/db.ts';
 import { ATTEMPTS, DELIVERIES, EVENTS } from '../../src/partitions/tables.ts';
 import { addDays, createPartition, dayOf, partitionName, partitions, requeueGuard, RETIRED_PREFIX } from '../../src/partitions/store.ts';
 import { ensurePartitions, maintainPartitions, runRetention } from '../../src/partitions/maintain.ts';
@@ -160,12 +160,7 @@ for (const backend of await backends()) {
         await recoverer.query(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now() WHERE event_id = $1`, [ev]);
         retention = runRetention(tdb.db, { eventRetentionDays: 30, webhookRetentionDays: 30 }, addDays(day, 60));
         retention.catch(() => {});
-        for (let i = 0; ; i++) {
-          const w = await q(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`);
-          if (w.rows.length > 0) break;
-          assert.ok(i < 300, 'retention never waited for the requeue');
-          await new Promise((r) => setTimeout(r, 10));
-        }
+        await untilWaitingForLock(tdb.db, 'retention never waited for the requeue', { and: `wait_event = 'advisory'` });
         await recoverer.query('COMMIT');
       } finally {
         await recoverer.query('ROLLBACK').catch(() => {});
