@@ -6,6 +6,8 @@ import type { Services } from '../services.ts';
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+    /** POST /crm/customers/bulk creates only (Tulip's 2025-08 and 2025-12; changes/2026-11-bulk-post-upserts.ts). */
+    bulkCreateOnly?: boolean;
   }
   interface FastifyContextConfig {
     routeId?: string;

@@ -23,3 +23,54 @@ await describeEachDb('PUT /crm/customers/bulk', (ctx) => {
     assert.deepEqual([two.firstName, two.lastName], ['Ben', 'Bo']);
   });
 });
+
+// https://docs.tulip.com/integrating/aerial/singlevsbulkendpoints: "Creating multiple entities (POST) … If the externalId
+// of the entity you pass into the request already exists in your Tulip instance, then an error will be thrown".
+await describeEachDb("POST /crm/customers/bulk in Tulip's 2025-08 and 2025-12: creates only", (ctx) => {
+  const v = (version: string) => ctx.srv.api.withVersion(version);
+  const get = async (xid: string) => (await v('2026-11').get(`/crm/customers/${xid}`)).body;
+
+  for (const version of ['2025-08', '2025-12']) {
+    it(`${version}: an existing externalId is that item's 409 and the customer is unchanged; the others are created`, async () => {
+      const xid = `bco-${version}`;
+      assert.equal((await v('2026-11').post('/crm/customers', { externalId: xid, firstName: 'Kept', lastName: 'Whole', emails: [{ email: `${xid}@example.com` }] })).status, 201);
+      const before = await get(xid);
+      const events = async () => (await v('2026-11').get(`/events?resourceUuid=${before.uuid}&limit=100`)).body.data?.length;
+      const eventsBefore = await events();
+      const r = await v(version).post('/crm/customers/bulk', [{ externalId: `${xid}-new`, firstName: 'New' }, { externalId: xid, firstName: 'Replaced' }]);
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(r.body.results.map((x: any) => [x.index, x.status]), [[0, 201], [1, 409]]);
+      assert.equal(r.body.results[1].errors[0].errorCode, 'Conflict');
+      assert.equal(r.body.results[1].errors[0].moreInfo, 'externalId');
+      assert.match(r.body.results[1].errors[0].message, new RegExp(`"${xid}" already exists`));
+      assert.equal(r.body.results[1].customer, undefined);
+      assert.deepEqual(await get(xid), before, 'the existing customer is not replaced (2025-04 semantics would empty lastName and emails)');
+      assert.equal(await events(), eventsBefore, 'no customerUpdate for a refused item');
+      assert.equal((await get(`${xid}-new`)).firstName, 'New');
+    });
+  }
+
+  it('2025-08: every item existing (the all-new path declines) and a repeat within the request are 409s; PUT still upserts', async () => {
+    await v('2025-08').post('/crm/customers/bulk', [{ externalId: 'bco-a', firstName: 'A' }, { externalId: 'bco-b', firstName: 'B' }]);
+    const again = await v('2025-08').post('/crm/customers/bulk', [{ externalId: 'bco-a', firstName: 'A2' }, { externalId: 'bco-b', firstName: 'B2' }]);
+    assert.deepEqual(again.body.results.map((x: any) => x.status), [409, 409]);
+    const rep = await v('2025-08').post('/crm/customers/bulk', [{ externalId: 'bco-c', firstName: 'C' }, { externalId: 'bco-c', lastName: 'Again' }, { externalId: 'bco-d' }]);
+    assert.deepEqual(rep.body.results.map((x: any) => [x.index, x.status]), [[0, 201], [1, 409], [2, 201]]);
+    const c = await get('bco-c');
+    assert.deepEqual([c.firstName, c.lastName], ['C', null], 'the repeat changed nothing');
+    assert.deepEqual([(await get('bco-a')).firstName, (await get('bco-b')).firstName], ['A', 'B']);
+    const put = await v('2025-08').put('/crm/customers/bulk', [{ externalId: 'bco-a', firstName: 'A3' }]);
+    assert.equal(put.body.results[0].status, 200);
+    assert.equal((await get('bco-a')).firstName, 'A3');
+  });
+
+  it("Bulb's own versions keep upserting with POST (SPEC §5): 2025-04 replaces, 2026-11 patches", async () => {
+    await v('2025-04').post('/crm/customers/bulk', [{ externalId: 'bco-up', firstName: 'One', lastName: 'L' }]);
+    const r4 = await v('2025-04').post('/crm/customers/bulk', [{ externalId: 'bco-up', firstName: 'Two' }]);
+    assert.equal(r4.body.results[0].status, 200);
+    assert.deepEqual([(await get('bco-up')).firstName, (await get('bco-up')).lastName], ['Two', null]);
+    const r11 = await v('2026-11').post('/crm/customers/bulk', [{ externalId: 'bco-up', lastName: 'Back' }]);
+    assert.equal(r11.body.results[0].status, 200);
+    assert.deepEqual([(await get('bco-up')).firstName, (await get('bco-up')).lastName], ['Two', 'Back']);
+  });
+});

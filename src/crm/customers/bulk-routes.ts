@@ -2,13 +2,15 @@
 // (src/crm/customers/bulk.ts), or in one statement when they are all new customers. One result per item, in order;
 // a bad or conflicting item does not stop the others. PUT is Tulip's documented bulk update, which creates an
 // externalId it does not know (https://docs.tulip.com/integrating/aerial/singlevsbulkendpoints): the same upsert.
+// POST in Tulip's versions 2025-08 and 2025-12 creates only, as that page says (changes/2026-11-bulk-post-upserts.ts).
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import * as S from './schema.ts';
 import { shapeCustomer } from './wire.ts';
-import { BulkItem, insertIfAllNew, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
+import { BulkItem, createOnlyRepeats, insertIfAllNew, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
+import { externalIdTaken } from './service.ts';
 import { Type } from '@sinclair/typebox';
 import { attributeProblems, unknownAttributeIds } from './validate.ts';
 
@@ -33,9 +35,19 @@ export function bulkRoutes(s: Services): RouteDef[] {
           at.push(index);
         }
       });
+      // Create only (POST in Tulip's 2025-08 and 2025-12): an item repeating an earlier item's externalId is a 409.
+      const createOnly = req.bulkCreateOnly === true;
+      if (createOnly) {
+        const repeats = createOnlyRepeats(valid);
+        for (const k of repeats) results[at[k]] = { index: at[k], status: 409, errors: externalIdTaken(valid[k].externalId).entries };
+        for (const k of [...repeats].reverse()) {
+          valid.splice(k, 1);
+          at.splice(k, 1);
+        }
+      }
       if (valid.length > 0) {
-        const source = sourceOf(req, s);
-        const outcomes = (await insertIfAllNew(s.db, valid, { source })) ?? (await withRetry(s.db, (tx) => upsertItems(tx, valid, { source })));
+        const opts = { source: sourceOf(req, s), createOnly };
+        const outcomes = (await insertIfAllNew(s.db, valid, opts)) ?? (await withRetry(s.db, (tx) => upsertItems(tx, valid, opts)));
         outcomes.forEach((o, k) => {
           const index = at[k];
           results[index] = o.row ? { index, status: o.status, customer: shapeCustomer(o.row) } : { index, status: o.status, errors: o.errors };

@@ -10,7 +10,7 @@ import type { Queryable } from '../../db/db.ts';
 import { firstUnstorable, validationEntries, type ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { clearable, ExternalId } from './schema.ts';
-import { customerDisabled, mergedAway } from './service.ts';
+import { customerDisabled, externalIdTaken, mergedAway } from './service.ts';
 import type { CustomerRow } from './store.ts';
 import { normalInput, patchAddresses, WRITABLE } from './wire.ts';
 import { inputProblems } from './validate.ts';
@@ -48,7 +48,7 @@ export function itemErrors(item: unknown): ErrorEntry[] {
 }
 
 export interface Outcome {
-  status: 200 | 201 | 400 | 403;
+  status: 200 | 201 | 400 | 403 | 409;
   /** 200: whether the customer was written (false: the item changed nothing). */
   changed?: boolean;
   row?: CustomerRow;
@@ -59,6 +59,23 @@ export interface UpsertOptions {
   source: string;
   /** false: write no customerUpdate events (an import with events=false); creates write theirs in the insert. */
   events?: boolean;
+  /**
+   * Create only (POST in Tulip's 2025-08 and 2025-12, changes/2026-11-bulk-post-upserts.ts): an item whose externalId
+   * exists (active, deactivated or merged away) is that item's 409 Conflict and changes nothing. The caller gives each
+   * externalId once (createOnlyRepeats).
+   */
+  createOnly?: boolean;
+}
+
+/**
+ * Create-only: the indexes of items repeating an externalId an earlier item of the request creates. Each is a 409
+ * (the first creates the customer, so the later ones name a taken externalId) and is not applied.
+ */
+export function createOnlyRepeats(items: BulkItemT[]): Set<number> {
+  const seen = new Set<string>();
+  const repeats = new Set<number>();
+  items.forEach((item, i) => (seen.has(item.externalId) ? repeats.add(i) : seen.add(item.externalId)));
+  return repeats;
 }
 
 function cols(item: BulkItemT, cur?: CustomerRow): CustomerCols {
@@ -93,7 +110,9 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
   const toUpdate: CustomerCols[] = [];
   for (const [xid, g] of groups) {
     const cur = current.get(xid);
-    if (cur && mergedAway(cur)) {
+    if (cur && opts.createOnly) {
+      for (const i of g.indexes) outcomes[i] = { status: 409, errors: externalIdTaken(xid).entries };
+    } else if (cur && mergedAway(cur)) {
       for (const i of g.indexes) outcomes[i] = { status: 403, errors: customerDisabled(cur).entries };
     } else {
       // An address naming a current one (or one an earlier item of the group gave) is a patch of it (patchAddresses),

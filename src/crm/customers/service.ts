@@ -22,6 +22,9 @@ export function customerDisabled(row: Pick<store.CustomerRow, 'external_id' | 'm
     : new ApiError('CustomerDisabled', `customer ${row.external_id} is disabled`, 'disabled');
 }
 
+/** 409 Conflict: a create names an externalId a customer (any status) already has. */
+export const externalIdTaken = (externalId: string) => conflict(`a customer with externalId "${externalId}" already exists`, 'externalId');
+
 /** Whether a customer was merged away (disabled by a merge, not by `disabled: true`): no write may change it. */
 export const mergedAway = (row: Pick<store.CustomerRow, 'merged_into_uuid'>) => row.merged_into_uuid !== null;
 
@@ -35,7 +38,7 @@ async function checkWrite(tx: Queryable, input: CustomerInput): Promise<void> {
 export async function createCustomer(tx: Queryable, input: CustomerInput & { externalId: string }, source: string): Promise<store.CustomerRow> {
   await checkWrite(tx, input);
   const row = await store.insertCustomerWithEvent(tx, input, source);
-  if (!row) throw conflict(`a customer with externalId "${input.externalId}" already exists`, 'externalId');
+  if (!row) throw externalIdTaken(input.externalId);
   return row;
 }
 
@@ -49,7 +52,7 @@ export async function replaceExisting(tx: Queryable, current: store.CustomerRow,
   try {
     changed = await store.replaceCustomer(tx, current.id, input);
   } catch (err) {
-    if (sqlState(err) === '23505') throw conflict(`a customer with externalId "${input.externalId}" already exists`, 'externalId');
+    if (sqlState(err) === '23505') throw externalIdTaken(input.externalId);
     throw err;
   }
   if (!changed) return current;
@@ -73,7 +76,7 @@ export async function putCustomer(tx: Queryable, id: string, body: CustomerInput
   // Created meanwhile by a concurrent request (the insert waited for it, then did nothing): PUT is idempotent, so
   // it replaces that customer as if it had been there (this statement sees it committed).
   const now = await store.findCustomer(tx, id, true);
-  if (!now) throw conflict(`a customer with externalId "${id}" already exists`, 'externalId');
+  if (!now) throw externalIdTaken(id);
   return { row: await replaceExisting(tx, now, { ...body, externalId: id }, source), created: false };
 }
 

@@ -10,7 +10,8 @@ export const VERSIONS: readonly VersionInfo[] = [
   { version: '2022-08', releasedOn: '2022-08-01' },
   { version: '2025-04', releasedOn: '2025-04-01' },
   // Tulip's own later versions (named by docs.tulip.com's TGEN file-format pages). Tulip's change log is not
-  // readable, so no change module is declared for them: they serve exactly what 2025-04 serves (SPEC §16).
+  // readable: they serve what 2025-04 serves (SPEC §16), but for POST /crm/customers/bulk, which creates only as
+  // Tulip's single-vs-bulk page says (changes/2026-11-bulk-post-upserts.ts).
   { version: '2025-08', releasedOn: '2025-08-01' },
   { version: '2025-12', releasedOn: '2025-12-01' },
   { version: '2026-11', releasedOn: '2026-11-01' },
