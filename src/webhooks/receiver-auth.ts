@@ -108,6 +108,9 @@ function oauth2Rules(given: OAuth2Input | null | undefined, cur: SubscriptionRow
   return { tokenUrl: given.tokenUrl, clientId: given.clientId, clientSecret: clientSecret ?? '', scope: given.scope ?? null, audience: given.audience ?? null };
 }
 
+/** A certificate made moments ago on a machine whose clock runs ahead is accepted. */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
 function tlsRules(given: TlsInput | null | undefined, cur: SubscriptionRow | undefined, errs: Problem[]): ReceiverAuthWrite['tls'] {
   if (given === undefined) {
     return cur?.tls_client_certificate && cur.tls_client_key
@@ -125,6 +128,12 @@ function tlsRules(given: TlsInput | null | undefined, cur: SubscriptionRow | und
     /* reported below */
   }
   if (!cert) errs.push({ message: '"tls.clientCertificate" is not a PEM certificate (-----BEGIN CERTIFICATE----- … that parses)', moreInfo: 'tls.clientCertificate' });
+  else {
+    // Outside its validity every attempt would fail at the receiver's handshake: refused now, not after the retries.
+    const now = Date.now();
+    if (Date.parse(cert.validTo) < now) errs.push({ message: `"tls.clientCertificate" expired on ${new Date(cert.validTo).toISOString()}`, moreInfo: 'tls.clientCertificate' });
+    else if (Date.parse(cert.validFrom) > now + CLOCK_SKEW_MS) errs.push({ message: `"tls.clientCertificate" is not valid before ${new Date(cert.validFrom).toISOString()}`, moreInfo: 'tls.clientCertificate' });
+  }
   let key: crypto.KeyObject | undefined;
   if (clientKey === undefined) {
     errs.push({ message: '"tls.clientKey" is required when mutual TLS is first set', moreInfo: 'tls.clientKey' });

@@ -17,6 +17,11 @@ export interface TestCerts {
   clientKey: string;
   rogueCert: string;
   rogueKey: string;
+  /** Self-signed client certificates valid only in 2020 and only from 2099 (openssl ca's -startdate/-enddate). */
+  expiredCert: string;
+  expiredKey: string;
+  futureCert: string;
+  futureKey: string;
 }
 
 /** `serverNames`: the server certificate's subjectAltName (default: 127.0.0.1 and localhost). */
@@ -38,6 +43,14 @@ export async function makeCerts(serverNames = 'IP:127.0.0.1,DNS:localhost'): Pro
     await leaf('server', 'ca', `subjectAltName=${serverNames}\nextendedKeyUsage=serverAuth\n`);
     await leaf('bulb-client', 'ca', 'extendedKeyUsage=clientAuth\n');
     await leaf('rogue-client', 'rogue-ca', 'extendedKeyUsage=clientAuth\n');
+    await fs.writeFile(f('ca.cnf'), '[ca]\ndefault_ca=d\n[d]\ndatabase=index.txt\nnew_certs_dir=.\ndefault_md=sha256\npolicy=p\nserial=serial\nunique_subject=no\n[p]\ncommonName=supplied\n');
+    await fs.writeFile(f('index.txt'), '');
+    await fs.writeFile(f('serial'), '01\n');
+    for (const [name, start, end] of [['expired', '20200101000000Z', '20200102000000Z'], ['future', '20990101000000Z', '20990102000000Z']]) {
+      await run('openssl', ['req', ...ec, '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`), '-subj', `/CN=${name}`]);
+      await run('openssl', ['ca', '-batch', '-config', 'ca.cnf', '-selfsign', '-keyfile', f(`${name}.key`), '-in', f(`${name}.csr`), '-out', f(`${name}.pem`),
+        '-startdate', start, '-enddate', end, '-notext'], { cwd: dir });
+    }
     const read = (n: string) => fs.readFile(f(n), 'utf8');
     return {
       ca: await read('ca.pem'),
@@ -47,6 +60,10 @@ export async function makeCerts(serverNames = 'IP:127.0.0.1,DNS:localhost'): Pro
       clientKey: await read('bulb-client.key'),
       rogueCert: await read('rogue-client.pem'),
       rogueKey: await read('rogue-client.key'),
+      expiredCert: await read('expired.pem'),
+      expiredKey: await read('expired.key'),
+      futureCert: await read('future.pem'),
+      futureKey: await read('future.key'),
     };
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
