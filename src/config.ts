@@ -13,6 +13,8 @@ export interface Config {
   databasePreparedStatements: 'auto' | 'on' | 'off';
   /** A pooled connection whose statement has not answered in this long is closed (ms; 0: never). */
   databaseStatementDeadlineMs: number;
+  /** BULB_DATABASE_WAIT_MS: how long a start waits for an unreachable or starting PostgreSQL before it exits 1 (0: not at all). */
+  databaseWaitMs: number;
   dataDir: string;
   adminKey: string | undefined;
   serviceName: string;
@@ -119,6 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseDirectUrl: env.BULB_DATABASE_DIRECT_URL || undefined,
     databasePreparedStatements: oneOf(env, 'BULB_DATABASE_PREPARED_STATEMENTS', ['auto', 'on', 'off'] as const, 'auto'),
     databaseStatementDeadlineMs: int(env, 'BULB_DATABASE_STATEMENT_DEADLINE_MS', 60_000, 0, 3_600_000),
+    databaseWaitMs: int(env, 'BULB_DATABASE_WAIT_MS', 60_000, 0, 3_600_000),
     dataDir: env.BULB_DATA_DIR || './data',
     adminKey: env.BULB_ADMIN_KEY || undefined,
     serviceName,

@@ -1,7 +1,9 @@
 // Command line: `serve` (default) runs the API and/or webhook worker per BULB_ROLE; `migrate` only migrates;
 // `reencrypt` moves every stored secret to BULB_SECRET_KEY after a key rotation (SPEC §15).
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDb } from './db/open.ts';
+import type { Db } from './db/db.ts';
+import { databaseUnavailable } from './db/unavailable.ts';
 import { DataDirInUse } from './db/data-dir-lock.ts';
 import { migrate } from './db/migrate.ts';
 import { makeServices } from './services.ts';
@@ -17,8 +19,7 @@ async function main() {
   const config = loadConfig();
   if (!['serve', 'migrate', 'reencrypt'].includes(cmd)) throw new ConfigError(`unknown command "${cmd}" (use serve, migrate or reencrypt)`);
   const keys = cmd === 'migrate' ? undefined : resolveSecretBox(config); // refuses before touching the database
-  const db = await openDb({ ...config, log: (line) => console.log(line) });
-  const applied = await migrate(db);
+  const { db, applied } = await openAndMigrate(config);
   if (cmd === 'migrate') {
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
     await db.close();
@@ -73,6 +74,29 @@ async function main() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/**
+ * Opens the database and migrates it. A PostgreSQL that cannot serve yet (not listening, starting up, a failover under
+ * way: databaseUnavailable) is tried again, 0.5 s growing to 10 s apart, for BULB_DATABASE_WAIT_MS (60 s), so that a
+ * deployment starting Bulb beside its database does not depend on which comes up first; then the start exits 1.
+ */
+async function openAndMigrate(config: Config): Promise<{ db: Db; applied: string[] }> {
+  const giveUpAt = Date.now() + config.databaseWaitMs;
+  for (let attempt = 0; ; attempt++) {
+    let db: Db | undefined;
+    try {
+      db = await openDb({ ...config, log: (line) => console.log(line) });
+      return { db, applied: await migrate(db) };
+    } catch (err) {
+      await db?.close().catch(() => {});
+      const left = giveUpAt - Date.now();
+      if (!databaseUnavailable(err) || left <= 0) throw err;
+      const wait = Math.min(500 * 2 ** attempt, 10_000, left);
+      console.log(`database not reachable (${(err as Error).message || (err as { code?: string }).code}); trying again in ${(wait / 1000).toFixed(1)} s (BULB_DATABASE_WAIT_MS: ${Math.ceil(left / 1000)} s left)`);
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
 }
 
 /** The listening address as a browser on this machine reaches it (a wildcard address is not one to browse to). */
