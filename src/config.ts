@@ -103,6 +103,18 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: r
   return raw as T;
 }
 
+/**
+ * BULB_ADMIN_KEY: at least 24 visible characters (a short or guessable value is found again from its stored SHA-256 by
+ * a dictionary), and not shaped like Bulb's access tokens or client secrets, which are looked up elsewhere and would
+ * never sign in.
+ */
+function adminKey(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!/^[\x21-\x7e]{24,512}$/.test(raw)) throw new ConfigError('BULB_ADMIN_KEY must be 24 to 512 visible ASCII characters without spaces (e.g. `openssl rand -hex 24`)');
+  if (/^bulb_(at|cs)_/.test(raw)) throw new ConfigError('BULB_ADMIN_KEY must not start with bulb_at_ or bulb_cs_ (access tokens and client secrets): use any other value, e.g. `openssl rand -hex 24`');
+  return raw;
+}
+
 function phoneRegion(raw: string): string {
   const r = raw.trim().toUpperCase();
   if (!/^[A-Z]{2}$/.test(r)) throw new ConfigError(`BULB_DEFAULT_PHONE_REGION must be a two-letter country code, got "${raw}"`);
@@ -123,7 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseStatementDeadlineMs: int(env, 'BULB_DATABASE_STATEMENT_DEADLINE_MS', 60_000, 0, 3_600_000),
     databaseWaitMs: int(env, 'BULB_DATABASE_WAIT_MS', 60_000, 0, 3_600_000),
     dataDir: env.BULB_DATA_DIR || './data',
-    adminKey: env.BULB_ADMIN_KEY || undefined,
+    adminKey: adminKey(env.BULB_ADMIN_KEY),
     serviceName,
     role,
     webhookRetrySchedule: parseRetrySchedule(env.BULB_WEBHOOK_RETRY_SCHEDULE || '5,20,125'),

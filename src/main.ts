@@ -35,7 +35,7 @@ async function main() {
   }
 
   const services = makeServices(db, config);
-  const { created } = await bootstrapAdminKey(db, config.adminKey);
+  const { created, revokedAt } = await bootstrapAdminKey(db, config.adminKey);
   const stops: Stop[] = [];
   let address = '';
   if (config.role !== 'worker') {
@@ -53,10 +53,12 @@ async function main() {
   }
   console.log(secrets.notice);
   if (created) {
-    console.log(`\nFirst start: created an admin API key. It is shown only this once; keep it safe:\n\n  ${created}\n\n` +
-      `Try:  curl -H "Authorization: Bearer ${created}" ${address}/api/${LATEST}/crm/customers\n`);
+    console.log(`\nFirst start: created an admin API key. It is shown only this once; keep it safe:\n\n  ${created}\n` +
+      (address ? `\nTry:  curl -H "Authorization: Bearer ${created}" ${browsable(address)}/api/${LATEST}/crm/customers\n` : ''));
+  } else if (revokedAt) {
+    console.warn(`BULB_ADMIN_KEY names an API key revoked at ${revokedAt.toISOString()}: it stays revoked. Set BULB_ADMIN_KEY to a new value for a new admin key, or remove it.`);
   } else if (!config.adminKey) {
-    console.log('An admin API key exists already (printed on first start). Set BULB_ADMIN_KEY to choose one.');
+    console.log('API keys exist already (an admin key is printed on the first start only). Set BULB_ADMIN_KEY for an admin key of your choosing.');
   }
 
   let stopping = false;

@@ -25,17 +25,19 @@ export async function createAuthClient(db: Queryable, name: string, scopes: Scop
 }
 
 /**
- * Makes sure an admin key exists. With BULB_ADMIN_KEY: that exact key (idempotent). Without: creates one
- * if there is no active admin key, and returns it so the caller can print it once.
+ * Makes sure an admin key exists. With BULB_ADMIN_KEY: that exact key (idempotent), unless it was revoked: it stays
+ * revoked and `revokedAt` says since when (the caller warns). Without: on the first start only (no API key was ever
+ * made), creates one and returns it so the caller can print it once. A deployment whose admin keys were all revoked
+ * gets a new one by setting BULB_ADMIN_KEY, never by a restart printing one to whatever collects its output.
  */
-export async function bootstrapAdminKey(db: Db, adminKey: string | undefined): Promise<{ created?: string }> {
+export async function bootstrapAdminKey(db: Db, adminKey: string | undefined): Promise<{ created?: string; revokedAt?: Date }> {
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [0x61646d6e]);
     if (adminKey) {
-      await store.ensureApiKey(tx, { name: 'admin (BULB_ADMIN_KEY)', prefix: adminKey.slice(0, 4) + '…', hash: hashSecret(adminKey), scopes: ['admin'] });
-      return {};
+      const { revokedAt } = await store.ensureApiKey(tx, { name: 'admin (BULB_ADMIN_KEY)', prefix: adminKey.slice(0, 4) + '…', hash: hashSecret(adminKey), scopes: ['admin'] });
+      return revokedAt ? { revokedAt } : {};
     }
-    if (await store.hasActiveAdminKey(tx)) return {};
+    if (await store.anyApiKeyEver(tx)) return {};
     const key = newSecret(API_KEY_PREFIX);
     await store.insertApiKey(tx, { name: 'admin (first start)', prefix: key.slice(0, API_KEY_PREFIX.length + 6), hash: hashSecret(key), scopes: ['admin'] });
     return { created: key };

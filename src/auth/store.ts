@@ -38,18 +38,24 @@ export async function insertApiKey(db: Queryable, k: { name: string; prefix: str
   return r.rows[0];
 }
 
-/** Idempotent insert of a key with a known hash (the bootstrap admin key). */
-export async function ensureApiKey(db: Queryable, k: { name: string; prefix: string; hash: Buffer; scopes: Scope[] }): Promise<boolean> {
-  const r = await db.query(
+/**
+ * Idempotent insert of a key with a known hash (the bootstrap admin key). A key revoked since stays revoked: the answer
+ * says so (revoking a leaked BULB_ADMIN_KEY must hold across restarts).
+ */
+export async function ensureApiKey(db: Queryable, k: { name: string; prefix: string; hash: Buffer; scopes: Scope[] }): Promise<{ revokedAt: Date | null }> {
+  const r = await db.query<{ revoked_at: Date | string | null }>(
     `INSERT INTO api_keys (name, prefix, secret_hash, scopes) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (secret_hash) DO UPDATE SET revoked_at = NULL, scopes = EXCLUDED.scopes RETURNING (xmax = 0) AS inserted`,
+     ON CONFLICT (secret_hash) DO UPDATE SET scopes = CASE WHEN api_keys.revoked_at IS NULL THEN EXCLUDED.scopes ELSE api_keys.scopes END
+     RETURNING revoked_at`,
     [k.name, k.prefix, k.hash, k.scopes],
   );
-  return r.rows[0]?.inserted === true;
+  const at = r.rows[0]?.revoked_at;
+  return { revokedAt: at == null ? null : new Date(at) };
 }
 
-export async function hasActiveAdminKey(db: Queryable): Promise<boolean> {
-  const r = await db.query(`SELECT 1 FROM api_keys WHERE revoked_at IS NULL AND 'admin' = ANY(scopes) LIMIT 1`);
+/** Whether any API key was ever made (revoked ones count): a start that finds none is the first. */
+export async function anyApiKeyEver(db: Queryable): Promise<boolean> {
+  const r = await db.query(`SELECT 1 FROM api_keys LIMIT 1`);
   return r.rows.length > 0;
 }
 

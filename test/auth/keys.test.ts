@@ -118,14 +118,26 @@ await describeEachDb('auth: scopes and API keys', (ctx) => {
     }
   });
 
-  it('the BULB_ADMIN_KEY bootstrap is idempotent and restores a revoked key', async () => {
-    const count = async () => (await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM api_keys WHERE secret_hash = $1`, [sha256(ADMIN_KEY)])).rows[0].n;
-    assert.equal(await count(), 1);
+  it('the BULB_ADMIN_KEY bootstrap is idempotent; a revoked BULB_ADMIN_KEY stays revoked across starts', async () => {
+    const count = async (key: string) => (await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM api_keys WHERE secret_hash = $1`, [sha256(key)])).rows[0].n;
+    assert.equal(await count(ADMIN_KEY), 1);
     assert.deepEqual(await bootstrapAdminKey(ctx.tdb.db, ADMIN_KEY), {});
     assert.deepEqual(await bootstrapAdminKey(ctx.tdb.db, ADMIN_KEY), {});
-    assert.equal(await count(), 1);
+    assert.equal(await count(ADMIN_KEY), 1);
     const row = (await ctx.tdb.db.query(`SELECT uuid, scopes FROM api_keys WHERE secret_hash = $1`, [sha256(ADMIN_KEY)])).rows[0];
     assert.deepEqual(row.scopes, ['admin']);
+    // A leaked bootstrap key revoked by an operator: the next start (any process still given the old value) used to
+    // un-revoke it silently (before 2026-11-28).
+    const leaked = 'leaked-bootstrap-key-0123456789abcdef';
+    assert.deepEqual(await bootstrapAdminKey(ctx.tdb.db, leaked), {});
+    const leakedUuid = (await ctx.tdb.db.query(`SELECT uuid FROM api_keys WHERE secret_hash = $1`, [sha256(leaked)])).rows[0].uuid;
+    assert.equal((await api().withToken(leaked).get('/integrations/apiKeys')).status, 200);
+    assert.equal((await api().delete(`/integrations/apiKeys/${leakedUuid}`)).status, 204);
+    const again = await bootstrapAdminKey(ctx.tdb.db, leaked);
+    assert.ok(again.revokedAt instanceof Date, 'the start is told the key is revoked (it warns)');
+    assert.equal(again.created, undefined);
+    assert.equal(await count(leaked), 1);
+    assert.equal((await api().withToken(leaked).get('/integrations/apiKeys')).status, 401);
   });
 });
 
@@ -146,6 +158,11 @@ for (const backend of await backends()) {
       const both = await Promise.all([bootstrapAdminKey(tdb.db, undefined), bootstrapAdminKey(tdb.db, undefined)]);
       assert.equal(both.filter((b) => b.created).length, 1);
       assert.equal((await tdb.db.query(`SELECT count(*)::int AS n FROM api_keys`)).rows[0].n, 1);
+      // Every admin key revoked (say, admin OAuth clients are used instead): a later start prints no new key to its
+      // logs (before 2026-11-28 every start did, workers included); BULB_ADMIN_KEY is how to get one.
+      await tdb.db.query(`UPDATE api_keys SET revoked_at = now()`);
+      assert.equal((await bootstrapAdminKey(tdb.db, undefined)).created, undefined);
+      assert.equal((await tdb.db.query(`SELECT count(*)::int AS n FROM api_keys WHERE revoked_at IS NULL`)).rows[0].n, 0);
     } finally {
       await tdb.close();
     }

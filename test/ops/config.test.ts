@@ -39,11 +39,16 @@ describe('config', () => {
       ['BULB_WEBHOOK_TIMEOUT_MS', '0'], ['BULB_RATE_LIMIT_PER_SEC', '1.5'],
       ['BULB_WEBHOOK_PROXY', 'garbage'], ['BULB_WEBHOOK_PROXY', 'https://proxy.example:8443'], ['BULB_WEBHOOK_PROXY', 'socks5://proxy.example:1080'],
       ['BULB_WEBHOOK_PROXY', 'http://proxy.example:3128/path'], ['BULB_WEBHOOK_PROXY', 'http://proxy.example:0'],
+      // A guessable admin key (found again from its stored SHA-256), one with a space, one shaped like an access token
+      // or a client secret (never signs in): accepted before 2026-11-28.
+      ['BULB_ADMIN_KEY', 'admin'], ['BULB_ADMIN_KEY', 'correct horse battery staple!'], ['BULB_ADMIN_KEY', 'bulb_at_0123456789abcdef0123456789'],
+      ['BULB_ADMIN_KEY', 'bulb_cs_0123456789abcdef0123456789'],
     ]) {
       assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && err.message.includes(name), `${name}=${value}`);
     }
     assert.equal(loadConfig({ BULB_WEBHOOK_ALLOW_PRIVATE: 'yes' }).webhookAllowPrivate, true);
     assert.equal(loadConfig({ BULB_ROLE: 'worker' }).role, 'worker');
+    assert.equal(loadConfig({ BULB_ADMIN_KEY: 'bulb_key_0123456789abcdef0123' }).adminKey, 'bulb_key_0123456789abcdef0123');
     assert.equal(loadConfig({ BULB_WEBHOOK_PROXY: 'http://user:pw@proxy.example:3128' }).webhookProxy?.host, 'proxy.example:3128');
   });
 });

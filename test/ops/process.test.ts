@@ -55,7 +55,7 @@ describe('process', () => {
 
     const second = await startBulb({ BULB_DATA_DIR: dataDir });
     procs.push(second);
-    await second.waitFor(/admin API key exists already/);
+    await second.waitFor(/API keys exist already/);
     assert.doesNotMatch(second.output(), /bulb_key_/, 'no new key on the second start');
     const again = await get(`${second.url}/api/2025-04/crm/customers`, key);
     assert.equal(again.status, 200, 'the first key still works');
