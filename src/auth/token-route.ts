@@ -51,7 +51,7 @@ export function tokenRoutes(app: FastifyInstance, s: Services) {
       return oauthError(reply, 401, 'invalid_client', 'client authentication failed');
     }
     const scope = str('scope');
-    const result = await issueAccessToken(s.db, id, secret, scope ? scope.split(' ').filter(Boolean) : undefined);
+    const result = await issueAccessToken(s.db, id, secret, scope ? [...new Set(scope.split(' ').filter(Boolean))] : undefined); // a scope named twice is granted once
     if (!result.ok) return oauthError(reply, result.error === 'invalid_client' ? 401 : 400, result.error, result.description);
     return { access_token: result.accessToken, token_type: 'Bearer', expires_in: result.expiresIn, scope: result.scopes.join(' ') };
   });

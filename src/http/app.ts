@@ -46,6 +46,9 @@ function rejectMisencodedQuery(url: string): void {
   }
 }
 
+/** The token endpoint's form body limit (a client id, a secret, a scope). */
+const TOKEN_FORM_LIMIT = 64 * 1024;
+
 export async function buildApp(s: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
   const legacyPrefix = s.names.legacyPrefix + '/';
   const app = Fastify({
@@ -201,10 +204,13 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   });
 
   await app.register(async (scope) => {
-    await scope.register(formbody, { bodyLimit: 64 * 1024 });
+    await scope.register(formbody, { bodyLimit: TOKEN_FORM_LIMIT });
     // Body errors at the token endpoint (bad JSON, too large, wrong type) answer RFC 6749's shape too.
     scope.setErrorHandler((err, req, reply) => {
-      const { status, entries, headers } = toApiError(err);
+      const { status, headers, ...answer } = toApiError(err);
+      let entries = answer.entries;
+      // A form body has its own, smaller limit (a JSON one the API's).
+      if (status === 413 && /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '')) entries = [{ ...entries[0], message: `request body exceeds ${TOKEN_FORM_LIMIT / 1024} KiB` }];
       if (status >= 500) return errorHandler(err, req, reply);
       for (const [k, v] of Object.entries(headers)) reply.header(k, v);
       return reply.code(status).header('cache-control', 'no-store').send({ error: 'invalid_request', error_description: entries[0].message, errors: entries });

@@ -11,20 +11,35 @@ const BULB_SECRET = /bulb_(key|cs|at)_[A-Za-z0-9_-]+/g;
 /** What stands for a credential in the log (the redacted headers too: app.ts). */
 export const REDACTED_VALUE = '[redacted]';
 
-/** The URL as logged: credential parameters' values and Bulb's secrets replaced. */
+/** The URL as logged: credential parameters' values and Bulb's secrets replaced, in whatever percent-encoding they came. */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  if (q < 0) return url.replace(BULB_SECRET, REDACTED_VALUE);
+  const path = (q < 0 ? url : url.slice(0, q)).split('/').map(redactPart).join('/');
+  if (q < 0) return path;
   const query = url.slice(q + 1).split('&').map((pair) => {
     const eq = pair.indexOf('=');
     const name = eq < 0 ? pair : pair.slice(0, eq);
-    let decoded = name;
-    try {
-      decoded = decodeURIComponent(name.replace(/\+/g, ' '));
-    } catch { /* malformed: compared as sent */ }
-    return eq >= 0 && SECRET_PARAM.test(decoded) ? `${name}=${REDACTED_VALUE}` : pair.replace(BULB_SECRET, REDACTED_VALUE);
+    return eq >= 0 && SECRET_PARAM.test(decoded(name)) ? `${name}=${REDACTED_VALUE}` : eq < 0 ? redactPart(pair) : `${redactPart(name)}=${redactPart(pair.slice(eq + 1))}`;
   });
-  return `${url.slice(0, q).replace(BULB_SECRET, REDACTED_VALUE)}?${query.join('&')}`;
+  return `${path}?${query.join('&')}`;
+}
+
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, ' '));
+  } catch {
+    return part; // malformed: compared as sent
+  }
+}
+
+/**
+ * A path segment, query name or value with Bulb's secrets replaced. One that holds a secret only once decoded
+ * (`bulb%5Fkey%5F…`, `%2D` inside one) is replaced whole: redacting its encoded form would miss part of it.
+ */
+function redactPart(part: string): string {
+  const plain = part.replace(BULB_SECRET, REDACTED_VALUE);
+  const d = decoded(part);
+  return d !== part && d.replace(BULB_SECRET, '') !== d ? REDACTED_VALUE : plain;
 }
 
 /** Fastify's request serializer with the URL redacted (the fields of its default one). */

@@ -93,6 +93,17 @@ await describeEachDb('auth: OAuth client credentials', (ctx) => {
     }
   });
 
+  it('a scope asked for twice is granted once; a form body over 64 KiB is a 413 saying so', async () => {
+    const c = await newClient(['write']);
+    const t = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret, scope: 'read read' });
+    assert.equal(t.status, 200, JSON.stringify(t.body));
+    assert.equal(t.body.scope, 'read', 'was echoed as "read read" before 2026-11-28');
+    const big = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: 'x'.repeat(70 * 1024) });
+    assert.equal(big.status, 413);
+    assert.equal(big.body.error, 'invalid_request');
+    assert.match(big.body.error_description, /exceeds 64 KiB/, 'said 1 MiB before 2026-11-28');
+  });
+
   it('a body of another type is 415 naming the types the endpoint takes', async () => {
     const r = await fetch(`${ctx.srv.url}/auth/oauth2/token`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'grant_type=client_credentials' });
     assert.equal(r.status, 415);

@@ -84,6 +84,11 @@ describe('credentials in a URL are not logged', () => {
     assert.equal(redactUrl('/api/2026-11/crm/customers/bulb_key_AbC-12_x?externalId=bulb_at_zz9'), '/api/2026-11/crm/customers/[redacted]?externalId=[redacted]');
     assert.equal(redactUrl('/api/2026-11/crm/customers?externalId=c-1&email=a%40b.c'), '/api/2026-11/crm/customers?externalId=c-1&email=a%40b.c');
     assert.equal(redactUrl('/x?%E0%A4%A=1&token'), '/x?%E0%A4%A=1&token', 'malformed or valueless parameters pass as sent');
+    // Percent-encoded secrets (logged in full, or cut at a %2D, before 2026-11-28).
+    assert.equal(redactUrl('/api/2026-11/crm/customers/bulb%5Fkey%5FAbC12x?email=bulb%5Fat%5Fzz9%40x.io&q=%62ulb_cs_abc'),
+      '/api/2026-11/crm/customers/[redacted]?email=[redacted]&q=[redacted]');
+    assert.equal(redactUrl('/api/2026-11/crm/customers?externalId=bulb_key_abc%2Ddef'), '/api/2026-11/crm/customers?externalId=[redacted]');
+    assert.equal(redactUrl('/api/2026-11/crm/customers/c%2D1?email=a%40b.c'), '/api/2026-11/crm/customers/c%2D1?email=a%40b.c', 'encoded values without a secret pass as sent');
   });
 });
 
