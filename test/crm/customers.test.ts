@@ -212,6 +212,38 @@ await describeEachDb('customers', (ctx) => {
     }
   });
 
+  it("a list waits only for running writers of its own table: a note or order created beside an import chunk is listed at once; a running note write holds back later notes", { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
+    // Before 2026-11-28 every running writer held every list back: a 201'd note was missing from its customer's list for
+    // as long as an unrelated import chunk (or a session idle in a transaction) ran.
+    const c = (await api().post('/crm/customers', { externalId: 'hzt-1', firstName: 'T' })).body;
+    const other = new pg.Client({ connectionString: ctx.tdb.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`INSERT INTO customers (external_id, first_name) VALUES ('hzt-chunk', 'Chunk')`); // an import chunk
+      const note = await api().post(`/crm/customers/${c.uuid}/notes`, { type: 'CUSTOMER_NOTE', comments: 'beside a chunk' });
+      assert.equal(note.status, 201, note.text);
+      const order = await api().post(`/crm/customers/${c.uuid}/orders`, { externalId: 'hzt-o1', orderedAt: '2026-11-01T10:00:00Z', currency: 'EUR', total: '10.00', lineItems: [] });
+      assert.equal(order.status, 201, order.text);
+      assert.deepEqual((await api().get(`/crm/customers/${c.uuid}/notes`)).body.data.map((n: any) => n.uuid), [note.body.uuid]);
+      assert.deepEqual((await api().get(`/crm/customers/${c.uuid}/orders`)).body.data.map((o: any) => o.uuid), [order.body.uuid]);
+      await other.query('ROLLBACK');
+      // A running write of notes (it took an earlier id): a note written after it is held back until it ends.
+      await other.query('BEGIN');
+      await other.query(`INSERT INTO notes (customer_id, type, comments) SELECT id, 'CUSTOMER_NOTE', 'running' FROM customers WHERE external_id = 'hzt-1'`);
+      const later = await api().post(`/crm/customers/${c.uuid}/notes`, { type: 'CUSTOMER_NOTE', comments: 'after the running one' });
+      assert.equal(later.status, 201, later.text);
+      assert.deepEqual((await api().get(`/crm/customers/${c.uuid}/notes`)).body.data.map((n: any) => n.uuid), [note.body.uuid], 'held back behind the running write');
+      await other.query('COMMIT');
+      const all = (await api().get(`/crm/customers/${c.uuid}/notes`)).body.data;
+      assert.equal(all.length, 3);
+      assert.equal(all[2].uuid, later.body.uuid);
+    } finally {
+      await other.query('ROLLBACK').catch(() => {});
+      await other.end();
+    }
+  });
+
   it('a sync filtered by email, and an incremental export resumed from the latest updatedAt it served (or its X-Bulb-Resume-Since), never pass a customer a running transaction wrote', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
     const email = 'same@hze.example';
     await api().post('/crm/customers', { externalId: 'hze-old', firstName: 'Old', emails: [{ email }] });

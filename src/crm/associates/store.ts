@@ -44,7 +44,7 @@ export async function associateIdByUuid(db: Queryable, uuid: string): Promise<st
 
 export async function listAssociates(db: Queryable, afterId: string | null, limit: number): Promise<AssociateRow[]> {
   // A walk: rows written before the write horizon only (src/db/write-horizon.ts).
-  const horizon = await writeHorizon(db);
+  const horizon = await writeHorizon(db, 'associates');
   const r = await db.query<AssociateRow>(`${SELECT} WHERE ($1::bigint IS NULL OR id > $1) AND ($3::timestamptz IS NULL OR created_at < $3) ORDER BY id LIMIT $2`, [afterId, limit + 1, horizon]);
   return r.rows;
 }

@@ -30,7 +30,7 @@ export async function findRowById(db: Queryable, k: Kind, id: string): Promise<a
 export async function listRows(db: Queryable, k: Kind, customerId: string, afterId: string | null, limit: number): Promise<any[]> {
   // A walk in id order: only rows written before the write horizon, so it never passes one still uncommitted (writers
   // side by side take ids in one order and commit in another: 1–9 rows of a list missed in a probe, 2026-11-28).
-  const horizon = await writeHorizon(db);
+  const horizon = await writeHorizon(db, k.table);
   const r = await db.query(
     `${selectOf(k)} WHERE t.customer_id = $1 AND ($2::bigint IS NULL OR t.id > $2) AND ($4::timestamptz IS NULL OR t.created_at < $4)
      ORDER BY t.id LIMIT $3`,

@@ -61,7 +61,7 @@ export function exportSql(q: ExportQueryT, horizon: string | null = null): { sql
  */
 export async function openExport(db: Db, q: ExportQueryT): Promise<{ stream: Readable; resumeSince: string }> {
   // Before the export's snapshot (its statement must see every writer that committed after this one).
-  const horizon = await writeHorizon(db);
+  const horizon = await writeHorizon(db, 'customers');
   const resumeSince = iso(horizon ?? (await db.query<{ at: string }>('SELECT clock_timestamp()::text AS at')).rows[0].at)!;
   const { sql, params } = exportSql(q, horizon);
   const stream = db instanceof PgDb

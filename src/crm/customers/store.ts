@@ -141,7 +141,7 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
   // missed customers created beside the walk (2–6 in a probe, 2026-11-28).
   // With updatedSince it is a sync whatever else it filters by: its client resumes from the latest updatedAt it saw.
   const lookup = (q.externalId !== undefined || q.email !== undefined) && q.updatedSince === undefined;
-  const horizon = lookup ? null : await writeHorizon(db);
+  const horizon = lookup ? null : await writeHorizon(db, 'customers');
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (sql: string, v: unknown) => {
