@@ -141,6 +141,8 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
   it('disabled: true deactivates without a merge, false re-activates; a merged-away customer comes back only by undoing its merge', async () => {
     // https://docs.tulip.com/tgen/customers_partialupdate — "disabled: Boolean dictating if customer status is disabled or not"
     await api().post('/crm/customers', { externalId: 'dis-1', firstName: 'Dee' });
+    const note = await api().post('/crm/customers/dis-1/notes', { type: 'CUSTOMER_NOTE', comments: 'before', externalId: 'dis-1-n' });
+    assert.equal(note.status, 201, note.text);
     const off = await api().patch('/crm/customers/dis-1', { disabled: true });
     assert.equal(off.status, 200, off.text);
     assert.deepEqual([off.body.status, off.body.disabled, off.body.mergedInto], ['disabled', true, null]);
@@ -149,6 +151,13 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
     // A deactivated customer still takes writes, and stays deactivated unless the write says otherwise.
     const renamed = await api().put('/crm/customers/dis-1', { firstName: 'Dora' });
     assert.deepEqual([renamed.status, renamed.body.firstName, renamed.body.disabled], [200, 'Dora', true]);
+    // Its attached data is refused for its state, a new note and an edit of a note alike (the edit went through before
+    // 2026-11-28, with a customerNoteUpdate), and the note is unchanged.
+    assert.equal((await api().post('/crm/customers/dis-1/notes', { type: 'CUSTOMER_NOTE', comments: 'after' })).status, 403);
+    const edit = await api().put('/crm/customerNotes/dis-1-n', { type: 'CUSTOMER_NOTE', comments: 'edited while disabled' });
+    assert.equal(edit.status, 403, edit.text);
+    assert.deepEqual(errorCodes(edit), ['CustomerDisabled']);
+    assert.equal((await api().get('/crm/customerNotes/dis-1-n')).body.comments, 'before');
     // It cannot be merged (either side) while deactivated.
     await api().post('/crm/customers', { externalId: 'dis-p' });
     const merge = await api().post('/crm/customers/dis-p/merge', { mergeWithCustomerIds: ['dis-1'] });

@@ -125,6 +125,10 @@ export async function getNote(db: Queryable, ref: string): Promise<any> {
 export async function replaceNote(tx: Queryable, ref: string, body: NoteBody, source: string): Promise<any> {
   const note = await store.findNote(tx, ref, true);
   if (!note) throw notFound(`note "${ref}" not found`, 'id');
+  // A deactivated customer's notes are refused like a new note for it (403 CustomerDisabled); the edit went through
+  // before 2026-11-28, with its customerNoteUpdate. Locked (shared) so that a deactivation waits for the edit or it for it.
+  const customer = await customers.findCustomer(tx, note.customer_uuid, 'share');
+  if (customer?.status === 'disabled') throw customerDisabled(customer);
   if (body.customer !== undefined && !(await namesCustomer(tx, body.customer, note.customer_id))) {
     throw invalid(`"customer" ("${body.customer}") is not the note's customer: a note stays with its customer`, 'customer');
   }
