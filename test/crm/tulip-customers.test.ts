@@ -222,6 +222,11 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
     const old = await api().withVersion('2025-04').post('/crm/customers/bulk', [{ externalId: 'ph-1', addresses: [{ uuid: h.uuid, city: 'Camden' }] }]);
     const [replaced] = old.body.results[0].customer.addresses;
     assert.deepEqual([replaced.uuid, replaced.city, replaced.address1, replaced.countryCode], [h.uuid, 'Camden', null, null], 'a replace empties what it omits');
+    // Named in upper case: the same address, its uuid kept as stored (the spelling sent was stored before 2026-11-28);
+    // a new uuid sent in upper case is stored lower-case.
+    const upper = await api().withVersion('2026-11').patch('/crm/customers/ph-1', { addresses: [{ uuid: h.uuid.toUpperCase(), city: 'Soho' }, { uuid: 'A1B2C3D4-0000-4000-8000-00000000ABCD', address1: '3 New St' }] });
+    assert.equal(upper.status, 200, upper.text);
+    assert.deepEqual(upper.body.addresses.map((a: any) => [a.uuid, a.city]), [[h.uuid, 'Soho'], ['a1b2c3d4-0000-4000-8000-00000000abcd', null]]);
   });
 
   it('address uuids stay across PUT and PATCH when the uuid or externalId is sent back, or the address is sent unchanged; new addresses get new uuids', async () => {
