@@ -44,8 +44,15 @@ export function decodeTimeCursor(cursor: string | undefined): { at: string; id: 
   if (cursor === undefined || cursor === '') return null;
   const raw = Buffer.from(cursor, 'base64url').toString('utf8');
   const m = /^t1:(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z):(\d{1,18})$/.exec(raw);
-  if (!m) throw invalid('cursor is not valid', 'cursor');
+  // A time that does not exist (month 13, 30 February…) is as invalid as a malformed one (not the database's 22008).
+  if (!m || !realTime(m[1])) throw invalid('cursor is not valid', 'cursor');
   return { at: m[1], id: m[2] };
+}
+
+/** Whether a UTC time to the microsecond names a real instant: it reads back as written (to the millisecond). */
+function realTime(at: string): boolean {
+  const t = new Date(at.slice(0, 23) + 'Z');
+  return !Number.isNaN(t.getTime()) && t.toISOString() === at.slice(0, 23) + 'Z';
 }
 
 /** Given limit+1 rows fetched, returns the page and the next cursor. */

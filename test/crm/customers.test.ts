@@ -129,6 +129,14 @@ await describeEachDb('customers', (ctx) => {
       assert.equal(r.status, 400, bad);
       assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
     }
+    // A sync cursor of the right form naming a time that does not exist: "cursor is not valid" naming cursor, like any
+    // other bad cursor (the database's generic out-of-range answer, naming nothing, before 2026-11-28).
+    for (const at of ['2026-99-99T99:99:99.000000Z', '2026-02-30T10:00:00.000000Z']) {
+      const cursor = Buffer.from(`t1:${at}:1`).toString('base64url');
+      const r = await api().get(`/crm/customers?updatedSince=2026-01-01T00:00:00Z&cursor=${cursor}`);
+      assert.equal(r.status, 400, at);
+      assert.deepEqual(r.body.errors.map((e: any) => [e.message, e.moreInfo]), [['cursor is not valid', 'cursor']], at);
+    }
   });
 
   it('filters by email (case-insensitive), externalId and updatedSince', async () => {
