@@ -43,4 +43,34 @@ describeConsole('merge by uuid', (ctx) => {
     assert.deepEqual([(await get('POS')).status, (await get('1001')).status], ['active', 'active'], 'the reference was not split at spaces and commas');
     assert.deepEqual(ctx.pageErrors, []);
   });
+
+  it('the merge confirmed is the merge previewed: an externalId renamed and reused in between changes nothing', async () => {
+    // Probe (2026-11-28): the confirm re-sent the references as typed, so the customer holding the externalId by then was
+    // merged and disabled, and the customer previewed was left alone, under a toast saying the merge was done.
+    const { page, srv } = ctx;
+    const api = srv.api;
+    const primary = (await api.post('/crm/customers', { externalId: 'rr-primary', firstName: 'Rita', lastName: 'Primary' })).body;
+    const previewed = (await api.post('/crm/customers', { externalId: 'rr-sec', firstName: 'Pre', lastName: 'Viewed' })).body;
+    await page.goto('/admin');
+    const signedIn = page.getByRole('navigation', { name: 'Console sections' });
+    await signedIn.or(page.getByLabel('Admin API key')).first().waitFor();
+    if (!(await signedIn.isVisible())) await ctx.signIn(); // alone (a name pattern); after the test above, signed in
+    await page.goto(`/admin#/customers/${primary.uuid}`);
+    await page.getByRole('heading', { level: 1, name: 'Rita Primary' }).waitFor();
+    await page.getByLabel('External IDs of the customers to merge into this one').fill('rr-sec');
+    await page.getByRole('button', { name: 'Preview merge' }).click();
+    const preview = page.getByRole('region', { name: /Merge preview/ });
+    await preview.waitFor();
+    assert.match(await preview.innerText(), /Merging rr-sec into rr-primary would move/);
+    // Between the preview and the confirm, another system renames the customer and a new one takes its externalId.
+    assert.equal((await api.patch(`/crm/customers/${previewed.uuid}`, { externalId: 'rr-sec-renamed' })).status, 200);
+    const newcomer = (await api.post('/crm/customers', { externalId: 'rr-sec', firstName: 'New', lastName: 'Comer' })).body;
+    await preview.getByRole('button', { name: 'Confirm merge' }).click();
+    await page.getByRole('dialog', { name: /Merge 1 customer into/ }).getByRole('button', { name: 'Merge' }).click();
+    await page.getByRole('status').filter({ hasText: 'Merged rr-sec-renamed into rr-primary' }).waitFor();
+    const get = async (id: string) => (await api.get(`/crm/customers/${id}`)).body;
+    assert.equal((await get(previewed.uuid)).mergedInto?.uuid, primary.uuid, 'the customer previewed is merged');
+    assert.deepEqual([(await get(newcomer.uuid)).status, (await get(newcomer.uuid)).mergedInto], ['active', null], 'the newcomer is untouched');
+    assert.deepEqual(ctx.pageErrors, []);
+  });
 });

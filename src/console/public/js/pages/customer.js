@@ -155,13 +155,26 @@ function mergeSection(c, navigate) {
     }
     await busy(preview, async () => {
       try {
-        const dry = await post(path, { mergeWithCustomerIds: list }, { query: { dryRun: 'true' } });
-        showPreview(list, dry);
+        // The references as customers now, by uuid: the preview and the merge name the same customers even if an
+        // externalId is renamed or reused in between (the confirm re-sent what was typed, and merged whichever customer
+        // held that externalId by then). A reference that names none: the dry run of what was typed reports them all.
+        const uuids = await resolveCustomers(list);
+        const dry = await post(path, { mergeWithCustomerIds: uuids ?? list }, { query: { dryRun: 'true' } });
+        showPreview(uuids ?? list, dry);
       } catch (err) {
         out.append(errorBox(err, 'The merge cannot be done'));
         out.focus();
       }
     });
+  }
+
+  /** Each reference's customer uuid, or null when one names no customer. */
+  async function resolveCustomers(list) {
+    const found = await Promise.all(list.map((ref) => get(`/crm/customers/${encodeURIComponent(ref)}`).catch((err) => {
+      if (err instanceof ApiError && err.status === 404) return null;
+      throw err;
+    })));
+    return found.every(Boolean) ? found.map((c) => c.uuid) : null;
   }
 
   function showPreview(list, dry) {
@@ -174,7 +187,7 @@ function mergeSection(c, navigate) {
       h('h3', { id: 'preview-h' }, 'Merge preview (nothing has changed yet)'),
       h('p', null, `Merging ${names.join(', ')} into ${into} would move:`),
       movedTable(dry.moved, dry.duplicateAssociatesRemoved, 'What moves to this customer'),
-      h('p', { class: 'muted' }, `Then ${list.length === 1 ? 'that customer is' : `those ${list.length} customers are`} disabled and point here. Emails, phones, addresses, social profiles and loyalty tier stay where they are.`),
+      h('p', { class: 'muted' }, `Then ${list.length === 1 ? 'that customer is disabled and points' : `those ${list.length} customers are disabled and point`} here. Emails, phones, addresses, social profiles and loyalty tier stay where they are.`),
       h('div', { class: 'actions' }, confirm, cancel)));
     out.focus();
     cancel.addEventListener('click', () => {
