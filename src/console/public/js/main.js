@@ -51,6 +51,12 @@ let current; // AbortController of the page on screen
 
 function renderSignIn(reason) {
   current?.abort();
+  // Open dialogs live outside #app: closed with the session, or a log's payload or a revealed secret stayed on screen
+  // over the sign-in page (a dialog closed is removed: dom.js openDialog).
+  for (const d of document.querySelectorAll('dialog')) {
+    if (d.open) d.close();
+    else d.remove();
+  }
   document.title = 'Sign in · Bulb console';
   const input = h('input', { type: 'password', name: 'key', required: true, autocomplete: 'off', spellcheck: 'false', class: 'mono' });
   const message = h('div', { class: 'signin-message' });

@@ -26,8 +26,9 @@ function meta(signal) {
   return metaCache;
 }
 
+/** Every subscription, page after page (it stopped at 8 pages, 2,000 subscriptions, hiding the newest). */
 export async function listSubscriptions(signal) {
-  return (await getPages('/integrations/webhooks/subscriptions', { limit: 250 }, 8, { signal })).data;
+  return (await getPages('/integrations/webhooks/subscriptions', { limit: 250 }, Infinity, { signal })).data;
 }
 
 /** The create/edit form in a dialog. existing: the subscription being edited, or undefined to create. */
