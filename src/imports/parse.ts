@@ -309,6 +309,10 @@ export function csvRecords(header: (names: string[]) => string[], toLine: (recor
   const parser = csvParse({
     columns: header,
     bom: true,
+    // Every record ends at LF, CR LF or a lone CR, whichever each line uses: left to itself csv-parse takes the first
+    // line's ending for the whole file, and a file whose header ends in LF and rows in CR LF kept a CR in each row's
+    // last cell (one in CR LF then rows in LF ran the rows together): a probe, 2026-11-28.
+    record_delimiter: ['\r\n', '\n', '\r'],
     skip_empty_lines: true,
     skip_records_with_error: true,
     relax_quotes: true,

@@ -277,6 +277,28 @@ await describeEachDb('imports', (ctx) => {
     }
   });
 
+  it('CSV: each line may end its own way (LF, CR LF, a lone CR): nothing runs together, no CR is kept in a cell', async () => {
+    // Probe (2026-11-28): csv-parse took the first line's ending for the whole file; a header in LF with rows in CR LF
+    // stored "Smith\r", a header in CR LF with rows in LF ran the rows into one bad record (two customers lost).
+    const cases: [string, string[]][] = [
+      ['externalId,firstName,lastName\nle-1,Ann,Smith\r\nle-2,Bob,Jones\r\n', ['le-1', 'le-2']],
+      ['externalId,firstName,lastName\r\nle-3,Cat,Smith\nle-4,Dan,Jones\n', ['le-3', 'le-4']],
+      ['externalId,firstName,lastName\rle-5,Eve,Smith\nle-6,Fay,Jones\r\nle-7,Gus,"Two\r\nlines"\r', ['le-5', 'le-6', 'le-7']],
+    ];
+    for (const [file, ids] of cases) {
+      const r = await api().post('/crm/imports?format=csv', file, csv);
+      assert.equal(r.status, 202, r.text);
+      const done = await finished(r.body.uuid);
+      assert.deepEqual([done.status, done.created, done.failed], ['completed', ids.length, 0], JSON.stringify(file));
+      for (const id of ids) {
+        const c = (await api().get(`/crm/customers/${id}`)).body;
+        assert.ok(!/\r$/.test(c.lastName), `${id}: ${JSON.stringify(c.lastName)}`);
+      }
+    }
+    assert.deepEqual((await api().get('/crm/customers/le-4')).body.lastName, 'Jones');
+    assert.deepEqual((await api().get('/crm/customers/le-7')).body.lastName, 'Two\r\nlines', 'a quoted line break is kept as sent');
+  });
+
   it('refuses files that are not NDJSON/CSV, too large, empty or of the wrong type, leaving nothing behind', async () => {
     const before = await count('SELECT count(*) AS n FROM imports');
     const customers = await count('SELECT count(*) AS n FROM customers');
