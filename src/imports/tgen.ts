@@ -281,7 +281,9 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
     if (el === null) continue; // removed
     const element = el ?? {};
     list.elements.set(c.index, element);
-    element[c.field] = clear ? null : value(cell, LISTS[c.list][c.field], `${c.list}.${c.index}.${c.field}`);
+    // SET_AS_NULL clears a field: null, false for a boolean (isPrimary, disabled), as for the customer's own booleans
+    // (it made null, which the address check refuses: the whole line failed, a probe, 2026-11-28).
+    element[c.field] = clear ? (LISTS[c.list][c.field] === 'bool' ? false : null) : value(cell, LISTS[c.list][c.field], `${c.list}.${c.index}.${c.field}`);
   }
   for (const name of Object.keys(LISTS)) {
     const list = lists[name];

@@ -65,6 +65,11 @@ it('maps a partial update: an empty cell leaves the field, SET_AS_NULL clears it
     { externalId: 'p-2', firstName: 'Bo', addresses: [] },
     { externalId: 'p-3', firstName: 'Cy' },
   ]);
+  // An address's booleans cleared are false, as the customer's own (they were null, which the address check refuses).
+  const booleans = await linesOf('externalId,addresses[0].uuid,addresses[0].isPrimary,addresses[0].disabled,addresses[0].city\np-4,6f1c1f3e-0000-4000-8000-000000000001,SET_AS_NULL,SET_AS_NULL,SET_AS_NULL\n', 'TGEN_customers_partialupdate_2025-12.csv');
+  assert.deepEqual(booleans.map((l) => l.item ?? l.errors), [
+    { externalId: 'p-4', addresses: [{ uuid: '6f1c1f3e-0000-4000-8000-000000000001', isPrimary: false, disabled: false, city: null }] },
+  ]);
 });
 
 it('a bad cell is a line error naming the column; SET_AS_NULL in a full update is refused', async () => {
