@@ -261,7 +261,9 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
            'merged_into_uuid', m.uuid, 'merged_into_external_id', m.external_id) ORDER BY s.line)
          FROM chunk s JOIN cur ON cur.external_id = s.external_id AND cur.merged_into IS NOT NULL
          LEFT JOIN customers m ON m.id = cur.merged_into), '[]') AS disabled,
-       coalesce((SELECT jsonb_agg(jsonb_build_object('line', line::text, 'errors', jsonb_build_array(bad)) ORDER BY line) FROM nv WHERE bad IS NOT NULL), '[]') AS errors`,
+       -- A refused customer refuses every line folded into it (as bulk answers each of its items 400), not only its first.
+       coalesce((SELECT jsonb_agg(jsonb_build_object('line', s.line::text, 'errors', jsonb_build_array(nv.bad)) ORDER BY s.line)
+         FROM nv JOIN cur ON cur.id = nv.id JOIN chunk s ON s.external_id = cur.external_id AND NOT s.refused WHERE nv.bad IS NOT NULL), '[]') AS errors`,
     imp.with_events ? [imp.id, imp.applied_line, span, imp.source] : [imp.id, imp.applied_line, span],
   );
   return r.rows[0];

@@ -95,6 +95,28 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual(two.map((x: any) => [x.externalId, x.address1, x.city, x.postCode]), [['home', '2 High St', 'London', 'N1 9GU']]);
   });
 
+  it('lines of one customer whose folded result is refused are each an error, counted failed, as bulk answers each item 400', async () => {
+    // Probe (2026-11-28): the error named the first (valid) line, the bad line counted unchanged.
+    await api().post('/crm/customers', { externalId: 'af-z', addresses: [{ address1: '1 Main', city: 'NYC', countryCode: 'US', zoneCode: 'US-NY', type: 'home' }] });
+    const [a] = (await api().get('/crm/customers/af-z')).body.addresses;
+    const file = [
+      { externalId: 'af-z', firstName: 'Zed' },
+      { externalId: 'af-z', addresses: [{ uuid: a.uuid, countryCode: 'FR' }] }, // keeps zoneCode US-NY: not in FR
+      { externalId: 'af-ok', firstName: 'Ok' },
+    ].map((x) => JSON.stringify(x)).join('\n') + '\n';
+    const r = await api().post('/crm/imports?format=ndjson', file, ndjson);
+    assert.equal(r.status, 202, r.text);
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.created, done.updated, done.unchanged, done.failed], [1, 0, 0, 2]);
+    const errors = await errorsOf(r.body.uuid);
+    assert.deepEqual(errors.map((e) => [e.line, e.errors[0].moreInfo]), [[1, 'addresses.0.zoneCode'], [2, 'addresses.0.zoneCode']]);
+    const z = (await api().get('/crm/customers/af-z')).body;
+    assert.deepEqual([z.firstName, z.addresses[0].countryCode], [null, 'US'], 'nothing of the customer applied');
+    // The same items through bulk: each 400.
+    const bulk = await api().withVersion('2026-11').post('/crm/customers/bulk', [{ externalId: 'af-z', firstName: 'Zed' }, { externalId: 'af-z', addresses: [{ uuid: a.uuid, countryCode: 'FR' }] }]);
+    assert.deepEqual(bulk.body.results.map((x: any) => x.status), [400, 400]);
+  });
+
   it('applies lines as bulk applies the same items (chunk by chunk): folding, kept and cleared fields, characters COPY escapes', async () => {
     // Items for one prefix; chunks of CHUNK (3) lines, each line a data line.
     const items = (p: string) => [
