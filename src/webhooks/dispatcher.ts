@@ -104,6 +104,14 @@ export class Dispatcher {
   private giveBack: InFlight[] = [];
   /** Lanes that answered 410 Gone: nothing more of them starts until that result is written (flushOnce). */
   private gone = new Set<Lane<InFlight>>();
+  /**
+   * Subscription changes this worker heard of (changed()), numbered: subscription id → the number of its last change.
+   * A claim runs beside the result writer and the notifications, so its statement may have read a subscription as it
+   * was before a change this worker has since acted on (a 410's disable written meanwhile, a PATCH of its URL): its rows
+   * of that subscription are given back and claimed again (claim()). Kept only while a claim that may predate them runs.
+   */
+  private changes = new Map<string, number>();
+  private changeCount = 0;
   private inflight = new Map<string, InFlight>();
   private results: Finished[] = [];
   /** The result writer, while it runs (one statement at a time, beside the claims). */
@@ -195,6 +203,7 @@ export class Dispatcher {
    * Attempts already under way finish, and are logged.
    */
   private changed(id: string): void {
+    this.changes.set(id, ++this.changeCount);
     const l = this.lanes.get(id);
     if (!l || l.waiting.length === 0) return;
     this.giveBack.push(...l.waiting.splice(0));
@@ -367,6 +376,9 @@ export class Dispatcher {
       total += n;
     }
     const token = crypto.randomUUID();
+    // Claims run one at a time: changes heard before this one began are already in what its statement reads.
+    this.changes.clear();
+    const changesBefore = this.changeCount;
     const { claimed: rows, holds, clockMs } = await claimLanes(this.db, asks, this.leaseMs, token);
     // Slot and reclaim times are counted from the statement's clock: added to when its answer arrived (as due times are),
     // less how late the answer was read (an event loop busy when it came would make every slot of the claim late).
@@ -386,6 +398,10 @@ export class Dispatcher {
         paused !== null && paused > answered ? paused : 0);
       this.hold(row, l, token, notBefore, row.slot_ms ?? 0, answered + this.leaseMs);
     }
+    // A subscription changed while the statement ran: what it gave of it may be of the subscription as it was (its old
+    // URL or credentials, or active though a 410 has disabled it since): given back, claimed again as it now is. Until
+    // 2026-11-28 such rows were sent (a second request after a 410, on PostgreSQL).
+    for (const id of got.keys()) if ((this.changes.get(id) ?? 0) > changesBefore) this.changed(id);
     for (const id of got.keys()) this.pump(this.lanes.get(id)!);
     // A lane that gave less than asked has nothing more claimable now: it waits for a notification or a due time.
     // (The claim also stops at the subscription's maxInFlight, which a lane first heard of by NOTIFY learns here.)
