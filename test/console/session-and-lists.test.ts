@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeConsole } from './browser.ts';
+import { bootstrapAdminKey } from '../../src/auth/service.ts';
 
 const SUBS = '/integrations/webhooks/subscriptions';
 
@@ -34,6 +35,14 @@ describeConsole('sessions and long lists', (ctx) => {
     const key = (await srv.api.post('/integrations/apiKeys', { name: 'console session', scopes: ['admin'] })).body;
     await page.getByRole('button', { name: 'Sign out' }).click();
     await ctx.signIn(key.key);
+    // "this session" marks the key signed in with, not also a BULB_ADMIN_KEY's row: its stored prefix is its first 4
+    // characters (`bulb…` for an operator's `bulb_key_…`), which matched every key until 2026-11-28.
+    await bootstrapAdminKey(ctx.tdb.db, 'bulb_key_operator_chosen_0123456789');
+    await ctx.go('API Keys');
+    const mine = page.locator('tr', { hasText: 'this session' });
+    await mine.first().waitFor();
+    assert.equal(await mine.count(), 1);
+    assert.match(await mine.innerText(), /console session/);
     await ctx.go('Webhooks');
     const row = page.locator('tr', { hasText: 'https://93.184.215.14/the-newest' });
     await row.getByRole('button', { name: 'Reveal secret' }).click();

@@ -155,8 +155,10 @@ export const apiKeysPage = credentialsPage({
   secrets: (c) => [['New API key', c.key]],
   isMine: (k) => {
     const key = session.key || '';
+    // A prefix no longer than `bulb_key_` says nothing (BULB_ADMIN_KEY's stored prefix is its first 4 characters):
+    // it marked that key as this session whichever key signed in.
     const prefix = (k.prefix || '').replace(/…$/, '');
-    return prefix.length >= 4 && key.startsWith(prefix);
+    return prefix.length > 'bulb_key_'.length && key.startsWith(prefix);
   },
   revokeWarning: (k) => [
     h('p', null, `Requests with this key will be refused from now on (401). This cannot be undone.`),
