@@ -163,10 +163,13 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   });
 
   // Who calls, within their rate and scope (throws the error answered otherwise).
-  const admit = (req: FastifyRequest, header: string | undefined, principal: Principal | undefined) => {
+  const admit = (req: FastifyRequest, header: string | undefined, principal: Principal | undefined, bearer = true) => {
     if (!principal) {
+      // RFC 6750 §3.1: no error code without credentials; invalid_request for a malformed header, invalid_token for a
+      // token that is unknown, revoked or expired.
+      const challenge = header === undefined ? 'Bearer realm="bulb"' : `Bearer realm="bulb", error="${bearer ? 'invalid_token' : 'invalid_request'}"`;
       throw new ApiError('Unauthorized', header ? 'the bearer token is invalid, revoked or expired' : 'an Authorization: Bearer token is required')
-        .withHeader('WWW-Authenticate', 'Bearer realm="bulb"');
+        .withHeader('WWW-Authenticate', challenge);
     }
     const wait = limiter.take(principal.uuid);
     if (wait > 0) throw new ApiError('RateLimited', 'too many requests for this token', `retry after ${wait} s`).withHeader('Retry-After', String(wait));
@@ -181,7 +184,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     const m = typeof header === 'string' ? /^Bearer[ ]+([^\s]+)\s*$/i.exec(header) : null;
     const hit = m ? s.auth.cached(m[1]) : undefined;
     if (!m || hit) {
-      admit(req, header, hit);
+      admit(req, header, hit, m !== null);
       return done();
     }
     s.auth.authenticate(m[1]).then((principal) => {

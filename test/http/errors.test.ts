@@ -74,6 +74,10 @@ await describeEachDb('errors', (ctx) => {
       assert.equal(r.status, 401, JSON.stringify(headers));
       assert.deepEqual(errorCodes(r), ['Unauthorized']);
       assert.match(r.headers.get('www-authenticate') ?? '', /^Bearer\b/);
+      // RFC 6750 §3.1 (no error code before 2026-11-28): none without credentials, invalid_request for a malformed
+      // header, invalid_token for an unknown token.
+      const error = /error="([a-z_]+)"/.exec(r.headers.get('www-authenticate') ?? '')?.[1];
+      assert.equal(error, !headers.authorization ? undefined : headers.authorization === 'Bearer nope' ? 'invalid_token' : 'invalid_request', JSON.stringify(headers));
     }
   });
 
