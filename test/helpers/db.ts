@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import type { Db, Queryable, TransactionOptions } from '../../src/db/db.ts';
+import type { Db, Queryable, QueryResult, TransactionOptions } from '../../src/db/db.ts';
 import { PgDb } from '../../src/db/pg.ts';
 import { PgliteDb } from '../../src/db/pglite.ts';
 import { migrate, migrationFiles } from '../../src/db/migrate.ts';
@@ -178,6 +178,8 @@ export async function readEveryTable(db: Db): Promise<string> {
 export interface DbHooks {
   /** Before each statement, the database's own and its transactions': may wait (hold it) or throw (refuse it). */
   statement?: (sql: string, name?: string) => unknown;
+  /** After each statement has run, before its caller has the answer: may wait (hold the answer back). */
+  answered?: (sql: string, name: string | undefined, result: QueryResult<unknown>) => unknown;
   /** Before each transaction starts: may wait. */
   transaction?: () => unknown;
 }
@@ -186,16 +188,19 @@ export interface DbHooks {
 export function hookedDb(db: Db, hooks: DbHooks): Db {
   const hooked = <Q extends Queryable>(q: Q): Q => new Proxy(q, {
     get(target, prop) {
-      if (prop === 'query' && hooks.statement) {
+      const onStatements = hooks.statement !== undefined || hooks.answered !== undefined;
+      if (prop === 'query' && onStatements) {
         return async (sql: string, params?: unknown[], name?: string) => {
-          await hooks.statement!(sql, name);
-          return target.query(sql, params as any[], name);
+          await hooks.statement?.(sql, name);
+          const result = await target.query(sql, params as any[], name);
+          await hooks.answered?.(sql, name, result);
+          return result;
         };
       }
       if (prop === 'transaction') {
         return async <T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions) => {
           await hooks.transaction?.();
-          return (target as unknown as Db).transaction((tx) => fn(hooks.statement ? hooked(tx) : tx), opts);
+          return (target as unknown as Db).transaction((tx) => fn(onStatements ? hooked(tx) : tx), opts);
         };
       }
       const v = Reflect.get(target, prop, target);

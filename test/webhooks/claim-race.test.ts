@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import type { Db } from '../../src/db/db.ts';
+import { hookedDb } from '../helpers/db.ts';
 import { describeEachDb } from '../helpers/suite.ts';
 import { createSubscription } from '../helpers/server.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
@@ -24,24 +25,16 @@ function deferred() {
 /** The database with the next claim that takes rows answered only when `release` resolves (its statement has run). */
 function gatedClaims(db: Db) {
   const gate = { armed: false, held: deferred(), release: deferred() };
-  const proxy = new Proxy(db, {
-    get(target, prop) {
-      if (prop === 'query') {
-        return async (sql: string, params?: unknown[], name?: string) => {
-          const r = await target.query(sql, params as any[], name);
-          if (name === 'webhook_claim' && gate.armed && r.rows.length > 0) {
-            gate.armed = false;
-            gate.held.resolve();
-            await gate.release.promise;
-          }
-          return r;
-        };
+  const gated = hookedDb(db, {
+    answered: async (_sql, name, r) => {
+      if (name === 'webhook_claim' && gate.armed && r.rows.length > 0) {
+        gate.armed = false;
+        gate.held.resolve();
+        await gate.release.promise;
       }
-      const v = Reflect.get(target, prop, target);
-      return typeof v === 'function' ? v.bind(target) : v;
     },
   });
-  return { db: proxy as Db, gate };
+  return { db: gated, gate };
 }
 
 await describeEachDb('a claim that read a subscription before it changed', (ctx) => {
