@@ -23,6 +23,25 @@ export async function startWorker(db: Db, env: Record<string, string> = {}, opts
 }
 
 /**
+ * Resolves once the worker has heard of a change of subscription `id` (the notification a PATCH, a delete or a 410's
+ * disable sends, handled by the dispatcher's `changed`). The API answers once the change is committed; the worker hears
+ * of it a moment later, and what it starts before then goes out as the subscription was.
+ */
+export function heardChange(worker: TestWorker, id: string): Promise<void> {
+  const d = worker.dispatcher as unknown as { changed(id: string): void };
+  const changed = d.changed.bind(d);
+  return new Promise((resolve) => {
+    d.changed = (changedId: string) => {
+      changed(changedId);
+      if (changedId === String(id)) {
+        d.changed = changed;
+        resolve();
+      }
+    };
+  });
+}
+
+/**
  * Inside a describeEachDb body: a dispatcher over the suite's database and a loopback receiver, started
  * before its tests and closed after them; `use` hands both to the test file's variables.
  */

@@ -10,7 +10,7 @@ import type { Db } from '../../src/db/db.ts';
 import { hookedDb } from '../helpers/db.ts';
 import { describeEachDb } from '../helpers/suite.ts';
 import { createSubscription } from '../helpers/server.ts';
-import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { heardChange, startWorker, type TestWorker } from '../helpers/worker.ts';
 import { startReceiver, waitFor, type Receiver } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' };
@@ -65,16 +65,10 @@ await describeEachDb('a claim that read a subscription before it changed', (ctx)
     assert.equal((await api().post(`${SUBS}/${sub.uuid}/test`)).status, 202);
     await gate.held.promise; // the claim's statement read the subscription with its old URL
     // The worker hears of the change (the notification the PATCH sends) while the claim's answer is still on its way.
-    const heard = deferred();
-    const d = worker.dispatcher as unknown as { changed(id: string): void };
-    const changed = d.changed.bind(d);
-    d.changed = (changedId: string) => {
-      changed(changedId);
-      if (changedId === String(id)) heard.resolve();
-    };
+    const heard = heardChange(worker, id);
     const moved = await api().patch(`${SUBS}/${sub.uuid}`, { url: other.url });
     assert.equal(moved.status, 200, moved.text);
-    await heard.promise;
+    await heard;
     gate.release.resolve();
     await waitFor(() => from(other, sub.uuid) === 1, 'the delivery at the new URL');
     assert.equal(from(rx, sub.uuid), 0, 'nothing went to the old URL');

@@ -7,7 +7,7 @@ import type http from 'node:http';
 import { after, before, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { createSubscription } from '../helpers/server.ts';
-import { startWorker, type TestWorker } from '../helpers/worker.ts';
+import { heardChange, startWorker, type TestWorker } from '../helpers/worker.ts';
 import { ok, startReceiver, waitFor, type Receiver } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_TIMEOUT_MS: '5000' };
@@ -62,9 +62,13 @@ await describeEachDb('claims a worker holds follow their subscription', (ctx) =>
   }
 
   it('a new URL: the deliveries held for the old one go to the new one', async () => {
-    const { sub, answer } = await held();
+    const { sub, id, answer } = await held();
+    // The held request ends only once the worker has heard of the new URL: ended before, the next delivery could start
+    // to the old URL in between, as the subscription then was (the suite's run of 2026-11-28 on PostgreSQL, a busy CI).
+    const heard = heardChange(worker, id);
     const moved = await api().patch(`${SUBS}/${sub.uuid}`, { url: other.url });
     assert.equal(moved.status, 200, moved.text);
+    await heard;
     answer(200);
     await waitFor(() => from(other, sub.uuid) === 4, 'the four others at the new URL');
     assert.equal(from(rx, sub.uuid), 1, 'only the one under way when the URL changed went to the old URL');
