@@ -129,13 +129,17 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
         if (isDeprecated(v)) for (const [k, val] of Object.entries(deprecationHeaders(v, baseUrl(req)))) reply.header(k, val);
       }
     }
-    // A compressed request body is not decoded (RFC 9110 §8.4.1: 415 for a content coding the server does not take):
-    // read as it is, a body labelled gzip was parsed as sent, and a gzipped one refused as bad JSON or not text.
+    done();
+  });
+  // A compressed request body is not decoded (RFC 9110 §8.4.1: 415 for a content coding the server does not take):
+  // read as it is, a body labelled gzip was parsed as sent, and a gzipped one refused as bad JSON or not text. Checked
+  // before the body is read, after the route's authentication (onRequest): a caller without a valid token learns 401.
+  app.addHook('preParsing', (req, _reply, payload, done) => {
     const coding = req.headers['content-encoding'];
     if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
       return done(new ApiError('UnsupportedMediaType', `request bodies are not decoded: Content-Encoding ${coding.slice(0, 40)} is not supported; send the body uncompressed`, 'Content-Encoding'));
     }
-    done();
+    done(null, payload);
   });
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';

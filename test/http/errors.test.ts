@@ -165,6 +165,11 @@ await describeEachDb('errors', (ctx) => {
       assert.equal(r.body.errors[0].moreInfo, 'Content-Encoding');
     }
     assert.equal((await api().get('/crm/customers/ce-1')).status, 404, 'nothing was written');
+    // Authentication comes first: without a valid token the answer is 401, whatever the body's coding.
+    for (const token of [undefined, 'bulb_key_not-a-key']) {
+      const r = await api().withToken(token).post('/crm/customers', '{"externalId":"ce-3"}', { 'content-encoding': 'gzip' });
+      assert.equal(r.status, 401, `${token}: ${r.text}`);
+    }
     assert.equal((await api().post('/crm/customers', '{"externalId":"ce-2"}', { 'content-encoding': 'identity' })).status, 201);
     for (const type of ['application/json; charset=utf-8', 'application/json; charset="UTF8"', 'application/json; charset=us-ascii']) {
       const r = await api().post('/crm/customers', JSON.stringify({ externalId: `cs-${type.length}-${type.at(-2)}` }), { 'content-type': type });
