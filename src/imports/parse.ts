@@ -16,7 +16,7 @@ export interface StagedLine {
   uuid?: string;
 }
 
-const MAX_LINE = 1024 * 1024;
+export const MAX_LINE = 1024 * 1024;
 
 /** The charsets an import file may declare (Content-Type's charset parameter), as TextDecoder encodings. */
 const CHARSETS: Record<string, string> = {
@@ -109,13 +109,17 @@ export function ndjsonRows(): Transform {
       try {
         let start = 0;
         for (let nl = chunk.indexOf('\n'); nl !== -1; nl = chunk.indexOf('\n', start)) {
-          take(this, tooLong ? '' : partial + chunk.slice(start, nl));
+          const text = tooLong ? '' : partial + chunk.slice(start, nl);
+          // Whatever the chunks: a line that came whole inside one, or ended in the chunk after its start, is measured too.
+          if (lineLength(text) > MAX_LINE) tooLong = true;
+          take(this, tooLong ? '' : text);
           partial = '';
           start = nl + 1;
         }
         if (!tooLong) {
           partial += chunk.slice(start);
-          if (partial.length > MAX_LINE) {
+          // + 1: the line may end in a CR of its CR LF, not counted.
+          if (partial.length > MAX_LINE + 1) {
             tooLong = true;
             partial = '';
           }
@@ -127,7 +131,8 @@ export function ndjsonRows(): Transform {
     },
     flush(cb) {
       try {
-        if (partial !== '' || tooLong) take(this, partial);
+        if (lineLength(partial) > MAX_LINE) tooLong = true;
+        if (partial !== '' || tooLong) take(this, tooLong ? '' : partial);
         if (seen > 0 && json === 0) throw notNdjson();
         cb();
       } catch (err) {
@@ -136,6 +141,9 @@ export function ndjsonRows(): Transform {
     },
   });
 }
+
+/** A line's length in characters, without the CR of a CR LF ending. */
+const lineLength = (text: string) => (text.endsWith('\r') ? text.length - 1 : text.length);
 
 const notNdjson = () => new ApiError('InvalidParameterError', 'the file is not NDJSON: none of its first lines is JSON', 'body');
 
