@@ -1,4 +1,5 @@
 // Environment → one typed, validated configuration object (SPEC §1).
+import { isIP } from 'node:net';
 import { parseProxyUrl } from './webhooks/proxy.ts';
 
 export type Role = 'api' | 'worker' | 'all';
@@ -39,6 +40,11 @@ export interface Config {
   logLevel: string;
   rateLimitPerSec: number;
   rateLimitBurst: number;
+  /** Failed authentications a client address may make (a second, burst) before its next lookups are refused 429. */
+  authFailuresPerSec: number;
+  authFailuresBurst: number;
+  /** Fastify's trustProxy: whose X-Forwarded-For names the client address (false: the peer is the client). */
+  trustProxy: boolean | number | string[];
   /** How long a resolved token may be answered from memory (0: never). */
   authCacheMs: number;
   bodyLimitBytes: number;
@@ -150,6 +156,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.BULB_LOG_LEVEL || 'info',
     rateLimitPerSec: int(env, 'BULB_RATE_LIMIT_PER_SEC', 100, 1, 10_000_000),
     rateLimitBurst: int(env, 'BULB_RATE_LIMIT_BURST', 200, 1, 10_000_000),
+    authFailuresPerSec: int(env, 'BULB_AUTH_FAILURES_PER_SEC', 10, 1, 10_000_000),
+    authFailuresBurst: int(env, 'BULB_AUTH_FAILURES_BURST', 100, 1, 10_000_000),
+    trustProxy: trustProxy(env.BULB_TRUST_PROXY),
     authCacheMs: int(env, 'BULB_AUTH_CACHE_MS', 60_000, 0, 600_000),
     bodyLimitBytes: 1024 * 1024,
     secretKey: secretKey(env, 'BULB_SECRET_KEY'),
@@ -162,6 +171,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importLeaseMs: int(env, 'BULB_IMPORT_LEASE_MS', 30_000, 1000, 3_600_000),
     importIdleMs: int(env, 'BULB_IMPORT_IDLE_MS', 60_000, 100, 3_600_000),
   };
+}
+
+/**
+ * BULB_TRUST_PROXY: unset or false (the peer is the client), true (every proxy), a number of proxy hops, or the proxies'
+ * addresses and CIDR ranges, comma-separated.
+ */
+function trustProxy(raw: string | undefined): boolean | number | string[] {
+  const v = raw?.trim() ?? '';
+  if (v === '' || /^(0|false|no|off)$/i.test(v)) return false;
+  if (/^(true|yes|on)$/i.test(v)) return true;
+  if (/^[1-9][0-9]?$/.test(v)) return Number(v);
+  const parts = v.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const bad = parts.find((x) => {
+    const [addr, bits, extra] = x.split('/');
+    const kind = isIP(addr);
+    return kind === 0 || extra !== undefined || (bits !== undefined && !(/^[0-9]{1,3}$/.test(bits) && Number(bits) <= (kind === 4 ? 32 : 128)));
+  });
+  if (parts.length === 0 || bad !== undefined) {
+    throw new ConfigError(`BULB_TRUST_PROXY must be true, false, a number of proxy hops (1..99) or addresses and CIDR ranges separated by commas, got "${v.slice(0, 200)}"`);
+  }
+  return parts;
 }
 
 function webhookProxy(raw: string | undefined): URL | null {

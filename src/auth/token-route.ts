@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Services } from '../services.ts';
 import { issueAccessToken } from './service.ts';
+import type { AuthFailures } from '../http/ratelimit.ts';
 
 function oauthError(reply: FastifyReply, status: number, error: string, description: string) {
   if (status === 401) reply.header('WWW-Authenticate', 'Basic realm="bulb"');
@@ -9,7 +10,7 @@ function oauthError(reply: FastifyReply, status: number, error: string, descript
   return reply.code(status).header('cache-control', 'no-store').send({
     error,
     error_description: description,
-    errors: [{ message: description, errorCode: status === 401 ? 'Unauthorized' : 'InvalidParameterError', moreInfo: error }],
+    errors: [{ message: description, errorCode: status === 401 ? 'Unauthorized' : status === 429 ? 'RateLimited' : 'InvalidParameterError', moreInfo: error }],
   });
 }
 
@@ -32,7 +33,7 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
   return { id: dec(decoded.slice(0, i)), secret: dec(decoded.slice(i + 1)) };
 }
 
-export function tokenRoutes(app: FastifyInstance, s: Services) {
+export function tokenRoutes(app: FastifyInstance, s: Services, failures: AuthFailures) {
   app.post('/auth/oauth2/token', { config: { bodyTypes: 'application/x-www-form-urlencoded (RFC 6749) or application/json' } }, async (req, reply) => {
     const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
     const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
@@ -51,7 +52,14 @@ export function tokenRoutes(app: FastifyInstance, s: Services) {
       return oauthError(reply, 401, 'invalid_client', 'client authentication failed');
     }
     const scope = str('scope');
+    // A client id and secret cost a database lookup: refused without one while this address has failed too often.
+    const wait = failures.wait(req.ip);
+    if (wait > 0) {
+      reply.header('Retry-After', String(wait));
+      return oauthError(reply, 429, 'temporarily_unavailable', `too many failed client authentications from this address; retry after ${wait} s`);
+    }
     const result = await issueAccessToken(s.db, id, secret, scope ? [...new Set(scope.split(' ').filter(Boolean))] : undefined); // a scope named twice is granted once
+    if (!result.ok && result.error === 'invalid_client') failures.failed(req.ip);
     if (!result.ok) return oauthError(reply, result.error === 'invalid_client' ? 401 : 400, result.error, result.description);
     return { access_token: result.accessToken, token_type: 'Bearer', expires_in: result.expiresIn, scope: result.scopes.join(' ') };
   });

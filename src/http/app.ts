@@ -7,7 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
 import { allows, type Principal } from '../auth/principal.ts';
 import { ApiError, clientErrorHandler, errorHandler, MAX_PARAM_LENGTH, rejectUnstorable, sendError, toApiError } from './errors.ts';
-import { RateLimiter } from './ratelimit.ts';
+import { AuthFailures, RateLimiter, tooManyFailures } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
 import { Registry } from './versioning/registry.ts';
 import { openApiDocument } from './versioning/openapi.ts';
@@ -49,6 +49,9 @@ function rejectMisencodedQuery(url: string): void {
 /** The token endpoint's form body limit (a client id, a secret, a scope). */
 const TOKEN_FORM_LIMIT = 64 * 1024;
 
+/** Trusts the first `n` proxies counted from the server (proxy-addr's hop rule, as Fastify's own number form). */
+const hopsOf = (n: number) => (_address: string, hop: number) => hop < n;
+
 export async function buildApp(s: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
   const legacyPrefix = s.names.legacyPrefix + '/';
   const app = Fastify({
@@ -59,6 +62,8 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
       ...opts.logger,
     },
     bodyLimit: s.config.bodyLimitBytes,
+    // req.ip: the client address, from X-Forwarded-For only through the proxies BULB_TRUST_PROXY names.
+    trustProxy: typeof s.config.trustProxy === 'number' ? hopsOf(s.config.trustProxy) : s.config.trustProxy,
     // While draining (SIGTERM), requests still arriving on open connections are served (with Connection:
     // close) rather than answered by Fastify's own 503, which is not in the error shape.
     return503OnClosing: false,
@@ -113,6 +118,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   const registry = new Registry(allRoutes(s), allChanges);
   const openapi = new Map(VERSION_IDS.map((v) => [v, openApiDocument(registry, v, s.config.serviceName)]));
   const limiter = new RateLimiter(s.config.rateLimitPerSec, s.config.rateLimitBurst);
+  const failures = new AuthFailures(s.config.authFailuresPerSec, s.config.authFailuresBurst);
 
   // The hooks every request runs take Fastify's callback form (no promise and microtask hop per hook);
   // one that throws is answered as an async one that rejects.
@@ -191,7 +197,11 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
       admit(req, header, hit, m !== null);
       return done();
     }
+    // A token not in the cache costs a database lookup: refused without one while its address has failed too often.
+    const wait = failures.wait(req.ip);
+    if (wait > 0) return done(tooManyFailures(wait));
     s.auth.authenticate(m[1]).then((principal) => {
+      if (!principal) failures.failed(req.ip);
       try {
         admit(req, header, principal);
       } catch (err) {
@@ -222,7 +232,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
       for (const [k, v] of Object.entries(headers)) reply.header(k, v);
       return reply.code(status).header('cache-control', 'no-store').send({ error: 'invalid_request', error_description: entries[0].message, errors: entries });
     });
-    tokenRoutes(scope, s);
+    tokenRoutes(scope, s, failures);
   });
 
   app.get('/health', async () => ({ status: 'ok' }));

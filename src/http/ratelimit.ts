@@ -1,10 +1,29 @@
-// Per-token token bucket (SPEC §9): `rate` requests a second, bursts up to `burst`. In-process.
+// Token buckets by key (SPEC §9: per token; also failed authentications per client address): `rate` a second, bursts up
+// to `burst`. In-process.
+import { ApiError } from './errors.ts';
 export class RateLimiter {
   private buckets = new Map<string, { tokens: number; at: number }>();
   constructor(private rate: number, private burst: number, private now: () => number = () => performance.now()) {}
 
   /** Takes one token; returns 0 if allowed, else the seconds to wait before retrying. */
   take(key: string): number {
+    const b = this.bucket(key);
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
+    return this.waitOf(b);
+  }
+
+  /** What take would answer, taking nothing: 0 while a token is left, else the seconds until one is. */
+  peek(key: string): number {
+    const b = this.buckets.get(key);
+    if (!b) return 0;
+    this.refill(b, this.now());
+    return b.tokens >= 1 ? 0 : this.waitOf(b);
+  }
+
+  private bucket(key: string): { tokens: number; at: number } {
     const t = this.now();
     let b = this.buckets.get(key);
     if (!b) {
@@ -12,17 +31,45 @@ export class RateLimiter {
       b = { tokens: this.burst, at: t };
       this.buckets.set(key, b);
     }
+    this.refill(b, t);
+    return b;
+  }
+
+  private refill(b: { tokens: number; at: number }, t: number): void {
     b.tokens = Math.min(this.burst, b.tokens + ((t - b.at) / 1000) * this.rate);
     b.at = t;
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      return 0;
-    }
+  }
+
+  private waitOf(b: { tokens: number }): number {
     return Math.max(1, Math.ceil((1 - b.tokens) / this.rate));
   }
 
   /** Forgets buckets that have refilled completely. */
   private sweep(t: number) {
     for (const [k, b] of this.buckets) if (b.tokens + ((t - b.at) / 1000) * this.rate >= this.burst) this.buckets.delete(k);
+  }
+}
+
+/**
+ * Failed authentications by client address: each unknown, revoked or expired token (or bad client secret) costs a
+ * database lookup, so an address past its rate of failures is refused 429 before the lookup. A token in the cache is
+ * admitted without asking (wait is asked only before a lookup): clients already signed in never wait for it.
+ */
+export const tooManyFailures = (wait: number) =>
+  new ApiError('RateLimited', 'too many requests with invalid credentials from this address', `retry after ${wait} s`).withHeader('Retry-After', String(wait));
+
+export class AuthFailures {
+  private readonly buckets: RateLimiter;
+  constructor(rate: number, burst: number, now?: () => number) {
+    this.buckets = new RateLimiter(rate, burst, now);
+  }
+
+  /** 0 while `address` may fail again, else the seconds until it may (answer tooManyFailures before any lookup). */
+  wait(address: string): number {
+    return this.buckets.peek(address);
+  }
+
+  failed(address: string): void {
+    this.buckets.take(address);
   }
 }

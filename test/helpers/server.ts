@@ -25,7 +25,8 @@ export interface TestServer {
 
 /** `log`: the server's log lines are pushed there (with BULB_LOG_LEVEL in env); none are written otherwise. */
 export async function startServer(db: Db, env: Record<string, string> = {}, opts: { log?: string[] } = {}): Promise<TestServer> {
-  const config = loadConfig({ BULB_LOG_LEVEL: 'silent', BULB_ADMIN_KEY: ADMIN_KEY, BULB_RATE_LIMIT_PER_SEC: '100000', BULB_RATE_LIMIT_BURST: '100000', BULB_SECRET_KEY: TEST_SECRET_KEY, ...env });
+  const config = loadConfig({ BULB_LOG_LEVEL: 'silent', BULB_ADMIN_KEY: ADMIN_KEY, BULB_RATE_LIMIT_PER_SEC: '100000', BULB_RATE_LIMIT_BURST: '100000',
+    BULB_AUTH_FAILURES_PER_SEC: '100000', BULB_AUTH_FAILURES_BURST: '100000', BULB_SECRET_KEY: TEST_SECRET_KEY, ...env });
   await prepareSecrets(db, config);
   const services = makeServices(db, config);
   await bootstrapAdminKey(db, config.adminKey);

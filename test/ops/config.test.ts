@@ -43,6 +43,8 @@ describe('config', () => {
       // or a client secret (never signs in): accepted before 2026-11-28.
       ['BULB_ADMIN_KEY', 'admin'], ['BULB_ADMIN_KEY', 'correct horse battery staple!'], ['BULB_ADMIN_KEY', 'bulb_at_0123456789abcdef0123456789'],
       ['BULB_ADMIN_KEY', 'bulb_cs_0123456789abcdef0123456789'],
+      ['BULB_TRUST_PROXY', 'maybe'], ['BULB_TRUST_PROXY', '10.0.0.0/33'], ['BULB_TRUST_PROXY', '100'],
+      ['BULB_TRUST_PROXY', 'fd00::/129'], ['BULB_AUTH_FAILURES_PER_SEC', '0'],
     ]) {
       assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && err.message.includes(name), `${name}=${value}`);
     }
@@ -50,5 +52,9 @@ describe('config', () => {
     assert.equal(loadConfig({ BULB_ROLE: 'worker' }).role, 'worker');
     assert.equal(loadConfig({ BULB_ADMIN_KEY: 'bulb_key_0123456789abcdef0123' }).adminKey, 'bulb_key_0123456789abcdef0123');
     assert.equal(loadConfig({ BULB_WEBHOOK_PROXY: 'http://user:pw@proxy.example:3128' }).webhookProxy?.host, 'proxy.example:3128');
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.equal(loadConfig({ BULB_TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.equal(loadConfig({ BULB_TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.deepEqual(loadConfig({ BULB_TRUST_PROXY: ' 10.0.0.0/8, 192.168.1.7 ,fd00::/8' }).trustProxy, ['10.0.0.0/8', '192.168.1.7', 'fd00::/8']);
   });
 });
