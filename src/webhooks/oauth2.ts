@@ -138,8 +138,17 @@ export class TokenSource {
   }
 }
 
+/** A token is for the settings it was fetched with and the receiver's origin it was fetched for (another: fetched anew). */
 function settingsKey(c: Claimed): string {
-  return JSON.stringify([c.oauth2_token_url, c.oauth2_client_id, c.oauth2_client_secret, c.oauth2_scope, c.oauth2_audience]);
+  return JSON.stringify([c.oauth2_token_url, c.oauth2_client_id, c.oauth2_client_secret, c.oauth2_scope, c.oauth2_audience, originOf(c.url)]);
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
 }
 
 function codeOf(err: any): string {

@@ -209,12 +209,16 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     // unless the method no longer uses it.
     const method = chosenMethod(patch, cur.auth_method);
     // A stored Bearer token or Basic password is kept only for the origin it was given for: a URL of another origin gets
-    // it again (an admin, who cannot read it, could otherwise send it to a host of their choosing).
+    // it again (an admin, who cannot read it, could otherwise send it to a host of their choosing). So is a stored OAuth2
+    // client secret: the access tokens it obtains are sent to the receiver (until 2026-11-28 they followed the URL).
     if (dest && destinationKind(dest.url) === 'http' && !sameOrigin(dest.url, cur.url)) {
       for (const [field, uses, stored] of [['bearerToken', 'BEARER', cur.bearer_token], ['basicPassword', 'BASIC', cur.basic_password]] as const) {
         if (method === uses && cur.auth_method === uses && stored !== null && patch[field] === undefined) {
           throw invalid(`"${field}" must be given again when "url" names another origin: the stored one stays with the origin it was given for`, field);
         }
+      }
+      if (method === OAUTH2 && cur.auth_method === OAUTH2 && cur.oauth2_client_secret !== null && patch.oauth2?.clientSecret === undefined) {
+        throw invalid('"oauth2" with its "clientSecret" must be given again when "url" names another origin: the stored secret, and the access tokens it obtains, stay with the receiver they were given for', 'oauth2.clientSecret');
       }
     }
     for (const [field, uses] of [['bearerToken', 'BEARER'], ['basicPassword', 'BASIC']] as const) {

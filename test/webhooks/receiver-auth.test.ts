@@ -197,6 +197,20 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
     // A change through an older version keeps them.
     assert.equal((await ctx.srv.api.patch(`${SUBS}/${uuid}`, { isActive: true })).status, 200);
     assert.deepEqual((await api().get(`${SUBS}/${uuid}`)).body.oauth2, created.body.oauth2);
+    // Another receiver (another origin): the secret is given again, and the token fetched for the old receiver is not
+    // sent to it (until 2026-11-28 a PATCH of the URL alone sent the cached token to any host).
+    const rx2 = await startReceiver(protectedBy(tokens));
+    try {
+      const moved = await api().patch(`${SUBS}/${uuid}`, { url: rx2.url });
+      assert.deepEqual([moved.status, moved.body.errors?.[0].moreInfo], [400, 'oauth2.clientSecret'], moved.text);
+      assert.equal((await api().patch(`${SUBS}/${uuid}`, { url: rx2.url, oauth2: oauth2() })).status, 200);
+      assert.equal((await api().post(`${SUBS}/${uuid}/test`)).status, 202);
+      await waitFor(() => rx2.received.length === 1, 'the delivery at the new receiver');
+      assert.equal(tokens.requests.length, 2, 'a token fetched for the new receiver');
+      assert.equal(rx2.received[0].headers.authorization, `Bearer ${tokens.issued[1]}`);
+    } finally {
+      await rx2.close();
+    }
   });
 
   it('a token past its expires_in is fetched anew', async () => {
@@ -354,7 +368,7 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
         // Mutual TLS only over TLS: not over plain http or amqp (amqps and nats: brokers-tls.test.ts).
         ['POST', { url: 'http://93.184.215.14/hook', tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } }, 'tls', undefined],
         ['POST', { url: 'amqp://93.184.215.14/?exchange=x', tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } }, 'tls', undefined],
-        ['PATCH', { url: 'http://93.184.215.14/hook' }, 'tls', undefined], // the stored tls would no longer be presented
+        ['PATCH', { url: 'http://93.184.215.14/hook', oauth2: oauth2() }, 'tls', undefined], // the stored tls would no longer be presented
         ['PATCH', { tls: { clientCertificate: certs.rogueCert } }, 'tls.clientKey', undefined], // the stored key does not match
         ['PATCH', { tls: { clientCertificate: certs.clientCert, clientKey: otherKey } }, 'tls.clientKey', undefined],
         ['PATCH', { oauth2: oauth2({ audience: 'a\u0001b' }) }, 'oauth2.audience', undefined],
@@ -401,7 +415,15 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
     assert.equal((await api().patch(`${SUBS}/${bearer.body.uuid}`, { url: 'https://93.184.215.14/other' })).status, 200);
     assert.equal((await api().patch(`${SUBS}/${bearer.body.uuid}`, { url: 'https://93.184.215.15/hook', bearerToken: 'tok-2' })).status, 200);
     assert.equal((await api().patch(`${SUBS}/${basic.body.uuid}`, { url: 'https://93.184.215.15/hook', authMethod: 'NONE' })).status, 200, 'no credential kept: nothing to give again');
-    assert.equal((await api().patch(`${SUBS}/${oauth.body.uuid}`, { url: 'https://93.184.215.15/hook', oauth2: oauth2({ clientSecret: undefined }) })).status, 200, 'the same token endpoint keeps its secret');
+    // OAuth2: the tokens its secret obtains go to the receiver, so another receiver origin needs the secret again too.
+    const beforeOauth = await dump();
+    for (const body of [{ url: 'https://93.184.215.15/hook' }, { url: 'https://93.184.215.15/hook', oauth2: oauth2({ clientSecret: undefined }) }]) {
+      const r = await api().patch(`${SUBS}/${oauth.body.uuid}`, body);
+      assert.deepEqual([r.status, r.body.errors?.[0].moreInfo], [400, 'oauth2.clientSecret'], r.text);
+    }
+    assert.equal(await dump(), beforeOauth, 'nothing changed');
+    assert.equal((await api().patch(`${SUBS}/${oauth.body.uuid}`, { url: 'https://93.184.215.14/other', oauth2: oauth2({ clientSecret: undefined }) })).status, 200, 'the same receiver origin and token endpoint keep the secret');
+    assert.equal((await api().patch(`${SUBS}/${oauth.body.uuid}`, { url: 'https://93.184.215.15/hook', oauth2: oauth2() })).status, 200, 'given again');
   });
 
   it('credentials the chosen method does not send are a 400 naming them, on create and change, in every version: never silently dropped', async () => {
