@@ -58,8 +58,41 @@ const patternOf = memoize((key: string): RegExp => {
   return new RegExp(all.map(escapeRe).join('|'), 'gi');
 }, 1000);
 
-/** `text` with every variant of `secrets` replaced by [redacted]; null stays null. */
+/** Every variant of every secret, lower-cased, longest first (per set of secrets). */
+const lowerVariantsOf = memoize((key: string): string[] => {
+  const secrets = JSON.parse(key) as string[];
+  return [...new Set(secrets.flatMap(variantsOf).map((v) => v.toLowerCase()))].sort((a, b) => b.length - a.length);
+}, 1000);
+
+/** The shortest start of a secret's variant redacted at the end of a text: shorter ones cannot be told from text. */
+export const PARTIAL_MIN = 3;
+
+/**
+ * `text` with every variant of `secrets` replaced by [redacted]; null stays null. A text that ends with the start of a
+ * variant (of PARTIAL_MIN characters or more) has that end redacted too: a response body is kept to its first 4 KiB,
+ * and an echo cut there kept the start of the secret (found by probing, 2026-11-28: 20 characters of a bearer token).
+ */
 export function redactCredentials(text: string | null, secrets: string[]): string | null {
   if (text === null || secrets.length === 0) return text;
-  return text.replace(patternOf(JSON.stringify(secrets)), REDACTED);
+  const key = JSON.stringify(secrets);
+  const whole = text.replace(patternOf(key), REDACTED);
+  const cut = partialTail(whole, lowerVariantsOf(key));
+  return cut === 0 ? whole : whole.slice(0, whole.length - cut) + REDACTED;
+}
+
+/** The length of the longest end of `text` that is the start of one of `variants` (lower-cased), or 0. */
+function partialTail(text: string, variants: string[]): number {
+  let best = 0;
+  for (const v of variants) {
+    if (v.length <= PARTIAL_MIN) continue;
+    const tail = text.slice(-(v.length - 1)).toLowerCase();
+    const head = v.slice(0, PARTIAL_MIN);
+    for (let i = tail.indexOf(head); i !== -1 && tail.length - i > best; i = tail.indexOf(head, i + 1)) {
+      if (v.startsWith(tail.slice(i))) {
+        best = tail.length - i;
+        break;
+      }
+    }
+  }
+  return best;
 }

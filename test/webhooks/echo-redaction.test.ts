@@ -11,6 +11,8 @@ import { describeEachDb } from '../helpers/suite.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { readEveryTable } from '../helpers/db.ts';
 import { startReceiver, waitFor } from './receiver.ts';
+import { PARTIAL_MIN, redactCredentials, variantsOf } from '../../src/webhooks/redact.ts';
+import { RESPONSE_KEEP_BYTES } from '../../src/webhooks/sender.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.1' };
 // Visible ASCII, with the characters that JSON, URLs and base64 each encode differently.
@@ -40,6 +42,21 @@ const echoing = (req: http.IncomingMessage, res: http.ServerResponse) => {
 
 /** Every form, lower-cased, that must appear nowhere (searched in lower-cased text). */
 const forbidden = (secrets: string[]) => [...new Set(secrets.flatMap((s) => [...Object.values(echoes(s)), JSON.stringify(s).slice(1, -1)]).map((x) => x.toLowerCase()))];
+
+it('a text ending with the start of a credential, in any form or case, has that end redacted; shorter starts and other ends are kept', () => {
+  const text = 'x'.repeat(100);
+  for (const form of variantsOf(TOKEN)) {
+    for (let k = 1; k < form.length; k++) {
+      for (const part of [form.slice(0, k), form.slice(0, k).toUpperCase()]) {
+        const want = k >= PARTIAL_MIN ? `${text}[redacted]` : text + part;
+        assert.equal(redactCredentials(text + part, [TOKEN]), want, `${form} cut at ${k}`);
+      }
+    }
+  }
+  assert.equal(redactCredentials(`${TOKEN} then ${TOKEN.slice(0, 6)}`, [TOKEN]), '[redacted] then [redacted]');
+  assert.equal(redactCredentials('ends with Tok but on', [TOKEN]), 'ends with Tok but on', 'only the very end is a cut echo');
+  assert.equal(redactCredentials('nothing like it', [TOKEN]), 'nothing like it');
+});
 
 await describeEachDb('echoed credentials are redacted in every form', (ctx) => {
   useWorkerAndReceiver(ctx, ENV, () => {});
@@ -77,6 +94,26 @@ await describeEachDb('echoed credentials are redacted in every form', (ctx) => {
         const lower = text.toLowerCase();
         for (const f of bad) assert.ok(!lower.includes(f), `${what} holds ${JSON.stringify(f)}`);
       }
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('an echo cut by the 4 KiB kept of a response body leaves no start of the credential (found by probing, 2026-11-28)', async () => {
+    const cutAt = 20;
+    const rx = await startReceiver((_req, res) => res.writeHead(500).end('x'.repeat(RESPONSE_KEEP_BYTES - cutAt) + TOKEN + ' and more'));
+    try {
+      const api = ctx.srv.api;
+      const s = await api.post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'webhookTest', authMethod: 'BEARER', bearerToken: TOKEN });
+      assert.equal(s.status, 201, s.text);
+      assert.equal((await api.post(`/integrations/webhooks/subscriptions/${s.body.uuid}/test`)).status, 202);
+      const [a] = await waitFor(async () => {
+        const d = (await api.get(`/integrations/webhooks/logs?subscription=${s.body.uuid}`)).body.data as any[];
+        return d.length ? d : null;
+      }, 'the attempt');
+      assert.ok(a.responseBody.endsWith('x[redacted]'), a.responseBody.slice(-40));
+      const lower = (await readEveryTable(ctx.tdb.db)).toLowerCase();
+      assert.ok(!lower.includes(TOKEN.slice(0, PARTIAL_MIN + 3).toLowerCase()), 'no table holds the start of the token');
     } finally {
       await rx.close();
     }
