@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { ApiError, invalid } from '../http/errors.ts';
 import { checkHost } from './address.ts';
 import type { AuthMethodName, ReceiverAuthWrite, SubscriptionRow } from './store.ts';
-import { destinationKind } from './destinations/url.ts';
+import { destinationKind, URL_UNSAFE } from './destinations/url.ts';
 
 export const OAUTH2 = 'OAUTH2_CLIENT_CREDENTIALS';
 
@@ -40,6 +40,7 @@ export function shapeReceiverAuth(r: SubscriptionRow) {
  */
 export async function checkTokenUrl(raw: string, allowPrivate: boolean): Promise<void> {
   const f = 'oauth2.tokenUrl';
+  if (URL_UNSAFE.test(raw)) throw invalid(`"${f}" must not contain spaces or control characters (percent-encode them)`, f);
   let u: URL;
   try {
     u = new URL(raw);

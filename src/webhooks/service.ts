@@ -11,7 +11,7 @@ import { newSigningSecret } from './signing.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { checkPolicy } from './policy.ts';
 import * as store from './store.ts';
-import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, splitCredential } from './destinations/url.ts';
+import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, splitCredential, URL_UNSAFE } from './destinations/url.ts';
 import { checkTokenUrl, OAUTH2, receiverAuthRules, sameOrigin, shapeReceiverAuth } from './receiver-auth.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
 
@@ -70,6 +70,7 @@ const ALLOW_PRIVATE_HINT = 'set BULB_WEBHOOK_ALLOW_PRIVATE=true to allow private
  * ≤ 2048 chars, and (unless allowed) no host that is or resolves to a private address.
  */
 export async function validateUrl(raw: string, allowPrivate: boolean): Promise<void> {
+  if (URL_UNSAFE.test(raw)) throw invalid('"url" must not contain spaces or control characters (percent-encode them)', 'url');
   let u: URL;
   try {
     u = new URL(raw);

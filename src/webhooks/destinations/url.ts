@@ -103,3 +103,9 @@ export function decoded(s: string): string {
     return s;
   }
 }
+
+/**
+ * Spaces and control characters (CR, LF, TAB…) in a URL: the URL parser drops or encodes them, so what is requested
+ * would not be the URL stored and shown (found by probing, 2026-11-28: a URL with a CR LF was stored as typed).
+ */
+export const URL_UNSAFE = /[\s\u0000-\u001f\u007f]/;
