@@ -28,7 +28,8 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
     });
   }
   if (opts.dataDir.startsWith('memory://')) return PgliteDb.open(opts.dataDir);
-  fs.mkdirSync(opts.dataDir, { recursive: true });
+  fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  ownerOnly(opts.dataDir, opts.log);
   const release = lockDataDir(opts.dataDir);
   try {
     const db = await PgliteDb.open(opts.dataDir);
@@ -41,5 +42,19 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   } catch (err) {
     release();
     throw err;
+  }
+}
+
+/**
+ * The embedded database's folder is the owner's alone (0700, as PostgreSQL requires of its data directory): PGlite
+ * writes its files 0666 less the umask, and with a umask of 0 every local user could read customers out of the WAL
+ * and write pg_control (found by probing, 2026-11-28). A folder the process does not own is left as it is, with a
+ * warning.
+ */
+function ownerOnly(dir: string, log?: (line: string) => void): void {
+  try {
+    if ((fs.statSync(dir).mode & 0o077) !== 0) fs.chmodSync(dir, 0o700);
+  } catch (err) {
+    log?.(`warning: could not make BULB_DATA_DIR ${dir} private to its owner (chmod 700): ${(err as Error).message}`);
   }
 }

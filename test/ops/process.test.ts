@@ -29,8 +29,11 @@ describe('process', () => {
   it('npm start on a fresh data dir: prints the address and an admin key that works; a restart creates no new key; SIGTERM exits 0', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-start-'));
     dirs.push(dataDir);
+    fs.chmodSync(dataDir, 0o755);
     const first = await startBulb({ BULB_DATA_DIR: dataDir });
     procs.push(first);
+    // The database's folder is its owner's alone: PGlite writes its files 0666 less the umask (found by probing).
+    assert.equal(fs.statSync(dataDir).mode & 0o777, 0o700);
     assert.match(first.url, /^http:\/\/127\.0\.0\.1:\d+$/);
     await first.waitFor(/curl -H/);
     const key = /^\s+(bulb_key_[A-Za-z0-9_-]+)\s*$/m.exec(first.output())?.[1];
