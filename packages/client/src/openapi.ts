@@ -2893,7 +2893,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3103,7 +3103,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3252,7 +3252,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3494,7 +3494,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3727,7 +3727,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3858,7 +3858,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4068,7 +4068,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4217,7 +4217,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4407,7 +4407,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4597,7 +4597,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4728,7 +4728,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4859,7 +4859,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5069,7 +5069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5218,7 +5218,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5372,7 +5372,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5605,7 +5605,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5759,7 +5759,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5992,7 +5992,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6146,7 +6146,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6379,7 +6379,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6533,7 +6533,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6766,7 +6766,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6920,7 +6920,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7153,7 +7153,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7307,7 +7307,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7540,7 +7540,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7694,7 +7694,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7927,7 +7927,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -8137,7 +8137,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -8286,7 +8286,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -8519,7 +8519,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -8755,7 +8755,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -8929,7 +8929,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9173,7 +9173,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9359,7 +9359,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9527,7 +9527,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9678,7 +9678,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9868,7 +9868,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10075,7 +10075,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10226,7 +10226,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10416,7 +10416,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10623,7 +10623,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10769,7 +10769,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10924,7 +10924,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11114,7 +11114,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11283,7 +11283,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11490,7 +11490,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11723,7 +11723,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11912,7 +11912,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -12141,7 +12141,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -12370,7 +12370,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -12583,7 +12583,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -12740,7 +12740,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -12969,7 +12969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13144,7 +13144,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13307,7 +13307,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13540,7 +13540,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13714,7 +13714,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13883,7 +13883,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14112,7 +14112,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14268,7 +14268,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14430,7 +14430,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14615,7 +14615,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14863,7 +14863,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -15062,7 +15062,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -15231,7 +15231,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -15490,7 +15490,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -15647,7 +15647,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
             503: {
                 headers: {
                     /** @description seconds to wait */

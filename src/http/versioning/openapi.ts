@@ -55,7 +55,7 @@ const ERROR_EXAMPLES: Record<number, [string, string, string, string]> = {
   415: ['Body is not JSON', 'request body must be application/json', 'UnsupportedMediaType', ''],
   429: ['Rate limit reached', 'too many requests for this token', 'RateLimited', 'retry after 1 s'],
   500: ['Internal error (no internals are disclosed)', 'internal error', 'InternalError', ''],
-  503: ['The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed, so retry it with the same Idempotency-Key or as an upsert', 'the database is unavailable (restarting or failing over); retry shortly', 'ServiceUnavailable', ''],
+  503: ['The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again', 'the database is unavailable (restarting or failing over); retry shortly', 'ServiceUnavailable', ''],
 };
 
 function errorResponse(status: number, components: Components, description?: string): Json {
