@@ -153,7 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventRetentionDays: int(env, 'BULB_EVENT_RETENTION_DAYS', 30, 1, 3650),
     partitionDays: int(env, 'BULB_PARTITION_DAYS', 1, 1, 31),
     webhookDisableAfterHours: int(env, 'BULB_WEBHOOK_DISABLE_AFTER_HOURS', 120, 1, 87600),
-    logLevel: env.BULB_LOG_LEVEL || 'info',
+    logLevel: oneOf(env, 'BULB_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     rateLimitPerSec: int(env, 'BULB_RATE_LIMIT_PER_SEC', 100, 1, 10_000_000),
     rateLimitBurst: int(env, 'BULB_RATE_LIMIT_BURST', 200, 1, 10_000_000),
     authFailuresPerSec: int(env, 'BULB_AUTH_FAILURES_PER_SEC', 10, 1, 10_000_000),

@@ -11,6 +11,7 @@ import { buildApp } from './http/app.ts';
 import { LATEST } from './http/versioning/versions.ts';
 import { bootstrapAdminKey } from './auth/service.ts';
 import { backgroundJobs, startJobs, type Stop } from './scheduler.ts';
+import { jobLog } from './job-log.ts';
 import { resolveSecretBox } from './secrets/keys.ts';
 import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
 
@@ -43,8 +44,8 @@ async function main() {
     address = await app.listen({ port: config.port, host: config.host });
     stops.push(() => app.close());
   }
-  // Background jobs (delivery, housekeeping, duplicates, imports, replays, …): one scheduler, src/scheduler.ts.
-  stops.push(...(await startJobs(backgroundJobs(db, config, (m, e) => (e === undefined ? console.log(m) : console.error(m, e))), config.role)));
+  // Background jobs (delivery, housekeeping, duplicates, imports, replays, …): one scheduler, src/scheduler.ts; JSON logs.
+  stops.push(...(await startJobs(backgroundJobs(db, config, jobLog(config)), config.role)));
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);
   if (address) {

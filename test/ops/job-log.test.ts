@@ -1,0 +1,54 @@
+// Background jobs log JSON lines at BULB_LOG_LEVEL (src/job-log.ts), like the HTTP server: an error, however many lines
+// its stack and fields take, is one line. Until 2026-11-28 they wrote multi-line console dumps between the JSON lines.
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { it } from 'node:test';
+import { jobLog } from '../../src/job-log.ts';
+import { loadConfig } from '../../src/config.ts';
+
+function capture() {
+  const lines: string[] = [];
+  let buf = '';
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      buf += chunk;
+      for (let nl = buf.indexOf('\n'); nl !== -1; nl = buf.indexOf('\n')) {
+        lines.push(buf.slice(0, nl));
+        buf = buf.slice(nl + 1);
+      }
+      cb();
+    },
+  });
+  return { lines, stream };
+}
+
+it('a job failure is one JSON line with the error, its stack and its fields; a message is info', async () => {
+  const { lines, stream } = capture();
+  const log = jobLog({ logLevel: 'info', role: 'worker' }, stream);
+  const err = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5544'), { code: 'ECONNREFUSED' });
+  log('webhooks: sweep failed; retrying', err);
+  log('partition maintenance: created 3 partitions');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(lines.length, 2, lines.join('\n'));
+  const [failed, said] = lines.map((l) => JSON.parse(l));
+  assert.equal(failed.level, 50);
+  assert.equal(failed.msg, 'webhooks: sweep failed; retrying');
+  assert.equal(failed.role, 'worker');
+  assert.equal(failed.err.message, err.message);
+  assert.equal(failed.err.code, 'ECONNREFUSED');
+  assert.match(failed.err.stack, /\n\s+at /, 'the stack, inside the one line');
+  assert.equal(said.level, 30);
+  assert.equal(said.msg, 'partition maintenance: created 3 partitions');
+});
+
+it('BULB_LOG_LEVEL reaches the jobs: error drops their messages, silent everything; an unknown level is a configuration error', async () => {
+  for (const [level, want] of [['error', 1], ['silent', 0]] as const) {
+    const { lines, stream } = capture();
+    const log = jobLog({ logLevel: level, role: 'all' }, stream);
+    log('said');
+    log('failed', new Error('x'));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(lines.length, want, level);
+  }
+  assert.throws(() => loadConfig({ BULB_LOG_LEVEL: 'verbose' }), /BULB_LOG_LEVEL must be one of/);
+});
