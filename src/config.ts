@@ -103,6 +103,23 @@ export function parseRetrySchedule(raw: string): number[] {
   return out;
 }
 
+/**
+ * A PostgreSQL connection URL (postgres:// or postgresql://), or undefined when unset. Anything else was tried for
+ * BULB_DATABASE_WAIT_MS as "database not reachable" (found by probing, 2026-11-28). The value, which may hold a
+ * password, is never repeated in the message.
+ */
+function postgresUrl(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  let ok = false;
+  try {
+    const u = new URL(raw);
+    ok = u.protocol === 'postgres:' || u.protocol === 'postgresql:';
+  } catch { /* not a URL */ }
+  if (!ok) throw new ConfigError(`${name} must be a PostgreSQL URL: postgres://user[:password]@host[:port]/database; the value given is not (${raw.length} characters)`);
+  return raw;
+}
+
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], dflt: T): T {
   const raw = env[name] || dflt;
   if (!values.includes(raw as T)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
@@ -135,8 +152,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: env.HOST || '127.0.0.1',
-    databaseUrl: env.DATABASE_URL || undefined,
-    databaseDirectUrl: env.BULB_DATABASE_DIRECT_URL || undefined,
+    databaseUrl: postgresUrl(env, 'DATABASE_URL'),
+    databaseDirectUrl: postgresUrl(env, 'BULB_DATABASE_DIRECT_URL'),
     databasePreparedStatements: oneOf(env, 'BULB_DATABASE_PREPARED_STATEMENTS', ['auto', 'on', 'off'] as const, 'auto'),
     databaseStatementDeadlineMs: int(env, 'BULB_DATABASE_STATEMENT_DEADLINE_MS', 60_000, 0, 3_600_000),
     databaseWaitMs: int(env, 'BULB_DATABASE_WAIT_MS', 60_000, 0, 3_600_000),

@@ -1,5 +1,6 @@
 // Command line: `serve` (default) runs the API and/or webhook worker per BULB_ROLE; `migrate` only migrates;
 // `reencrypt` moves every stored secret to BULB_SECRET_KEY after a key rotation (SPEC §15).
+import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDb } from './db/open.ts';
 import type { Db } from './db/db.ts';
@@ -15,9 +16,11 @@ import { jobLog } from './job-log.ts';
 import { resolveSecretBox } from './secrets/keys.ts';
 import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
 
+let config: Config | undefined;
+
 async function main() {
   const cmd = process.argv[2] ?? 'serve';
-  const config = loadConfig();
+  config = loadConfig();
   if (!['serve', 'migrate', 'reencrypt'].includes(cmd)) throw new ConfigError(`unknown command "${cmd}" (use serve, migrate or reencrypt)`);
   const keys = cmd === 'migrate' ? undefined : resolveSecretBox(config); // refuses before touching the database
   const { db, applied } = await openAndMigrate(config);
@@ -118,6 +121,30 @@ main().catch((err) => {
     console.error(err.message);
     process.exit(2);
   }
+  const named = config && startupProblem(err, config);
+  if (named) {
+    console.error(`start failed: ${named}`);
+    process.exit(2);
+  }
   console.error(err);
   process.exit(1);
 });
+
+/**
+ * A start that failed on a setting the operator gave (a port in use, a host or data folder that cannot be used, a
+ * database that does not exist): one line naming the setting, exit 2. Until 2026-11-28 a raw stack trace, exit 1.
+ */
+function startupProblem(err: unknown, c: Config): string | undefined {
+  const e = err as NodeJS.ErrnoException & { hostname?: string };
+  if (e?.code === 'EADDRINUSE') return `PORT ${c.port} on HOST ${c.host} is in use by another process: stop it, or set PORT to a free port`;
+  if (e?.code === 'EADDRNOTAVAIL' || (e?.syscall === 'getaddrinfo' && e.hostname === c.host)) return `HOST ${c.host} is not an address of this machine (${e.code})`;
+  if (e?.code === '3D000' && c.databaseUrl) return `DATABASE_URL names a database that does not exist (${e.message}): create it first (createdb)`;
+  const dataDir = path.resolve(c.dataDir);
+  if (!c.databaseUrl && typeof e?.path === 'string' && path.resolve(e.path).startsWith(dataDir) && ['EACCES', 'EPERM', 'ENOTDIR', 'EROFS', 'ENOSPC', 'EEXIST'].includes(e.code ?? '')) {
+    return `BULB_DATA_DIR ${c.dataDir} cannot be created or written by this user (${e.code} on ${e.path}): give a folder it may write, or fix its owner and mode`;
+  }
+  if (!c.databaseUrl && typeof e?.path === 'string' && ['EACCES', 'EPERM', 'ENOTDIR', 'EROFS'].includes(e.code ?? '') && dataDir.startsWith(path.resolve(e.path))) {
+    return `BULB_DATA_DIR ${c.dataDir} cannot be created (${e.code} on ${e.path}): give a folder this user may create`;
+  }
+  return undefined;
+}

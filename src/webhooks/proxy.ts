@@ -29,7 +29,8 @@ export function parseProxyUrl(raw: string): URL {
   try {
     u = new URL(raw);
   } catch {
-    throw new Error(`BULB_WEBHOOK_PROXY is not a URL: "${raw}"`);
+    // Its password, if any, is not repeated in the message (start logs are collected).
+    throw new Error(`BULB_WEBHOOK_PROXY is not a URL: "${raw.replace(/\/\/[^/@]*@/, '//***@')}"`);
   }
   if (u.protocol !== 'http:') throw new Error(`BULB_WEBHOOK_PROXY must be an http:// URL of a CONNECT proxy, got "${u.protocol}"`);
   if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash) throw new Error('BULB_WEBHOOK_PROXY must be scheme://[user:password@]host[:port] only');

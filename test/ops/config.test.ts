@@ -45,6 +45,8 @@ describe('config', () => {
       ['BULB_ADMIN_KEY', 'bulb_cs_0123456789abcdef0123456789'],
       ['BULB_TRUST_PROXY', 'maybe'], ['BULB_TRUST_PROXY', '10.0.0.0/33'], ['BULB_TRUST_PROXY', '100'],
       ['BULB_TRUST_PROXY', 'fd00::/129'], ['BULB_AUTH_FAILURES_PER_SEC', '0'],
+      // Retried for a minute as "database not reachable" before 2026-11-28.
+      ['DATABASE_URL', 'mysql://x@y/z'], ['DATABASE_URL', 'garbage'], ['BULB_DATABASE_DIRECT_URL', 'http://db.example/x'], ['BULB_LOG_LEVEL', 'verbose'],
     ]) {
       assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && err.message.includes(name), `${name}=${value}`);
     }
@@ -53,6 +55,11 @@ describe('config', () => {
     assert.equal(loadConfig({ BULB_ADMIN_KEY: 'bulb_key_0123456789abcdef0123' }).adminKey, 'bulb_key_0123456789abcdef0123');
     assert.equal(loadConfig({ BULB_WEBHOOK_PROXY: 'http://user:pw@proxy.example:3128' }).webhookProxy?.host, 'proxy.example:3128');
     assert.equal(loadConfig({}).trustProxy, false);
+    for (const url of ['postgres://u:p@db.example:5432/bulb', 'postgresql:///bulb?host=/var/run/postgresql']) assert.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url);
+    // A value that may hold a password is never repeated in the message.
+    for (const [name, value] of [['DATABASE_URL', 'mysql://u:s3cretpw@db/x'], ['BULB_WEBHOOK_PROXY', 'http://u:s3cretpw@proxy:99999']]) {
+      assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && !err.message.includes('s3cretpw'), name);
+    }
     assert.equal(loadConfig({ BULB_TRUST_PROXY: 'true' }).trustProxy, true);
     assert.equal(loadConfig({ BULB_TRUST_PROXY: '2' }).trustProxy, 2);
     assert.deepEqual(loadConfig({ BULB_TRUST_PROXY: ' 10.0.0.0/8, 192.168.1.7 ,fd00::/8' }).trustProxy, ['10.0.0.0/8', '192.168.1.7', 'fd00::/8']);
