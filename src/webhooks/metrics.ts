@@ -45,29 +45,49 @@ export function watchQueue(db: Db) {
   queueDb = db;
 }
 
-async function stats() {
-  if (!queueDb) return { depth: 0, oldestDueSec: 0 };
-  try {
-    return await queueStats(queueDb);
-  } catch {
-    return { depth: 0, oldestDueSec: 0 };
-  }
+/** How long a scrape waits for the queue's figures (a usual scrape timeout is 10 s; the statement deadline is 60 s). */
+const STATS_WAIT_MS = 5_000;
+type Stats = { depth: number; oldestDueSec: number };
+let last: { at: number; figures: Promise<Stats | null> } | undefined;
+
+/**
+ * The queue's figures for one scrape (both gauges share one query), or null when the database did not give them in time.
+ * They were 0 then (found by probing, 2026-11-28): an alert on the queue went quiet exactly when delivery stalled.
+ */
+function stats(): Promise<Stats | null> {
+  if (!queueDb) return Promise.resolve({ depth: 0, oldestDueSec: 0 });
+  const now = Date.now();
+  if (last && now - last.at < 1_000) return last.figures;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((r) => (timer = setTimeout(() => r(null), STATS_WAIT_MS)));
+  const figures = Promise.race([queueStats(queueDb).catch(() => null), late]).finally(() => clearTimeout(timer));
+  last = { at: now, figures };
+  return figures;
 }
 
 new client.Gauge({
   name: 'bulb_webhook_queue_depth',
-  help: 'Pending webhook deliveries of active subscriptions (due or scheduled)',
+  help: 'Pending webhook deliveries of active subscriptions (due or scheduled); NaN while the database cannot say',
   registers: [registry],
   async collect() {
-    this.set((await stats()).depth);
+    this.set((await stats())?.depth ?? NaN);
   },
 });
 
 new client.Gauge({
   name: 'bulb_webhook_oldest_due_age_seconds',
-  help: 'How long the oldest due, undelivered webhook delivery has been waiting',
+  help: 'How long the oldest due, undelivered webhook delivery has been waiting; NaN while the database cannot say',
   registers: [registry],
   async collect() {
-    this.set((await stats()).oldestDueSec);
+    this.set((await stats())?.oldestDueSec ?? NaN);
+  },
+});
+
+new client.Gauge({
+  name: 'bulb_webhook_queue_stats_ok',
+  help: '1 when this scrape read the queue figures from the database, 0 when it could not (alert on 0)',
+  registers: [registry],
+  async collect() {
+    this.set((await stats()) === null ? 0 : 1);
   },
 });
