@@ -1,4 +1,5 @@
 // Builds the Fastify application: error shape, versioned routes, auth, rate limit, docs, operations.
+import crypto from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
@@ -49,6 +50,12 @@ function rejectMisencodedQuery(url: string): void {
 /** The token endpoint's form body limit (a client id, a secret, a scope). */
 const TOKEN_FORM_LIMIT = 64 * 1024;
 
+/** The caller's X-Request-Id when it is a token of up to 128 safe characters, else a new UUID. */
+function requestIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : crypto.randomUUID();
+}
+
 /** Trusts the first `n` proxies counted from the server (proxy-addr's hop rule, as Fastify's own number form). */
 const hopsOf = (n: number) => (_address: string, hop: number) => hop < n;
 
@@ -62,6 +69,10 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
       ...opts.logger,
     },
     bodyLimit: s.config.bodyLimitBytes,
+    // Every request has an id, logged with each of its lines and answered in X-Request-Id: the caller's own (a proxy's
+    // or client's X-Request-Id, when it is a short token) or a new UUID (ids were req-1, req-2… in each process).
+    requestIdHeader: false,
+    genReqId: requestIdOf,
     // req.ip: the client address, from X-Forwarded-For only through the proxies BULB_TRUST_PROXY names.
     trustProxy: typeof s.config.trustProxy === 'number' ? hopsOf(s.config.trustProxy) : s.config.trustProxy,
     // While draining (SIGTERM), requests still arriving on open connections are served (with Connection:
@@ -126,6 +137,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // is rewritten to /api/ before this) carry customer data and one-time secrets (a new API key, a signing secret):
   // no cache, shared or private, may keep them (Cache-Control: no-store; a route may set its own).
   app.addHook('onRequest', (req, reply, done) => {
+    reply.header('x-request-id', req.id);
     reply.header('content-language', 'en');
     if (req.url.startsWith('/api/')) {
       reply.header('cache-control', 'no-store');
