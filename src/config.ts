@@ -43,6 +43,8 @@ export interface Config {
   /** Failed authentications a client address may make (a second, burst) before its next lookups are refused 429. */
   authFailuresPerSec: number;
   authFailuresBurst: number;
+  /** BULB_METRICS_PORT: a listener of its own for /metrics and /health (a worker's; undefined: none). */
+  metricsPort: number | undefined;
   /** Fastify's trustProxy: whose X-Forwarded-For names the client address (false: the peer is the client). */
   trustProxy: boolean | number | string[];
   /** How long a resolved token may be answered from memory (0: never). */
@@ -176,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerSec: int(env, 'BULB_AUTH_FAILURES_PER_SEC', 10, 1, 10_000_000),
     authFailuresBurst: int(env, 'BULB_AUTH_FAILURES_BURST', 100, 1, 10_000_000),
     trustProxy: trustProxy(env.BULB_TRUST_PROXY),
+    metricsPort: env.BULB_METRICS_PORT ? int(env, 'BULB_METRICS_PORT', 0, 0, 65535) : undefined,
     authCacheMs: int(env, 'BULB_AUTH_CACHE_MS', 60_000, 0, 600_000),
     bodyLimitBytes: 1024 * 1024,
     secretKey: secretKey(env, 'BULB_SECRET_KEY'),

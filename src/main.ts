@@ -9,6 +9,7 @@ import { DataDirInUse } from './db/data-dir-lock.ts';
 import { migrate } from './db/migrate.ts';
 import { makeServices } from './services.ts';
 import { buildApp } from './http/app.ts';
+import { startMetricsServer } from './http/metrics-server.ts';
 import { LATEST } from './http/versioning/versions.ts';
 import { bootstrapAdminKey } from './auth/service.ts';
 import { backgroundJobs, startJobs, type Stop } from './scheduler.ts';
@@ -47,6 +48,12 @@ async function main() {
     address = await app.listen({ port: config.port, host: config.host });
     stops.push(() => app.close());
   }
+  let metricsUrl = '';
+  if (config.metricsPort !== undefined) {
+    const m = await startMetricsServer(config.host, config.metricsPort);
+    metricsUrl = m.url;
+    stops.push(m.close);
+  }
   // Background jobs (delivery, housekeeping, duplicates, imports, replays, …): one scheduler, src/scheduler.ts; JSON logs.
   stops.push(...(await startJobs(backgroundJobs(db, config, jobLog(config)), config.role)));
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
@@ -54,6 +61,10 @@ async function main() {
   if (address) {
     const browse = browsable(address);
     console.log(`  console:        ${browse}/admin\n  API reference:  ${browse}/docs`);
+  }
+  if (metricsUrl) console.log(`  metrics:        ${metricsUrl}/metrics (and /health)`);
+  if (config.role === 'api' && !config.databaseUrl) {
+    console.warn('warning: BULB_ROLE=api on the embedded database: no other process can open it, so nothing will send webhooks, apply imports or run housekeeping. Use BULB_ROLE=all, or PostgreSQL (DATABASE_URL) for separate workers.');
   }
   console.log(secrets.notice);
   if (created) {
@@ -136,7 +147,10 @@ main().catch((err) => {
  */
 function startupProblem(err: unknown, c: Config): string | undefined {
   const e = err as NodeJS.ErrnoException & { hostname?: string };
-  if (e?.code === 'EADDRINUSE') return `PORT ${c.port} on HOST ${c.host} is in use by another process: stop it, or set PORT to a free port`;
+  if (e?.code === 'EADDRINUSE') {
+    const name = (e as { port?: number }).port === c.metricsPort && c.metricsPort !== c.port ? 'BULB_METRICS_PORT' : 'PORT';
+    return `${name} ${name === 'PORT' ? c.port : c.metricsPort} on HOST ${c.host} is in use by another process: stop it, or set ${name} to a free port`;
+  }
   if (e?.code === 'EADDRNOTAVAIL' || (e?.syscall === 'getaddrinfo' && e.hostname === c.host)) return `HOST ${c.host} is not an address of this machine (${e.code})`;
   if (e?.code === '3D000' && c.databaseUrl) return `DATABASE_URL names a database that does not exist (${e.message}): create it first (createdb)`;
   const dataDir = path.resolve(c.dataDir);
