@@ -57,7 +57,9 @@ async function main() {
   // Background jobs (delivery, housekeeping, duplicates, imports, replays, …): one scheduler, src/scheduler.ts; JSON logs.
   stops.push(...(await startJobs(backgroundJobs(db, config, jobLog(config)), config.role)));
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
-  console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${address}`} (role ${config.role}, database: ${where})`);
+  // Fastify answers a wildcard HOST with one of the machine's addresses (127.0.0.1): say what was asked for.
+  const shown = address && isWildcard(config.host) ? `${address.replace(/\/\/[^/]+:/, `//${config.host.includes(':') ? `[${config.host}]` : config.host}:`)} (every interface)` : address;
+  console.log(`Bulb ${config.role === 'worker' ? 'worker running' : `listening on ${shown}`} (role ${config.role}, database: ${where})`);
   if (address) {
     const browse = browsable(address);
     console.log(`  console:        ${browse}/admin\n  API reference:  ${browse}/docs`);
@@ -116,10 +118,12 @@ async function openAndMigrate(config: Config): Promise<{ db: Db; applied: string
   }
 }
 
+const isWildcard = (host: string) => host === '0.0.0.0' || host === '::' || host === '[::]';
+
 /** The listening address as a browser on this machine reaches it (a wildcard address is not one to browse to). */
 function browsable(address: string): string {
   const u = new URL(address);
-  if (u.hostname === '0.0.0.0' || u.hostname === '[::]') u.hostname = 'localhost';
+  if (isWildcard(u.hostname) || (config && isWildcard(config.host))) u.hostname = 'localhost';
   return u.origin;
 }
 
