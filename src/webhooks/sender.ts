@@ -279,6 +279,10 @@ class Exchange {
   }
 
   onError(err: Error): void {
+    // The status arrived, then the body did not end (the deadline, a reset): the status decides, as SPEC §7 says ("a 2xx
+    // status arrives within the deadline"), with the body that came. A 2xx was a TIMEOUT or CONNECTION failure, sent
+    // again, unless its body had passed the 4 KiB kept (found by probing, 2026-11-28).
+    if (this.statusCode !== null) return this.complete();
     let errorCode = classify(err, this.timedOut);
     let msg = errorCode === 'TIMEOUT' ? `no complete response within ${this.timeoutMs} ms` : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
     if (errorCode === 'CONNECTION' && this.clientCert && this.statusCode === null && codeOf(err) === 'UND_ERR_SOCKET') {
