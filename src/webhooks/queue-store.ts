@@ -564,7 +564,24 @@ export async function recordResults(
     ],
     'webhook_record',
   );
+  if (r.rows.length < rs.length) await countCancelledAttempts(db, rs, r.rows);
   return r.rows;
+}
+
+/**
+ * An attempt whose delivery was cancelled while it ran (its subscription deleted) is logged, but its result is not
+ * applied: its attemptCount still counts it (it was 0 beside a logged attempt; found by probing, 2026-11-28). Only the
+ * results the statement above did not apply get here (rare: a cancel, or a lease lost to another worker).
+ */
+async function countCancelledAttempts(db: Queryable, rs: AttemptResult[], applied: DeliveryState[]): Promise<void> {
+  const done = new Set(applied.map((a) => String(a.id)));
+  const rest = rs.filter((x) => !done.has(String(x.deliveryId)));
+  await db.query(
+    `UPDATE webhook_deliveries d SET attempt_count = d.attempt_count + 1, updated_at = clock_timestamp()
+     FROM unnest($1::bigint[], $2::timestamptz[]) AS r(id, created_at)
+     WHERE d.id = r.id AND d.created_at = r.created_at AND d.status = 'cancelled'`,
+    [rest.map((x) => x.deliveryId), rest.map((x) => x.deliveryCreatedAt)],
+  );
 }
 
 /** A request's columns: lean (url, request_headers, request_body null) or whole (version_id, signatures, timestamp_skew null). */
