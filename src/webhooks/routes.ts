@@ -141,7 +141,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'webhooks.logs', method: 'GET', path: `${BASE}/logs`,
-      summary: 'Delivery attempts, newest first (filters subscription, eventType, outcome, since, until)',
+      summary: 'Delivery attempts, the last written first (an attempt is written when it ends); filters subscription, eventType, outcome, since, until',
       schema: { querystring: S.LogQuery, response: { 200: Page(S.Attempt) } },
       handler: async (req) => {
         const q = req.query as any;

@@ -804,7 +804,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Delivery attempts, newest first (filters subscription, eventType, outcome, since, until)
+         * Delivery attempts, the last written first (an attempt is written when it ends); filters subscription, eventType, outcome, since, until
          * @description One row per attempt, newest first, with request headers (credentials redacted), request body and the first 4 KiB of the response.
          */
         get: operations["webhooksLogs"];
@@ -13181,9 +13181,9 @@ export interface operations {
                 eventType?: components["schemas"]["EventType"];
                 /** @description outcome */
                 outcome?: "success" | "failure";
-                /** @description since */
+                /** @description attempts started at or after this time */
                 since?: string;
-                /** @description until */
+                /** @description attempts started before this time (exclusive) */
                 until?: string;
                 /** @description only the attempts of this delivery */
                 delivery?: string;
