@@ -9,6 +9,7 @@ import { it } from 'node:test';
 import type http from 'node:http';
 import { describeEachDb } from '../helpers/suite.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
+import type { Client } from '../helpers/server.ts';
 import { readEveryTable } from '../helpers/db.ts';
 import { startReceiver, waitFor } from './receiver.ts';
 import { PARTIAL_MIN, redactCredentials, variantsOf } from '../../src/webhooks/redact.ts';
@@ -58,6 +59,16 @@ it('a text ending with the start of a credential, in any form or case, has that 
   assert.equal(redactCredentials('nothing like it', [TOKEN]), 'nothing like it');
 });
 
+/** Sends the subscription a test event and answers its first attempt as the logs API shows it. */
+async function firstAttempt(api: Client, uuid: string): Promise<any> {
+  assert.equal((await api.post(`/integrations/webhooks/subscriptions/${uuid}/test`)).status, 202);
+  const [a] = await waitFor(async () => {
+    const d = (await api.get(`/integrations/webhooks/logs?subscription=${uuid}`)).body.data as any[];
+    return d.length ? d : null;
+  }, 'the attempt');
+  return a;
+}
+
 await describeEachDb('echoed credentials are redacted in every form', (ctx) => {
   useWorkerAndReceiver(ctx, ENV, () => {});
 
@@ -106,11 +117,7 @@ await describeEachDb('echoed credentials are redacted in every form', (ctx) => {
       const api = ctx.srv.api;
       const s = await api.post('/integrations/webhooks/subscriptions', { url: rx.url, eventType: 'webhookTest', authMethod: 'BEARER', bearerToken: TOKEN });
       assert.equal(s.status, 201, s.text);
-      assert.equal((await api.post(`/integrations/webhooks/subscriptions/${s.body.uuid}/test`)).status, 202);
-      const [a] = await waitFor(async () => {
-        const d = (await api.get(`/integrations/webhooks/logs?subscription=${s.body.uuid}`)).body.data as any[];
-        return d.length ? d : null;
-      }, 'the attempt');
+      const a = await firstAttempt(api, s.body.uuid);
       assert.ok(a.responseBody.endsWith('x[redacted]'), a.responseBody.slice(-40));
       const lower = (await readEveryTable(ctx.tdb.db)).toLowerCase();
       assert.ok(!lower.includes(TOKEN.slice(0, PARTIAL_MIN + 3).toLowerCase()), 'no table holds the start of the token');
@@ -140,11 +147,7 @@ await describeEachDb('echoed credentials are redacted in every form', (ctx) => {
         url: receiver.url, eventTypes: ['webhookTest'], oauth2: { tokenUrl: tokenEndpoint.url, clientId, clientSecret },
       });
       assert.equal(s.status, 201, s.text);
-      assert.equal((await api.post(`/integrations/webhooks/subscriptions/${s.body.uuid}/test`)).status, 202);
-      const [a] = await waitFor(async () => {
-        const d = (await api.get(`/integrations/webhooks/logs?subscription=${s.body.uuid}`)).body.data as any[];
-        return d.length ? d : null;
-      }, 'the attempt');
+      const a = await firstAttempt(api, s.body.uuid);
       assert.equal(tokenEndpoint.received[0].headers.authorization, `Basic ${Buffer.from(sent).toString('base64')}`, 'sent in clear on the wire');
       assert.equal(a.errorCode, 'OAUTH_TOKEN_FAILED', JSON.stringify(a));
       assert.match(a.responseBody, /echo-ok refused Basic \[redacted\]/, 'the rest of the text is kept');
