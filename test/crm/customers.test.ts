@@ -27,6 +27,30 @@ await describeEachDb('customers', (ctx) => {
     assert.equal((await events('customerCreate')).length, 1, 'a rejected create writes no event');
   });
 
+  it('externalIds that are routes under /crm/customers/ (export, bulk) are refused in every write, changing nothing', async () => {
+    // A customer "export" was read by GET …/customers/export in 2025-12 and lost behind the export route in 2026-11;
+    // PUT /tulip_api/v2/crm/customers/bulk made a customer the bulk route then shadowed (found by probing, 2026-11-28).
+    const existing = await ctx.srv.api.post('/crm/customers', { externalId: 'rsv-1' });
+    assert.equal(existing.status, 201, existing.text);
+    const v26 = ctx.srv.api.withVersion('2026-11');
+    for (const id of ['export', 'bulk']) {
+      const writes = [
+        await ctx.srv.api.post('/crm/customers', { externalId: id }),
+        await ctx.srv.api.withVersion('2022-04').put(`/crm/customers/${id}`, { firstName: 'X' }),
+        await ctx.srv.api.put('/tulip_api/v2/crm/customers/' + id, { firstName: 'X' }),
+        await ctx.srv.api.patch(`/crm/customers/rsv-1`, { externalId: id }),
+      ];
+      for (const r of writes) {
+        assert.equal(r.status, 400, `${id}: ${r.text}`);
+        assert.match(r.body.errors[0].message, /is reserved/);
+      }
+      const bulk = await v26.post('/crm/customers/bulk', [{ externalId: id }]);
+      assert.deepEqual(bulk.body.results.map((x: any) => [x.status, x.errors?.[0]?.moreInfo]), [[400, 'externalId']], bulk.text);
+    }
+    assert.equal((await ctx.srv.api.get('/crm/customers/rsv-1')).body.externalId, 'rsv-1', 'unchanged');
+    assert.equal((await ctx.srv.api.get('/crm/customers?externalId=export')).body.data.length, 0);
+  });
+
   it('gets by uuid or externalId, 404 otherwise', async () => {
     const c = await api().post('/crm/customers', { externalId: 'c-get' });
     assert.equal((await api().get(`/crm/customers/${c.body.uuid}`)).body.externalId, 'c-get');

@@ -6,7 +6,7 @@ import { emitEvent } from '../../events/emit.ts';
 import type { CustomerInput } from './schema.ts';
 import * as store from './store.ts';
 import { WRITABLE, withPatchedAddresses } from './wire.ts';
-import { checkAttributes, checkInput } from './validate.ts';
+import { checkAttributes, checkInput, RESERVED_EXTERNAL_IDS, RESERVED_MESSAGE } from './validate.ts';
 
 const customerEvent = (eventType: 'customerCreate' | 'customerUpdate', row: store.CustomerRow, source: string) => ({
   eventType,
@@ -71,6 +71,7 @@ export async function putCustomer(tx: Queryable, id: string, body: CustomerInput
   if (body.externalId !== undefined && body.externalId !== id) {
     throw invalid(`externalId in the body ("${body.externalId}") differs from the path ("${id}") of a customer that does not exist`, 'externalId');
   }
+  if (RESERVED_EXTERNAL_IDS.has(id)) throw invalid(`"externalId" ${RESERVED_MESSAGE(id)}`, 'externalId');
   const created = await store.insertCustomerWithEvent(tx, { ...body, externalId: id }, source);
   if (created) return { row: created, created: true };
   // Created meanwhile by a concurrent request (the insert waited for it, then did nothing): PUT is idempotent, so

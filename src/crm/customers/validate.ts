@@ -11,7 +11,7 @@ export interface Problem {
   moreInfo: string;
 }
 
-type Input = { addresses?: unknown; attributes?: unknown };
+type Input = { externalId?: unknown; addresses?: unknown; attributes?: unknown };
 
 function isE164(v: string): boolean {
   if (!/^\+[1-9]\d{1,14}$/.test(v)) return false;
@@ -26,6 +26,7 @@ function isE164(v: string): boolean {
 export function inputProblems(input: Input, where = ''): Problem[] {
   const problems: Problem[] = [];
   const add = (field: string, message: string) => problems.push({ message: `"${field}" ${message}`, moreInfo: where + field });
+  if (typeof input.externalId === 'string' && RESERVED_EXTERNAL_IDS.has(input.externalId)) add('externalId', RESERVED_MESSAGE(input.externalId));
   if (Array.isArray(input.addresses)) {
     const uuids = new Set<string>();
     const externalIds = new Set<string>();
@@ -58,6 +59,14 @@ export function inputProblems(input: Input, where = ''): Problem[] {
   }
   return problems;
 }
+
+/**
+ * externalIds that are routes under /crm/customers/ in some version (`GET …/export` from 2026-11, `…/bulk` from 2022-08):
+ * a customer with one could not be read by it there, and what a URL meant changed with the version (found by probing,
+ * 2026-11-28). Refused in writes; a customer stored with one before keeps it (read it by uuid).
+ */
+export const RESERVED_EXTERNAL_IDS = new Set(['export', 'bulk']);
+export const RESERVED_MESSAGE = (id: string) => `"${id}" is reserved: /crm/customers/${id} is a route, so a customer could not be read by it; choose another externalId`;
 
 /** Throws a 400 listing every problem of inputProblems. */
 export function checkInput(input: Input, where = 'body.'): void {
