@@ -522,7 +522,10 @@ export async function recordResults(
          schedule_pos = CASE WHEN r.ok THEN d.schedule_pos WHEN d.resume_at IS NOT NULL THEN d.resume_pos
            WHEN r.retry_after_ms IS NULL AND r.delay_ms IS NOT NULL THEN d.schedule_pos + 1 ELSE d.schedule_pos END,
          next_attempt_at = CASE WHEN r.ok THEN NULL
-           WHEN d.resume_at IS NOT NULL THEN d.resume_at
+           -- A manual retry's failure resumes the schedule where it stood, never before this attempt's end: a retry asked
+           -- for while the scheduled attempt was under way is made right after it (that attempt's log row said it was
+           -- due before it started; found by probing, 2026-11-28).
+           WHEN d.resume_at IS NOT NULL THEN greatest(d.resume_at, r.ended_at)
            -- Retry-After: when the subscription's pause (the longest Retry-After of its results, from now) ends.
            WHEN r.retry_after_ms IS NOT NULL THEN h.paused_until
            WHEN r.delay_ms IS NOT NULL THEN greatest(r.ended_at + r.delay_ms * interval '1 millisecond',
