@@ -24,7 +24,7 @@ export function replayRoutes(s: Services): RouteDef[] {
   });
   return [
     {
-      ...base, id: 'webhooks.replays.start', method: 'POST', path: `${BASE}/subscriptions/:uuid/replay`,
+      ...base, id: 'webhooks.replays.start', idempotencyKey: true, method: 'POST', path: `${BASE}/subscriptions/:uuid/replay`,
       audit: { action: 'replay.started', target },
       summary: 'Replay a window of events to this subscription: one new delivery per event of its types, sent after its live deliveries (Idempotency-Key honoured)',
       schema: { params: UuidParams, body: S.ReplayCreate, response: { 202: S.Replay, 400: ErrorBody, 404: ErrorBody, 409: ErrorBody } },

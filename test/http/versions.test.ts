@@ -119,6 +119,29 @@ await describeEachDb('versions', (ctx) => {
     assert.deepEqual(errorCodes(bad), ['UnsupportedApiVersion']);
   });
 
+  it('the documents declare the headers: Idempotency-Key where a route takes one, X-Request-Id, X-Api-Version, and 2022-04 deprecated', async () => {
+    // Declared nowhere before 2026-11-28 (found by probing): a generated client could not send or read them.
+    const doc = (await api().withToken(undefined).get('/api/2026-11/openapi.json')).body;
+    const ops = Object.values(doc.paths as Record<string, Record<string, any>>).flatMap((p) => Object.values(p)).filter((o) => o.operationId && o.responses && o.parameters);
+    assert.ok(ops.length > 50);
+    const header = (o: any, name: string) => o.parameters.find((p: any) => p.in === 'header' && p.name === name);
+    const takesKey = ops.filter((o) => header(o, 'Idempotency-Key')).map((o) => o.operationId).sort();
+    assert.deepEqual(takesKey.length, 3, `merge, undo and replay take one: ${takesKey}`);
+    for (const o of ops) {
+      assert.ok(header(o, 'X-Request-Id'), o.operationId);
+      const ok = Object.entries(o.responses).filter(([code]) => code.startsWith('2')).map(([, r]) => r as any);
+      for (const r of ok) assert.ok(r.headers?.['X-Api-Version'] && r.headers?.['X-Request-Id'], o.operationId);
+      assert.equal(o.deprecated, undefined, o.operationId);
+    }
+    const merge = doc.paths['/api/2026-11/crm/customers/{id}/merge'].post;
+    assert.ok(merge.responses['200'].headers['Idempotent-Replayed']);
+    const old = (await api().withToken(undefined).get('/api/2022-04/openapi.json')).body;
+    const legacy = old.paths['/api/2022-04/crm/customers/{id}/merge'].put;
+    assert.equal(legacy.deprecated, true);
+    assert.ok(legacy.responses['200'].headers.Deprecation && legacy.responses['200'].headers.Link);
+    assert.ok(header(legacy, 'Idempotency-Key'), 'the legacy merge takes one too');
+  });
+
   // Tulip's versions after 2025-04 (SPEC §16; named by Tulip's TGEN pages, e.g.
   // https://docs.tulip.com/integrating/aerial/versioning for the /api/{version}/ routing): their change log is
   // not readable, so they serve exactly what 2025-04 serves, and are ordered before Bulb's 2026-11.

@@ -2794,7 +2794,10 @@ export interface operations {
                 /** @description updatedSince */
                 updatedSince?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2803,6 +2806,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2920,7 +2927,10 @@ export interface operations {
     customersCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2933,6 +2943,10 @@ export interface operations {
             /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3130,7 +3144,10 @@ export interface operations {
     customersGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -3142,6 +3159,10 @@ export interface operations {
             /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3279,7 +3300,10 @@ export interface operations {
     customersPut: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -3295,6 +3319,10 @@ export interface operations {
             /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3304,6 +3332,10 @@ export interface operations {
             /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3521,7 +3553,10 @@ export interface operations {
     customersPatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -3537,6 +3572,10 @@ export interface operations {
             /** @description A customer record (SPEC §4). `mergedInto` names the final surviving primary of a merged-away customer. */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3759,7 +3798,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3768,6 +3810,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3885,7 +3931,10 @@ export interface operations {
     customerAttributesCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3898,6 +3947,10 @@ export interface operations {
             /** @description A custom attribute customers can carry a value of */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4095,7 +4148,10 @@ export interface operations {
     customerAttributesGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description attribute uuid or externalId */
                 id: string;
@@ -4107,6 +4163,10 @@ export interface operations {
             /** @description A custom attribute customers can carry a value of */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4244,7 +4304,10 @@ export interface operations {
     customersBulkPut: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4257,6 +4320,10 @@ export interface operations {
             /** @description One result per item, in order */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4434,7 +4501,10 @@ export interface operations {
     customersBulk: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4447,6 +4517,10 @@ export interface operations {
             /** @description One result per item, in order */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4629,7 +4703,10 @@ export interface operations {
                 /** @description customers updated at or after this time */
                 updatedSince?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4638,6 +4715,10 @@ export interface operations {
             /** @description NDJSON: one Customer (the Customer schema) per line */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4760,7 +4841,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4769,6 +4853,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4886,7 +4974,10 @@ export interface operations {
     associatesCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4899,6 +4990,10 @@ export interface operations {
             /** @description A store employee */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5096,7 +5191,10 @@ export interface operations {
     associatesGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description associate uuid or externalId */
                 id: string;
@@ -5108,6 +5206,10 @@ export interface operations {
             /** @description A store employee */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5250,7 +5352,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -5262,6 +5367,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5399,7 +5508,10 @@ export interface operations {
     customersOrdersCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -5415,6 +5527,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5637,7 +5753,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -5649,6 +5768,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5786,7 +5909,10 @@ export interface operations {
     customersFollowUpsCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -5802,6 +5928,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6024,7 +6154,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -6036,6 +6169,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6173,7 +6310,10 @@ export interface operations {
     customersNotesCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -6189,6 +6329,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6411,7 +6555,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -6423,6 +6570,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6560,7 +6711,10 @@ export interface operations {
     customersMessagesCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -6576,6 +6730,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6798,7 +6956,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -6810,6 +6971,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6947,7 +7112,10 @@ export interface operations {
     customersPreferencesCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -6963,6 +7131,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7185,7 +7357,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -7197,6 +7372,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7334,7 +7513,10 @@ export interface operations {
     customersProductSharesCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -7350,6 +7532,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7572,7 +7758,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -7584,6 +7773,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7721,7 +7914,10 @@ export interface operations {
     customersAssociatesCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -7737,6 +7933,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7954,7 +8154,10 @@ export interface operations {
     customerNotesCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7967,6 +8170,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8164,7 +8371,10 @@ export interface operations {
     customerNotesGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the note: uuid or externalId (a uuid match wins) */
                 id: string;
@@ -8176,6 +8386,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8313,7 +8527,10 @@ export interface operations {
     customerNotesPut: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the note: uuid or externalId (a uuid match wins) */
                 id: string;
@@ -8329,6 +8546,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8549,7 +8770,12 @@ export interface operations {
                 /** @description compute the counts, change nothing */
                 dryRun?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the primary customer: its uuid or its externalId (a uuid match wins) */
                 id: string;
@@ -8565,6 +8791,12 @@ export interface operations {
             /** @description The outcome of a merge (or of a dry run) */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8787,7 +9019,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -8799,6 +9034,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8959,7 +9198,12 @@ export interface operations {
                 /** @description compute what would move back, change nothing */
                 dryRun?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description uuid of the merge (mergeUuid of its MergeResult) */
                 mergeUuid: string;
@@ -8971,6 +9215,12 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9203,7 +9453,10 @@ export interface operations {
                 /** @description how many, best first */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description customer uuid or externalId */
                 id: string;
@@ -9215,6 +9468,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9393,7 +9650,10 @@ export interface operations {
                 /** @description page size, 1–250 */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9402,6 +9662,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9559,7 +9823,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9568,6 +9835,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9705,7 +9976,10 @@ export interface operations {
     apiKeysCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9718,6 +9992,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9895,7 +10173,10 @@ export interface operations {
     apiKeysRevoke: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -9907,6 +10188,10 @@ export interface operations {
             /** @description Done; no body */
             204: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -10107,7 +10392,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10116,6 +10404,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10253,7 +10545,10 @@ export interface operations {
     authClientsCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10266,6 +10561,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10443,7 +10742,10 @@ export interface operations {
     authClientsRevoke: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -10455,6 +10757,10 @@ export interface operations {
             /** @description Done; no body */
             204: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -10650,7 +10956,10 @@ export interface operations {
     webhooksEventTypes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10659,6 +10968,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10805,7 +11118,10 @@ export interface operations {
                 /** @description isActive */
                 isActive?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10814,6 +11130,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10951,7 +11271,10 @@ export interface operations {
     webhooksSubscriptionsCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10964,6 +11287,10 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11141,7 +11468,10 @@ export interface operations {
     webhooksSubscriptionsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -11153,6 +11483,10 @@ export interface operations {
             /** @description A webhook subscription (credentials are write-only, never returned) */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11310,7 +11644,10 @@ export interface operations {
     webhooksSubscriptionsDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -11322,6 +11659,10 @@ export interface operations {
             /** @description Done; no body */
             204: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -11517,7 +11858,10 @@ export interface operations {
     webhooksSubscriptionsPatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -11533,6 +11877,10 @@ export interface operations {
             /** @description A webhook subscription (credentials are write-only, never returned) */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11750,7 +12098,10 @@ export interface operations {
     webhooksSubscriptionsSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -11762,6 +12113,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11939,7 +12294,10 @@ export interface operations {
     webhooksSubscriptionsRotateSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -11951,6 +12309,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12168,7 +12530,10 @@ export interface operations {
     webhooksSubscriptionsTest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -12180,6 +12545,10 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12397,7 +12766,10 @@ export interface operations {
     webhooksSubscriptionsRecover: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -12413,6 +12785,10 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12621,7 +12997,10 @@ export interface operations {
                 /** @description eventType */
                 eventType?: components["schemas"]["EventType"];
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12630,6 +13009,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12767,7 +13150,10 @@ export interface operations {
     webhooksDeliveriesRetry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -12779,6 +13165,10 @@ export interface operations {
             /** @description One event to one subscription */
             202: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12999,7 +13389,10 @@ export interface operations {
                 /** @description hours to look back (1–168) */
                 hours?: number;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13008,6 +13401,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13188,7 +13585,10 @@ export interface operations {
                 /** @description only the attempts of this delivery */
                 delivery?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13197,6 +13597,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13334,7 +13738,12 @@ export interface operations {
     webhooksReplaysStart: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -13350,6 +13759,12 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13572,7 +13987,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -13584,6 +14002,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13741,7 +14163,10 @@ export interface operations {
     webhooksReplaysGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -13753,6 +14178,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13910,7 +14339,10 @@ export interface operations {
     webhooksReplaysCancel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -13922,6 +14354,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14152,7 +14588,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -14161,6 +14600,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14295,7 +14738,10 @@ export interface operations {
     eventsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description event uuid */
                 uuid: string;
@@ -14307,6 +14753,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14462,7 +14912,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -14471,6 +14924,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14649,7 +15106,10 @@ export interface operations {
                 /** @description false: write no events (first loads) */
                 events?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -14663,6 +15123,10 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14890,7 +15354,10 @@ export interface operations {
     importsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -14902,6 +15369,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15089,7 +15560,10 @@ export interface operations {
     importsErrors: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -15101,6 +15575,10 @@ export interface operations {
             /** @description one error per line */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15258,7 +15736,10 @@ export interface operations {
     importsCancel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path: {
                 /** @description the uuid of the resource */
                 uuid: string;
@@ -15270,6 +15751,10 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -15528,7 +16013,10 @@ export interface operations {
                 /** @description opaque cursor from a previous nextCursor */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
+                "X-Request-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -15537,6 +16025,10 @@ export interface operations {
             /** @description One page of a list */
             200: {
                 headers: {
+                    /** @description the version that served the request */
+                    "X-Api-Version"?: string;
+                    /** @description the id of this request in the logs */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {

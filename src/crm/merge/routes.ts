@@ -101,7 +101,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
   const primaryOnly = (o: MergeOutcome) => shapeCustomer(o.primary);
   return [
     {
-      ...base, id: 'customers.merge', method: 'POST', path: '/crm/customers/:id/merge', since: '2025-04',
+      ...base, id: 'customers.merge', idempotencyKey: true, method: 'POST', path: '/crm/customers/:id/merge', since: '2025-04',
       audit: mergeAudit,
       summary: 'Merge secondary customers into the primary (each by uuid or externalId); ?dryRun=true previews the counts',
       schema: { params: S.PrimaryParams, querystring: S.MergeQuery, body: S.listBody('mergeWithCustomerIds'), documentedBody: S.MergeBody, response: { 200: S.MergeResult, ...S.errorsFor(400, 401, 403, 404, 409) } },
@@ -113,7 +113,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      ...legacy, id: 'customers.mergeByUuid', path: '/crm/customers/:id/merge',
+      ...legacy, id: 'customers.mergeByUuid', idempotencyKey: true, path: '/crm/customers/:id/merge',
       audit: mergeAudit,
       summary: "Legacy merge by Tulip ids (the customers' numeric id) or uuids; answers the primary customer",
       schema: { params: S.LegacyIdParams, body: S.listBody('ids'), documentedBody: S.LegacyIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
@@ -124,7 +124,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      ...legacy, id: 'customers.mergeByExternalId', path: '/crm/customers/:id/merge_by_external_id',
+      ...legacy, id: 'customers.mergeByExternalId', idempotencyKey: true, path: '/crm/customers/:id/merge_by_external_id',
       audit: mergeAudit,
       summary: 'Legacy merge by externalIds; answers the primary customer',
       schema: { params: S.ExternalIdParams, body: S.listBody('ids'), documentedBody: S.LegacyExternalIdBody, response: { 200: Customer, ...S.errorsFor(400, 401, 403, 404, 409) } },
@@ -148,7 +148,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
       },
     },
     {
-      ...base, id: 'merges.undo', method: 'POST', path: '/crm/merges/:mergeUuid/undo', since: '2026-11',
+      ...base, id: 'merges.undo', idempotencyKey: true, method: 'POST', path: '/crm/merges/:mergeUuid/undo', since: '2026-11',
       audit: { action: 'merge.undone', target: (_req, b) => (b.dryRun ? null : { type: 'Merge', id: b.mergeUuid, details: { primary: b.primary.externalId, restoredCustomerIds: b.restoredCustomerIds } }) },
       summary: 'Undo a merge within BULB_UNMERGE_WINDOW_DAYS: secondaries active again, journaled rows moved back; ?dryRun=true previews',
       schema: { params: S.MergeUuidParams, querystring: S.UndoQuery, response: { 200: S.UndoResult, ...S.errorsFor(400, 401, 403, 404, 409) } },

@@ -83,7 +83,29 @@ function parameters(where: 'path' | 'query', schema: Json, components: Component
   }));
 }
 
-function operation(vr: VersionedRoute, components: Components): Json {
+const REQUEST_ID_PARAM = {
+  name: 'X-Request-Id', in: 'header', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+  description: "the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used)",
+};
+const IDEMPOTENCY_PARAM = {
+  name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 },
+  description: 'the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409',
+};
+
+/** The headers every answer of this version carries (and an idempotent route's replay marker), for a 2xx. */
+function answerHeaders(deprecated: boolean, idempotent: boolean): Json {
+  return {
+    'X-Api-Version': { description: 'the version that served the request', schema: { type: 'string' } },
+    'X-Request-Id': { description: 'the id of this request in the logs', schema: { type: 'string' } },
+    ...(deprecated ? {
+      Deprecation: { description: 'RFC 9745: when this version was deprecated (@epoch seconds)', schema: { type: 'string' } },
+      Link: { description: 'rel="deprecation": the versions document', schema: { type: 'string' } },
+    } : {}),
+    ...(idempotent ? { 'Idempotent-Replayed': { description: 'true when this answer is the replay of an earlier one to the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } } } : {}),
+  };
+}
+
+function operation(vr: VersionedRoute, components: Components, deprecated: boolean): Json {
   const { def, schema } = vr;
   const responses: Record<string, Json> = {};
   for (const [status, s] of Object.entries(schema.response ?? {})) {
@@ -93,6 +115,7 @@ function operation(vr: VersionedRoute, components: Components): Json {
     else if ((s as Json).contentMediaType) responses[status] = { description: (s as Json).description ?? 'Success', content: { [(s as Json).contentMediaType]: { schema: { type: 'string' } } } };
     else responses[status] = { description: (s as Json).description ?? 'Success', content: { 'application/json': { schema: lift(s, components) } } };
   }
+  for (const [status, r] of Object.entries(responses)) if (status.startsWith('2')) r.headers = answerHeaders(deprecated, def.idempotencyKey === true);
   // A route that declares no 2xx is documented as answering 200 without a body: the contract test then
   // fails on that route alone (it sends a body the document does not declare), naming it.
   if (!Object.keys(responses).some((s) => s.startsWith('2'))) responses['200'] = { description: 'Success (no response schema declared)' };
@@ -108,7 +131,11 @@ function operation(vr: VersionedRoute, components: Components): Json {
     tags: [def.tag],
     security: [{ bearer: [] }, { oauth2: scopes }],
     'x-scope': def.scope,
-    parameters: [...parameters('path', schema.params, components), ...parameters('query', schema.querystring, components)],
+    ...(deprecated ? { deprecated: true } : {}),
+    parameters: [
+      ...parameters('path', schema.params, components), ...parameters('query', schema.querystring, components),
+      ...(def.idempotencyKey ? [IDEMPOTENCY_PARAM] : []), REQUEST_ID_PARAM,
+    ],
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: lift(body, components) } } } } : {}),
     ...(schema.rawBodyTypes
       ? { requestBody: { required: true, content: Object.fromEntries(Object.entries(schema.rawBodyTypes).map(([type, description]) => [type, { schema: { type: 'string', description } }])) } }
@@ -124,7 +151,7 @@ export function openApiDocument(registry: Registry, version: string, serviceName
   const tags = new Set<string>();
   for (const vr of registry.byVersion.get(version) ?? []) {
     const p = `/api/${version}${vr.def.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
-    (paths[p] ??= {})[vr.def.method.toLowerCase()] = operation(vr, components);
+    (paths[p] ??= {})[vr.def.method.toLowerCase()] = operation(vr, components, info.deprecatedOn !== undefined);
     tags.add(vr.def.tag);
   }
   paths[TOKEN_PATH] = { post: tokenOperation((s) => lift(s, components)) };

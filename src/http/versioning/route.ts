@@ -46,6 +46,8 @@ export interface RouteDef {
   schema: RouteSchema;
   /** An administrative or destructive act: the handler records it in its transaction with auditOf(req) (src/audit/, SPEC §15). */
   audit?: AuditDecl;
+  /** Takes an Idempotency-Key header: the first answer to a key is replayed for 24 h (src/crm/idempotency/); documented. */
+  idempotencyKey?: boolean;
   /** The body is not parsed: the handler reads req.raw (imports; content types listed in app.ts). */
   rawBody?: boolean;
   /**
