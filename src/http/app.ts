@@ -294,6 +294,12 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     if (/^\/api\/?$/.test(path)) {
       return sendError(reply, 404, [{ message: `no route ${req.method} ${path}: name a version, /api/{version}/…`, errorCode: 'NotFound', moreInfo: 'see /api/versions' }]);
     }
+    // The documents and probes outside the versioned API are read-only: another method is a 405 (POST /api/versions
+    // was read as version "versions", 404 UnsupportedApiVersion; found by probing).
+    const doc = /^\/api\/([^/]+)\/openapi\.json$/.exec(path);
+    if (['/api/versions', '/health', '/ready', '/metrics'].includes(path) || (doc && isVersion(doc[1]))) {
+      throw new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${path}`, 'allowed: GET, HEAD').withHeader('Allow', 'GET, HEAD');
+    }
     const m = /^\/api\/([^/]+)(\/.*)?$/.exec(path);
     if (m) {
       const [, v, rest = '/'] = m;

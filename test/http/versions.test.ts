@@ -91,6 +91,15 @@ await describeEachDb('versions', (ctx) => {
       ],
       latest: '2026-11',
     });
+    // Read-only documents and probes: another method is a 405 naming GET (POST /api/versions was a 404
+    // UnsupportedApiVersion "versions" until 2026-11-28).
+    for (const path of ['/api/versions', '/api/2026-11/openapi.json', '/health', '/ready', '/metrics']) {
+      const r = await api().withToken(undefined).post(path, {});
+      assert.equal(r.status, 405, `${path}: ${r.text}`);
+      assert.deepEqual(errorCodes(r), ['MethodNotAllowed']);
+      assert.equal(r.headers.get('allow'), 'GET, HEAD');
+    }
+    assert.deepEqual(errorCodes(await api().withToken(undefined).post('/api/2023-01/openapi.json', {})), ['UnsupportedApiVersion']);
   });
 
   it('GET /api/{v}/openapi.json (no auth) lists exactly the routes of that version', async () => {
