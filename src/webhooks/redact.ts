@@ -58,10 +58,14 @@ const patternOf = memoize((key: string): RegExp => {
   return new RegExp(all.map(escapeRe).join('|'), 'gi');
 }, 1000);
 
-/** Every variant of every secret, lower-cased, longest first (per set of secrets). */
-const lowerVariantsOf = memoize((key: string): string[] => {
+/**
+ * The variants whose start is redacted at a text's end, lower-cased, longest first (per set of secrets): every secret's
+ * but a decoded "user:password", whose start is the username, no secret (a body ending "…, ann" is not a cut echo).
+ */
+const tailVariantsOf = memoize((key: string): string[] => {
   const secrets = JSON.parse(key) as string[];
-  return [...new Set(secrets.flatMap(variantsOf).map((v) => v.toLowerCase()))].sort((a, b) => b.length - a.length);
+  const own = secrets.filter((s) => !secrets.some((t) => t !== s && s.endsWith(`:${t}`)));
+  return [...new Set(own.flatMap(variantsOf).map((v) => v.toLowerCase()))].sort((a, b) => b.length - a.length);
 }, 1000);
 
 /** The shortest start of a secret's variant redacted at the end of a text: shorter ones cannot be told from text. */
@@ -76,7 +80,7 @@ export function redactCredentials(text: string | null, secrets: string[]): strin
   if (text === null || secrets.length === 0) return text;
   const key = JSON.stringify(secrets);
   const whole = text.replace(patternOf(key), REDACTED);
-  const cut = partialTail(whole, lowerVariantsOf(key));
+  const cut = partialTail(whole, tailVariantsOf(key));
   return cut === 0 ? whole : whole.slice(0, whole.length - cut) + REDACTED;
 }
 

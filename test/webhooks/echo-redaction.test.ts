@@ -57,6 +57,11 @@ it('a text ending with the start of a credential, in any form or case, has that 
   assert.equal(redactCredentials(`${TOKEN} then ${TOKEN.slice(0, 6)}`, [TOKEN]), '[redacted] then [redacted]');
   assert.equal(redactCredentials('ends with Tok but on', [TOKEN]), 'ends with Tok but on', 'only the very end is a cut echo');
   assert.equal(redactCredentials('nothing like it', [TOKEN]), 'nothing like it');
+  // A decoded "user:password" starts with the username, which is no secret: a body ending with it is kept; the
+  // password's own start is still redacted.
+  const creds = [PASSWORD, `${USER}:${PASSWORD}`];
+  assert.equal(redactCredentials(`nope, ${USER}`, creds), `nope, ${USER}`);
+  assert.equal(redactCredentials(`nope, ${USER}:${PASSWORD.slice(0, 5)}`, creds), `nope, ${USER}:[redacted]`);
 });
 
 /** Sends the subscription a test event and answers its first attempt as the logs API shows it. */
