@@ -50,14 +50,15 @@ export class RateLimiter {
   }
 }
 
+/** The 429 for an address past its failed authentications (AuthFailures). */
+export const tooManyFailures = (wait: number) =>
+  new ApiError('RateLimited', 'too many requests with invalid credentials from this address', `retry after ${wait} s`).withHeader('Retry-After', String(wait));
+
 /**
  * Failed authentications by client address: each unknown, revoked or expired token (or bad client secret) costs a
  * database lookup, so an address past its rate of failures is refused 429 before the lookup. A token in the cache is
  * admitted without asking (wait is asked only before a lookup): clients already signed in never wait for it.
  */
-export const tooManyFailures = (wait: number) =>
-  new ApiError('RateLimited', 'too many requests with invalid credentials from this address', `retry after ${wait} s`).withHeader('Retry-After', String(wait));
-
 export class AuthFailures {
   private readonly buckets: RateLimiter;
   constructor(rate: number, burst: number, now?: () => number) {
