@@ -21,8 +21,9 @@ describeConsole('API reference (/docs)', (ctx) => {
     await ctx.shot('docs-2026-11');
     // The version selector of the top bar loads another version's document.
     await p.locator('.topbar select').selectOption({ label: '2022-04' });
-    await p.locator('.opblock-summary-path', { hasText: '/api/2022-04/crm/customers/{id}/merge_by_external_id' }).first().waitFor();
-    assert.equal(await p.locator('.opblock-summary-path', { hasText: '/api/2026-11/' }).count(), 0);
+    // 2022-04's operations are deprecated: Swagger UI shows them struck through (their own class).
+    await p.locator('.opblock-summary-path__deprecated', { hasText: '/api/2022-04/crm/customers/{id}/merge_by_external_id' }).first().waitFor();
+    assert.equal(await p.locator('.opblock-summary-path, .opblock-summary-path__deprecated', { hasText: '/api/2026-11/' }).count(), 0);
     assert.deepEqual(violations, []);
   });
 });
