@@ -2,31 +2,20 @@
 // a port in use, a data folder that cannot be written, a database that does not exist, a DATABASE_URL that is not one.
 // Until 2026-11-28 each was a raw stack trace with exit 1 (or, for a bad DATABASE_URL, a minute of "not reachable").
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { postgresAvailable, TEST_SECRET_KEY } from '../helpers/db.ts';
+import { runBulb } from '../helpers/process.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const dirs: string[] = [];
 after(() => {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-function run(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL'));
-    const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { cwd: ROOT, env: { ...clean, PORT: '0', BULB_DATABASE_WAIT_MS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    p.on('exit', (code) => resolve({ code, out }));
-  });
-}
+const run = (env: Record<string, string>) => runBulb({ BULB_DATABASE_WAIT_MS: '0', ...env });
 
 const tmp = () => {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-fail-'));

@@ -1,7 +1,6 @@
 // Secret keys (SPEC §15): the sealed format, configuration refusals, the embedded default's key file,
 // plaintext mode, and first-start sealing of clear text written by an older Bulb (idempotent, concurrent).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,9 +13,9 @@ import { prepareSecrets } from '../../src/secrets/startup.ts';
 import { keyIdsInUse } from '../../src/secrets/store.ts';
 import { backends, freshDb } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
+import { runBulb } from '../helpers/process.ts';
 
 const b64key = () => crypto.randomBytes(32).toString('base64');
-const ROOT = path.resolve(import.meta.dirname, '../..');
 
 describe('sealed values', () => {
   it('round-trips, uses a fresh nonce per value, names its key, and detects tampering', () => {
@@ -89,15 +88,7 @@ describe('secret key configuration', () => {
   });
 
   it('the process refuses to start on PostgreSQL without a key, or with a bad key, with a clear message', async () => {
-    const run = (env: Record<string, string>) =>
-      new Promise<{ code: number | null; out: string }>((resolve) => {
-        const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL'));
-        const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { cwd: ROOT, env: { ...clean, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        p.stdout.on('data', (d) => (out += d));
-        p.stderr.on('data', (d) => (out += d));
-        p.on('exit', (code) => resolve({ code, out }));
-      });
+    const run = runBulb;
     const noKey = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/unreachable' });
     assert.equal(noKey.code, 2, noKey.out);
     assert.match(noKey.out, /configuration error: DATABASE_URL is set but BULB_SECRET_KEY is not/);
