@@ -77,14 +77,16 @@ export async function startBulb(env: Record<string, string>, opts: { npm?: boole
   };
 }
 
-/** Runs `src/main.ts serve` with a clean environment plus env until it exits: its exit code and output. */
-export function runBulb(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL'));
-    const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { cwd: ROOT, env: { ...clean, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    p.on('exit', (code) => resolve({ code, out }));
-  });
+/**
+ * Runs `src/main.ts <command>` with a clean environment plus env until it exits (killed after 120 s, so a start that
+ * should have refused cannot hang the suite): its exit code and output.
+ */
+export function runBulb(env: Record<string, string>, command = 'serve'): Promise<{ code: number | null; out: string }> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL'));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', command], { cwd: ROOT, env: { ...clean, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  return new Promise((resolve) => child.on('exit', (code) => (clearTimeout(timer), resolve({ code, out }))));
 }

@@ -3,31 +3,17 @@
 // pooler (customers, merge, bulk, an import's COPY, an export, webhook delivery woken by NOTIFY, a revoked key
 // refused at once). Mandatory with CI=true (.ci/run installs pgbouncer); skipped with a printed reason otherwise.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { TEST_SECRET_KEY, freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
 import { pgbouncerAvailable, startPgBouncer, type Bouncer } from '../helpers/pgbouncer.ts';
-import { startBulb, type Proc } from '../helpers/process.ts';
+import { runBulb, startBulb, type Proc } from '../helpers/process.ts';
 import { Client } from '../helpers/server.ts';
 import { startReceiver, waitFor, type Receiver } from '../webhooks/receiver.ts';
 import { decidePooling, isTransactionPooler } from '../../src/db/pooler.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const KEY = 'pgbouncer-admin-key-0123456789abcdef';
 const enabled = (await postgresAvailable()) && pgbouncerAvailable();
-
-/** Runs `src/main.ts serve` and waits for it to exit (for a start that must refuse). */
-function runToExit(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { cwd: ROOT, env: { ...clean, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (b) => (out += b));
-  child.stderr.on('data', (b) => (out += b));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  return new Promise((resolve) => child.on('exit', (code) => (clearTimeout(timer), resolve({ code, out }))));
-}
 
 /** Transactions PgBouncer served for a database (its admin console's SHOW STATS). */
 async function pooledTransactions(b: Bouncer, database: string): Promise<number> {
@@ -62,7 +48,7 @@ describe('behind PgBouncer in transaction mode', { skip: !enabled }, () => {
   });
 
   it('without BULB_DATABASE_DIRECT_URL the start refuses, naming the setting to add', async () => {
-    const r = await runToExit({ DATABASE_URL: bouncer.url(dbName), BULB_SECRET_KEY: TEST_SECRET_KEY, BULB_ADMIN_KEY: KEY });
+    const r = await runBulb({ DATABASE_URL: bouncer.url(dbName), BULB_SECRET_KEY: TEST_SECRET_KEY, BULB_ADMIN_KEY: KEY });
     assert.equal(r.code, 2, r.out);
     assert.match(r.out, /configuration error: DATABASE_URL points at a transaction-mode connection pooler.*set BULB_DATABASE_DIRECT_URL/);
   });

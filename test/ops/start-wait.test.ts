@@ -4,14 +4,11 @@
 // drops the first connections as a server not yet listening or still starting does, then passes them on.
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { TEST_SECRET_KEY, emptyDb, postgresAvailable, PG_URL, type TestDb } from '../helpers/db.ts';
-import { startBulb } from '../helpers/process.ts';
+import { runBulb, startBulb } from '../helpers/process.ts';
 import { Client } from '../helpers/server.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const KEY = 'start-wait-admin-key-0123456789abcdef';
 const enabled = await postgresAvailable();
 if (!enabled) console.log('# SKIP start-wait tests: no PostgreSQL (mandatory with CI=true)');
@@ -76,14 +73,7 @@ describe('a start while PostgreSQL does not serve yet', { skip: !enabled }, () =
   it('BULB_DATABASE_WAIT_MS=0 exits 1 at the first refusal, naming the error', async () => {
     const d = await door(1_000);
     try {
-      const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL'));
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-        cwd: ROOT, env: { ...clean, PORT: '0', DATABASE_URL: urlThrough(d.port), BULB_SECRET_KEY: TEST_SECRET_KEY, BULB_DATABASE_WAIT_MS: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let out = '';
-      child.stdout.on('data', (b) => (out += b));
-      child.stderr.on('data', (b) => (out += b));
-      const code = await new Promise<number | null>((r) => child.on('exit', r));
+      const { code, out } = await runBulb({ DATABASE_URL: urlThrough(d.port), BULB_SECRET_KEY: TEST_SECRET_KEY, BULB_DATABASE_WAIT_MS: '0' });
       assert.equal(code, 1, out);
       assert.equal(d.dropped(), 1);
       assert.doesNotMatch(out, /trying again/);

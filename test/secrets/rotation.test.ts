@@ -2,9 +2,7 @@
 // (`npm run reencrypt` on PostgreSQL, the same function in process on PGlite), then start with B alone and
 // check that deliveries are still signed with the right secrets and carry the right credentials.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
-import path from 'node:path';
 import { describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { ConfigError, loadConfig } from '../../src/config.ts';
@@ -12,23 +10,14 @@ import { keyId } from '../../src/secrets/box.ts';
 import { prepareSecrets, reencryptAll } from '../../src/secrets/startup.ts';
 import { keyIdsInUse } from '../../src/secrets/store.ts';
 import { backends, freshDb } from '../helpers/db.ts';
+import { runBulb } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { startWorker } from '../helpers/worker.ts';
 import { startReceiver, waitFor } from '../webhooks/receiver.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const ALLOW = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' };
 
-function runReencrypt(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL'));
-    const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'reencrypt'], { cwd: ROOT, env: { ...clean, BULB_LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    p.on('exit', (code) => resolve({ code, out }));
-  });
-}
+const runReencrypt = (env: Record<string, string>) => runBulb({ BULB_LOG_LEVEL: 'silent', ...env }, 'reencrypt');
 
 for (const backend of await backends()) {
   describe(`secret key rotation and reencrypt [${backend}]`, () => {
