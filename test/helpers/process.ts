@@ -17,9 +17,11 @@ export interface Proc {
 
 /**
  * Starts Bulb like `npm start` with a clean environment plus env (through npm itself with `npm: true`; the child is
- * then npm's process); resolves once it listens.
+ * then npm's process); resolves once it listens, or once its output matches `ready` (a worker opens no API port), the
+ * url being the match's first group.
  */
-export async function startBulb(env: Record<string, string>, opts: { npm?: boolean } = {}): Promise<Proc> {
+export async function startBulb(env: Record<string, string>, opts: { npm?: boolean; ready?: RegExp } = {}): Promise<Proc> {
+  const ready = opts.ready ?? /listening on (http:\/\/[^\s]+)/;
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST'));
   const [command, args] = opts.npm ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve']];
   const child = spawn(command, args, {
@@ -37,13 +39,14 @@ export async function startBulb(env: Record<string, string>, opts: { npm?: boole
   const listening = new Promise<string>((resolve, reject) => {
     const deadline = setTimeout(() => reject(new Error(`Bulb did not listen within 240 s:\n${out}`)), 240_000);
     const check = () => {
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      const m = ready.exec(out);
       if (m) {
         clearTimeout(deadline);
-        resolve(m[1]);
+        resolve(m[1] ?? '');
       }
     };
     child.stdout!.on('data', check);
+    child.stderr!.on('data', check);
     void exited.then((code) => {
       clearTimeout(deadline);
       reject(new Error(`Bulb exited with ${code} before listening:\n${out}`));
