@@ -3,27 +3,19 @@
 // before the attempt had even started; found by probing, 2026-11-28). The schedule is resumed where it stood.
 import assert from 'node:assert/strict';
 import type http from 'node:http';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { createSubscription } from '../helpers/server.ts';
-import { startWorker, type TestWorker } from '../helpers/worker.ts';
-import { ok, startReceiver, waitFor, type Receiver } from './receiver.ts';
+import { useWorkerAndReceiver } from '../helpers/worker.ts';
+import { ok, waitFor, type Receiver } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_TIMEOUT_MS: '1500' };
 const HOOKS = '/integrations/webhooks';
 
 await describeEachDb('a manual retry while an attempt is under way', (ctx) => {
   const api = () => ctx.srv.api.withVersion('2026-11');
-  let worker: TestWorker;
   let rx: Receiver;
-  before(async () => {
-    worker = await startWorker(ctx.tdb.db, ENV);
-    rx = await startReceiver();
-  });
-  after(async () => {
-    await worker?.stop();
-    await rx?.close();
-  });
+  useWorkerAndReceiver(ctx, ENV, (_w, r) => (rx = r));
 
   it('is made right after that attempt, whose log row is due after its own start', async () => {
     const held: http.ServerResponse[] = [];
