@@ -157,12 +157,11 @@ function startupProblem(err: unknown, c: Config): string | undefined {
   }
   if (e?.code === 'EADDRNOTAVAIL' || (e?.syscall === 'getaddrinfo' && e.hostname === c.host)) return `HOST ${c.host} is not an address of this machine (${e.code})`;
   if (e?.code === '3D000' && c.databaseUrl) return `DATABASE_URL names a database that does not exist (${e.message}): create it first (createdb)`;
+  // The folder itself, a file in it, or a parent it had to be created under.
   const dataDir = path.resolve(c.dataDir);
-  if (!c.databaseUrl && typeof e?.path === 'string' && path.resolve(e.path).startsWith(dataDir) && ['EACCES', 'EPERM', 'ENOTDIR', 'EROFS', 'ENOSPC', 'EEXIST'].includes(e.code ?? '')) {
-    return `BULB_DATA_DIR ${c.dataDir} cannot be created or written by this user (${e.code} on ${e.path}): give a folder it may write, or fix its owner and mode`;
-  }
-  if (!c.databaseUrl && typeof e?.path === 'string' && ['EACCES', 'EPERM', 'ENOTDIR', 'EROFS'].includes(e.code ?? '') && dataDir.startsWith(path.resolve(e.path))) {
-    return `BULB_DATA_DIR ${c.dataDir} cannot be created (${e.code} on ${e.path}): give a folder this user may create`;
+  const at = typeof e?.path === 'string' ? path.resolve(e.path) : undefined;
+  if (!c.databaseUrl && at && (at.startsWith(dataDir) || dataDir.startsWith(at)) && ['EACCES', 'EPERM', 'ENOTDIR', 'EROFS', 'ENOSPC', 'EEXIST'].includes(e.code ?? '')) {
+    return `BULB_DATA_DIR ${c.dataDir} cannot be created or written by this user (${e.code} on ${e.path}): give a folder it may create and write, or fix its owner and mode`;
   }
   return undefined;
 }
