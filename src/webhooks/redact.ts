@@ -87,9 +87,11 @@ export function redactCredentials(text: string | null, secrets: string[]): strin
 /** The length of the longest end of `text` that is the start of one of `variants` (lower-cased), or 0. */
 function partialTail(text: string, variants: string[]): number {
   let best = 0;
+  // Longest first: the end a variant may cover, lower-cased once.
+  const end = text.slice(-Math.max(0, (variants[0]?.length ?? 0) - 1)).toLowerCase();
   for (const v of variants) {
     if (v.length <= PARTIAL_MIN) continue;
-    const tail = text.slice(-(v.length - 1)).toLowerCase();
+    const tail = end.slice(-(v.length - 1));
     const head = v.slice(0, PARTIAL_MIN);
     for (let i = tail.indexOf(head); i !== -1 && tail.length - i > best; i = tail.indexOf(head, i + 1)) {
       if (v.startsWith(tail.slice(i))) {
