@@ -57,8 +57,8 @@ export async function setTgenFile(db: Queryable, id: string, tgenFile: string): 
 }
 
 /** The externalIds of the customers with these uuids (TGEN records name customers by uuid), by uuid. */
-export async function externalIdsByUuid(db: Queryable, uuids: string[]): Promise<Map<string, string>> {
-  const r = await db.query<{ uuid: string; external_id: string }>(`SELECT uuid::text AS uuid, external_id FROM customers WHERE uuid = ANY ($1::uuid[])`, [uuids]);
+export async function externalIdsByUuid(db: Queryable, uuids: string[]): Promise<Map<string, string | null>> {
+  const r = await db.query<{ uuid: string; external_id: string | null }>(`SELECT uuid::text AS uuid, external_id FROM customers WHERE uuid = ANY ($1::uuid[])`, [uuids]);
   return new Map(r.rows.map((x) => [x.uuid, x.external_id]));
 }
 

@@ -17,9 +17,9 @@ export async function chunkRecords(tx: Queryable, id: string, afterLine: string,
 }
 
 /** The customer a reference names (uuid or externalId, a uuid match winning), locked FOR SHARE (a merge waits). */
-export async function customerByRef(tx: Queryable, ref: string): Promise<{ id: string; external_id: string; status: string; merged_into_uuid: string | null; merged_into_external_id: string | null } | undefined> {
+export async function customerByRef(tx: Queryable, ref: string): Promise<{ id: string; uuid: string; external_id: string | null; status: string; merged_into_uuid: string | null; merged_into_external_id: string | null } | undefined> {
   const r = await tx.query<any>(
-    `SELECT c.id, c.external_id, c.status, ${mergedIntoColumns('c')} FROM customers c
+    `SELECT c.id, c.uuid, c.external_id, c.status, ${mergedIntoColumns('c')} FROM customers c
      WHERE c.uuid = $1::uuid OR c.external_id = $2 ORDER BY c.uuid = $1::uuid DESC NULLS LAST LIMIT 1 FOR SHARE OF c`,
     [asUuid(ref), ref],
   );

@@ -367,13 +367,13 @@ const RESOLVE_BATCH = 500;
  * from Tulip keeps its customers' uuids), or is a line error when the record gives no externalId. One query per batch
  * of records.
  */
-export function resolveUuids(lookup: (uuids: string[]) => Promise<Map<string, string>>): Transform {
+export function resolveUuids(lookup: (uuids: string[]) => Promise<Map<string, string | null>>): Transform {
   let batch: TgenLine[] = [];
   const resolve = async (self: Transform) => {
     const lines = batch;
     batch = [];
     const uuids = [...new Set(lines.flatMap((l) => (l.customerUuid && UUID.test(l.customerUuid) ? [l.customerUuid.toLowerCase()] : [])))];
-    const found = uuids.length ? await lookup(uuids) : new Map<string, string>();
+    const found = uuids.length ? await lookup(uuids) : new Map<string, string | null>();
     for (const l of lines) self.push(resolved(l, found));
   };
   return new Transform({
@@ -389,11 +389,16 @@ export function resolveUuids(lookup: (uuids: string[]) => Promise<Map<string, st
   });
 }
 
-function resolved(l: TgenLine, found: Map<string, string>): StagedLine {
+function resolved(l: TgenLine, found: Map<string, string | null>): StagedLine {
   const { customerUuid, customerRef, ...line } = l;
   if (customerUuid === undefined || line.errors) return line;
   const item = line.item as Record<string, unknown>;
   const externalId = UUID.test(customerUuid) ? found.get(customerUuid.toLowerCase()) : undefined;
+  // A customer created without an externalId (the API allows it, as Tulip does) cannot be named by an import, which
+  // stages by externalId: a line error saying how to give it one, never a new customer beside it.
+  if (externalId === null) {
+    return { line: line.line, item: null, errors: [cellError(`the customer with uuid ${customerUuid} has no externalId, by which imports name customers: give it one (PATCH /crm/customers/${customerUuid}) before importing its records`, customerRef ? 'customer' : 'uuid')] };
+  }
   // An addresses record's customer: the customer with that uuid, else the one with that externalId.
   if (customerRef) return lineOf(line.line, { ...item, externalId: externalId ?? customerUuid });
   if (externalId === undefined) {

@@ -371,6 +371,28 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.equal((await api().get('/crm/customers/af-2')).body.addresses[0].postCode, 'N1 9GU');
   });
 
+  // A customer created through the API without an externalId (optional, as docs.tulip.com/tgen/customers says): imports
+  // stage customers by externalId, so a record naming it by uuid is a line error saying how to give it one, never a
+  // second customer created beside it (docs/imports-tgen.md).
+  it('a record naming by uuid a customer without an externalId is a line error; nothing is created', async () => {
+    const c = (await api().post('/crm/customers', { firstName: 'No', lastName: 'Key' })).body;
+    const count = async () => Number((await ctx.tdb.db.query('SELECT count(*) AS n FROM customers')).rows[0].n);
+    const before = await count();
+    for (const [name, file, column] of [
+      ['TGEN_customers_partialupdate_2025-08_k.csv', `uuid,firstName\n${c.uuid},Named\n`, 'uuid'],
+      ['TGEN_addresses_fullupdate_2025-08_k.csv', `customer,address1,city,countryCode,postCode,type\n${c.uuid},1 Main St,Springfield,US,62701,address-Home\n`, 'customer'],
+    ] as const) {
+      const { created, done } = await tgen(name, file);
+      assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 0, 0, 1], name);
+      const errors = await errorsOf(created.uuid);
+      assert.equal(errors[0].errors[0].moreInfo, column, name);
+      assert.match(errors[0].errors[0].message, /has no externalId, by which imports name customers/, name);
+    }
+    assert.equal(await count(), before, 'no customer created');
+    const after = (await api().get(`/crm/customers/${c.uuid}`)).body;
+    assert.deepEqual([after.firstName, after.addresses], ['No', []], 'the customer unchanged');
+  });
+
   // https://docs.tulip.com/tgen/customernotes : "If the UUID of the Customer note exists in the system, or no UUID is provided and an
   // External ID exists, then an update is performed. Otherwise a new Customer note is created."
   it('a customer notes import creates notes, updates the one with its uuid or externalId; bad references are line errors', async () => {
