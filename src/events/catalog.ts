@@ -21,26 +21,26 @@ interface Declared {
   /** What resource.uuid names. */
   resource: string;
   /** What resource.externalId holds: the schema and its description. */
-  externalId: 'string' | 'stringOrNull' | 'null';
+  externalId: 'stringOrNull' | 'null';
   exampleExternalId: string | null;
 }
 
 const DECLARED: Record<EventType, Declared> = {
   customerCreate: {
     resourceType: 'Customer', description: 'A customer was created (POST, PUT of an unknown externalId, bulk upsert, import).',
-    resource: 'the new customer', externalId: 'string', exampleExternalId: 'c-2154',
+    resource: 'the new customer', externalId: 'stringOrNull', exampleExternalId: 'c-2154',
   },
   customerUpdate: {
     resourceType: 'Customer', description: 'A customer changed (PATCH, PUT, bulk upsert, import, or its data moved by a merge or an undo).',
-    resource: 'the changed customer', externalId: 'string', exampleExternalId: 'c-2154',
+    resource: 'the changed customer', externalId: 'stringOrNull', exampleExternalId: 'c-2154',
   },
   customerMerge: {
     resourceType: 'Customer', description: 'Secondary customers were merged into this primary customer; each secondary gets a customerUpdate.',
-    resource: 'the primary (surviving) customer', externalId: 'string', exampleExternalId: 'c-2154',
+    resource: 'the primary (surviving) customer', externalId: 'stringOrNull', exampleExternalId: 'c-2154',
   },
   customerUnmerge: {
     resourceType: 'Customer', description: 'A merge into this primary customer was undone (POST /crm/merges/{uuid}/undo); each restored customer gets a customerUpdate.',
-    resource: 'the primary customer of the undone merge', externalId: 'string', exampleExternalId: 'c-2154',
+    resource: 'the primary customer of the undone merge', externalId: 'stringOrNull', exampleExternalId: 'c-2154',
   },
   customerNoteCreate: {
     resourceType: 'CustomerNote', description: 'A note was added to a customer.',
@@ -65,7 +65,6 @@ const DECLARED: Record<EventType, Declared> = {
 };
 
 const EXTERNAL_ID = {
-  string: () => Type.String({ description: 'the resource\'s externalId' }),
   stringOrNull: () => Type.Union([Type.String(), Type.Null()], { description: 'the resource\'s externalId, null when it has none' }),
   null: () => Type.Null({ description: 'always null for this resource type' }),
 };

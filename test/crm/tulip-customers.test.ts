@@ -257,4 +257,50 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
     // Two addresses may not share a uuid.
     await refused(() => api().put('/crm/customers/addr-1', { addresses: [{ uuid: home.uuid }, { uuid: home.uuid }] }), 'body.addresses.1.uuid');
   });
+
+  it('externalId is optional: a customer created without one (every version) is found by uuid and by search, gets one later by PATCH, and is merged and restored by uuid', async () => {
+    // https://docs.tulip.com/tgen/customers — externalId: "Required: No"; and
+    // https://docs.tulip.com/integrating/webhooks/automatingexternalidassignment — a customer is created, its uuid
+    // reaches the integrator's system by a customerCreate webhook, which then sets the externalId by an update.
+    const made: any[] = [];
+    for (const v of versionsWithCustomers) {
+      const r = await api().withVersion(v).post('/crm/customers', { firstName: 'Walkin', lastName: `Shopper${made.length}` });
+      assert.equal(r.status, 201, `${v}: ${r.text}`);
+      assert.equal(r.body.externalId, null, v);
+      made.push(r.body);
+    }
+    assert.equal(new Set(made.map((c) => c.uuid)).size, made.length, 'each its own customer: customers without an externalId do not collide');
+    const [first, second] = made;
+    const created = (await ctx.tdb.db.query(`SELECT resource_external_id FROM events WHERE event_type = 'customerCreate' AND resource_uuid = $1`, [first.uuid])).rows;
+    assert.deepEqual(created, [{ resource_external_id: null }], 'its customerCreate names it by uuid, externalId null');
+    assert.deepEqual((await api().get(`/crm/customers/${first.uuid}`)).body, first);
+    const found = await api().get('/crm/customers?q=shopper0');
+    assert.deepEqual(found.body.data.map((c: any) => c.uuid), [first.uuid], 'found by search (its search text was NULL without an externalId)');
+    // A full replace by uuid that gives none keeps none.
+    const put = await api().put(`/crm/customers/${first.uuid}`, { firstName: 'Walk-in', lastName: 'Shopper0' });
+    assert.equal(put.status, 200, put.text);
+    assert.equal(put.body.externalId, null);
+    // The round trip: the integrator's system gives it its key; then it is found by it. A taken key is a 409.
+    const named = await api().patch(`/crm/customers/${first.uuid}`, { externalId: 'pos-77' });
+    assert.equal(named.status, 200, named.text);
+    assert.equal((await api().get('/crm/customers/pos-77')).body.uuid, first.uuid);
+    const taken = await api().patch(`/crm/customers/${second.uuid}`, { externalId: 'pos-77' });
+    assert.equal(taken.status, 409, taken.text);
+    assert.equal((await api().get(`/crm/customers/${second.uuid}`)).body.externalId, null, 'the refused PATCH changed nothing');
+    // Merged by uuid: the result names it by uuid (it has no externalId), as does the refusal of a write to it, and the undo.
+    const merged = await api().withVersion('2026-11').post('/crm/customers/pos-77/merge', { mergeWithCustomerIds: [second.uuid] });
+    assert.equal(merged.status, 200, merged.text);
+    assert.deepEqual(merged.body.mergedCustomerIds, [second.uuid]);
+    const gone = await api().get(`/crm/customers/${second.uuid}`);
+    assert.deepEqual([gone.body.status, gone.body.mergedInto], ['disabled', { uuid: first.uuid, externalId: 'pos-77' }]);
+    const write = await api().patch(`/crm/customers/${second.uuid}`, { firstName: 'X' });
+    assert.equal(write.status, 403, write.text);
+    assert.match(write.body.errors[0].message, new RegExp(`customer ${second.uuid} is disabled: merged into pos-77`));
+    const undo = await api().withVersion('2026-11').post(`/crm/merges/${merged.body.mergeUuid}/undo`, {});
+    assert.equal(undo.status, 200, undo.text);
+    assert.deepEqual(undo.body.restoredCustomerIds, [second.uuid]);
+    // Bulk items still need it: it is their upsert key (Tulip: "Missing field externalId" on multiple-entities endpoints).
+    const bulk = await api().post('/crm/customers/bulk', [{ firstName: 'No key' }]);
+    assert.deepEqual(bulk.body.results.map((r: any) => r.status), [400]);
+  });
 });

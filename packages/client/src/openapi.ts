@@ -15,7 +15,7 @@ export interface paths {
         put?: never;
         /**
          * Create a customer (409 when the externalId exists)
-         * @description Creates a customer and emits `customerCreate`. A duplicate `externalId` answers 409 `Conflict`. Read-only fields (`uuid`, `status`, `mergedInto`, timestamps) are refused as unknown fields.
+         * @description Creates a customer and emits `customerCreate`. `externalId` is optional, as in Tulip (the customer is then found by its uuid, and may be given one later by PUT or PATCH; imports and bulk items name customers by it); a duplicate `externalId` answers 409 `Conflict`. Read-only fields (`uuid`, `status`, `mergedInto`, timestamps) are refused as unknown fields.
          */
         post: operations["customersCreate"];
         delete?: never;
@@ -1547,7 +1547,8 @@ export interface components {
             uuid: string;
             /** @description Tulip's numeric id: stable, assigned at creation */
             id: number;
-            externalId: string;
+            /** @description the integrator's identifier; null until one is given */
+            externalId: string | null;
             /** @enum {string} */
             status: "active" | "disabled";
             /** @description true exactly when status is not active (merged away, or deactivated with disabled: true) */
@@ -1660,7 +1661,7 @@ export interface components {
          */
         CustomerCreate: {
             /** @description the integrator's identifier, unique */
-            externalId: string;
+            externalId?: string;
             firstName?: string | null;
             lastName?: string | null;
             prefix?: string | null;
@@ -1706,8 +1707,8 @@ export interface components {
                  * @description the new customer
                  */
                 uuid: string;
-                /** @description the resource's externalId */
-                externalId: string;
+                /** @description the resource's externalId, null when it has none */
+                externalId: string | null;
             };
             /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
             source: string;
@@ -1742,8 +1743,8 @@ export interface components {
                  * @description the primary (surviving) customer
                  */
                 uuid: string;
-                /** @description the resource's externalId */
-                externalId: string;
+                /** @description the resource's externalId, null when it has none */
+                externalId: string | null;
             };
             /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
             source: string;
@@ -1874,11 +1875,11 @@ export interface components {
         };
         /**
          * CustomerRef
-         * @description A customer named by uuid and externalId
+         * @description A customer named by uuid and externalId (null: it has none)
          */
         CustomerRef: {
             uuid: string;
-            externalId: string;
+            externalId: string | null;
         };
         /**
          * CustomerReplace
@@ -1932,8 +1933,8 @@ export interface components {
                  * @description the primary customer of the undone merge
                  */
                 uuid: string;
-                /** @description the resource's externalId */
-                externalId: string;
+                /** @description the resource's externalId, null when it has none */
+                externalId: string | null;
             };
             /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
             source: string;
@@ -1968,8 +1969,8 @@ export interface components {
                  * @description the changed customer
                  */
                 uuid: string;
-                /** @description the resource's externalId */
-                externalId: string;
+                /** @description the resource's externalId, null when it has none */
+                externalId: string | null;
             };
             /** @description what caused it: {SERVICE}_API (the API) or {SERVICE}_APP (the console), e.g. TULIP_API */
             source: string;

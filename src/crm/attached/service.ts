@@ -6,6 +6,7 @@ import { sqlState } from '../../db/db.ts';
 import { conflict, invalid, notFound } from '../../http/errors.ts';
 import * as customers from '../customers/store.ts';
 import { customerDisabled } from '../customers/service.ts';
+import { customerName } from '../customers/wire.ts';
 import { associateIdByUuid } from '../associates/store.ts';
 import type { Kind } from './kinds.ts';
 import * as store from './store.ts';
@@ -27,7 +28,7 @@ export async function createRow(tx: Queryable, k: Kind, customerRef: string, bod
   try {
     row = await store.insertRow(tx, k, customer.id, associateId, body);
   } catch (err) {
-    if (sqlState(err) === '23505') throw conflict(`customer ${customer.external_id} is already associated with associate ${body.associateUuid}`, 'associateUuid');
+    if (sqlState(err) === '23505') throw conflict(`customer ${customerName(customer)} is already associated with associate ${body.associateUuid}`, 'associateUuid');
     throw err;
   }
   return row;

@@ -23,9 +23,9 @@ const RETURNING_ROWS = (t: string) => `${rowColumns(t)}, NULL::uuid AS merged_in
 const value = (c: string, current: string) => (c === 'addresses' ? `bulb_address_uuids(x.addresses, ${current})` : `x.${c}`);
 
 /** Existing customers with these externalIds, locked FOR NO KEY UPDATE in id order (concurrent bulks queue, never deadlock; store.ts lockClause says why not FOR UPDATE). */
-export async function lockByExternalIds(tx: Queryable, externalIds: string[]): Promise<CustomerRow[]> {
+export async function lockByExternalIds(tx: Queryable, externalIds: string[]): Promise<(CustomerRow & { external_id: string })[]> {
   if (externalIds.length === 0) return [];
-  const r = await tx.query<CustomerRow>(
+  const r = await tx.query<CustomerRow & { external_id: string }>(
     `SELECT ${rowColumns('c')}, ${mergedIntoColumns('c')} FROM customers c
      WHERE c.external_id = ANY($1::text[]) ORDER BY c.id FOR NO KEY UPDATE OF c`,
     [externalIds],

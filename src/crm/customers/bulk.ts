@@ -176,7 +176,7 @@ function foldedAddresses(g: Group, current: readonly Record<string, unknown>[]):
 /** A created customer answers 201 to the first of its items, 200 (unchanged) to the others. */
 function insertedOutcomes(outcomes: Outcome[], groups: Groups, inserted: CustomerRow[]) {
   for (const r of inserted) {
-    const [first, ...rest] = groups.get(r.external_id)!.indexes;
+    const [first, ...rest] = groups.get(r.external_id!)!.indexes; // bulk items all have one: their key
     outcomes[first] = { status: 201, row: r };
     for (const i of rest) outcomes[i] = { status: 200, changed: false, row: r };
   }

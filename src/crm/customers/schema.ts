@@ -91,7 +91,10 @@ const writable = {
   disabled: Type.Optional(Type.Boolean({ description: 'true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged' })),
 };
 
-export const CustomerCreate = Type.Object({ externalId: ExternalId, ...writable }, { ...closed, title: 'CustomerCreate', description: 'A new customer' });
+// externalId is optional, as Tulip documents it (docs.tulip.com/tgen/customers: "Required: No"): a customer created
+// without one is found by its uuid, and may be given one later by PUT or PATCH (docs.tulip.com/integrating/webhooks/
+// automatingexternalidassignment). Bulk items still need it: it is their upsert key.
+export const CustomerCreate = Type.Object({ externalId: Type.Optional(ExternalId), ...writable }, { ...closed, title: 'CustomerCreate', description: 'A new customer' });
 export const CustomerPut = Type.Object(
   { externalId: Type.Optional(ExternalId), ...writable },
   { ...closed, title: 'CustomerReplace', description: 'Full replace: omitted fields are emptied' },
@@ -114,12 +117,12 @@ export const CustomerPatch = Type.Object(
 );
 export type CustomerInput = Static<typeof CustomerPut>;
 
-export const CustomerRef = Type.Object({ uuid: Type.String(), externalId: Type.String() }, { title: 'CustomerRef', description: 'A customer named by uuid and externalId' });
+export const CustomerRef = Type.Object({ uuid: Type.String(), externalId: Type.Union([Type.String(), Type.Null()]) }, { title: 'CustomerRef', description: 'A customer named by uuid and externalId (null: it has none)' });
 
 export const Customer = Type.Object({
   uuid: Type.String({ format: 'uuid' }),
   id: Type.Integer({ description: "Tulip's numeric id: stable, assigned at creation" }),
-  externalId: Type.String(),
+  externalId: Type.Union([Type.String(), Type.Null()], { description: "the integrator's identifier; null until one is given" }),
   status: StringEnum(['active', 'disabled']),
   disabled: Type.Boolean({ description: 'true exactly when status is not active (merged away, or deactivated with disabled: true)' }),
   prefix: Type.Union([Type.String(), Type.Null()]),

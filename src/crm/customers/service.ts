@@ -16,10 +16,12 @@ const customerEvent = (eventType: 'customerCreate' | 'customerUpdate', row: stor
 });
 
 /** 403 CustomerDisabled for a write to a customer merged away (only undoing its merge brings it back). */
-export function customerDisabled(row: Pick<store.CustomerRow, 'external_id' | 'merged_into_uuid' | 'merged_into_external_id'>): ApiError {
+export function customerDisabled(row: Pick<store.CustomerRow, 'external_id' | 'merged_into_uuid' | 'merged_into_external_id'> & { uuid?: string }): ApiError {
+  const name = row.external_id ?? row.uuid; // the imports' rows (which name customers by externalId) have no uuid
+  const into = row.merged_into_uuid && (row.merged_into_external_id ?? row.merged_into_uuid);
   return row.merged_into_uuid
-    ? new ApiError('CustomerDisabled', `customer ${row.external_id} is disabled: merged into ${row.merged_into_external_id}; only undoing the merge brings it back`, `merged into ${row.merged_into_external_id} (${row.merged_into_uuid})`)
-    : new ApiError('CustomerDisabled', `customer ${row.external_id} is disabled`, 'disabled');
+    ? new ApiError('CustomerDisabled', `customer ${name} is disabled: merged into ${into}; only undoing the merge brings it back`, `merged into ${into} (${row.merged_into_uuid})`)
+    : new ApiError('CustomerDisabled', `customer ${name} is disabled`, 'disabled');
 }
 
 /** 409 Conflict: a create names an externalId a customer (any status) already has. */
@@ -35,10 +37,10 @@ async function checkWrite(tx: Queryable, input: CustomerInput): Promise<void> {
 }
 
 /** Creates a customer with its event in one statement: on its own (db, autocommit) one round trip. */
-export async function createCustomer(tx: Queryable, input: CustomerInput & { externalId: string }, source: string): Promise<store.CustomerRow> {
+export async function createCustomer(tx: Queryable, input: CustomerInput, source: string): Promise<store.CustomerRow> {
   await checkWrite(tx, input);
   const row = await store.insertCustomerWithEvent(tx, input, source);
-  if (!row) throw externalIdTaken(input.externalId);
+  if (!row) throw externalIdTaken(input.externalId!); // only an externalId can be taken
   return row;
 }
 
@@ -46,13 +48,13 @@ export async function createCustomer(tx: Queryable, input: CustomerInput & { ext
  * Full replace of an existing (locked) customer; emits customerUpdate only if something changed. A customer merged
  * away is refused (403 CustomerDisabled); one deactivated with `disabled: true` takes writes (and `disabled: false` re-activates it).
  */
-export async function replaceExisting(tx: Queryable, current: store.CustomerRow, input: CustomerInput & { externalId: string }, source: string): Promise<store.CustomerRow> {
+export async function replaceExisting(tx: Queryable, current: store.CustomerRow, input: store.CustomerValues, source: string): Promise<store.CustomerRow> {
   if (mergedAway(current)) throw customerDisabled(current);
   let changed: boolean;
   try {
     changed = await store.replaceCustomer(tx, current.id, input);
   } catch (err) {
-    if (sqlState(err) === '23505') throw externalIdTaken(input.externalId);
+    if (sqlState(err) === '23505') throw externalIdTaken(input.externalId!);
     throw err;
   }
   if (!changed) return current;
@@ -89,5 +91,5 @@ export async function patchCustomer(tx: Queryable, current: store.CustomerRow, g
   const merged: Record<string, unknown> = { externalId: patch.externalId ?? current.external_id, disabled: patch.disabled };
   // null clears a field: its empty value ([] for a list, false for excludeFromCampaigns).
   for (const [key, column, empty] of WRITABLE) merged[key] = key in patch ? ((patch as Record<string, unknown>)[key] ?? empty) : current[column];
-  return replaceExisting(tx, current, merged as CustomerInput & { externalId: string }, source);
+  return replaceExisting(tx, current, merged as store.CustomerValues, source);
 }

@@ -17,7 +17,8 @@ const selectFor = (lock: Lock) => (lock ? SELECT_LOCKED : SELECT);
 export const looksLikeUuid = (s: string) => UUID.test(s);
 
 /** A write's full values: every writable field (absent ones empty) in the stored form, and the status it asks for. */
-export type CustomerValues = CustomerInput & { externalId: string };
+/** A write's values: externalId null (or omitted) for a customer without one (a replace keeps the caller's choice). */
+export type CustomerValues = Omit<CustomerInput, 'externalId'> & { externalId?: string | null };
 
 /**
  * Parameters $1… of a write: externalId, the WRITABLE columns in order (addresses and attributes normalised), email
@@ -27,7 +28,7 @@ export function columnsOf(input: CustomerValues): unknown[] {
   const n = normalInput(input) as Record<string, any>;
   const emails: { email: string }[] = n.emails ?? [];
   return [
-    input.externalId,
+    input.externalId ?? null,
     ...WRITABLE.map(([key, col, empty]) => (JSON_COLUMNS.has(col) ? JSON.stringify(n[key] ?? empty) : (n[key] ?? empty))),
     [...new Set(emails.map((e) => e.email.toLowerCase()))],
     input.disabled ?? null,
@@ -78,7 +79,7 @@ const INSERT_CUSTOMER = `INSERT INTO customers (external_id, ${DATA_COLUMNS.join
        CASE WHEN ${DISABLED_PARAM()}::boolean THEN 'disabled' ELSE 'active' END) ON CONFLICT (external_id) DO NOTHING
      RETURNING ${rowColumns('customers')}, NULL::uuid AS merged_into_uuid, NULL::text AS merged_into_external_id`;
 
-/** Inserts; returns undefined when the externalId is taken. */
+/** Inserts; returns undefined when the externalId is taken (never without one: customers without one are distinct). */
 export async function insertCustomer(db: Queryable, input: CustomerValues): Promise<CustomerRow | undefined> {
   // A new customer is merged into nobody: RETURNING gives the whole row without a second round trip.
   const r = await db.query<CustomerRow>(INSERT_CUSTOMER, columnsOf(input), 'customer_insert');

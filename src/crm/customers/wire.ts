@@ -7,7 +7,7 @@ import type { CustomerT } from './schema.ts';
 export interface CustomerRow {
   id: string;
   uuid: string;
-  external_id: string;
+  external_id: string | null;
   status: 'active' | 'disabled';
   first_name: string | null;
   last_name: string | null;
@@ -26,6 +26,10 @@ export interface CustomerRow {
   created_at: string;
   updated_at: string;
 }
+
+
+/** How a message or a merge result names a customer: its externalId, else (it has none) its uuid. */
+export const customerName = (c: { uuid: string; external_id: string | null }): string => c.external_id ?? c.uuid;
 
 /** Writable fields: API name, column, the value that empties it (a full replace writes it for an omitted field). */
 export const WRITABLE = [

@@ -7,6 +7,7 @@ import { strictAjv } from '../../http/validator.ts';
 import { ExternalId } from '../customers/schema.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import * as customers from '../customers/store.ts';
+import { customerName } from '../customers/wire.ts';
 import * as store from './store.ts';
 import { MOVED_KEYS, TulipIdOrUuid, type Moved } from './schema.ts';
 import { UUID } from '../../http/formats.ts';
@@ -115,8 +116,8 @@ export function checkRequest(input: MergeInput, raw: readonly unknown[] = input.
 
 function disabledProblem(c: store.LockedCustomer, role: string) {
   return {
-    message: `${role} customer ${c.external_id} is disabled${c.merged_into_external_id ? `, merged into ${c.merged_into_external_id}` : ''}`,
-    moreInfo: c.merged_into_uuid ? `mergedInto: ${c.merged_into_external_id} (${c.merged_into_uuid})` : 'disabled',
+    message: `${role} customer ${customerName(c)} is disabled${c.merged_into_uuid ? `, merged into ${c.merged_into_external_id ?? c.merged_into_uuid}` : ''}`,
+    moreInfo: c.merged_into_uuid ? `mergedInto: ${c.merged_into_external_id ?? c.merged_into_uuid} (${c.merged_into_uuid})` : 'disabled',
   };
 }
 
@@ -166,7 +167,8 @@ export async function mergeCustomers(tx: Queryable, input: MergeInput): Promise<
   let mergeUuid: string | null = null;
   // A dry run shows the primary as it is (the changes below are rolled back).
   const primaryBefore = input.dryRun ? await customers.findCustomerById(tx, primaryId) : undefined;
-  const secondaryExternalIds = secondaryIds.map((id) => locked.get(id)!.external_id);
+  // Each by its externalId, or by its uuid when it has none.
+  const secondaryExternalIds = secondaryIds.map((id) => customerName(locked.get(id)!));
   if (pending.length > 0) {
     // The record comes first so the journal can refer to it (a dry run rolls it back with the rest).
     const rec = await store.insertMerge(tx, { primary: primaryId, secondaries: pending, principalUuid: input.principalUuid, source: input.source });
@@ -177,7 +179,7 @@ export async function mergeCustomers(tx: Queryable, input: MergeInput): Promise<
     await store.touch(tx, primaryId);
     await store.finishMerge(tx, rec.id, moved, duplicatesRemoved);
     if (!input.dryRun) mergeUuid = rec.uuid;
-    const ev = (eventType: 'customerMerge' | 'customerUpdate', c: { uuid: string; external_id: string }): NewEvent => ({
+    const ev = (eventType: 'customerMerge' | 'customerUpdate', c: { uuid: string; external_id: string | null }): NewEvent => ({
       eventType, resourceType: 'Customer', resource: { uuid: c.uuid, externalId: c.external_id }, source: input.source,
     });
     await emitEvents(tx, [ev('customerMerge', primary), ev('customerUpdate', primary), ...changed.map((c) => ev('customerUpdate', c))]);

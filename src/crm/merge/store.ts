@@ -6,7 +6,7 @@ import { mergedIntoColumns } from '../customers/wire.ts';
 export interface LockedCustomer {
   id: string;
   uuid: string;
-  external_id: string;
+  external_id: string | null;
   status: 'active' | 'disabled';
   merged_into: string | null;
   merged_into_uuid: string | null;
@@ -17,7 +17,7 @@ export interface LockedCustomer {
 export interface NamedCustomer {
   id: string;
   uuid: string;
-  external_id: string;
+  external_id: string | null;
 }
 
 /**

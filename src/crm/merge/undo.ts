@@ -8,6 +8,7 @@ import { ApiError, notFound } from '../../http/errors.ts';
 import { isoNN } from '../../http/time.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import * as customers from '../customers/store.ts';
+import { customerName } from '../customers/wire.ts';
 import * as store from './store.ts';
 import * as undoStore from './undo-store.ts';
 import { MOVED_KEYS, type Moved } from './schema.ts';
@@ -71,7 +72,7 @@ export async function undoMerge(tx: Queryable, input: UndoInput): Promise<UndoOu
   await store.touch(tx, m.primary_id);
   await undoStore.markUndone(tx, m.id);
 
-  const ev = (eventType: 'customerUnmerge' | 'customerUpdate', c: { uuid: string; external_id: string }): NewEvent => ({
+  const ev = (eventType: 'customerUnmerge' | 'customerUpdate', c: { uuid: string; external_id: string | null }): NewEvent => ({
     eventType, resourceType: 'Customer', resource: { uuid: c.uuid, externalId: c.external_id }, source: input.source,
   });
   await emitEvents(tx, [ev('customerUnmerge', primary), ev('customerUpdate', primary), ...restored.map((c) => ev('customerUpdate', c)), ...repointed.map((c) => ev('customerUpdate', c))]);
@@ -80,7 +81,7 @@ export async function undoMerge(tx: Queryable, input: UndoInput): Promise<UndoOu
     mergeUuid: m.uuid,
     undone: !input.dryRun,
     primary: primaryBefore ?? (await customers.findCustomerById(tx, m.primary_id)),
-    restoredCustomerIds: m.secondary_ids.map((id) => locked.get(id)!.external_id),
+    restoredCustomerIds: m.secondary_ids.map((id) => customerName(locked.get(id)!)), // by uuid when it has no externalId
     movedBack,
     associationsRestored,
     dryRun: input.dryRun,

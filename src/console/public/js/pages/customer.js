@@ -6,7 +6,7 @@
 // may look like another customer's uuid; typed references are shown as the dry run resolved them.
 import { ApiError, get, idempotencyKey, post } from '../api.js';
 import { announce, badge, busy, clear, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
-import { displayName, statusBadge } from './customers.js';
+import { displayName, refName, statusBadge } from './customers.js';
 import { historySection } from './merge-history.js';
 import { duplicatesSection } from './duplicates.js';
 
@@ -27,7 +27,7 @@ export const KINDS = [
 const customerLink = (ref) => {
   if (!ref) return '—';
   if (typeof ref === 'string') return h('a', { href: `#/customers/${encodeURIComponent(ref)}` }, ref);
-  return h('a', { href: `#/customers/${encodeURIComponent(ref.uuid || ref.externalId)}` }, ref.externalId || ref.uuid);
+  return h('a', { href: `#/customers/${encodeURIComponent(ref.uuid || ref.externalId)}` }, refName(ref));
 };
 
 function list(items, render) {
@@ -50,7 +50,7 @@ export function customerPage({ main, params, query, signal, navigate }) {
   load(body, 'the customer', () => get(`/crm/customers/${encodeURIComponent(id)}`, undefined, { signal }), (c) => {
     heading.textContent = displayName(c);
     document.title = `${heading.textContent} · Bulb console`;
-    main.querySelector('.crumbs span').textContent = c.externalId;
+    main.querySelector('.crumbs span').textContent = refName(c);
     render(c);
   });
 
@@ -72,7 +72,7 @@ export function customerPage({ main, params, query, signal, navigate }) {
       dl([
         ['Status', statusBadge(c.status)],
         c.mergedInto ? ['Merged into', customerLink(c.mergedInto)] : null,
-        ['External ID', h('code', null, c.externalId)],
+        ['External ID', c.externalId === null ? h('span', { class: 'muted' }, 'none') : h('code', null, c.externalId)],
         ['UUID', h('code', null, c.uuid)],
         ['ID', h('code', null, String(c.id))],
         ['Prefix', text(c.prefix)],
@@ -182,7 +182,7 @@ function mergeSection(c, navigate) {
     const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
     // The customers as the dry run resolved the references (what the merge will take), not as typed.
     const names = dry.mergedCustomerIds || list;
-    const into = dry.primary?.externalId ?? c.externalId;
+    const into = refName(dry.primary ?? c);
     clear(out, h('div', { class: 'preview', role: 'region', 'aria-labelledby': 'preview-h' },
       h('h3', { id: 'preview-h' }, 'Merge preview (nothing has changed yet)'),
       h('p', null, `Merging ${names.join(', ')} into ${into} would move:`),
@@ -207,7 +207,7 @@ function mergeSection(c, navigate) {
           // An Idempotency-Key makes a repeated click or a retried request replay the first answer.
           const headers = { 'idempotency-key': idempotencyKey() };
           const result = await post(path, { mergeWithCustomerIds: list }, { headers });
-          announce(`Merged ${(result?.mergedCustomerIds || names).join(', ')} into ${result?.primary?.externalId ?? into}`, 'success');
+          announce(`Merged ${(result?.mergedCustomerIds || names).join(', ')} into ${result?.primary ? refName(result.primary) : into}`, 'success');
           navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);
         } catch (err) {
           out.append(errorBox(err, err instanceof ApiError && (err.status === 403 || err.status === 409) ? 'The merge was refused' : 'The merge failed'));

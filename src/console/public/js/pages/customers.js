@@ -2,7 +2,9 @@
 import { get, getPages, supportsQueryParam } from '../api.js';
 import { badge, busy, empty, errorBox, field, h, load, select, table, time } from '../dom.js';
 
-export const displayName = (c) => [c.firstName, c.lastName].filter(Boolean).join(' ') || c.externalId;
+export const displayName = (c) => [c.firstName, c.lastName].filter(Boolean).join(' ') || c.externalId || c.uuid;
+/** A customer's externalId, or its uuid when it has none (externalId is optional, as in Tulip). */
+export const refName = (c) => c.externalId ?? c.uuid;
 export const primaryEmail = (c) => (c.emails || []).find((e) => e.isPrimary)?.email ?? c.emails?.[0]?.email ?? '';
 export const statusBadge = (status) => badge(status, status === 'active' ? 'ok' : 'muted');
 
@@ -25,7 +27,7 @@ async function search(q, status, signal) {
   const scan = await getPages('/crm/customers', { status, limit: 250 }, SCAN_PAGES, { signal });
   const matches = scan.data.filter((c) =>
     displayName(c).toLowerCase().includes(needle) ||
-    c.externalId.toLowerCase().includes(needle) ||
+    (c.externalId ?? '').toLowerCase().includes(needle) ||
     (c.emails || []).some((e) => e.email.toLowerCase().includes(needle)));
   const seen = new Set();
   const data = [...exact[0].data, ...exact[1].data, ...matches].filter((c) => !seen.has(c.uuid) && seen.add(c.uuid));
@@ -56,9 +58,9 @@ export function customersPage({ main, query, signal, navigate }) {
   const results = h('div', { class: 'list' });
   const rows = (list) => list.map((c) => h('tr', null,
     h('th', { scope: 'row' }, h('a', { href: `#/customers/${encodeURIComponent(c.uuid)}` }, displayName(c))),
-    h('td', null, h('code', null, c.externalId)),
+    h('td', null, c.externalId === null ? h('span', { class: 'muted' }, 'none') : h('code', null, c.externalId)),
     h('td', null, primaryEmail(c) || '—'),
-    h('td', null, statusBadge(c.status), c.mergedInto ? [' merged into ', h('a', { href: `#/customers/${encodeURIComponent(c.mergedInto.uuid)}` }, c.mergedInto.externalId)] : null),
+    h('td', null, statusBadge(c.status), c.mergedInto ? [' merged into ', h('a', { href: `#/customers/${encodeURIComponent(c.mergedInto.uuid)}` }, refName(c.mergedInto))] : null),
     h('td', null, time(c.updatedAt))));
   const columns = ['Name', 'External ID', 'Email', 'Status', 'Updated'];
 

@@ -2,6 +2,7 @@
 // the merge form with that customer and runs its dry run (the merge itself is then one more click).
 import { get } from '../api.js';
 import { badge, empty, h, load, table } from '../dom.js';
+import { displayName, refName } from './customers.js';
 
 const FIELD = { email: 'Email', phone: 'Phone', name: 'Name', address: 'Address' };
 
@@ -13,8 +14,8 @@ export function duplicatesSection({ c, signal, customerLink, previewMerge }) {
       caption: 'Possible duplicates',
       columns: ['Customer', 'Score', 'Why', ''],
       rows: page.data.map((d) => {
-        const name = [d.customer.firstName, d.customer.lastName].filter(Boolean).join(' ') || d.customer.externalId;
-        const btn = h('button', { type: 'button', class: 'btn', 'aria-label': `Preview merge of ${d.customer.externalId}` }, 'Preview merge');
+        const name = displayName(d.customer);
+        const btn = h('button', { type: 'button', class: 'btn', 'aria-label': `Preview merge of ${refName(d.customer)}` }, 'Preview merge');
         btn.addEventListener('click', () => previewMerge([d.customer.uuid])); // by uuid: exactly the customer listed
         return h('tr', null,
           h('th', { scope: 'row' }, customerLink(d.customer), h('span', { class: 'muted' }, ` ${name}`)),

@@ -2,6 +2,7 @@
 // back and who comes back, then *Confirm undo* (after a confirmation) undoes it with an Idempotency-Key.
 import { ApiError, get, idempotencyKey, post } from '../api.js';
 import { announce, busy, clear, confirmDialog, empty, errorBox, h, load, table, time } from '../dom.js';
+import { refName } from './customers.js';
 
 const V = '/api/2026-11';
 
@@ -33,7 +34,7 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
   });
 
   function undoButton(m) {
-    const label = `Undo merge of ${m.secondaries.map((s) => s.externalId).join(', ')}`;
+    const label = `Undo merge of ${m.secondaries.map(refName).join(', ')}`;
     const btn = h('button', { type: 'button', class: 'btn', 'aria-label': label }, 'Undo merge');
     btn.addEventListener('click', () => busy(btn, async () => {
       clear(out);
@@ -54,7 +55,7 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
     const who = dry.restoredCustomerIds.join(', ');
     clear(out, h('div', { class: 'preview', role: 'region', 'aria-labelledby': 'undo-preview-h' },
       h('h3', { id: 'undo-preview-h' }, 'Undo preview (nothing has changed yet)'),
-      h('p', null, `Undoing this merge makes ${who} active again and moves back to them, from ${m.primary.externalId}:`),
+      h('p', null, `Undoing this merge makes ${who} active again and moves back to them, from ${refName(m.primary)}:`),
       countsTable(kinds, dry.movedBack, ['Associate links restored', dry.associationsRestored], 'What moves back'),
       h('p', { class: 'muted' }, 'Data added to the primary after the merge stays with it.'),
       h('div', { class: 'actions' }, confirm, cancel)));
@@ -62,7 +63,7 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
     cancel.addEventListener('click', () => clear(out));
     confirm.addEventListener('click', async () => {
       const ok = await confirmDialog({
-        title: `Undo the merge of ${who} into ${m.primary.externalId}?`,
+        title: `Undo the merge of ${who} into ${refName(m.primary)}?`,
         message: `${who} will be active again with the data the merge moved.`,
         confirmLabel: 'Undo merge',
         danger: true,
@@ -72,7 +73,7 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
         try {
           const headers = { 'idempotency-key': idempotencyKey() };
           await post(`${V}/crm/merges/${encodeURIComponent(m.uuid)}/undo`, undefined, { headers });
-          announce(`Undid the merge of ${who} into ${m.primary.externalId}`, 'success');
+          announce(`Undid the merge of ${who} into ${refName(m.primary)}`, 'success');
           navigate(`#/customers/${encodeURIComponent(c.uuid)}`, true);
         } catch (err) {
           out.append(errorBox(err, err instanceof ApiError && err.status === 409 ? 'The undo was refused' : 'The undo failed'));
