@@ -73,4 +73,37 @@ describeConsole('merge by uuid', (ctx) => {
     assert.deepEqual([(await get(newcomer.uuid)).status, (await get(newcomer.uuid)).mergedInto], ['active', null], 'the newcomer is untouched');
     assert.deepEqual(ctx.pageErrors, []);
   });
+
+  it('customers without an externalId (optional, as in Tulip) are searched, shown and merged, named by uuid', async () => {
+    // A customer created without one read externalId null, and the search's scan of the first pages called
+    // toLowerCase() on it: the results page threw (found 2026-11-28, when the API began to accept such customers).
+    const { page, srv } = ctx;
+    const api = srv.api;
+    const keep = (await api.post('/crm/customers', { firstName: 'Kira', lastName: 'Keyless' })).body;
+    const walkIn = (await api.post('/crm/customers', { firstName: 'Walter', lastName: 'Keyless' })).body;
+    assert.deepEqual([keep.externalId, walkIn.externalId], [null, null]);
+    await page.goto('/admin');
+    const signedIn = page.getByRole('navigation', { name: 'Console sections' });
+    await signedIn.or(page.getByLabel('Admin API key')).first().waitFor();
+    if (!(await signedIn.isVisible())) await ctx.signIn();
+    await ctx.go('Customers');
+    await page.getByLabel('Name, email or external ID').fill('keyless');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('heading', { name: 'Results for “keyless”' }).waitFor();
+    const row = page.getByRole('row', { name: /Kira Keyless/ });
+    await row.waitFor();
+    assert.match(await row.innerText(), /none/, 'its External ID cell says it has none');
+    await row.getByRole('link', { name: 'Kira Keyless' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Kira Keyless' }).waitFor();
+    await page.getByLabel('External IDs of the customers to merge into this one').fill(walkIn.uuid);
+    await page.getByRole('button', { name: 'Preview merge' }).click();
+    const preview = page.getByRole('region', { name: /Merge preview/ });
+    await preview.waitFor();
+    assert.match(await preview.innerText(), new RegExp(`Merging ${walkIn.uuid} into ${keep.uuid} would move`));
+    await preview.getByRole('button', { name: 'Confirm merge' }).click();
+    await page.getByRole('dialog', { name: /Merge 1 customer into/ }).getByRole('button', { name: 'Merge' }).click();
+    await page.getByRole('status').filter({ hasText: `Merged ${walkIn.uuid} into ${keep.uuid}` }).waitFor();
+    assert.equal((await api.get(`/crm/customers/${walkIn.uuid}`)).body.mergedInto?.uuid, keep.uuid);
+    assert.deepEqual(ctx.pageErrors, []);
+  });
 });
