@@ -73,6 +73,15 @@ export function lineOf(line: number, value: unknown): StagedLine {
 }
 
 /**
+ * A TGEN customers record without an externalId (Tulip's is optional): checked as a bulk item is, but for the key, and
+ * staged by `uuid` (the customer with it, or the one created with it) or, with none, as a new customer.
+ */
+export function keylessLineOf(line: number, value: Record<string, unknown>, uuid?: string): StagedLine {
+  const errors = itemErrors({ ...value, externalId: '-' });
+  return errors.length ? { line, item: null, errors } : { line, item: value as BulkItemT, errors: null, ...(uuid === undefined ? {} : { uuid }) };
+}
+
+/**
  * NDJSON: one bulk item per line; blank lines are skipped (line numbers still count them). A line that is
  * not JSON is reported; if none of the first 10 non-blank lines is JSON the file is refused (400).
  */

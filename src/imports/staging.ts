@@ -36,7 +36,7 @@ function columns(r: StagedLine): { external_id: string | null; fields: number | 
     if (k in item) fields |= 1 << i;
   });
   return {
-    external_id: item.externalId,
+    external_id: item.externalId ?? null, // none: a TGEN record of a customer without one (named by uuid, or new)
     fields,
     values: FIELDS.map(([k]) => stored[k] ?? null),
     email_keys: 'emails' in item ? emailKeys(item.emails ?? []) : null,

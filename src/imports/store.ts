@@ -144,7 +144,7 @@ export interface ChunkResult {
   toInsert: number;
   created: number;
   updated: number;
-  disabled: { line: string; external_id: string; merged_into_uuid: string | null; merged_into_external_id: string | null }[];
+  disabled: { line: string; uuid: string; external_id: string | null; merged_into_uuid: string | null; merged_into_external_id: string | null }[];
   /** Other lines refused when applying (a TGEN address of an unknown customer), with their errors. */
   errors?: { line: string; errors: unknown[] }[];
 }
@@ -180,9 +180,14 @@ const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) 
  * `line > applied_line` was planned as a scan and sort of every remaining line while the statistics were stale).
  * A range holds at most `span` lines, fewer where the file has blank lines or multi-line CSV records.
  * - `chunk`: the lines of the range, refused ones included;
- * - `grp`: one patch per externalId; several lines with one externalId fold in line order (a later line's field wins;
- *   their address lists are kept, `address_lists`, to be applied one after another);
- * - `cur`: the existing customers, locked in id order (as bulk does, so concurrent writers queue, never deadlock);
+ * - `ckey`: the customer a line names: its externalId, else (a TGEN record of a customer without one, docs/imports-tgen.md)
+ *   its uuid (`new_uuid`: the customer with it, or the one created with it), else (a record with neither key) the line
+ *   itself: a new customer;
+ * - `grp`: one patch per customer; several lines naming one fold in line order (a later line's field wins; their
+ *   address lists are kept, `address_lists`, to be applied one after another);
+ * - `locked`, `cur`: the existing customers (by externalId, or by uuid for the lines without one), locked in id order (as bulk
+ *   does, so concurrent writers queue, never deadlock);
+ * - `plan`: the customers to create, each with its uuid chosen before the insert (so its event finds its line);
  * - `ins`: new customers (a field not carried takes its empty value), each with the uuid its TGEN record gave
  *   (`new_uuid`, `given`) or Bulb's; an externalId (or given uuid) inserted meanwhile by someone else is skipped,
  *   which the caller sees as created < toInsert (and retries the chunk). Inserted in externalId order: two imports
@@ -197,44 +202,54 @@ const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) 
 export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'applied_line' | 'with_events' | 'source'>, span: number): Promise<ChunkResult> {
   const events = imp.with_events
     ? `, ${outboxCtes(`SELECT t, 'Customer', uuid, external_id, $4::text FROM (
-          SELECT 0 AS k, g.line AS o, 'customerCreate' AS t, ins.uuid, ins.external_id FROM ins JOIN grp g USING (external_id)
+          SELECT 0 AS k, p.line AS o, 'customerCreate' AS t, ins.uuid, ins.external_id FROM ins JOIN plan p ON p.new_id = ins.uuid
           UNION ALL SELECT 1, line, 'customerUpdate', uuid, external_id FROM upd) x ORDER BY k, o`)}`
     : '';
   const r = await tx.query<ChunkResult>(
     `WITH chunk AS MATERIALIZED (
-       SELECT line, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, errors IS NOT NULL AS refused
+       SELECT line, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, errors IS NOT NULL AS refused,
+         CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id WHEN new_uuid IS NOT NULL THEN 'u:' || new_uuid ELSE 'l:' || line END AS ckey
        FROM import_rows WHERE import_id = $1 AND line > $2 AND line <= $2 + $3
      ), dup AS MATERIALIZED (
-       SELECT external_id FROM chunk WHERE NOT refused GROUP BY external_id HAVING count(*) > 1
+       SELECT ckey FROM chunk WHERE NOT refused GROUP BY ckey HAVING count(*) > 1
      ), grp AS MATERIALIZED (
-       SELECT line, 1::bigint AS n, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, NULL::jsonb AS address_lists
-       FROM chunk WHERE NOT refused AND external_id NOT IN (SELECT external_id FROM dup)
+       SELECT line, 1::bigint AS n, ckey, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, NULL::jsonb AS address_lists
+       FROM chunk WHERE NOT refused AND ckey NOT IN (SELECT ckey FROM dup)
        UNION ALL
-       SELECT min(line), count(*), external_id, bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
+       SELECT min(line), count(*), ckey, min(external_id), bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
          ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', EMAILS)})),
          (array_agg(new_uuid ORDER BY line) FILTER (WHERE new_uuid IS NOT NULL))[1],
          jsonb_agg(coalesce(addresses, 'null') ORDER BY line) FILTER (WHERE fields & ${ADDRESSES} <> 0)
-       FROM chunk WHERE external_id IN (SELECT external_id FROM dup) GROUP BY external_id
+       FROM chunk WHERE NOT refused AND ckey IN (SELECT ckey FROM dup) GROUP BY ckey
      ), given AS MATERIALIZED (
        -- A given uuid goes to the first line giving it, if no customer has it by now (else Bulb's own uuid).
        SELECT DISTINCT ON (new_uuid) new_uuid, line FROM grp WHERE new_uuid IS NOT NULL ORDER BY new_uuid, line
+     ), locked AS MATERIALIZED (
+       SELECT id, uuid, external_id, status, merged_into, ${COLUMNS.join(', ')}, email_keys
+       FROM customers WHERE external_id = ANY (ARRAY(SELECT external_id FROM grp WHERE external_id IS NOT NULL))
+         OR uuid = ANY (ARRAY(SELECT new_uuid FROM grp WHERE external_id IS NULL AND new_uuid IS NOT NULL))
+       ORDER BY id FOR UPDATE
      ), cur AS MATERIALIZED (
-       SELECT id, external_id, status, merged_into, ${COLUMNS.join(', ')}, email_keys
-       FROM customers WHERE external_id = ANY (ARRAY(SELECT external_id FROM grp)) ORDER BY id FOR UPDATE
+       -- Each found customer's key: its externalId if a line names it so (a hash join, not a search of the chunk's keys
+       -- per customer), else its uuid.
+       SELECT l.*, CASE WHEN k.external_id IS NOT NULL THEN 'e:' || l.external_id ELSE 'u:' || l.uuid END AS ckey
+       FROM locked l LEFT JOIN (SELECT external_id FROM grp WHERE external_id IS NOT NULL) k ON k.external_id = l.external_id
+     ), plan AS MATERIALIZED (
+       SELECT g.*, CASE WHEN gv.line IS NOT NULL AND NOT EXISTS (SELECT 1 FROM customers x WHERE x.uuid = g.new_uuid) THEN g.new_uuid ELSE bulb_uuid7() END AS new_id
+       FROM grp g LEFT JOIN given gv ON gv.new_uuid = g.new_uuid AND gv.line = g.line
+       WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.ckey = g.ckey)
      ), ins AS (
        INSERT INTO customers (uuid, external_id, ${COLUMNS.join(', ')}, email_keys, status)
-       SELECT CASE WHEN gv.line IS NOT NULL AND NOT EXISTS (SELECT 1 FROM customers x WHERE x.uuid = g.new_uuid) THEN g.new_uuid ELSE bulb_uuid7() END,
-         g.external_id, ${CUSTOMER_BITS.map(([c, , empty]) => carried(c, empty, 'NULL')).join(', ')}, coalesce(g.email_keys, '{}'),
+       SELECT g.new_id, g.external_id, ${CUSTOMER_BITS.map(([c, , empty]) => carried(c, empty, 'NULL')).join(', ')}, coalesce(g.email_keys, '{}'),
          CASE WHEN g.fields & ${DISABLED} <> 0 AND g.disabled THEN 'disabled' ELSE 'active' END
-       FROM grp g LEFT JOIN given gv ON gv.new_uuid = g.new_uuid AND gv.line = g.line
-       WHERE g.external_id NOT IN (SELECT external_id FROM cur) ORDER BY g.external_id COLLATE "C"
+       FROM plan g ORDER BY g.external_id COLLATE "C", g.line
        ON CONFLICT DO NOTHING
        RETURNING id, uuid, external_id
      ), nv0 AS MATERIALIZED (
        SELECT cur.id, g.line, g.n, g.fields & ${ADDRESSES} <> 0 AS patched, ${CUSTOMER_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
          CASE WHEN g.fields & ${EMAILS} <> 0 THEN coalesce(g.email_keys, '{}') ELSE cur.email_keys END AS email_keys,
          ${NEW_STATUS} AS status
-       FROM grp g JOIN cur USING (external_id) WHERE cur.merged_into IS NULL
+       FROM grp g JOIN cur ON cur.ckey = g.ckey WHERE cur.merged_into IS NULL
      ), nv AS MATERIALIZED (
        -- A patched address checked as it will be stored (as the API checks it, validate.ts): a zoneCode kept beside a
        -- countryCode of another country refuses the line.
@@ -254,16 +269,16 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
      SELECT (SELECT count(*) FROM chunk)::int AS lines,
        EXISTS (SELECT 1 FROM import_rows WHERE import_id = $1 AND line > $2 + $3) AS more,
        (SELECT count(*) FROM chunk WHERE refused)::int AS refused,
-       ((SELECT count(*) FROM grp) - (SELECT count(*) FROM cur))::int AS "toInsert",
+       (SELECT count(*) FROM plan)::int AS "toInsert",
        (SELECT count(*) FROM ins)::int AS created,
        (SELECT coalesce(sum(n), 0) FROM upd)::int AS updated,
-       coalesce((SELECT jsonb_agg(jsonb_build_object('line', s.line::text, 'external_id', cur.external_id,
+       coalesce((SELECT jsonb_agg(jsonb_build_object('line', s.line::text, 'uuid', cur.uuid, 'external_id', cur.external_id,
            'merged_into_uuid', m.uuid, 'merged_into_external_id', m.external_id) ORDER BY s.line)
-         FROM chunk s JOIN cur ON cur.external_id = s.external_id AND cur.merged_into IS NOT NULL
+         FROM chunk s JOIN cur ON cur.ckey = s.ckey AND NOT s.refused AND cur.merged_into IS NOT NULL
          LEFT JOIN customers m ON m.id = cur.merged_into), '[]') AS disabled,
        -- A refused customer refuses every line folded into it (as bulk answers each of its items 400), not only its first.
        coalesce((SELECT jsonb_agg(jsonb_build_object('line', s.line::text, 'errors', jsonb_build_array(nv.bad)) ORDER BY s.line)
-         FROM nv JOIN cur ON cur.id = nv.id JOIN chunk s ON s.external_id = cur.external_id AND NOT s.refused WHERE nv.bad IS NOT NULL), '[]') AS errors`,
+         FROM nv JOIN cur ON cur.id = nv.id JOIN chunk s ON s.ckey = cur.ckey AND NOT s.refused WHERE nv.bad IS NOT NULL), '[]') AS errors`,
     imp.with_events ? [imp.id, imp.applied_line, span, imp.source] : [imp.id, imp.applied_line, span],
   );
   return r.rows[0];

@@ -62,7 +62,7 @@ export async function applyAddressChunk(
     if (!c) {
       result.errors!.push({ line: l.line, errors: notFound(`no customer "${l.external_id!.slice(0, 100)}" (the customer column names a customer by uuid or externalId)`, 'customer').entries });
     } else if (mergedAway(c)) {
-      result.disabled.push({ line: l.line, external_id: c.external_id, merged_into_uuid: c.merged_into_uuid, merged_into_external_id: c.merged_into_external_id });
+      result.disabled.push({ line: l.line, uuid: c.uuid, external_id: c.external_id, merged_into_uuid: c.merged_into_uuid, merged_into_external_id: c.merged_into_external_id });
     } else {
       const entry = lists.get(c.external_id) ?? { list: (c.addresses ?? []).map(asItem), lines: 0 };
       let list = entry.list;

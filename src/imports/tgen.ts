@@ -4,7 +4,7 @@
 // The import machinery (staging, chunks, resume, events) takes the items as it takes NDJSON lines; docs/imports-tgen.md.
 import { Transform } from 'node:stream';
 import { ApiError, type ErrorEntry } from '../http/errors.ts';
-import { boundHeader, capProblems, csvRecords, duplicateColumn, lineOf, type StagedLine } from './parse.ts';
+import { boundHeader, capProblems, csvRecords, duplicateColumn, keylessLineOf, lineOf, type StagedLine } from './parse.ts';
 import { wholeAddress } from '../crm/customers/wire.ts';
 import { UUID } from '../http/formats.ts';
 
@@ -320,6 +320,8 @@ export interface TgenLine extends StagedLine {
   customerUuid?: string;
   /** customerUuid is the `customer` cell of an addresses record: a uuid or an externalId (a uuid match wins). */
   customerRef?: boolean;
+  /** A full update's record: a uuid no customer has, without an externalId, creates the customer with that uuid. */
+  creates?: boolean;
 }
 
 /**
@@ -349,10 +351,15 @@ export function tgenRows(file: TgenFile | undefined, onFile: (f: TgenFile) => vo
     if (f.kind === 'customerNotes') return noteLine(record, line);
     const r = customerItem(f, columns, record);
     if (Array.isArray(r)) return { line, item: null, errors: r };
+    // Neither key: in a full update, a new customer without an externalId ("Otherwise, the resource is created",
+    // docs.tulip.com/tgen/customers); a partial update only updates ("… then an update is performed on the provided
+    // fields", docs.tulip.com/tgen/customers_partialupdate).
+    const creates = f.importType === 'fullupdate';
     if (r.item.externalId === undefined && r.uuid === undefined) {
+      if (creates) return keylessLineOf(line, r.item);
       return { line, item: null, errors: [cellError('the record names no customer: give its externalId or uuid', 'externalId')] };
     }
-    if (r.item.externalId === undefined) return { line, item: r.item as any, errors: null, customerUuid: r.uuid };
+    if (r.item.externalId === undefined) return { line, item: r.item as any, errors: null, customerUuid: r.uuid, creates };
     return { ...lineOf(line, r.item), customerUuid: r.uuid };
   });
 }
@@ -390,17 +397,23 @@ export function resolveUuids(lookup: (uuids: string[]) => Promise<Map<string, st
 }
 
 function resolved(l: TgenLine, found: Map<string, string | null>): StagedLine {
-  const { customerUuid, customerRef, ...line } = l;
+  const { customerUuid, customerRef, creates, ...line } = l;
   if (customerUuid === undefined || line.errors) return line;
   const item = line.item as Record<string, unknown>;
   const externalId = UUID.test(customerUuid) ? found.get(customerUuid.toLowerCase()) : undefined;
-  // A customer created without an externalId (the API allows it, as Tulip does) cannot be named by an import, which
-  // stages by externalId: a line error saying how to give it one, never a new customer beside it.
-  if (externalId === null) {
-    return { line: line.line, item: null, errors: [cellError(`the customer with uuid ${customerUuid} has no externalId, by which imports name customers: give it one (PATCH /crm/customers/${customerUuid}) before importing its records`, customerRef ? 'customer' : 'uuid')] };
+  // An addresses record naming a customer without an externalId (the API allows it, as Tulip does): the addresses
+  // step finds customers by externalId, so a line error saying how to give it one.
+  if (customerRef && externalId === null) {
+    return { line: line.line, item: null, errors: [cellError(`the customer with uuid ${customerUuid} has no externalId, by which an addresses import names customers: give it one (PATCH /crm/customers/${customerUuid}) first`, 'customer')] };
   }
   // An addresses record's customer: the customer with that uuid, else the one with that externalId.
   if (customerRef) return lineOf(line.line, { ...item, externalId: externalId ?? customerUuid });
+  // A record without an externalId whose uuid is a customer's without one (updated), or no customer's (in a full
+  // update, created with it): staged by the uuid.
+  if (item.externalId === undefined && (externalId === null || (externalId === undefined && creates))) return keylessLineOf(line.line, item, customerUuid.toLowerCase());
+  if (externalId === null) {
+    return { line: line.line, item: null, errors: [cellError(`the customer with uuid ${customerUuid} has no externalId, not "${String(item.externalId).slice(0, 100)}" (an import does not give a customer an externalId: PATCH it)`, 'externalId')] };
+  }
   if (externalId === undefined) {
     if (item.externalId === undefined) return { line: line.line, item: null, errors: [cellError(`no customer has the uuid "${customerUuid.slice(0, 100)}"`, 'uuid')] };
     return { ...line, uuid: customerUuid };

@@ -371,26 +371,55 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.equal((await api().get('/crm/customers/af-2')).body.addresses[0].postCode, 'N1 9GU');
   });
 
-  // A customer created through the API without an externalId (optional, as docs.tulip.com/tgen/customers says): imports
-  // stage customers by externalId, so a record naming it by uuid is a line error saying how to give it one, never a
-  // second customer created beside it (docs/imports-tgen.md).
-  it('a record naming by uuid a customer without an externalId is a line error; nothing is created', async () => {
-    const c = (await api().post('/crm/customers', { firstName: 'No', lastName: 'Key' })).body;
+  // https://docs.tulip.com/tgen/customers : externalId "Required: No"; "If the UUID of the Customer Resource exists in the
+  // system, or no UUID is provided and an External ID exists, then an update is performed. Otherwise, the resource is
+  // created." Customers without an externalId (the API creates them too): a record with neither key creates one; a
+  // record with a uuid only updates the customer with it, or creates it with that uuid (a retailer moving from Tulip).
+  it('records without an externalId: in a full update neither key creates a customer, a uuid alone creates it with that uuid; a partial update by uuid updates one', async () => {
+    const api26 = api();
+    const keyless = (await api26.post('/crm/customers', { firstName: 'No', lastName: 'Key' })).body;
+    const moved = '5d3c2b1a-0f9e-4d8c-b7a6-123456789abc';
     const count = async () => Number((await ctx.tdb.db.query('SELECT count(*) AS n FROM customers')).rows[0].n);
     const before = await count();
-    for (const [name, file, column] of [
-      ['TGEN_customers_partialupdate_2025-08_k.csv', `uuid,firstName\n${c.uuid},Named\n`, 'uuid'],
-      ['TGEN_addresses_fullupdate_2025-08_k.csv', `customer,address1,city,countryCode,postCode,type\n${c.uuid},1 Main St,Springfield,US,62701,address-Home\n`, 'customer'],
-    ] as const) {
-      const { created, done } = await tgen(name, file);
-      assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 0, 0, 1], name);
-      const errors = await errorsOf(created.uuid);
-      assert.equal(errors[0].errors[0].moreInfo, column, name);
-      assert.match(errors[0].errors[0].message, /has no externalId, by which imports name customers/, name);
-    }
-    assert.equal(await count(), before, 'no customer created');
-    const after = (await api().get(`/crm/customers/${c.uuid}`)).body;
-    assert.deepEqual([after.firstName, after.addresses], ['No', []], 'the customer unchanged');
+    const full = await tgen('TGEN_customers_fullupdate_2025-08_kl.csv', [
+      'uuid,externalId,firstName,lastName',
+      `${moved},,Moved,Over`,
+      ',,Walk,In',
+      ',,Walk,In',
+      `${moved},,Moved again,Over`,
+    ].join('\n'));
+    assert.deepEqual([full.done.status, full.done.created, full.done.updated, full.done.failed], ['completed', 3, 0, 0]);
+    assert.equal(await count(), before + 3, 'two walk-ins (each its own customer) and the moved one');
+    const m = (await api26.get(`/crm/customers/${moved}`)).body;
+    assert.deepEqual([m.uuid, m.firstName, m.lastName, m.externalId], [moved, 'Moved again', 'Over', null], 'created with its uuid; its two lines folded');
+    const walkIns = (await ctx.tdb.db.query(`SELECT uuid::text, external_id FROM customers WHERE first_name = 'Walk'`)).rows;
+    assert.equal(walkIns.length, 2);
+    assert.ok(walkIns.every((w: any) => w.external_id === null));
+    // A partial update only updates (docs.tulip.com/tgen/customers_partialupdate): by uuid, a customer without an
+    // externalId (the one the API made, the one the file made); neither key is a line error, as before.
+    const { created, done } = await tgen('TGEN_customers_partialupdate_2025-08_kl.csv', [
+      'uuid,externalId,firstName,lastName',
+      `${keyless.uuid.toUpperCase()},,Named,`,
+      `${moved},,Moved thrice,`,
+      ',,Walk,In',
+      `${keyless.uuid},kl-x,Keyed,`,
+    ].join('\n'));
+    assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 0, 2, 2]);
+    assert.equal(await count(), before + 3, 'nothing created by the partial update');
+    const named = (await api26.get(`/crm/customers/${keyless.uuid}`)).body;
+    assert.deepEqual([named.firstName, named.lastName, named.externalId], ['Named', 'Key', null], 'updated by its uuid, fields not given kept');
+    assert.equal((await api26.get(`/crm/customers/${moved}`)).body.firstName, 'Moved thrice');
+    // Line 4 names no customer (a partial update creates none); line 5 gives an externalId to a customer without one (an import does not; PATCH does).
+    assert.deepEqual((await errorsOf(created.uuid)).map((e) => [e.line, e.errors[0].moreInfo]), [[4, 'externalId'], [5, 'externalId']]);
+    // Each created customer has its customerCreate event, naming it by uuid (externalId null).
+    const createdUuids = [moved, ...walkIns.map((w: any) => w.uuid)];
+    const events = (await ctx.tdb.db.query(`SELECT resource_uuid::text AS uuid, resource_external_id FROM events WHERE event_type = 'customerCreate' AND resource_uuid = ANY($1::uuid[])`, [createdUuids])).rows;
+    assert.deepEqual(events.map((e: any) => e.uuid).sort(), [...createdUuids].sort());
+    assert.ok(events.every((e: any) => e.resource_external_id === null));
+    // An addresses file names customers by externalId in its apply step: one without is a line error saying so.
+    const addr = await tgen('TGEN_addresses_fullupdate_2025-08_kl.csv', `customer,address1,city,countryCode,postCode,type\n${moved},1 Main St,Springfield,US,62701,address-Home\n`);
+    assert.deepEqual([addr.done.updated, addr.done.failed], [0, 1]);
+    assert.match((await errorsOf(addr.created.uuid))[0].errors[0].message, /has no externalId, by which an addresses import names customers/);
   });
 
   // https://docs.tulip.com/tgen/customernotes : "If the UUID of the Customer note exists in the system, or no UUID is provided and an
