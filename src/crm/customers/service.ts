@@ -5,7 +5,7 @@ import { ApiError, conflict, invalid } from '../../http/errors.ts';
 import { emitEvent } from '../../events/emit.ts';
 import type { CustomerInput } from './schema.ts';
 import * as store from './store.ts';
-import { WRITABLE, withPatchedAddresses } from './wire.ts';
+import { customerName, WRITABLE, withPatchedAddresses } from './wire.ts';
 import { checkAttributes, checkInput, RESERVED_EXTERNAL_IDS, RESERVED_MESSAGE } from './validate.ts';
 
 const customerEvent = (eventType: 'customerCreate' | 'customerUpdate', row: store.CustomerRow, source: string) => ({
@@ -16,8 +16,8 @@ const customerEvent = (eventType: 'customerCreate' | 'customerUpdate', row: stor
 });
 
 /** 403 CustomerDisabled for a write to a customer merged away (only undoing its merge brings it back). */
-export function customerDisabled(row: Pick<store.CustomerRow, 'external_id' | 'merged_into_uuid' | 'merged_into_external_id'> & { uuid?: string }): ApiError {
-  const name = row.external_id ?? row.uuid; // the imports' rows (which name customers by externalId) have no uuid
+export function customerDisabled(row: Pick<store.CustomerRow, 'uuid' | 'external_id' | 'merged_into_uuid' | 'merged_into_external_id'>): ApiError {
+  const name = customerName(row);
   const into = row.merged_into_uuid && (row.merged_into_external_id ?? row.merged_into_uuid);
   return row.merged_into_uuid
     ? new ApiError('CustomerDisabled', `customer ${name} is disabled: merged into ${into}; only undoing the merge brings it back`, `merged into ${into} (${row.merged_into_uuid})`)

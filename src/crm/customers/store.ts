@@ -16,8 +16,10 @@ const selectFor = (lock: Lock) => (lock ? SELECT_LOCKED : SELECT);
 
 export const looksLikeUuid = (s: string) => UUID.test(s);
 
-/** A write's full values: every writable field (absent ones empty) in the stored form, and the status it asks for. */
-/** A write's values: externalId null (or omitted) for a customer without one (a replace keeps the caller's choice). */
+/**
+ * A write's full values: every writable field (absent ones empty) in the stored form, and the status it asks for;
+ * externalId null (or omitted) for a customer without one.
+ */
 export type CustomerValues = Omit<CustomerInput, 'externalId'> & { externalId?: string | null };
 
 /**

@@ -27,7 +27,6 @@ export interface CustomerRow {
   updated_at: string;
 }
 
-
 /** How a message or a merge result names a customer: its externalId, else (it has none) its uuid. */
 export const customerName = (c: { uuid: string; external_id: string | null }): string => c.external_id ?? c.uuid;
 
