@@ -371,8 +371,9 @@ const RESOLVE_BATCH = 500;
  * docs.tulip.com/tgen/customers: "If the UUID … exists …, or no UUID is provided and an External ID exists, then an
  * update is performed. Otherwise, the resource is created") is the customer with that uuid; a uuid no customer has
  * leaves the externalId as the key, and is the uuid the customer takes if the record creates it (a retailer moving
- * from Tulip keeps its customers' uuids), or is a line error when the record gives no externalId. One query per batch
- * of records.
+ * from Tulip keeps its customers' uuids). A record without an externalId is staged by its uuid when the uuid is a
+ * customer's without one (updated) or, in a full update, no customer's (created with it); else it is a line error.
+ * One query per batch of records.
  */
 export function resolveUuids(lookup: (uuids: string[]) => Promise<Map<string, string | null>>): Transform {
   let batch: TgenLine[] = [];
