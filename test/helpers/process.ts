@@ -22,11 +22,10 @@ export interface Proc {
  */
 export async function startBulb(env: Record<string, string>, opts: { npm?: boolean; ready?: RegExp } = {}): Promise<Proc> {
   const ready = opts.ready ?? /listening on (http:\/\/[^\s]+)/;
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST'));
   const [command, args] = opts.npm ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve']];
   const child = spawn(command, args, {
     cwd: ROOT,
-    env: { ...clean, PORT: '0', HOST: '127.0.0.1', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
+    env: { ...cleanEnv(), PORT: '0', HOST: '127.0.0.1', BULB_WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const reap = () => child.kill('SIGKILL');
@@ -85,11 +84,15 @@ export async function startBulb(env: Record<string, string>, opts: { npm?: boole
  * should have refused cannot hang the suite): its exit code and output.
  */
 export function runBulb(env: Record<string, string>, command = 'serve'): Promise<{ code: number | null; out: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', command], { cwd: ROOT, env: { ...clean, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', command], { cwd: ROOT, env: { ...cleanEnv(), PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
   return new Promise((resolve) => child.on('exit', (code) => (clearTimeout(timer), resolve({ code, out }))));
+}
+
+/** This process's environment without Bulb's settings (BULB_*, DATABASE_URL, PORT, HOST): a child gets only the test's. */
+function cleanEnv(): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BULB_') && k !== 'DATABASE_URL' && k !== 'PORT' && k !== 'HOST'));
 }
