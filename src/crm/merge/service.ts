@@ -115,9 +115,10 @@ export function checkRequest(input: MergeInput, raw: readonly unknown[] = input.
 }
 
 function disabledProblem(c: store.LockedCustomer, role: string) {
+  const into = c.merged_into_external_id ?? c.merged_into_uuid; // by uuid when it has no externalId
   return {
-    message: `${role} customer ${customerName(c)} is disabled${c.merged_into_uuid ? `, merged into ${c.merged_into_external_id ?? c.merged_into_uuid}` : ''}`,
-    moreInfo: c.merged_into_uuid ? `mergedInto: ${c.merged_into_external_id ?? c.merged_into_uuid} (${c.merged_into_uuid})` : 'disabled',
+    message: `${role} customer ${customerName(c)} is disabled${c.merged_into_uuid ? `, merged into ${into}` : ''}`,
+    moreInfo: c.merged_into_uuid ? `mergedInto: ${into} (${c.merged_into_uuid})` : 'disabled',
   };
 }
 
