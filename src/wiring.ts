@@ -15,6 +15,7 @@ import { duplicateRoutes } from './crm/duplicates/routes.ts';
 import { importRoutes } from './imports/routes.ts';
 import { bulkItemsArePatches } from './http/versioning/changes/2026-11-bulk-patch.ts';
 import { bulkPostUpserts } from './http/versioning/changes/2026-11-bulk-post-upserts.ts';
+import { bulkLimitBulb, bulkLimitTulip } from './http/versioning/changes/2026-11-bulk-limit.ts';
 import { eventRoutes } from './events/routes.ts';
 import { mergeUndoneAt } from './http/versioning/changes/2026-11-merge-undone-at.ts';
 import { exportRoutes } from './crm/customers/export.ts';
@@ -32,4 +33,4 @@ export function allRoutes(s: Services): RouteDef[] {
 }
 
 /** Version changes, each a declared module under src/http/versioning/changes/. */
-export const allChanges: VersionChange[] = [bulkItemsArePatches, bulkPostUpserts, mergeUndoneAt, subscriptionEventTypes, deliveryPolicies, eventCatalog, subscriptionReceiverAuth];
+export const allChanges: VersionChange[] = [bulkItemsArePatches, bulkPostUpserts, bulkLimitBulb, bulkLimitTulip, mergeUndoneAt, subscriptionEventTypes, deliveryPolicies, eventCatalog, subscriptionReceiverAuth];

@@ -74,3 +74,58 @@ await describeEachDb("POST /crm/customers/bulk in Tulip's 2025-08 and 2025-12: c
     assert.deepEqual([(await get('bco-up')).firstName, (await get('bco-up')).lastName], ['Two', 'Back']);
   });
 });
+
+// https://docs.tulip.com/integrating/aerial/asyncbulk: "async bulk endpoints only support ingestion of 1000 records
+// (business data objects) per API call". Bulb's own versions take 1–100 (SPEC §5).
+await describeEachDb('bulk item limit: 1,000 in Tulip\'s 2025-08 and 2025-12, 100 in Bulb\'s versions', (ctx) => {
+  const v = (version: string) => ctx.srv.api.withVersion(version);
+  // ~1.4 kB an item: 1,000 of them pass the server's 1 MiB body limit.
+  const street = (i: number, k: number) => `${i}-${k} ${'Rue de la République '.repeat(4)}`.slice(0, 64);
+  const items = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({
+    externalId: `${prefix}-${i}`, firstName: 'Bulk', lastName: 'Item',
+    addresses: Array.from({ length: 8 }, (_, k) => ({ address1: street(i, k), address2: street(k, i), city: 'Lyon', countryCode: 'FR' })),
+  }));
+  const count = async (prefix: string) => {
+    let n = 0;
+    for (let cursor: string | undefined; ;) {
+      const page = (await v('2026-11').get(`/crm/customers?q=${prefix}&limit=100${cursor ? `&cursor=${cursor}` : ''}`)).body;
+      n += page.data.length;
+      cursor = page.nextCursor ?? undefined;
+      if (!cursor) return n;
+    }
+  };
+
+  for (const version of ['2025-08', '2025-12']) {
+    it(`${version}: POST and PUT take 1,000 items in a body over 1 MiB; 1,001 is a 400 that writes nothing`, async () => {
+      const post = items(`bl-${version}-p`, 1000);
+      const body = JSON.stringify(post);
+      assert.ok(body.length > 1024 * 1024, `the body is ${body.length} bytes`);
+      const r = await v(version).post('/crm/customers/bulk', body);
+      assert.equal(r.status, 200, r.text.slice(0, 500));
+      assert.equal(r.body.results.length, 1000);
+      assert.ok(r.body.results.every((x: any, i: number) => x.index === i && x.status === 201));
+      const put = await v(version).put('/crm/customers/bulk', items(`bl-${version}-u`, 1000));
+      assert.equal(put.status, 200, put.text.slice(0, 500));
+      assert.ok(put.body.results.every((x: any) => x.status === 201));
+      assert.equal(await count(`bl-${version}-p`), 1000);
+      const over = await v(version).post('/crm/customers/bulk', items(`bl-${version}-o`, 1001));
+      assert.equal(over.status, 400, over.text.slice(0, 500));
+      assert.equal(over.body.errors[0].errorCode, 'InvalidParameterError');
+      assert.match(over.body.errors[0].message, /1000/);
+      assert.equal(await count(`bl-${version}-o`), 0);
+    });
+  }
+
+  for (const version of ['2025-04', '2026-11']) {
+    it(`${version}: 101 items are a 400, and a body over 1 MiB a 413; nothing is written`, async () => {
+      const over = await v(version).post('/crm/customers/bulk', items(`bl-${version}-o`, 101));
+      assert.equal(over.status, 400, over.text.slice(0, 500));
+      assert.match(over.body.errors[0].message, /100/);
+      const big = await v(version).put('/crm/customers/bulk', items(`bl-${version}-b`, 1000));
+      assert.equal(big.status, 413, big.text.slice(0, 500));
+      assert.equal(big.body.errors[0].errorCode, 'PayloadTooLarge');
+      assert.equal(await count(`bl-${version}-`), 0);
+      assert.equal((await v(version).post('/crm/customers/bulk', items(`bl-${version}-k`, 100))).status, 200);
+    });
+  }
+});

@@ -154,9 +154,15 @@ await describeEachDb('versions', (ctx) => {
   // Tulip's versions after 2025-04 (SPEC §16; named by Tulip's TGEN pages, e.g.
   // https://docs.tulip.com/integrating/aerial/versioning for the /api/{version}/ routing): their change log is
   // not readable, so they serve exactly what 2025-04 serves, and are ordered before Bulb's 2026-11.
-  it('2025-08 and 2025-12 serve what 2025-04 serves: same routes, same shapes, their own X-Api-Version', async () => {
+  it('2025-08 and 2025-12 serve what 2025-04 serves: same routes, same shapes but the bulk\'s limit, their own X-Api-Version', async () => {
     const strip = (doc: any, v: string) => JSON.parse(JSON.stringify({ paths: doc.paths, components: doc.components }).replaceAll(`/api/${v}/`, '/api/V/'));
     const base = strip((await api().get('/api/2025-04/openapi.json')).body, '2025-04');
+    // But for the bulk's limit: 1,000 items in Tulip's versions (changes/2026-11-bulk-limit.ts), 100 in 2025-04.
+    const bulkBodies = (doc: any) => ['post', 'put'].map((m) => doc.paths['/api/V/crm/customers/bulk'][m].requestBody.content['application/json'].schema);
+    for (const b of bulkBodies(base)) {
+      assert.equal(b.maxItems, 100);
+      b.maxItems = 1000;
+    }
     for (const v of ['2025-08', '2025-12']) {
       assert.deepEqual(strip((await api().get(`/api/${v}/openapi.json`)).body, v), base, v);
       const created = await api().withVersion(v).post('/crm/customers', { externalId: `ver-${v}`, firstName: 'V' });

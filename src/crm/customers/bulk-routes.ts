@@ -17,7 +17,7 @@ import { attributeProblems, unknownAttributeIds } from './validate.ts';
 export function bulkRoutes(s: Services): RouteDef[] {
   const bulk: Omit<RouteDef, 'id' | 'method' | 'summary'> = {
     tag: 'Customers', path: '/crm/customers/bulk', scope: 'write', since: '2022-08', checksItems: true,
-    schema: { body: S.BulkBody, documentedBody: Type.Array(BulkItem, { minItems: 1, maxItems: 100 }), response: { 200: S.BulkResult } },
+    schema: { body: S.BulkBody, documentedBody: Type.Array(BulkItem, { minItems: 1, maxItems: S.BULK_MAX_ITEMS }), response: { 200: S.BulkResult } },
     handler: async (req) => {
       const items = req.body as unknown[];
       const results: unknown[] = new Array(items.length);
@@ -57,7 +57,7 @@ export function bulkRoutes(s: Services): RouteDef[] {
     },
   };
   return [
-    { ...bulk, id: 'customers.bulk', method: 'POST', summary: 'Upsert 1–100 customers by externalId (an item for an existing customer is a patch); one result per item' },
-    { ...bulk, id: 'customers.bulkPut', method: 'PUT', summary: "Tulip's bulk update: the same upsert of 1–100 customers by externalId (an unknown one is created); one result per item" },
+    { ...bulk, id: 'customers.bulk', method: 'POST', summary: "Upsert 1–100 customers by externalId (an item for an existing customer is a patch; Tulip's 2025-08 and 2025-12 take 1,000 and create only); one result per item" },
+    { ...bulk, id: 'customers.bulkPut', method: 'PUT', summary: "Tulip's bulk update: the same upsert of 1–100 customers by externalId (1,000 in Tulip's 2025-08 and 2025-12; an unknown one is created); one result per item" },
   ];
 }

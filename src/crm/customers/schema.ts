@@ -168,7 +168,11 @@ export const ListQuery = Type.Object(
 );
 export type ListQueryT = Static<typeof ListQuery>;
 
-export const BulkBody = Type.Array(Type.Unknown(), { minItems: 1, maxItems: 100, description: '1–100 customers, upserted by externalId' });
+/** Items a bulk request takes: Bulb's versions (SPEC §5) and Tulip's 2025-08 and 2025-12 (changes/2026-11-bulk-limit.ts). */
+export const BULK_MAX_ITEMS = 100;
+export const TULIP_BULK_MAX_ITEMS = 1000;
+export const bulkBody = (max: number) => Type.Array(Type.Unknown(), { minItems: 1, maxItems: max, description: `1–${max} customers, upserted by externalId` });
+export const BulkBody = bulkBody(BULK_MAX_ITEMS);
 export const BulkResult = Type.Object({
   results: Type.Array(
     Type.Object({

@@ -74,6 +74,7 @@ export class Registry {
             // Unknown query parameters are a 400, also on routes without a query schema or with an open one.
             querystring: vr.schema.querystring ? { ...vr.schema.querystring, additionalProperties: vr.schema.querystring.additionalProperties ?? false } : NO_QUERY,
           },
+          ...(vr.schema.bodyLimitScale ? { bodyLimit: app.initialConfig.bodyLimit! * vr.schema.bodyLimitScale } : {}),
           config: { routeId: def.id, scope: def.scope, apiVersion: v, rawBody: def.rawBody === true, checksItems: def.checksItems === true },
           onRequest: preHandlers.auth,
           // A route no change touches in this version runs its handler as it is (one promise less per request).

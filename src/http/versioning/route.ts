@@ -16,6 +16,11 @@ export interface RouteSchema {
    * deliberately looser (bulk: items are validated one by one, so one bad item does not fail the call).
    */
   documentedBody?: TSchema;
+  /**
+   * The route's body limit as a multiple of the server's (1 MiB); absent: the server's. For a version
+   * whose bulk takes 10× the items (changes/2026-11-bulk-limit.ts).
+   */
+  bodyLimitScale?: number;
   /** A route that reads its body raw (RouteDef.rawBody): media type → what such a body holds, for the document. */
   rawBodyTypes?: Record<string, string>;
   /**
