@@ -107,6 +107,8 @@ await describeEachDb('bulk item limit: 1,000 in Tulip\'s 2025-08 and 2025-12, 10
       const put = await v(version).put('/crm/customers/bulk', items(`bl-${version}-u`, 1000));
       assert.equal(put.status, 200, put.text.slice(0, 500));
       assert.ok(put.body.results.every((x: any) => x.status === 201));
+      const again = await v(version).put('/crm/customers/bulk', items(`bl-${version}-u`, 1000).map((x) => ({ ...x, lastName: 'Updated' })));
+      assert.ok(again.body.results.every((x: any) => x.status === 200 && x.customer.lastName === 'Updated'), again.text.slice(0, 500));
       assert.equal(await count(`bl-${version}-p`), 1000);
       const over = await v(version).post('/crm/customers/bulk', items(`bl-${version}-o`, 1001));
       assert.equal(over.status, 400, over.text.slice(0, 500));
