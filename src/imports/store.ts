@@ -289,9 +289,11 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
 }
 
 /** The lines of a chunk (the range applyChunk takes) with their key and addresses: the TGEN addresses apply step reads them. */
-export async function chunkAddressLines(tx: Queryable, id: string, afterLine: string, span: number): Promise<{ lines: { line: string; external_id: string | null; addresses: any[] | null; refused: boolean }[]; more: boolean }> {
-  const r = await tx.query<{ line: string; external_id: string | null; addresses: any[] | null; refused: boolean }>(
-    `SELECT line, external_id, addresses, errors IS NOT NULL AS refused FROM import_rows WHERE import_id = $1 AND line > $2::bigint AND line <= $2::bigint + $3::int ORDER BY line`,
+export interface AddressLine { line: string; external_id: string | null; new_uuid: string | null; addresses: any[] | null; refused: boolean }
+/** An addresses file's lines: each names its customer by externalId, or (a customer without one) by uuid in new_uuid. */
+export async function chunkAddressLines(tx: Queryable, id: string, afterLine: string, span: number): Promise<{ lines: AddressLine[]; more: boolean }> {
+  const r = await tx.query<AddressLine>(
+    `SELECT line, external_id, new_uuid, addresses, errors IS NOT NULL AS refused FROM import_rows WHERE import_id = $1 AND line > $2::bigint AND line <= $2::bigint + $3::int ORDER BY line`,
     [id, afterLine, span],
   );
   const more = await tx.query(`SELECT 1 FROM import_rows WHERE import_id = $1 AND line > $2::bigint + $3::int LIMIT 1`, [id, afterLine, span]);

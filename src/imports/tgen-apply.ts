@@ -2,15 +2,18 @@
 // address of one existing customer, which is merged into that customer's addresses instead of replacing them
 // ("If the UUID of the Address Resource exists …, or no UUID is provided and an External ID exists, then an update is
 // performed. Otherwise, the resource is created"). One chunk, in the worker's chunk transaction: read the chunk's
-// lines, lock their customers (bulk's lock, id order), merge in line order, write through bulk's upsert (its events,
-// unless the import has events=false). A line naming no customer is a NotFound line error; a merged-away one,
+// lines, lock their customers (by externalId, or by uuid for one without: id order), merge in line order, write through
+// bulk's upsert, or for a customer without an externalId as PATCH would (their events, unless the import has
+// events=false). A line naming no customer is a NotFound line error; a merged-away one,
 // CustomerDisabled (a deactivated one takes the address, as every write: docs/tulip-customers.md); one whose merged
 // list the API would refuse (over 50 addresses, a uuid or externalId twice), a line error leaving the customer as it is.
 import type { Queryable } from '../db/db.ts';
 import { ApiError, notFound, type ErrorEntry } from '../http/errors.ts';
-import { lockByExternalIds } from '../crm/customers/bulk-store.ts';
+import { lockByKeys } from '../crm/customers/bulk-store.ts';
 import { upsertItems, type BulkItemT } from '../crm/customers/bulk.ts';
-import { mergedAway } from '../crm/customers/service.ts';
+import { mergedAway, patchCustomer } from '../crm/customers/service.ts';
+import type { CustomerRow } from '../crm/customers/store.ts';
+import type { CustomerInput } from '../crm/customers/schema.ts';
 import { inputProblems } from '../crm/customers/validate.ts';
 import { MAX_LIST_ITEMS } from '../crm/customers/schema.ts';
 import { wholeAddress } from '../crm/customers/wire.ts';
@@ -53,18 +56,21 @@ export async function applyAddressChunk(
   span: number,
 ): Promise<store.ChunkResult> {
   const { lines, more } = await store.chunkAddressLines(tx, imp.id, imp.applied_line, span);
-  const live = lines.filter((l) => !l.refused && l.external_id !== null);
-  const current = new Map((await lockByExternalIds(tx, [...new Set(live.map((l) => l.external_id!))])).map((c) => [c.external_id, c]));
+  // A line names its customer by externalId, or (one without) by uuid (tgen.ts, resolved).
+  const live = lines.filter((l) => !l.refused && (l.external_id !== null || l.new_uuid !== null));
+  const locked = await lockByKeys(tx, [...new Set(live.flatMap((l) => l.external_id ?? []))], [...new Set(live.flatMap((l) => l.new_uuid ?? []))]);
+  const byExternalId = new Map(locked.flatMap((c) => (c.external_id === null ? [] : [[c.external_id, c] as const])));
+  const byUuid = new Map(locked.map((c) => [c.uuid, c]));
   const result: store.ChunkResult = { lines: lines.length, more, refused: lines.length - live.length, toInsert: 0, created: 0, updated: 0, disabled: [], errors: [] };
-  const lists = new Map<string, { list: Address[]; lines: number }>();
+  const lists = new Map<string, { customer: CustomerRow; list: Address[]; lines: string[] }>(); // by the customer's uuid
   for (const l of live) {
-    const c = current.get(l.external_id!);
+    const c = l.external_id !== null ? byExternalId.get(l.external_id) : byUuid.get(l.new_uuid!);
     if (!c) {
-      result.errors!.push({ line: l.line, errors: notFound(`no customer "${l.external_id!.slice(0, 100)}" (the customer column names a customer by uuid or externalId)`, 'customer').entries });
+      result.errors!.push({ line: l.line, errors: notFound(`no customer "${(l.external_id ?? l.new_uuid!).slice(0, 100)}" (the customer column names a customer by uuid or externalId)`, 'customer').entries });
     } else if (mergedAway(c)) {
       result.disabled.push({ line: l.line, uuid: c.uuid, external_id: c.external_id, merged_into_uuid: c.merged_into_uuid, merged_into_external_id: c.merged_into_external_id });
     } else {
-      const entry = lists.get(c.external_id) ?? { list: (c.addresses ?? []).map(asItem), lines: 0 };
+      const entry = lists.get(c.uuid) ?? { customer: c, list: (c.addresses ?? []).map(asItem), lines: [] as string[] };
       let list = entry.list;
       for (const a of l.addresses ?? []) list = mergeAddress(list, a);
       const errors = mergedListErrors(list);
@@ -74,17 +80,29 @@ export async function applyAddressChunk(
         continue;
       }
       entry.list = list;
-      entry.lines++;
-      lists.set(c.external_id, entry);
+      entry.lines.push(l.line);
+      lists.set(c.uuid, entry);
     }
   }
-  if (lists.size === 0) return result;
   // Each address whole: the list is the customer's, each address as merged above (bulk's upsert would otherwise patch
   // the current address its uuid names, keeping fields this full update empties: wire.ts, patchAddresses).
-  const items = [...lists].map(([externalId, e]) => ({ externalId, addresses: e.list.map(wholeAddress) }) as BulkItemT);
-  const outcomes = await upsertItems(tx, items, { source: imp.source, events: imp.with_events });
+  const entries = [...lists.values()];
+  const keyed = entries.filter((e) => e.customer.external_id !== null);
+  const items = keyed.map((e) => ({ externalId: e.customer.external_id, addresses: e.list.map(wholeAddress) }) as BulkItemT);
+  const outcomes = items.length ? await upsertItems(tx, items, { source: imp.source, events: imp.with_events }) : [];
   outcomes.forEach((o, i) => {
-    if (o.changed) result.updated += lists.get(items[i].externalId)!.lines;
+    if (o.changed) result.updated += keyed[i].lines.length;
   });
+  // A customer without an externalId (bulk's upsert keys by it): patched as PATCH /crm/customers/{uuid} would.
+  for (const e of entries.filter((x) => x.customer.external_id === null)) {
+    try {
+      const row = await patchCustomer(tx, e.customer, { addresses: e.list.map(wholeAddress) } as CustomerInput, imp.source, imp.with_events);
+      if (row !== e.customer) result.updated += e.lines.length;
+    } catch (err) {
+      // Refused before anything is written (its checks): its lines' errors, the customer as it was.
+      if (!(err instanceof ApiError)) throw err;
+      for (const line of e.lines) result.errors!.push({ line, errors: err.entries });
+    }
+  }
   return result;
 }

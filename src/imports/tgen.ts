@@ -402,11 +402,8 @@ function resolved(l: TgenLine, found: Map<string, string | null>): StagedLine {
   if (customerUuid === undefined || line.errors) return line;
   const item = line.item as Record<string, unknown>;
   const externalId = UUID.test(customerUuid) ? found.get(customerUuid.toLowerCase()) : undefined;
-  // An addresses record naming a customer without an externalId (the API allows it, as Tulip does): the addresses
-  // step finds customers by externalId, so a line error saying how to give it one.
-  if (customerRef && externalId === null) {
-    return { line: line.line, item: null, errors: [cellError(`the customer with uuid ${customerUuid} has no externalId, by which an addresses import names customers: give it one (PATCH /crm/customers/${customerUuid}) first`, 'customer')] };
-  }
+  // An addresses record naming a customer without an externalId (the API allows it, as Tulip does): staged by its uuid.
+  if (customerRef && externalId === null) return keylessLineOf(line.line, { addresses: item.addresses }, customerUuid.toLowerCase());
   // An addresses record's customer: the customer with that uuid, else the one with that externalId.
   if (customerRef) return lineOf(line.line, { ...item, externalId: externalId ?? customerUuid });
   // A record without an externalId whose uuid is a customer's without one (updated), or no customer's (in a full

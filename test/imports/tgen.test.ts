@@ -416,10 +416,26 @@ await describeEachDb('TGEN imports', (ctx) => {
     const events = (await ctx.tdb.db.query(`SELECT resource_uuid::text AS uuid, resource_external_id FROM events WHERE event_type = 'customerCreate' AND resource_uuid = ANY($1::uuid[])`, [createdUuids])).rows;
     assert.deepEqual(events.map((e: any) => e.uuid).sort(), [...createdUuids].sort());
     assert.ok(events.every((e: any) => e.resource_external_id === null));
-    // An addresses file names customers by externalId in its apply step: one without is a line error saying so.
-    const addr = await tgen('TGEN_addresses_fullupdate_2025-08_kl.csv', `customer,address1,city,countryCode,postCode,type\n${moved},1 Main St,Springfield,US,62701,address-Home\n`);
-    assert.deepEqual([addr.done.updated, addr.done.failed], [0, 1]);
-    assert.match((await errorsOf(addr.created.uuid))[0].errors[0].message, /has no externalId, by which an addresses import names customers/);
+    // An addresses file names such a customer by its uuid (any case): its addresses merged in as any customer's, with
+    // its customerUpdate event; an unknown uuid is a NotFound line error.
+    const updatesOfMoved = async () => Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM events WHERE event_type = 'customerUpdate' AND resource_uuid = $1`, [moved])).rows[0].n);
+    const updatesBefore = await updatesOfMoved();
+    const addr = await tgen('TGEN_addresses_fullupdate_2025-08_kl.csv', [
+      'customer,address1,city,countryCode,postCode,type,externalId',
+      `${moved},1 Main St,Springfield,US,62701,address-Home,home`,
+      `${moved.toUpperCase()},2 Side St,Springfield,US,62702,address-billing,`,
+      `${keyless.uuid},9 Rue Haute,Paris,FR,75001,address-Home,`,
+      `${keyless.uuid.replace(/.$/, keyless.uuid.endsWith('0') ? '1' : '0')},1 Nowhere,Paris,FR,75001,address-Home,`,
+    ].join('\n'));
+    assert.deepEqual([addr.done.status, addr.done.updated, addr.done.failed], ['completed', 3, 1]);
+    assert.deepEqual((await errorsOf(addr.created.uuid)).map((e) => [e.line, e.errors[0].errorCode, e.errors[0].moreInfo]), [[5, 'NotFound', 'customer']]);
+    assert.deepEqual((await api26.get(`/crm/customers/${moved}`)).body.addresses.map((a: any) => [a.address1, a.externalId]), [['1 Main St', 'home'], ['2 Side St', null]]);
+    assert.deepEqual((await api26.get(`/crm/customers/${keyless.uuid}`)).body.addresses.map((a: any) => a.address1), ['9 Rue Haute']);
+    assert.equal(await updatesOfMoved(), updatesBefore + 1, 'one customerUpdate for the chunk');
+    // A second file updates the address its externalId names, keeping the other.
+    const again = await tgen('TGEN_addresses_fullupdate_2025-08_kl2.csv', `customer,address1,city,countryCode,postCode,type,externalId\n${moved},5 New St,Springfield,US,62703,address-Home,home\n`);
+    assert.deepEqual([again.done.updated, again.done.failed], [1, 0]);
+    assert.deepEqual((await api26.get(`/crm/customers/${moved}`)).body.addresses.map((a: any) => [a.address1, a.postCode]), [['5 New St', '62703'], ['2 Side St', '62702']]);
   });
 
   // https://docs.tulip.com/tgen/customernotes : "If the UUID of the Customer note exists in the system, or no UUID is provided and an

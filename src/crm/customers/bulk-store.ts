@@ -24,11 +24,16 @@ const value = (c: string, current: string) => (c === 'addresses' ? `bulb_address
 
 /** Existing customers with these externalIds, locked FOR NO KEY UPDATE in id order (concurrent bulks queue, never deadlock; store.ts lockClause says why not FOR UPDATE). */
 export async function lockByExternalIds(tx: Queryable, externalIds: string[]): Promise<(CustomerRow & { external_id: string })[]> {
-  if (externalIds.length === 0) return [];
-  const r = await tx.query<CustomerRow & { external_id: string }>(
+  return (await lockByKeys(tx, externalIds, [])) as (CustomerRow & { external_id: string })[];
+}
+
+/** The same, of the customers with these externalIds or these uuids (a TGEN addresses file names either). */
+export async function lockByKeys(tx: Queryable, externalIds: string[], uuids: string[]): Promise<CustomerRow[]> {
+  if (externalIds.length === 0 && uuids.length === 0) return [];
+  const r = await tx.query<CustomerRow>(
     `SELECT ${rowColumns('c')}, ${mergedIntoColumns('c')} FROM customers c
-     WHERE c.external_id = ANY($1::text[]) ORDER BY c.id FOR NO KEY UPDATE OF c`,
-    [externalIds],
+     WHERE c.external_id = ANY($1::text[]) OR c.uuid = ANY($2::uuid[]) ORDER BY c.id FOR NO KEY UPDATE OF c`,
+    [externalIds, uuids],
   );
   return r.rows;
 }

@@ -48,7 +48,7 @@ export async function createCustomer(tx: Queryable, input: CustomerInput, source
  * Full replace of an existing (locked) customer; emits customerUpdate only if something changed. A customer merged
  * away is refused (403 CustomerDisabled); one deactivated with `disabled: true` takes writes (and `disabled: false` re-activates it).
  */
-export async function replaceExisting(tx: Queryable, current: store.CustomerRow, input: store.CustomerValues, source: string): Promise<store.CustomerRow> {
+export async function replaceExisting(tx: Queryable, current: store.CustomerRow, input: store.CustomerValues, source: string, events = true): Promise<store.CustomerRow> {
   if (mergedAway(current)) throw customerDisabled(current);
   let changed: boolean;
   try {
@@ -59,7 +59,7 @@ export async function replaceExisting(tx: Queryable, current: store.CustomerRow,
   }
   if (!changed) return current;
   const row = await store.findCustomerById(tx, current.id);
-  await emitEvent(tx, customerEvent('customerUpdate', row, source));
+  if (events) await emitEvent(tx, customerEvent('customerUpdate', row, source));
   return row;
 }
 
@@ -83,13 +83,13 @@ export async function putCustomer(tx: Queryable, id: string, body: CustomerInput
   return { row: await replaceExisting(tx, now, { ...body, externalId: id }, source), created: false };
 }
 
-/** PATCH: fields present replace, absent ones stay (`disabled` absent: the status stays). */
-export async function patchCustomer(tx: Queryable, current: store.CustomerRow, given: CustomerInput, source: string): Promise<store.CustomerRow> {
+/** PATCH: fields present replace, absent ones stay (`disabled` absent: the status stays). `events: false`: an import's. */
+export async function patchCustomer(tx: Queryable, current: store.CustomerRow, given: CustomerInput, source: string, events = true): Promise<store.CustomerRow> {
   // An address naming a current one is a patch of it (patchAddresses); checked as it will be stored.
   const patch = withPatchedAddresses(given, current.addresses);
   await checkWrite(tx, patch);
   const merged: Record<string, unknown> = { externalId: patch.externalId ?? current.external_id, disabled: patch.disabled };
   // null clears a field: its empty value ([] for a list, false for excludeFromCampaigns).
   for (const [key, column, empty] of WRITABLE) merged[key] = key in patch ? ((patch as Record<string, unknown>)[key] ?? empty) : current[column];
-  return replaceExisting(tx, current, merged as store.CustomerValues, source);
+  return replaceExisting(tx, current, merged as store.CustomerValues, source, events);
 }
