@@ -30,6 +30,8 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** BULB_WEBHOOK_PROXY: an HTTP CONNECT proxy every webhook connection goes through (docs/receiver-auth.md); null: direct. */
   webhookProxy: URL | null;
+  /** BULB_PUBLIC_URL: where clients reach this server (no trailing slash), for absolute links; null: the request's own. */
+  publicUrl: string | null;
   webhookRetentionDays: number;
   /** Events older than this many days (and than webhookRetentionDays) are dropped a partition at a time (a day, or BULB_PARTITION_DAYS) by the workers' partitions job (SPEC §12, docs/partitioning.md). */
   eventRetentionDays: number;
@@ -168,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: int(env, 'BULB_WEBHOOK_TIMEOUT_MS', 20000, 1, 600000),
     webhookAllowPrivate: bool(env, 'BULB_WEBHOOK_ALLOW_PRIVATE', false),
     webhookProxy: webhookProxy(env.BULB_WEBHOOK_PROXY),
+    publicUrl: publicUrl(env.BULB_PUBLIC_URL),
     webhookRetentionDays: int(env, 'BULB_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
     eventRetentionDays: int(env, 'BULB_EVENT_RETENTION_DAYS', 30, 1, 3650),
     partitionDays: int(env, 'BULB_PARTITION_DAYS', 1, 1, 31),
@@ -221,6 +224,21 @@ function webhookProxy(raw: string | undefined): URL | null {
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
+}
+
+/** BULB_PUBLIC_URL: an http(s) URL without query, fragment or credentials; a path is a prefix (a proxy's). */
+function publicUrl(raw: string | undefined): string | null {
+  if (!raw) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`BULB_PUBLIC_URL must be a URL such as https://api.example.com, got "${raw}"`);
+  }
+  if (!['http:', 'https:'].includes(u.protocol) || u.search || u.hash || u.username || u.password) {
+    throw new ConfigError(`BULB_PUBLIC_URL must be an http or https URL without query, fragment or credentials, got "${raw}"`);
+  }
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
 /** Service-name derived wire names (SPEC preamble). */

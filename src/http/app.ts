@@ -29,8 +29,14 @@ export interface AppOptions {
   logger?: false | { stream: { write(line: string): void } };
 }
 
-function baseUrl(req: FastifyRequest) {
-  return `${req.protocol}://${req.host}`;
+/**
+ * Where the client reached this server, for absolute links: BULB_PUBLIC_URL, else the request's scheme and host (as
+ * BULB_TRUST_PROXY lets a proxy say them). A Host that is not a host name, address and port is not echoed: the link is
+ * then relative to the request (RFC 8288 §3.2 resolves it), so no header value a client sends reaches another's links.
+ */
+function baseUrl(req: FastifyRequest, publicUrl: string | null) {
+  if (publicUrl) return publicUrl;
+  return /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(req.host) ? `${req.protocol}://${req.host}` : '';
 }
 
 /**
@@ -144,7 +150,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
       const v = req.url.slice(5, req.url.indexOf('/', 5) >>> 0);
       if (isVersion(v)) {
         reply.header('x-api-version', v);
-        if (isDeprecated(v)) for (const [k, val] of Object.entries(deprecationHeaders(v, baseUrl(req)))) reply.header(k, val);
+        if (isDeprecated(v)) for (const [k, val] of Object.entries(deprecationHeaders(v, baseUrl(req, s.config.publicUrl)))) reply.header(k, val);
       }
     }
     done();

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
-import { errorCodes, startServer } from '../helpers/server.ts';
+import http from 'node:http';
+import { ADMIN_KEY, errorCodes, startServer } from '../helpers/server.ts';
 import { Registry } from '../../src/http/versioning/registry.ts';
 import { allChanges, allRoutes } from '../../src/wiring.ts';
 import { VERSION_IDS } from '../../src/http/versioning/versions.ts';
@@ -25,6 +26,27 @@ await describeEachDb('versions', (ctx) => {
     const patch = await api().patch('/tulip_api/v2/crm/customers/v-legacy', { firstName: 'X' });
     assert.equal(patch.status, 404);
     assert.deepEqual(errorCodes(patch), ['EndpointNotInVersion']);
+  });
+
+  it('the deprecation Link: under BULB_PUBLIC_URL when set; a Host header that is not a host is not echoed (the link is relative)', async () => {
+    const srv = await startServer(ctx.tdb.db, { BULB_PUBLIC_URL: 'https://api.example.com/bulb/' });
+    try {
+      const r = await srv.api.get('/tulip_api/v2/crm/customers');
+      assert.equal(r.headers.get('link'), '<https://api.example.com/bulb/api/versions>; rel="deprecation"');
+    } finally {
+      await srv.close();
+    }
+    const withHost = (host: string) => new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.get(`${ctx.srv.url}/api/2022-04/crm/customers`, { headers: { host, authorization: `Bearer ${ADMIN_KEY}` } }, (res) => {
+        res.resume();
+        resolve(res);
+      });
+      req.on('error', reject);
+    });
+    const evil = await withHost('evil.example>; rel="x", <https://evil.example');
+    assert.equal(evil.headers.link, '</api/versions>; rel="deprecation"');
+    const fine = await withHost('bulb.example:8443');
+    assert.equal(fine.headers.link, '<http://bulb.example:8443/api/versions>; rel="deprecation"');
   });
 
   it('BULB_SERVICE_NAME changes the legacy prefix', async () => {

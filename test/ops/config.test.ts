@@ -22,6 +22,15 @@ describe('config', () => {
     assert.equal(c.bodyLimitBytes, 1024 * 1024);
   });
 
+  it('BULB_PUBLIC_URL: unset is null; a URL loses its trailing slash; anything but an http(s) URL without query or credentials is refused', () => {
+    assert.equal(loadConfig({}).publicUrl, null);
+    assert.equal(loadConfig({ BULB_PUBLIC_URL: 'https://api.example.com/' }).publicUrl, 'https://api.example.com');
+    assert.equal(loadConfig({ BULB_PUBLIC_URL: 'http://10.0.0.5:8080/bulb//' }).publicUrl, 'http://10.0.0.5:8080/bulb');
+    for (const bad of ['api.example.com', 'ftp://x.example', 'https://x.example/?a=1', 'https://u:p@x.example', 'https://x.example/#f']) {
+      assert.throws(() => loadConfig({ BULB_PUBLIC_URL: bad }), (e: unknown) => e instanceof ConfigError && /BULB_PUBLIC_URL/.test((e as Error).message), bad);
+    }
+  });
+
   it('derives the legacy prefix, signature header and event sources from BULB_SERVICE_NAME', () => {
     assert.deepEqual(wireNames(loadConfig({}).serviceName), {
       legacyPrefix: '/tulip_api/v2', hmacHeader: 'X-Tulip-Hmac-256', sourceApi: 'TULIP_API', sourceApp: 'TULIP_APP',
