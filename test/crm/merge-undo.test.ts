@@ -159,6 +159,13 @@ await describeEachDb('merge undo', (ctx) => {
     assert.equal((await api().patch('/crm/customers/uh-p', { disabled: false })).status, 200);
     assert.equal((await undo(m.mergeUuid)).status, 200);
     assert.equal((await api().get('/crm/customers/uh-s1')).body.status, 'active');
+    // A primary without an externalId is named by its uuid (it said "null").
+    const keyless = (await api().post('/crm/customers', { firstName: 'No', lastName: 'Key' })).body;
+    const m2 = (await merge(keyless.uuid, ['uh-s1'])).body;
+    assert.equal((await api().patch(`/crm/customers/${keyless.uuid}`, { disabled: true })).status, 200);
+    const r2 = await undo(m2.mergeUuid);
+    assert.match(r2.body.errors[0].message, new RegExp(`primary "${keyless.uuid}" is deactivated`));
+    assert.match(r2.body.errors[0].moreInfo, new RegExp(`re-activate customer "${keyless.uuid}" first`));
   });
 
   it('refuses after the window, answers 404/400 for unknown or malformed ids, and only from 2026-11', async () => {

@@ -56,7 +56,7 @@ export async function undoMerge(tx: Queryable, input: UndoInput): Promise<UndoOu
     if (later) throw notUndoable(`merge ${m.uuid} cannot be undone: a later merge changed its customers`, `a later merge (${later.uuid}) disabled its primary or one of its secondaries: undo that merge first`);
     // No later merge: the primary was deactivated by hand (PATCH disabled: true), which an undo does not reverse.
     if (primary.status !== 'active' && primary.merged_into === null) {
-      throw notUndoable(`merge ${m.uuid} cannot be undone: its primary "${primary.external_id}" is deactivated`, `re-activate customer "${primary.external_id}" first (PATCH {"disabled": false}), then undo`);
+      throw notUndoable(`merge ${m.uuid} cannot be undone: its primary "${customerName(primary)}" is deactivated`, `re-activate customer "${customerName(primary)}" first (PATCH {"disabled": false}), then undo`);
     }
     throw notUndoable(`merge ${m.uuid} cannot be undone: its customers changed since the merge`, 'its primary or one of its secondaries changed since the merge');
   }
