@@ -436,6 +436,13 @@ await describeEachDb('TGEN imports', (ctx) => {
     const again = await tgen('TGEN_addresses_fullupdate_2025-08_kl2.csv', `customer,address1,city,countryCode,postCode,type,externalId\n${moved},5 New St,Springfield,US,62703,address-Home,home\n`);
     assert.deepEqual([again.done.updated, again.done.failed], [1, 0]);
     assert.deepEqual((await api26.get(`/crm/customers/${moved}`)).body.addresses.map((a: any) => [a.address1, a.postCode]), [['5 New St', '62703'], ['2 Side St', '62702']]);
+    // With events=false, the address is merged in and no customerUpdate is written.
+    const updates = await updatesOfMoved();
+    const quiet = await api().post(`/crm/imports?format=tgen&events=false&name=TGEN_addresses_fullupdate_2025-08_kl3.csv`, `customer,address1,city,countryCode,postCode,type,externalId\n${moved},7 Quiet St,Springfield,US,62704,address-Home,home\n`, csv);
+    assert.equal(quiet.status, 202, quiet.text);
+    assert.deepEqual([(await finished(quiet.body.uuid)).updated], [1]);
+    assert.equal((await api26.get(`/crm/customers/${moved}`)).body.addresses[0].address1, '7 Quiet St');
+    assert.equal(await updatesOfMoved(), updates, 'no event for an import with events=false');
   });
 
   // https://docs.tulip.com/tgen/customernotes : "If the UUID of the Customer note exists in the system, or no UUID is provided and an
