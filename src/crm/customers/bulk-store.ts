@@ -22,20 +22,22 @@ const RETURNING_ROWS = (t: string) => `${rowColumns(t)}, NULL::uuid AS merged_in
 /** x's value of a column, addresses with their uuids kept from `current` (bulb_address_uuids, migration 027). */
 const value = (c: string, current: string) => (c === 'addresses' ? `bulb_address_uuids(x.addresses, ${current})` : `x.${c}`);
 
-/** Existing customers with these externalIds, locked FOR NO KEY UPDATE in id order (concurrent bulks queue, never deadlock; store.ts lockClause says why not FOR UPDATE). */
+/** Customers matching `where`, locked FOR NO KEY UPDATE in id order (concurrent bulks queue, never deadlock; store.ts lockClause says why not FOR UPDATE). */
+async function lockWhere(tx: Queryable, where: string, params: unknown[]): Promise<CustomerRow[]> {
+  const r = await tx.query<CustomerRow>(`SELECT ${rowColumns('c')}, ${mergedIntoColumns('c')} FROM customers c WHERE ${where} ORDER BY c.id FOR NO KEY UPDATE OF c`, params);
+  return r.rows;
+}
+
+/** Existing customers with these externalIds, locked (lockWhere). */
 export async function lockByExternalIds(tx: Queryable, externalIds: string[]): Promise<(CustomerRow & { external_id: string })[]> {
-  return (await lockByKeys(tx, externalIds, [])) as (CustomerRow & { external_id: string })[];
+  if (externalIds.length === 0) return [];
+  return (await lockWhere(tx, 'c.external_id = ANY($1::text[])', [externalIds])) as (CustomerRow & { external_id: string })[];
 }
 
 /** The same, of the customers with these externalIds or these uuids (a TGEN addresses file names either). */
 export async function lockByKeys(tx: Queryable, externalIds: string[], uuids: string[]): Promise<CustomerRow[]> {
-  if (externalIds.length === 0 && uuids.length === 0) return [];
-  const r = await tx.query<CustomerRow>(
-    `SELECT ${rowColumns('c')}, ${mergedIntoColumns('c')} FROM customers c
-     WHERE c.external_id = ANY($1::text[]) OR c.uuid = ANY($2::uuid[]) ORDER BY c.id FOR NO KEY UPDATE OF c`,
-    [externalIds, uuids],
-  );
-  return r.rows;
+  if (uuids.length === 0) return lockByExternalIds(tx, externalIds);
+  return lockWhere(tx, 'c.external_id = ANY($1::text[]) OR c.uuid = ANY($2::uuid[])', [externalIds, uuids]);
 }
 
 /** The insert of rows `x`: its column and value lists (each statement adds its FROM, order and RETURNING). */
