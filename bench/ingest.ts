@@ -4,6 +4,8 @@
 // - import of N customers (NDJSON over HTTP to an API process, applied by one worker process, first byte
 //   sent → `completed`) with events=false vs COPY of the same rows into `customers`, and with events=true
 //   and 1 subscription vs COPY + set-based INSERTs of the events and deliveries;
+// - the same N customers imported again, each changed (events=true: every line an update), vs their import as new
+//   customers in the same run;
 // - RSS growth of the API and worker processes during the import (/proc/<pid>/status).
 // N = 1,000,000 (100,000 with --quick). The subscription points at a loopback port that accepts and never
 // answers, so deliveries stay pending (they are written, not sent).
@@ -66,6 +68,19 @@ export async function runIngestBench(o: { quick: boolean; rows?: number }): Prom
             `RSS growth api ${round(imp.apiGrowth, 0)} MiB, worker ${round(imp.workerGrowth, 0)} MiB. The possible-duplicates refresher defers while an import is applied ` +
             `and catches up after it, as it does after the floor's clock stops.${n < 1_000_000 ? ` Measured at ${n.toLocaleString('en-US')} rows, not the goal's 1,000,000.` : ''}`,
         });
+        if (events) {
+          // The same customers again, each changed (every line an update with its customerUpdate event), against the
+          // import that created them in this run: a chunk of existing customers must cost about what a chunk of new ones does.
+          const again = await importRun(apiProc, worker, files.changed, true, n, 'updated');
+          log(`ingest: re-import events=true: ${round(again.seconds, 1)} s (${round(n / again.seconds, 0)} rows/s)`);
+          const r = (n / again.seconds) / bulbRate;
+          rows.push({
+            what: `Import of the same ${n.toLocaleString('en-US')} customers again, each changed, events=true (every line an update) vs their import as new customers`,
+            value: round(n / again.seconds, 0), unit: 'customers/s', baseline: round(bulbRate, 0), ratio: round(r),
+            goal: ratioGoal(r, 0.5), command: COMMAND,
+            note: `Re-import: ${round(again.seconds, 1)} s (upload ${round(again.uploadSeconds, 1)} s); afterwards ${(await countRows(db.url)).events} events (${n} customerCreate and ${n} customerUpdate).`,
+          });
+        }
         if (!events) {
           for (const [who, growth, start] of [['API', imp.apiGrowth, imp.apiStart], ['worker', imp.workerGrowth, imp.workerStart]] as const) {
             rows.push({
@@ -155,31 +170,37 @@ function importCustomer(externalId: string, j: number) {
 }
 
 /** The same N customers as NDJSON (the upload) and as COPY text (the floor), in a temporary folder. */
-async function writeFiles(n: number): Promise<{ dir: string; ndjson: string; copy: string }> {
+async function writeFiles(n: number): Promise<{ dir: string; ndjson: string; changed: string; copy: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-ingest-'));
   const ndjson = path.join(dir, 'customers.ndjson');
+  const changed = path.join(dir, 'customers-changed.ndjson');
   const copy = path.join(dir, 'customers.copy');
   const a = fs.createWriteStream(ndjson);
   const b = fs.createWriteStream(copy);
+  const d = fs.createWriteStream(changed);
   const esc = (s: string) => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n');
   const run = Math.random().toString(36).slice(2, 8);
   for (let i = 0; i < n; i += 1000) {
     let ta = '';
     let tb = '';
+    let td = '';
     for (let j = i; j < Math.min(n, i + 1000); j++) {
       const c = importCustomer(`imp-${run}-${j}`, j);
       ta += JSON.stringify(c) + '\n';
+      td += JSON.stringify({ ...c, lastName: `${c.lastName}-moved`, loyaltyTier: 'gold' }) + '\n';
       const keys = `{${[...new Set(c.emails.map((e) => e.email.toLowerCase()))].map((k) => `"${k}"`).join(',')}}`;
       tb += [c.externalId, c.firstName, c.lastName, JSON.stringify(c.emails), JSON.stringify(c.phones), JSON.stringify(c.addresses), '[]', c.loyaltyTier, keys].map(esc).join('\t') + '\n';
     }
     if (!a.write(ta)) await once(a, 'drain');
     if (!b.write(tb)) await once(b, 'drain');
+    if (!d.write(td)) await once(d, 'drain');
   }
   a.end();
   b.end();
-  await Promise.all([once(a, 'finish'), once(b, 'finish')]);
+  d.end();
+  await Promise.all([once(a, 'finish'), once(b, 'finish'), once(d, 'finish')]);
   log(`ingest: wrote ${n} rows: ${round(fs.statSync(ndjson).size / 2 ** 20, 0)} MiB NDJSON`);
-  return { dir, ndjson, copy };
+  return { dir, ndjson, changed, copy };
 }
 
 // ---------------------------------------------------------------- floors
@@ -261,7 +282,7 @@ interface ImportRun {
   workerGrowth: number;
 }
 
-async function importRun(server: Child, worker: Child, file: string, events: boolean, n: number): Promise<ImportRun> {
+async function importRun(server: Child, worker: Child, file: string, events: boolean, n: number, expect: 'created' | 'updated' = 'created'): Promise<ImportRun> {
   const apiStart = rssMiB(server.pid) ?? 0;
   const workerStart = rssMiB(worker.pid) ?? 0;
   let apiPeak = apiStart;
@@ -281,7 +302,7 @@ async function importRun(server: Child, worker: Child, file: string, events: boo
       const r = await api(server.url, 'GET', `/api/${V}/crm/imports/${uuid}`);
       const s = r.body;
       if (s?.status === 'completed') {
-        if (s.created !== n) throw new Error(`import completed with ${s.created} created of ${n}: ${JSON.stringify(s)}`);
+        if (s[expect] !== n) throw new Error(`import completed with ${s[expect]} ${expect} of ${n}: ${JSON.stringify(s)}`);
         const end = Math.min(Date.now(), Date.parse(s.finishedAt));
         return { seconds: (end - t0) / 1000, uploadSeconds, apiStart, workerStart, apiGrowth: apiPeak - apiStart, workerGrowth: workerPeak - workerStart };
       }
