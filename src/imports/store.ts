@@ -176,7 +176,7 @@ const NEW_STATUS = `CASE WHEN g.fields & ${DISABLED} = 0 THEN cur.status WHEN g.
  * locked (FOR UPDATE again, held already: the newest version; `locked` runs first, the one-time filter on it). Joined
  * to `cur` instead (until 2026-11-28), two CTEs on a key, the planner (which believes each holds a row) looped over one
  * for each row of the other: 25 M comparisons, 4 s of a 5,000-line chunk of customers that exist (a re-import ran at
- * 1,200 lines/s against 8,000 for new ones).
+ * 1,550 lines/s against 8,511 for new ones: BENCHMARKS.md).
  */
 const NEW_VALUES = `SELECT cur.id, g.line, g.n, g.lines, g.fields & ${ADDRESSES} <> 0 AS patched, ${CUSTOMER_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
          CASE WHEN g.fields & ${EMAILS} <> 0 THEN coalesce(g.email_keys, '{}') ELSE cur.email_keys END AS email_keys,

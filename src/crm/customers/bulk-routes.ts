@@ -9,15 +9,14 @@ import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import * as S from './schema.ts';
 import { shapeCustomer } from './wire.ts';
-import { BulkItem, createOnlyRepeats, insertIfAllNew, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
+import { bulkBodies, createOnlyRepeats, insertIfAllNew, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
 import { externalIdTaken } from './service.ts';
-import { Type } from '@sinclair/typebox';
 import { attributeProblems, unknownAttributeIds } from './validate.ts';
 
 export function bulkRoutes(s: Services): RouteDef[] {
   const bulk: Omit<RouteDef, 'id' | 'method' | 'summary'> = {
     tag: 'Customers', path: '/crm/customers/bulk', scope: 'write', since: '2022-08', checksItems: true,
-    schema: { body: S.BulkBody, documentedBody: Type.Array(BulkItem, { minItems: 1, maxItems: S.BULK_MAX_ITEMS }), response: { 200: S.BulkResult } },
+    schema: { ...bulkBodies(S.BULK_MAX_ITEMS), response: { 200: S.BulkResult } },
     handler: async (req) => {
       const items = req.body as unknown[];
       const results: unknown[] = new Array(items.length);

@@ -9,7 +9,7 @@ import { strictAjv } from '../../http/validator.ts';
 import type { Queryable } from '../../db/db.ts';
 import { firstUnstorable, validationEntries, type ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
-import { clearable, ExternalId } from './schema.ts';
+import { bulkBody, clearable, ExternalId } from './schema.ts';
 import { customerDisabled, externalIdTaken, mergedAway } from './service.ts';
 import type { CustomerRow } from './store.ts';
 import { normalInput, patchAddresses, WRITABLE } from './wire.ts';
@@ -22,6 +22,9 @@ export const BulkItem = Type.Object(
   { additionalProperties: false, title: 'CustomerBulkItem', description: 'externalId is the key; from 2026-11 an item for an existing customer is a patch (null clears a field), until 2025-04 it replaces the record' },
 );
 export type BulkItemT = Static<typeof BulkItem>;
+
+/** A bulk route's body of 1–max items, as validated (each item checked by the handler) and as documented. */
+export const bulkBodies = (max: number) => ({ body: bulkBody(max), documentedBody: Type.Array(BulkItem, { minItems: 1, maxItems: max }) });
 
 /** The fields a bulk item can carry besides externalId (and disabled, which a replace leaves alone), with the value that empties each. */
 export const ITEM_FIELDS: Readonly<Record<string, unknown>> = Object.fromEntries(WRITABLE.map(([key, , empty]) => [key, empty]));

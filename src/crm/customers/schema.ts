@@ -172,7 +172,6 @@ export type ListQueryT = Static<typeof ListQuery>;
 export const BULK_MAX_ITEMS = 100;
 export const TULIP_BULK_MAX_ITEMS = 1000;
 export const bulkBody = (max: number) => Type.Array(Type.Unknown(), { minItems: 1, maxItems: max, description: `1–${max} customers, upserted by externalId` });
-export const BulkBody = bulkBody(BULK_MAX_ITEMS);
 export const BulkResult = Type.Object({
   results: Type.Array(
     Type.Object({

@@ -7,17 +7,15 @@
 //
 // Two changes, as the versions order them: the one of 2026-11 gives every older version Tulip's limit, the one of
 // 2025-08 gives the versions before it Bulb's back (the oldest newer change that overrides a part wins).
-import { Type } from '@sinclair/typebox';
 import type { RouteSchema, VersionChange } from '../route.ts';
-import { BulkItem } from '../../../crm/customers/bulk.ts';
-import { BULK_MAX_ITEMS, TULIP_BULK_MAX_ITEMS, bulkBody } from '../../../crm/customers/schema.ts';
+import { bulkBodies } from '../../../crm/customers/bulk.ts';
+import { BULK_MAX_ITEMS, TULIP_BULK_MAX_ITEMS } from '../../../crm/customers/schema.ts';
 
 const BULK_ROUTES = ['customers.bulk', 'customers.bulkPut'];
 
 function limit(max: number): RouteSchema {
   return {
-    body: bulkBody(max),
-    documentedBody: Type.Array(BulkItem, { minItems: 1, maxItems: max }),
+    ...bulkBodies(max),
     bodyLimitScale: max === BULK_MAX_ITEMS ? undefined : max / BULK_MAX_ITEMS,
   };
 }
