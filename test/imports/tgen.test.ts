@@ -477,6 +477,52 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual(events, ['customerNoteCreate', 'customerNoteCreate', 'customerNoteUpdate']);
   });
 
+  // One file's records are applied in line order, each seeing the ones before it (a chunk is applied as a set).
+  it('a notes file\'s records see the earlier ones: create then update, an externalId moved on, a swap, conflicts', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'sq-1' }, { externalId: 'sq-2' }, { externalId: 'sq-3' }]);
+    assert.equal((await api().post('/crm/customers/sq-2/merge', { mergeWithCustomerIds: ['sq-3'] })).status, 200);
+    assert.equal((await api().post('/crm/associates', { externalId: 'sq-emp' })).status, 201);
+    const e1 = (await api().post('/crm/customerNotes', { customer: 'sq-1', type: 'CUSTOMER_OPTIN_LOG', comments: 'E1', externalId: 'sq-e1' })).body;
+    const e2 = (await api().post('/crm/customerNotes', { customer: 'sq-1', type: 'CUSTOMER_OPTIN_LOG', comments: 'E2', externalId: 'sq-e2' })).body;
+    const given = '0b7e6a52-1c3d-4f5e-a6b7-c8d9e0f1a2c4';
+    const { created, done } = await tgen('TGEN_customerNotes_fullupdate_2025-08_seq.csv', [
+      'uuid,externalId,customer,employee,comments,type,isPrivate',
+      ',sq-n1,sq-1,,One,CUSTOMER_OPTIN_LOG,', // 2: created
+      ',sq-n1,sq-1,sq-emp,One changed,CUSTOMER_OPTIN_LOG,', // 3: updated (the note line 2 made)
+      ',sq-n1,sq-1,sq-emp,One changed,CUSTOMER_OPTIN_LOG,', // 4: unchanged
+      `${given},sq-n2,sq-1,,Two,CUSTOMER_OPTIN_LOG,true`, // 5: created with its uuid
+      `${given},sq-n3,sq-1,,Two,CUSTOMER_OPTIN_LOG,true`, // 6: updated: its externalId moves on to sq-n3
+      ',sq-n2,sq-1,,Three,CUSTOMER_OPTIN_LOG,', // 7: created: sq-n2 is free again
+      `${given},sq-n1,sq-1,,Two,CUSTOMER_OPTIN_LOG,`, // 8: Conflict: sq-n1 is line 2's note's
+      `${e1.uuid},sq-tmp,sq-1,,E1,CUSTOMER_OPTIN_LOG,`, // 9–11: E1 and E2 swap externalIds
+      `${e2.uuid},sq-e1,sq-1,,E2,CUSTOMER_OPTIN_LOG,`,
+      `${e1.uuid},sq-e2,sq-1,,E1,CUSTOMER_OPTIN_LOG,`,
+      ',sq-n1,sq-2,,Moved?,CUSTOMER_OPTIN_LOG,', // 12: a note stays with its customer
+      ',sq-n4,sq-3,,Disabled,CUSTOMER_OPTIN_LOG,', // 13: CustomerDisabled
+      ',sq-n5,sq-1,nobody,X,CUSTOMER_OPTIN_LOG,', // 14: no such employee
+      ',sq-n6,nobody,,X,CUSTOMER_OPTIN_LOG,', // 15: no such customer
+      `${given},,sq-1,,Two again,CUSTOMER_OPTIN_LOG,`, // 16: updated, keeping sq-n3
+    ].join('\n'));
+    assert.deepEqual([done.status, done.created, done.updated, done.unchanged, done.failed], ['completed', 3, 6, 1, 5]);
+    assert.deepEqual((await errorsOf(created.uuid)).map((e: any) => [e.line, e.errors[0].errorCode]), [
+      [8, 'Conflict'], [12, 'InvalidParameterError'], [13, 'CustomerDisabled'], [14, 'InvalidParameterError'], [15, 'NotFound'],
+    ]);
+    const notes = (await api().get('/crm/customers/sq-1/notes')).body.data;
+    const by = (ext: string) => notes.find((n: any) => n.externalId === ext);
+    assert.deepEqual(notes.map((n: any) => n.externalId).sort(), ['sq-e1', 'sq-e2', 'sq-n1', 'sq-n2', 'sq-n3']);
+    assert.deepEqual([by('sq-n1').comments, by('sq-n1').employee !== null], ['One changed', true]);
+    assert.deepEqual([by('sq-n3').uuid, by('sq-n3').comments, by('sq-n3').isPrivate], [given, 'Two again', false]);
+    assert.equal(by('sq-n2').comments, 'Three');
+    assert.deepEqual([by('sq-e1').uuid, by('sq-e2').uuid], [e2.uuid, e1.uuid]);
+    const events = (await ctx.tdb.db.query(`SELECT event_type AS t, resource_external_id AS x FROM events
+      WHERE event_type LIKE 'customerNote%' AND resource_external_id LIKE 'sq-%' ORDER BY id`)).rows.map((r: any) => `${r.t} ${r.x}`);
+    assert.deepEqual(events, [
+      'customerNoteCreate sq-e1', 'customerNoteCreate sq-e2', // the API's
+      'customerNoteCreate sq-n1', 'customerNoteUpdate sq-n1', 'customerNoteCreate sq-n2', 'customerNoteUpdate sq-n3', 'customerNoteCreate sq-n2',
+      'customerNoteUpdate sq-tmp', 'customerNoteUpdate sq-e1', 'customerNoteUpdate sq-e2', 'customerNoteUpdate sq-n3',
+    ]);
+  });
+
   // The notes API refuses a wishListId over Number.MAX_SAFE_INTEGER; a notes file stored it rounded (…993 as …992).
   it('a notes record\'s wishListId over 9007199254740991 is a line error naming the column, as the notes API says; the bound itself is stored exactly', async () => {
     await api().post('/crm/customers/bulk', [{ externalId: 'wl-1' }]);
