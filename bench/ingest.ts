@@ -11,7 +11,6 @@
 // answers, so deliveries stay pending (they are written, not sent).
 //   node --import tsx bench/ingest.ts [--quick]
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
@@ -20,7 +19,7 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import {
   api, createPgDatabase, customerBody, load, log, parseArgs, ratioGoal, round, rssMiB, sleep, startBulb,
-  subscribe, uploadNdjson, type Child, type LoadResult, type Row,
+  subscribe, uploadNdjson, hangingReceiver, type Child, type LoadResult, type Row,
 } from './lib.ts';
 import { runBulkFloor } from './bulk-floor.ts';
 
@@ -313,26 +312,6 @@ async function importRun(server: Child, worker: Child, file: string, events: boo
   } finally {
     clearInterval(sampler);
   }
-}
-
-/** A loopback TCP server that accepts connections and never answers (deliveries stay pending). */
-async function hangingReceiver(): Promise<{ port: number; close(): void }> {
-  const sockets = new Set<net.Socket>();
-  const srv = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-    s.on('close', () => sockets.delete(s));
-    s.resume();
-  });
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  return {
-    port: (srv.address() as net.AddressInfo).port,
-    close() {
-      for (const s of sockets) s.destroy();
-      srv.close();
-    },
-  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

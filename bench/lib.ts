@@ -6,6 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { once } from 'node:events';
 import autocannon from 'autocannon';
 
 /** One line of BENCHMARKS.md. bench/merge.ts and bench/webhooks.ts return these too. */
@@ -492,11 +493,11 @@ export function replaceSection(title: string, body: string[]): void {
 }
 
 /** Streams an NDJSON file as the body of a POST to `url` (…/crm/imports?format=ndjson…; Content-Length known); resolves with the answer. */
-export function uploadNdjson(url: string, file: string): Promise<{ status: number; body: string }> {
+export function uploadNdjson(url: string, file: string, contentType = 'application/x-ndjson'): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/x-ndjson', 'content-length': fs.statSync(file).size },
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': contentType, 'content-length': fs.statSync(file).size },
     }, (res) => {
       let body = '';
       res.setEncoding('utf8');
@@ -507,4 +508,24 @@ export function uploadNdjson(url: string, file: string): Promise<{ status: numbe
     req.on('error', reject);
     fs.createReadStream(file, { highWaterMark: 1 << 16 }).pipe(req);
   });
+}
+
+/** A loopback TCP server that accepts connections and never answers (deliveries stay pending). */
+export async function hangingReceiver(): Promise<{ port: number; close(): void }> {
+  const sockets = new Set<net.Socket>();
+  const srv = net.createServer((s) => {
+    sockets.add(s);
+    s.on('error', () => {});
+    s.on('close', () => sockets.delete(s));
+    s.resume();
+  });
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  return {
+    port: (srv.address() as net.AddressInfo).port,
+    close() {
+      for (const s of sockets) s.destroy();
+      srv.close();
+    },
+  };
 }

@@ -1,5 +1,5 @@
 // `npm run bench`: runs every benchmark and rewrites BENCHMARKS.md (one row per figure, the machine, the date).
-// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,attempts,export,duplicates,lookups,pooler,brokers,volume,retention`
+// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,attempts,export,notes,duplicates,lookups,pooler,brokers,volume,retention`
 // runs some parts (also written to the .cache file; with `--write` they replace their sections of BENCHMARKS.md).
 // `--seconds N` sets the soak length.
 import fs from 'node:fs';
@@ -90,6 +90,8 @@ if (hasPg) await optional('duplicates.ts', 'runDuplicatesBench', 'duplicates', '
 if (hasPg) {
   // Two floors and two imports of 1M customers: about 7 minutes on the shared 2-core machine at a load of 3 (--quick: 100,000 rows).
   await optional('ingest.ts', 'runIngestBench', 'ingest', 'Bulk and imports (PostgreSQL)', args.quick, args.quick ? 30 : 120);
+  // A TGEN notes file of 200,000 notes (--quick: 20,000) against its hand-written SQL, then the same notes changed: ~2 minutes.
+  await optional('notes-import.ts', 'runNotesImportBench', 'notes', 'TGEN notes imports (PostgreSQL)', args.quick, 20);
   await part('Memory under a soak (PostgreSQL)', 'soak', async () => runSoak({ seconds: args.seconds ?? (args.quick ? 30 : 600) }));
 }
 // Issue 25's volume run: two databases of N and 4N customers with their notes, events, deliveries and

@@ -1,10 +1,9 @@
-// SQL of the TGEN customer notes apply step (tgen-notes.ts): the chunk's note records, and one note's look-ups and
-// writes. Notes columns are Tulip's (migration 030: comments, external_id, store, is_private, is_deleted, wish_list_id).
+// SQL of the TGEN customer notes apply step (tgen-notes.ts): a chunk's note records, the customers, associates and
+// notes they name (one look-up each per chunk), and the chunk's writes as sets. Notes columns are Tulip's (migration
+// 030: comments, external_id, store, is_private, is_deleted, wish_list_id).
 import type { Queryable } from '../db/db.ts';
 import { UUID } from '../http/formats.ts';
 import { mergedIntoColumns } from '../crm/customers/wire.ts';
-
-const asUuid = (ref: string) => (UUID.test(ref) ? ref : null);
 
 /** The chunk's lines (the range applyChunk takes) with their note records. */
 export async function chunkRecords(tx: Queryable, id: string, afterLine: string, span: number): Promise<{ lines: { line: string; record: any; refused: boolean }[]; more: boolean }> {
@@ -16,70 +15,89 @@ export async function chunkRecords(tx: Queryable, id: string, afterLine: string,
   return { lines: r.rows, more: more.rows.length > 0 };
 }
 
-/** The customer a reference names (uuid or externalId, a uuid match winning), locked FOR SHARE (a merge waits). */
-export async function customerByRef(tx: Queryable, ref: string): Promise<{ id: string; uuid: string; external_id: string | null; status: string; merged_into_uuid: string | null; merged_into_external_id: string | null } | undefined> {
-  const r = await tx.query<any>(
+/** The uuids among references (lower case, as the uuid type prints them). */
+export const uuidsOf = (refs: Iterable<string>) => [...new Set([...refs].filter((r) => UUID.test(r)).map((r) => r.toLowerCase()))];
+
+export type NoteCustomer = { id: string; uuid: string; external_id: string | null; status: string; merged_into_uuid: string | null; merged_into_external_id: string | null };
+
+/** The customers references name (by uuid or externalId), locked FOR SHARE in id order (a merge waits). */
+export async function customersByRefs(tx: Queryable, refs: string[]): Promise<NoteCustomer[]> {
+  if (refs.length === 0) return [];
+  const r = await tx.query<NoteCustomer>(
     `SELECT c.id, c.uuid, c.external_id, c.status, ${mergedIntoColumns('c')} FROM customers c
-     WHERE c.uuid = $1::uuid OR c.external_id = $2 ORDER BY c.uuid = $1::uuid DESC NULLS LAST LIMIT 1 FOR SHARE OF c`,
-    [asUuid(ref), ref],
+     WHERE c.uuid = ANY($1::uuid[]) OR c.external_id = ANY($2::text[]) ORDER BY c.id FOR SHARE OF c`,
+    [uuidsOf(refs), [...new Set(refs)]],
   );
-  return r.rows[0];
+  return r.rows;
 }
 
-/** The associate (employee) a reference names, by uuid or externalId. */
-export async function associateByRef(tx: Queryable, ref: string): Promise<string | undefined> {
-  const r = await tx.query<{ id: string }>(
-    `SELECT id FROM associates WHERE uuid = $1::uuid OR external_id = $2 ORDER BY uuid = $1::uuid DESC NULLS LAST LIMIT 1`,
-    [asUuid(ref), ref],
+/** The associates (employees) references name, by uuid or externalId. */
+export async function associatesByRefs(tx: Queryable, refs: string[]): Promise<{ id: string; uuid: string; external_id: string | null }[]> {
+  if (refs.length === 0) return [];
+  const r = await tx.query<{ id: string; uuid: string; external_id: string | null }>(
+    `SELECT id, uuid, external_id FROM associates WHERE uuid = ANY($1::uuid[]) OR external_id = ANY($2::text[])`,
+    [uuidsOf(refs), [...new Set(refs)]],
   );
-  return r.rows[0]?.id;
-}
-
-/** The note a record names: by its uuid when it gives one, else by its externalId; locked for the update. */
-export async function noteByKeys(tx: Queryable, uuid: string | null, externalId: string | null): Promise<{ id: string; uuid: string; external_id: string | null; customer_id: string } | undefined> {
-  if (uuid === null && externalId === null) return undefined;
-  const r = await tx.query<any>(
-    uuid !== null
-      ? `SELECT id, uuid, external_id, customer_id FROM notes WHERE uuid = $1::uuid FOR UPDATE`
-      : `SELECT id, uuid, external_id, customer_id FROM notes WHERE external_id = $1 FOR UPDATE`,
-    [uuid ?? externalId],
-  );
-  return r.rows[0];
-}
-
-/** Whether another note than `id` has this externalId (notes' externalIds are unique). */
-export async function externalIdTaken(tx: Queryable, externalId: string, id: string | null): Promise<boolean> {
-  const r = await tx.query(`SELECT 1 FROM notes WHERE external_id = $1 AND ($2::bigint IS NULL OR id <> $2::bigint)`, [externalId, id]);
-  return r.rows.length > 0;
+  return r.rows;
 }
 
 const COLS = ['associate_id', 'type', 'comments', 'external_id', 'store', 'is_private', 'is_deleted', 'wish_list_id'];
 const CASTS = ['bigint', 'text', 'text', 'text', 'text', 'boolean', 'boolean', 'bigint'];
-/** A note's stored values in COLS order. */
-export const noteRow = (n: any, associateId: string | null) =>
-  [associateId, n.type, n.comments, n.externalId, n.store, n.isPrivate, n.isDeleted, n.wishListId];
+/** A note's fields in COLS order, bigints as text (as both drivers return them), so that two can be compared. */
+export type NoteValues = [string | null, string, string, string | null, string | null, boolean, boolean, string | null];
+const text = (v: unknown) => (v === null || v === undefined ? null : String(v));
+/** A record's fields in COLS order. */
+export const noteValues = (n: any, associateId: string | null): NoteValues =>
+  [associateId, n.type, n.comments, n.externalId, n.store, n.isPrivate, n.isDeleted, text(n.wishListId)];
 
-/**
- * A new note, with the uuid its record gave (one no note has: noteByKeys looked) or Bulb's. Undefined when a concurrent
- * writer took its uuid or externalId first (the caller retries the chunk, which then finds that note).
- */
-export async function insertNote(tx: Queryable, customerId: string, values: unknown[], uuid: string | null): Promise<{ uuid: string; external_id: string | null } | undefined> {
-  const r = await tx.query<{ uuid: string; external_id: string | null }>(
-    `INSERT INTO notes (uuid, customer_id, ${COLS.join(', ')})
-     VALUES (coalesce($1::uuid, bulb_uuid7()), $2::bigint, ${CASTS.map((t, i) => `$${i + 3}::${t}`).join(', ')})
-     ON CONFLICT DO NOTHING RETURNING uuid, external_id`,
-    [uuid, customerId, ...values],
+export type StoredNote = { id: string; uuid: string; customer_id: string; values: NoteValues };
+
+/** The notes with these uuids or externalIds, locked for the update in id order. */
+export async function notesByKeys(tx: Queryable, uuids: string[], externalIds: string[]): Promise<StoredNote[]> {
+  if (uuids.length === 0 && externalIds.length === 0) return [];
+  const r = await tx.query<any>(
+    `SELECT id, uuid, customer_id, ${COLS.join(', ')} FROM notes WHERE uuid = ANY($1::uuid[]) OR external_id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
+    [uuids, externalIds],
   );
-  return r.rows[0];
+  return r.rows.map((n) => ({ id: n.id, uuid: n.uuid, customer_id: n.customer_id, values: COLS.map((c) => (typeof n[c] === 'boolean' ? n[c] : text(n[c]))) as NoteValues }));
 }
 
-/** Replaces a note's fields; undefined when nothing differed (no write). */
-export async function updateNote(tx: Queryable, id: string, values: unknown[]): Promise<{ uuid: string; external_id: string | null } | undefined> {
-  const params = CASTS.map((t, i) => `$${i + 2}::${t}`);
-  const r = await tx.query<{ uuid: string; external_id: string | null }>(
-    `UPDATE notes SET ${COLS.map((c, i) => `${c} = ${params[i]}`).join(', ')}, updated_at = clock_timestamp()
-     WHERE id = $1 AND (${COLS.join(', ')}) IS DISTINCT FROM (${params.join(', ')}) RETURNING uuid, external_id`,
-    [id, ...values],
+/** `n` new time-ordered uuids, for the notes a chunk creates without one of their own. */
+export async function newUuids(tx: Queryable, n: number): Promise<string[]> {
+  if (n === 0) return [];
+  return (await tx.query<{ u: string }>(`SELECT bulb_uuid7() AS u FROM generate_series(1, $1::int) ORDER BY 1`, [n])).rows.map((r) => r.u);
+}
+
+const columnsOf = (rows: NoteValues[]) => COLS.map((_, i) => rows.map((v) => v[i]));
+const unnestOf = (first: number) => CASTS.map((t, i) => `$${i + first}::${t}[]`).join(', ');
+
+/**
+ * Writes notes' final values. The externalIds that change are first set aside (a chunk may swap two notes'
+ * externalIds), then every note is written with its values.
+ */
+export async function updateNotes(tx: Queryable, notes: { id: string; values: NoteValues; moves: boolean }[]): Promise<void> {
+  if (notes.length === 0) return;
+  const moved = notes.filter((n) => n.moves).map((n) => n.id);
+  if (moved.length) await tx.query(`UPDATE notes SET external_id = NULL WHERE id = ANY($1::bigint[])`, [moved]);
+  await tx.query(
+    `UPDATE notes n SET ${COLS.map((c) => `${c} = v.${c}`).join(', ')}, updated_at = clock_timestamp()
+     FROM unnest($1::bigint[], ${unnestOf(2)}) AS v(id, ${COLS.join(', ')}) WHERE n.id = v.id`,
+    [notes.map((n) => n.id), ...columnsOf(notes.map((n) => n.values))],
   );
-  return r.rows[0];
+}
+
+/**
+ * New notes, in the order given. Returns how many were inserted: fewer when a concurrent writer took one of their
+ * uuids or externalIds first (the caller retries the chunk, which then finds that note).
+ */
+export async function insertNotes(tx: Queryable, notes: { uuid: string; customerId: string; values: NoteValues }[]): Promise<number> {
+  if (notes.length === 0) return 0;
+  const r = await tx.query(
+    `INSERT INTO notes (uuid, customer_id, ${COLS.join(', ')})
+     SELECT uuid, customer_id, ${COLS.join(', ')} FROM unnest($1::uuid[], $2::bigint[], ${unnestOf(3)}) WITH ORDINALITY
+       AS v(uuid, customer_id, ${COLS.join(', ')}, ord) ORDER BY ord
+     ON CONFLICT DO NOTHING`,
+    [notes.map((n) => n.uuid), notes.map((n) => n.customerId), ...columnsOf(notes.map((n) => n.values))],
+  );
+  return r.rowCount ?? 0;
 }
