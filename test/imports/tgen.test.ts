@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { it } from 'node:test';
-import { describeEachDb } from '../helpers/suite.ts';
+import pg from 'pg';
+import { describeEachDb, describePg } from '../helpers/suite.ts';
+import { untilWaitingForLock } from '../helpers/db.ts';
 import { textGuard, type StagedLine } from '../../src/imports/parse.ts';
 import { tgenFileOf, tgenRows } from '../../src/imports/tgen.ts';
 import { batchSink } from '../../src/imports/staging.ts';
@@ -633,5 +635,46 @@ await describeEachDb('TGEN imports', (ctx) => {
     const done = await finished(r.body.uuid);
     assert.deepEqual([done.status, done.created, done.failed], ['completed', 0, 1]);
     assert.equal((await api().get('/crm/customers/nobody-zz')).status, 404);
+  });
+});
+
+// A notes chunk looks its notes up, then writes them as sets: a transaction that gives a note one of the chunk's
+// externalIds in between makes the chunk run again, and the run sees that note (PostgreSQL: two sessions).
+await describePg('TGEN notes imports beside concurrent writers', (ctx) => {
+  useImportWorker(ctx, 100);
+  const api = () => ctx.srv.api.withVersion('2026-11');
+  const csv = { 'content-type': 'text/csv' };
+  /** Starts a notes file while another session holds an uncommitted note with `externalId`; commits it once the chunk waits. */
+  const racing = async (name: string, file: string, externalId: string) => {
+    const other = new pg.Client({ connectionString: ctx.tdb.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`INSERT INTO notes (customer_id, type, comments, external_id)
+        SELECT id, 'CUSTOMER_OPTIN_LOG', 'theirs', $1 FROM customers WHERE external_id = 'rc-1'`, [externalId]);
+      const r = await api().post(`/crm/imports?format=tgen&name=${name}`, file, csv);
+      assert.equal(r.status, 202, r.text);
+      await untilWaitingForLock(ctx.tdb.db, 'the chunk waits for the other session\'s note');
+      await other.query('COMMIT');
+      return { uuid: r.body.uuid, done: await importFinished(api(), r.body.uuid) };
+    } finally {
+      await other.end();
+    }
+  };
+
+  it('a new note whose externalId another session took first: the chunk runs again and updates that note', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'rc-1' }]);
+    const { done } = await racing('TGEN_customerNotes_fullupdate_2025-08_rc1.csv', 'externalId,customer,comments,type\nrc-new,rc-1,Mine,CUSTOMER_OPTIN_LOG\n', 'rc-new');
+    assert.deepEqual([done.status, done.created, done.updated, done.failed], ['completed', 0, 1, 0]);
+    const notes = (await api().get('/crm/customers/rc-1/notes')).body.data.filter((n: any) => n.externalId === 'rc-new');
+    assert.deepEqual(notes.map((n: any) => n.comments), ['Mine']);
+  });
+
+  it('a note moved onto an externalId another session took first: the chunk runs again and the line is a Conflict', async () => {
+    const e = (await api().post('/crm/customerNotes', { customer: 'rc-1', type: 'CUSTOMER_OPTIN_LOG', comments: 'E', externalId: 'rc-e' })).body;
+    const { uuid, done } = await racing('TGEN_customerNotes_fullupdate_2025-08_rc2.csv', `uuid,externalId,customer,comments,type\n${e.uuid},rc-moved,rc-1,E,CUSTOMER_OPTIN_LOG\n`, 'rc-moved');
+    assert.deepEqual([done.status, done.updated, done.failed], ['completed', 0, 1]);
+    assert.deepEqual((await importErrors(api(), uuid)).map((x: any) => [x.line, x.errors[0].errorCode]), [[2, 'Conflict']]);
+    assert.equal((await api().get(`/crm/customerNotes/${e.uuid}`)).body.externalId, 'rc-e');
   });
 });
