@@ -25,6 +25,8 @@ await describeEachDb('bulk', (ctx) => {
     assert.equal(r.body.results[1].customer.firstName, 'Changed');
     const fields = r.body.results[2].errors.map((e: any) => e.moreInfo);
     assert.ok(fields.includes('externalId') && fields.includes('extra'), JSON.stringify(fields));
+    // An item that is not an object says so, naming the item (it said "value must be object", moreInfo "").
+    assert.deepEqual(r.body.results[3].errors, [{ message: 'the item must be a customer (a JSON object), not a number', errorCode: 'InvalidParameterError', moreInfo: 'item' }]);
     assert.deepEqual(await events('b-1'), ['customerCreate']);
     assert.deepEqual(await events('b-2'), ['customerCreate', 'customerUpdate']);
   });

@@ -37,6 +37,10 @@ const validate = strictAjv.compile(BulkItem);
  * what POST would tell it.
  */
 export function itemErrors(item: unknown): ErrorEntry[] {
+  if (item === null || typeof item !== 'object' || Array.isArray(item)) {
+    const kind = item === null ? 'null' : Array.isArray(item) ? 'an array' : `a ${typeof item}`;
+    return [{ message: `the item must be a customer (a JSON object), not ${kind}`, errorCode: 'InvalidParameterError', moreInfo: 'item' }];
+  }
   if (validate(item)) {
     const bad = firstUnstorable(item)?.path;
     if (bad !== undefined) return [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
