@@ -108,7 +108,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
-    if ((body as Buffer).length === 0 && !req.routeOptions.schema?.body) return done(null, undefined);
+    if ((body as Buffer).length === 0 && (!req.routeOptions.schema?.body || req.routeOptions.config.noBody)) return done(null, undefined);
     // JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as UTF-8 and its text changed.
     const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(String(req.headers['content-type']))?.[1].toLowerCase();
     if (charset !== undefined && !JSON_CHARSETS.has(charset)) {

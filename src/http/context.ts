@@ -15,6 +15,8 @@ declare module 'fastify' {
     apiVersion?: string;
     rawBody?: boolean;
     checksItems?: boolean;
+    /** The route takes no body: an empty one is none, fields are refused (registry.ts NO_BODY). */
+    noBody?: boolean;
     /** The body types a route takes, for its 415's message (default application/json). */
     bodyTypes?: string;
   }

@@ -127,6 +127,26 @@ await describeEachDb('errors', (ctx) => {
     assert.equal(r.status, 204);
   });
 
+  // SPEC §3: unknown fields are rejected. A route that takes no body read none: `{"dryRun":true}` sent to an undo undid
+  // the merge, a DELETE with a body deleted. Absent, null and {} are still served (clients that always send a body).
+  it('a POST or DELETE that takes no body refuses one with fields (400, nothing done), and serves none, null or {}', async () => {
+    const v = api().withVersion('2026-11');
+    await v.post('/crm/customers/bulk', [{ externalId: 'nb-1' }, { externalId: 'nb-2' }]);
+    const m = await v.post('/crm/customers/nb-1/merge', { mergeWithCustomerIds: ['nb-2'] });
+    assert.equal(m.status, 200, m.text);
+    const undo = await v.post(`/crm/merges/${m.body.mergeUuid}/undo`, { dryRun: true });
+    assert.equal(undo.status, 400, undo.text);
+    assert.deepEqual(undo.body.errors, [{ message: 'unknown field "dryRun"', errorCode: 'InvalidParameterError', moreInfo: 'body.dryRun' }]);
+    assert.equal((await v.get('/crm/customers/nb-2')).body.status, 'disabled', 'the refused undo changed nothing');
+    assert.equal((await v.post(`/crm/merges/${m.body.mergeUuid}/undo`, [1, 2])).status, 400);
+    assert.equal((await v.post(`/crm/merges/${m.body.mergeUuid}/undo`, {})).status, 200);
+    const k = await api().post('/integrations/apiKeys', { name: 'nb', scopes: ['read'] });
+    const del = await api().req('DELETE', `/integrations/apiKeys/${k.body.uuid}`, { x: 1 });
+    assert.equal(del.status, 400, del.text);
+    assert.equal((await api().get('/integrations/apiKeys')).body.data.some((x: any) => x.uuid === k.body.uuid && !x.revokedAt), true, 'not revoked');
+    assert.equal((await api().req('DELETE', `/integrations/apiKeys/${k.body.uuid}`, null)).status, 204);
+  });
+
   it('Conflict: 409 on a duplicate externalId', async () => {
     await api().post('/crm/customers', { externalId: 'dup-e' });
     const r = await api().post('/crm/customers', { externalId: 'dup-e' });

@@ -16,6 +16,12 @@ export interface VersionedRoute {
 }
 
 const NO_QUERY = Type.Object({}, { additionalProperties: false });
+/**
+ * The body of a POST, PUT, PATCH or DELETE that takes none: absent, null or `{}`. Any field is unknown (400, SPEC §3):
+ * an undo sent `{"dryRun":true}` undid the merge, a DELETE with a body deleted (the body was never read).
+ */
+const NO_BODY = { type: ['object', 'null'], additionalProperties: false };
+const takesNoBody = (schema: { body?: unknown }, def: { method: string; rawBody?: boolean }) => !schema.body && def.method !== 'GET' && !def.rawBody;
 
 export function servesVersion(def: RouteDef, v: string): boolean {
   return cmpVersion(def.since, v) <= 0 && (def.until === undefined || cmpVersion(v, def.until) <= 0);
@@ -71,11 +77,12 @@ export class Registry {
           url: `/api/${v}${def.path}`,
           schema: {
             ...Object.fromEntries((['params', 'body'] as const).filter((k) => vr.schema[k]).map((k) => [k, vr.schema[k]])),
+            ...(takesNoBody(vr.schema, def) ? { body: NO_BODY } : {}),
             // Unknown query parameters are a 400, also on routes without a query schema or with an open one.
             querystring: vr.schema.querystring ? { ...vr.schema.querystring, additionalProperties: vr.schema.querystring.additionalProperties ?? false } : NO_QUERY,
           },
           ...(vr.schema.bodyLimitScale ? { bodyLimit: app.initialConfig.bodyLimit! * vr.schema.bodyLimitScale } : {}),
-          config: { routeId: def.id, scope: def.scope, apiVersion: v, rawBody: def.rawBody === true, checksItems: def.checksItems === true },
+          config: { routeId: def.id, scope: def.scope, apiVersion: v, rawBody: def.rawBody === true, checksItems: def.checksItems === true, noBody: takesNoBody(vr.schema, def) },
           onRequest: preHandlers.auth,
           // A route no change touches in this version runs its handler as it is (one promise less per request).
           handler: ups.length === 0 && downs.length === 0 ? def.handler : async (req, reply) => {
