@@ -320,8 +320,9 @@ export function csvRows(): Transform[] {
 export function csvRecords(header: (names: string[]) => string[], toLine: (record: Record<string, string>, line: number) => StagedLine): Transform[] {
   const lines = lineCounter();
   // Records and errors come in file order, each ending on a later line than the one before; an error's offset
-  // (csv-parse's err.bytes) can lag behind it (an unclosed quote at the end reports where its record began).
-  let last = 0;
+  // (csv-parse's err.bytes) can lag behind it (an unclosed quote at the end reports where its record began). The
+  // header is line 1: the first record's error is on line 2 at least (an unclosed quote there was reported on line 1).
+  let last = 1;
   const next = (at: number) => (last = Math.max(at, last + 1));
   const parser = csvParse({
     columns: header,

@@ -292,7 +292,8 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual((await errorsOf(r.body.uuid)).map((e) => e.line), [4, 9]);
     assert.equal((await api().get('/crm/customers/l-2')).body.firstName, 'a\r\nb\r\nc');
     // An unclosed quote at the end: csv-parse reports it at the offset where its record began (the line of the one before).
-    for (const [file, created, lines] of [['externalId,firstName\nu-1,x\n"', 1, [3]], ['externalId,firstName\nu-2,x\nu-bad,a,b\n"u-3,y', 1, [3, 4]]] as const) {
+    // As the first record: line 2, not the header's line 1.
+    for (const [file, created, lines] of [['externalId,firstName\nu-1,x\n"', 1, [3]], ['externalId,firstName\nu-2,x\nu-bad,a,b\n"u-3,y', 1, [3, 4]], ['externalId,firstName\r\n"u-4,A\r\nu-5,B\r\n', 0, [2]]] as const) {
       const unclosed = await api().post('/crm/imports?format=csv', file, csv);
       assert.equal(unclosed.status, 202, unclosed.text);
       assert.deepEqual([(await finished(unclosed.body.uuid)).created, (await errorsOf(unclosed.body.uuid)).map((e) => e.line)], [created, lines]);
