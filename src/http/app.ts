@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
 import { allows, type Principal } from '../auth/principal.ts';
-import { ApiError, clientErrorHandler, errorHandler, MAX_PARAM_LENGTH, rejectUnstorable, sendError, toApiError } from './errors.ts';
+import { ApiError, clientErrorHandler, errorHandler, expectationFailed, invalid, MAX_PARAM_LENGTH, rejectUnstorable, sendError, toApiError } from './errors.ts';
 import { AuthFailures, RateLimiter, tooManyFailures } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
 import { Registry } from './versioning/registry.ts';
@@ -90,7 +90,13 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     frameworkErrors: errorHandler,
     clientErrorHandler,
     rewriteUrl: (req) => (req.url!.startsWith(legacyPrefix) ? `/api/${LEGACY_VERSION}/` + req.url!.slice(legacyPrefix.length) : req.url!),
+    // Node answers an HTTP/1.1 request without Host, and an Expect it does not know, itself with an empty body: both
+    // are answered in the error shape instead (the hook below, expectationFailed).
+    http: { requireHostHeader: false } as object,
   });
+  app.server.on('checkExpectation', expectationFailed);
+  app.addHook('onRequest', (req, _reply, done) =>
+    done(req.raw.httpVersion === '1.1' && req.headers.host === undefined ? invalid('an HTTP/1.1 request must have a Host header (RFC 9112 §3.2)', 'Host') : undefined));
   app.setErrorHandler(errorHandler);
   // Query strings and path parameters arrive as text and are coerced ("limit=5" → 5); JSON bodies are
   // typed already and are not ({"firstName":5} and {"ids":"x"} are 400s, not "5" and ["x"]).

@@ -229,6 +229,16 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('n
   );
 }
 
+/**
+ * A request whose Expect is not 100-continue. Node answered it 417 with an empty body: now the error shape, 400 as the
+ * other header errors (the SPEC maps InvalidParameterError to 400). The connection closes (the body was not read).
+ */
+export function expectationFailed(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) {
+  const body = JSON.stringify(errorBody([{ message: `Expect: only "100-continue" is supported, not "${String(req.headers.expect).slice(0, 50)}"`, errorCode: 'InvalidParameterError', moreInfo: 'Expect' }]));
+  res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-language': 'en', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body), connection: 'close' });
+  res.end(body);
+}
+
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply) {
   const { status, entries, headers } = toApiError(err, request.routeOptions?.bodyLimit);
   if (status >= 500) request.log.error({ err }, 'request failed');

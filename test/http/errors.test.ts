@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
-import { errorCodes, startServer } from '../helpers/server.ts';
+import { ADMIN_KEY, errorCodes, startServer } from '../helpers/server.ts';
 import { freshDb } from '../helpers/db.ts';
 
 /** Sends raw bytes and returns the raw answer (for requests fetch refuses to make). */
@@ -323,6 +323,21 @@ await describeEachDb('errors', (ctx) => {
       assert.deepEqual(errorCodes({ body: a.body } as any), ['InvalidParameterError']);
       assert.match(a.head, /content-type: application\/json/);
     }
+  });
+
+  // Node answered both itself with an empty body (found by probing, 2026-11-29).
+  it('an HTTP/1.1 request without Host and an Expect other than 100-continue are 400s in the error shape', async () => {
+    const noHost = rawBody(await raw(ctx.srv.url, 'GET /api/versions HTTP/1.1\r\nConnection: close\r\n\r\n'));
+    assert.deepEqual([noHost.status, noHost.body.errors[0].errorCode, noHost.body.errors[0].moreInfo], [400, 'InvalidParameterError', 'Host']);
+    assert.match(noHost.head, /content-type: application\/json/);
+    const http10 = await raw(ctx.srv.url, 'GET /api/versions HTTP/1.0\r\n\r\n');
+    assert.match(http10, /^HTTP\/1\.1 200 /, 'HTTP/1.0 has no Host to require');
+    const body = '{"externalId":"expect-1"}';
+    const expect = rawBody(await raw(ctx.srv.url, `POST /api/2025-04/crm/customers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_KEY}\r\n` +
+      `Content-Type: application/json\r\nExpect: bogus\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`));
+    assert.deepEqual([expect.status, expect.body.errors[0].errorCode, expect.body.errors[0].moreInfo], [400, 'InvalidParameterError', 'Expect']);
+    assert.match(expect.head, /content-language: en/);
+    assert.equal((await api().get('/crm/customers/expect-1')).status, 404, 'not created');
   });
 
   it('RateLimited: 429 with Retry-After once the burst is spent', async () => {
