@@ -37,6 +37,14 @@ await describeEachDb('errors', (ctx) => {
     for (const f of ['externalId', 'firstName', 'bogus']) assert.match(where, new RegExp(f));
   });
 
+  it('an answer lists at most 100 problems, then says how many more there are', async () => {
+    const r = await api().post('/crm/customers', { externalId: 'many', emails: Array.from({ length: 5000 }, () => ({ email: 'bad' })) });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.errors.length, 101);
+    assert.match(r.body.errors[100].message, /^and \d+ more problems, not listed$/);
+    assert.ok(r.body.errors.slice(0, 100).every((e: any) => e.errorCode === 'InvalidParameterError' && e.moreInfo));
+  });
+
   it('a value that is none of a field\'s allowed forms says what each form wanted (not only that it matched none)', async () => {
     const r = await api().post('/crm/customers', { externalId: 'forms-1', addresses: [{ address1: '1 Main St', countryCode: 5 }] });
     assert.equal(r.status, 400, r.text);
