@@ -116,10 +116,12 @@ export function validationEntries(errors: readonly unknown[], ctx?: string, fall
 
 /** At most this many problems are listed in one answer (a body of 50,000 bad emails was a 6.9 MB answer). */
 export const MAX_LISTED_PROBLEMS = 100;
-const capped = (entries: ErrorEntry[]) => entries.length <= MAX_LISTED_PROBLEMS ? entries : [
-  ...entries.slice(0, MAX_LISTED_PROBLEMS),
-  { message: `and ${entries.length - MAX_LISTED_PROBLEMS} more problems, not listed`, errorCode: 'InvalidParameterError', moreInfo: '' },
-];
+/** The first MAX_LISTED_PROBLEMS problems, then one entry (`last` and a message) counting the others. */
+export function capped<T extends { message: string }>(problems: T[], last: Omit<T, 'message'>): T[] {
+  if (problems.length <= MAX_LISTED_PROBLEMS) return problems;
+  const rest = problems.length - MAX_LISTED_PROBLEMS;
+  return [...problems.slice(0, MAX_LISTED_PROBLEMS), { ...last, message: `and ${rest} more problem${rest === 1 ? '' : 's'} not listed` } as T];
+}
 
 /** A body limit in words: "1 MiB", "10 MiB", else bytes. */
 const sizeOf = (bytes: number) => (bytes % 1048576 === 0 ? `${bytes / 1048576} MiB` : bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`);
@@ -131,7 +133,7 @@ const sizeOf = (bytes: number) => (bytes % 1048576 === 0 ? `${bytes / 1048576} M
 export function toApiError(err: unknown, bodyLimit = 1048576): { status: number; entries: ErrorEntry[]; headers: Record<string, string> } {
   if (err instanceof ApiError) return { status: err.status, entries: err.entries, headers: err.headers };
   const e = err as FastifyError;
-  if (e && e.validation) return { status: 400, entries: capped(validationEntries(e.validation, (e as any).validationContext, e.message)), headers: {} };
+  if (e && e.validation) return { status: 400, entries: capped(validationEntries(e.validation, (e as any).validationContext, e.message), { errorCode: 'InvalidParameterError', moreInfo: '' }), headers: {} };
   const code = e?.code;
   const simple = (errorCode: string, message: string, status = STATUS_OF[errorCode]) => ({
     status,

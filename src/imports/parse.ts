@@ -2,7 +2,7 @@
 // data line (NDJSON line or CSV record): the line number and either a valid bulk item or its errors.
 import { Transform, type TransformCallback } from 'node:stream';
 import { parse as csvParse } from 'csv-parse';
-import { ApiError, type ErrorEntry } from '../http/errors.ts';
+import { ApiError, capped, type ErrorEntry } from '../http/errors.ts';
 import { itemErrors, type BulkItemT } from '../crm/customers/bulk.ts';
 
 export interface StagedLine {
@@ -182,15 +182,8 @@ const split = (c: string) => c.split(';').map((s) => s.trim()).filter((s) => s !
 /** Bounds of a CSV header row (documented in docs/imports-tgen.md): more is refused before any column is looked at. */
 export const MAX_HEADER_COLUMNS = 1000;
 export const MAX_HEADER_BYTES = 64 * 1024;
-/** Problems listed in one refusal; the rest are counted in a last entry. */
-export const MAX_LISTED_PROBLEMS = 100;
-
-/** The first MAX_LISTED_PROBLEMS problems, then one entry counting the others. */
-export function capProblems<T extends { message: string; moreInfo?: string }>(problems: T[]): { message: string; moreInfo?: string }[] {
-  if (problems.length <= MAX_LISTED_PROBLEMS) return problems;
-  const rest = problems.length - MAX_LISTED_PROBLEMS;
-  return [...problems.slice(0, MAX_LISTED_PROBLEMS), { message: `and ${rest} more problem${rest === 1 ? '' : 's'} not listed`, moreInfo: 'header' }];
-}
+/** A header's problems, capped as every refusal's (the count's entry names the header). */
+export const capProblems = <T extends { message: string; moreInfo?: string }>(problems: T[]) => capped(problems, { moreInfo: 'header' } as Omit<T, 'message'>);
 
 /**
  * Refuses a header row that is too wide (columns or bytes) before looking at its names; the checks are linear in the

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
-import { MAX_HEADER_BYTES, MAX_HEADER_COLUMNS, MAX_LISTED_PROBLEMS } from '../../src/imports/parse.ts';
+import { MAX_HEADER_BYTES, MAX_HEADER_COLUMNS } from '../../src/imports/parse.ts';
+import { MAX_LISTED_PROBLEMS } from '../../src/http/errors.ts';
 import { importErrors, importFinished, useImportWorker } from '../helpers/imports.ts';
 
 await describeEachDb('import input', (ctx) => {
