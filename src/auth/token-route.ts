@@ -38,6 +38,10 @@ export function tokenRoutes(app: FastifyInstance, s: Services, failures: AuthFai
     const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
     const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    // RFC 6749 §3.2: "Request and response parameters MUST NOT be included more than once" (a repeated one was read as
+    // missing: "grant_type is required").
+    const repeated = Object.keys(body).find((k) => Array.isArray(body[k]));
+    if (repeated !== undefined) return oauthError(reply, 400, 'invalid_request', `${repeated.slice(0, 50)} must not be included more than once`);
     const grant = str('grant_type');
     if (!grant) return oauthError(reply, 400, 'invalid_request', 'grant_type is required');
     if (grant !== 'client_credentials') return oauthError(reply, 400, 'unsupported_grant_type', 'only client_credentials is supported');

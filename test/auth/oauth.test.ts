@@ -73,6 +73,12 @@ await describeEachDb('auth: OAuth client credentials', (ctx) => {
     const missing = await form({ client_id: c.clientId, client_secret: c.clientSecret });
     assert.equal(missing.status, 400);
     assert.equal(missing.body.error, 'invalid_request');
+    // RFC 6749 §3.2: a parameter given twice is refused as such (it was read as missing).
+    const twice = await fetch(`${ctx.srv.url}/auth/oauth2/token`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=client_credentials&grant_type=client_credentials&client_id=${c.clientId}&client_secret=${encodeURIComponent(c.clientSecret)}`,
+    }).then(async (r) => ({ status: r.status, body: await r.json() as any }));
+    assert.deepEqual([twice.status, twice.body.error, twice.body.error_description], [400, 'invalid_request', 'grant_type must not be included more than once']);
     const scope = await form({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret, scope: 'admin' });
     assert.equal(scope.status, 400);
     assert.equal(scope.body.error, 'invalid_scope');
