@@ -334,6 +334,14 @@ await describeEachDb('errors', (ctx) => {
   });
 
   // Node answered both itself with an empty body (found by probing, 2026-11-29).
+  it('a console path that leaves its folder is a 404 saying so (it was a 400 "Forbidden")', async () => {
+    for (const p of ['/admin/../package.json', '/admin/%2e%2e/package.json']) {
+      const a = rawBody(await raw(ctx.srv.url, `GET ${p} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+      assert.deepEqual([a.status, a.body.errors[0].errorCode], [404, 'NotFound'], p);
+      assert.match(a.body.errors[0].message, /may not leave/);
+    }
+  });
+
   it('an HTTP/1.1 request without Host and an Expect other than 100-continue are 400s in the error shape', async () => {
     const noHost = rawBody(await raw(ctx.srv.url, 'GET /api/versions HTTP/1.1\r\nConnection: close\r\n\r\n'));
     assert.deepEqual([noHost.status, noHost.body.errors[0].errorCode, noHost.body.errors[0].moreInfo], [400, 'InvalidParameterError', 'Host']);
