@@ -189,10 +189,14 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // PostgreSQL cannot store NUL nor a lone surrogate in text or jsonb: refuse them in any input with a 400 naming the field.
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.routeOptions.url === '/auth/oauth2/token') return done(); // answers RFC 6749 errors itself (a NUL credential: invalid_client)
-    rejectUnstorable('params', req.params);
+    // A path no route has is matched by a wildcard ("*"): named as the path. Its body is not read (a body with a NUL
+    // sent to a route a version lacks was a 400 about the body, not the 404 naming the versions that serve it).
+    const { '*': rest, ...params } = (req.params ?? {}) as Record<string, unknown>;
+    rejectUnstorable('params', params);
+    if (rest !== undefined) rejectUnstorable('path', rest);
     rejectMisencodedQuery(req.url);
     rejectUnstorable('querystring', req.query);
-    if (!req.routeOptions.config.checksItems) rejectUnstorable('body', req.body); // bulk: each item's own result
+    if (req.routeOptions.config.routeId && !req.routeOptions.config.checksItems) rejectUnstorable('body', req.body); // bulk: each item's own result
     done();
   });
 
