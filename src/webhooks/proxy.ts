@@ -7,6 +7,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
 import { BlockedAddressError, blockedReason, guardedLookup, urlHost } from './address.ts';
+import { redactCredentials } from './redact.ts';
 
 export interface TunnelTls {
   cert?: string;
@@ -29,8 +30,17 @@ export function parseProxyUrl(raw: string): URL {
   try {
     u = new URL(raw);
   } catch {
-    // Its password, if any, is not repeated in the message (start logs are collected).
-    throw new Error(`BULB_WEBHOOK_PROXY is not a URL: "${raw.replace(/\/\/[^/@]*@/, '//***@')}"`);
+    // Its password, if any, is not repeated in the message (start logs are collected): everything up to the last "@"
+    // (a password with a "/" in it ended the authority early, and a mask that stopped at the "/" printed it).
+    throw new Error(`BULB_WEBHOOK_PROXY is not a URL: "${raw.replace(/\/\/.*@/, '//***@')}"`);
+  }
+  // Decoded for the Proxy-Authorization header of every tunnel: bad percent-encoding refuses the start (each tunnel
+  // threw, and an HTTP attempt crashed without an attempt row).
+  try {
+    decodeURIComponent(u.username);
+    decodeURIComponent(u.password);
+  } catch {
+    throw new Error('BULB_WEBHOOK_PROXY: its user or password is not valid percent-encoding (write a "%" as %25)');
   }
   if (u.protocol !== 'http:') throw new Error(`BULB_WEBHOOK_PROXY must be an http:// URL of a CONNECT proxy, got "${u.protocol}"`);
   if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash) throw new Error('BULB_WEBHOOK_PROXY must be scheme://[user:password@]host[:port] only');
@@ -49,9 +59,12 @@ function resolveTarget(host: string, allowPrivate: boolean, cb: (err: Error | nu
 /** The connector (undici's `connect` option) for every socket to a receiver or a token endpoint. */
 export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeoutMs: number; tls?: TunnelTls }): buildConnector.connector {
   const proxyPort = Number(proxy.port || 80);
-  const proxyAuth = proxy.username
-    ? `Basic ${Buffer.from(`${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`).toString('base64')}`
-    : null;
+  const user = decodeURIComponent(proxy.username);
+  const password = decodeURIComponent(proxy.password);
+  const proxyAuth = proxy.username ? `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` : null;
+  // The proxy's own credentials, redacted from its answers (its status line goes into an attempt's error text, which
+  // admins read in the logs API: a proxy that names the credentials it refused would show them).
+  const own = password ? [password, `${user}:${password}`] : [];
   return (o, callback) => {
     const host = o.hostname.replace(/^\[|\]$/g, '');
     const secure = o.protocol === 'https:';
@@ -88,7 +101,7 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
         s.off('close', onClose);
         const status = /^HTTP\/1\.[01] (\d{3})([^\r\n]*)/.exec(head.subarray(0, end).toString('latin1'));
         if (!status || status[1][0] !== '2') {
-          return finish(new ProxyError(`the proxy refused CONNECT ${authority}: ${status ? `${status[1]}${status[2]}` : 'not an HTTP answer'}`));
+          return finish(new ProxyError(`the proxy refused CONNECT ${authority}: ${status ? redactCredentials(`${status[1]}${status[2]}`, own) : 'not an HTTP answer'}`));
         }
         const rest = head.subarray(end + 4);
         if (rest.length) s.unshift(rest);

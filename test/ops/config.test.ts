@@ -48,6 +48,8 @@ describe('config', () => {
       ['BULB_WEBHOOK_TIMEOUT_MS', '0'], ['BULB_RATE_LIMIT_PER_SEC', '1.5'],
       ['BULB_WEBHOOK_PROXY', 'garbage'], ['BULB_WEBHOOK_PROXY', 'https://proxy.example:8443'], ['BULB_WEBHOOK_PROXY', 'socks5://proxy.example:1080'],
       ['BULB_WEBHOOK_PROXY', 'http://proxy.example:3128/path'], ['BULB_WEBHOOK_PROXY', 'http://proxy.example:0'],
+      // Bad percent-encoding in its password: accepted before 2026-11-29, then every tunnel threw (an HTTP attempt crashed).
+      ['BULB_WEBHOOK_PROXY', 'http://u:p%ZZ@proxy.example:3128'],
       // A guessable admin key (found again from its stored SHA-256), one with a space, one shaped like an access token
       // or a client secret (never signs in): accepted before 2026-11-28.
       ['BULB_ADMIN_KEY', 'admin'], ['BULB_ADMIN_KEY', 'correct horse battery staple!'], ['BULB_ADMIN_KEY', 'bulb_at_0123456789abcdef0123456789'],
@@ -66,7 +68,8 @@ describe('config', () => {
     assert.equal(loadConfig({}).trustProxy, false);
     for (const url of ['postgres://u:p@db.example:5432/bulb', 'postgresql:///bulb?host=/var/run/postgresql']) assert.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url);
     // A value that may hold a password is never repeated in the message.
-    for (const [name, value] of [['DATABASE_URL', 'mysql://u:s3cretpw@db/x'], ['BULB_WEBHOOK_PROXY', 'http://u:s3cretpw@proxy:99999']]) {
+    for (const [name, value] of [['DATABASE_URL', 'mysql://u:s3cretpw@db/x'], ['BULB_WEBHOOK_PROXY', 'http://u:s3cretpw@proxy:99999'],
+      ['BULB_WEBHOOK_PROXY', 'http://u:pa/s3cretpw@proxy.example:3128'], ['BULB_WEBHOOK_PROXY', 'http://u:s3cretpw%ZZ@proxy.example:3128']]) {
       assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && !err.message.includes('s3cretpw'), name);
     }
     assert.equal(loadConfig({ BULB_TRUST_PROXY: 'true' }).trustProxy, true);
