@@ -424,9 +424,12 @@ export function pgDatabaseUrl(name: string): string {
 }
 
 /** Runs fn on a connection of PG_ADMIN_URL's own (CREATE or DROP DATABASE, catalog checks), closed after. */
-export async function withPgAdmin<T>(fn: (c: import('pg').Client) => Promise<T>): Promise<T> {
+export const withPgAdmin = <T>(fn: (c: import('pg').Client) => Promise<T>): Promise<T> => withPg(PG_ADMIN_URL, fn);
+
+/** Runs fn on a connection of its own to `url`, closed after. */
+export async function withPg<T>(url: string, fn: (c: import('pg').Client) => Promise<T>): Promise<T> {
   const pg = (await import('pg')).default;
-  const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+  const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
     return await fn(c);

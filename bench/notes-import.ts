@@ -12,9 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { api, createPgDatabase, hangingReceiver, log, parseArgs, ratioGoal, round, sleep, startBulb, subscribe, uploadNdjson, type Child, type Row } from './lib.ts';
+import { api, createPgDatabase, hangingReceiver, log, parseArgs, ratioGoal, round, sleep, startBulb, subscribe, uploadNdjson, withPg, type Child, type Row } from './lib.ts';
 
 const COMMAND = 'npm run bench -- --only notes';
 const V = '2026-11'; // imports are Bulb's own route (SPEC §16: TGEN files through POST /crm/imports?format=tgen)
@@ -74,7 +73,7 @@ const customerId = (j: number) => `nb-c-${j}`;
 
 /** `m` customers by COPY (externalId and a name), their possible-duplicates queue emptied: the notes bench's base. */
 async function seedCustomers(url: string, m: number): Promise<void> {
-  await withClient(url, async (c) => {
+  await withPg(url, async (c) => {
     const rows = Readable.from((function* () {
       for (let j = 0; j < m; j += 1000) {
         let t = '';
@@ -109,7 +108,7 @@ function writeFiles(dir: string, n: number): { created: string; changed: string 
 
 /** The hand-written SQL writing the import's rows: the notes by COPY and INSERT … SELECT, their events and deliveries. */
 async function copyFloor(url: string, file: string): Promise<{ seconds: number; deliveries: number }> {
-  return withClient(url, async (c) => {
+  return withPg(url, async (c) => {
     const t0 = performance.now();
     await c.query('BEGIN');
     await c.query(`CREATE TEMP TABLE nb (external_id text, customer text, comments text, type text, is_private boolean, store text) ON COMMIT DROP`);
@@ -128,25 +127,15 @@ async function copyFloor(url: string, file: string): Promise<{ seconds: number; 
 }
 
 async function resetNotes(url: string): Promise<void> {
-  await withClient(url, async (c) => {
+  await withPg(url, async (c) => {
     await c.query('TRUNCATE webhook_deliveries, events, notes CASCADE');
     await c.query('CHECKPOINT');
   });
 }
 
 async function countRows(url: string): Promise<{ notes: number; events: number; deliveries: number }> {
-  return withClient(url, async (c) => (await c.query(`SELECT (SELECT count(*) FROM notes)::int AS notes, (SELECT count(*) FROM events)::int AS events,
+  return withPg(url, async (c) => (await c.query(`SELECT (SELECT count(*) FROM notes)::int AS notes, (SELECT count(*) FROM events)::int AS events,
     (SELECT count(*) FROM webhook_deliveries)::int AS deliveries`)).rows[0]);
-}
-
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
 }
 
 async function importRun(server: Child, file: string, n: number, expect: 'created' | 'updated'): Promise<{ seconds: number; uploadSeconds: number }> {

@@ -3,6 +3,7 @@
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
+import { ApiError, errorHandler } from '../http/errors.ts';
 
 const ROOT = path.join(import.meta.dirname, 'public');
 
@@ -27,6 +28,9 @@ function securityHeaders(res: { setHeader(name: string, value: string): unknown 
 }
 
 export async function consolePlugin(app: FastifyInstance) {
+  // The static files refuse a path that leaves their folder (/admin/../package.json) with a bare 403 "Forbidden".
+  app.setErrorHandler((err, req, reply) =>
+    errorHandler((err as { statusCode?: number }).statusCode === 403 ? new ApiError('NotFound', 'no such file: a path may not leave the console\'s folder', '') : err, req, reply));
   await app.register(fastifyStatic, {
     root: ROOT,
     prefix: '/admin/',

@@ -171,8 +171,6 @@ export function toApiError(err: unknown, bodyLimit = 1048576): { status: number;
   const status = typeof e?.statusCode === 'number' ? e.statusCode : 500;
   if (status === 413) return simple('PayloadTooLarge', `request body exceeds ${sizeOf(bodyLimit)}`, 413);
   if (status === 415) return simple('UnsupportedMediaType', 'unsupported Content-Type', 415);
-  // The console's static files refuse a path that leaves their folder (/admin/../package.json) with a bare "Forbidden".
-  if (status === 403) return simple('NotFound', 'no such file: a path may not leave the console\'s folder', 404);
   if (status >= 400 && status < 500) return simple('InvalidParameterError', e.message || 'bad request', 400);
   return simple('InternalError', 'internal error', 500);
 }

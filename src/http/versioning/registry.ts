@@ -72,17 +72,18 @@ export class Registry {
         const { def, migrations } = vr;
         const ups = migrations.filter((m) => m.upgradeRequest);
         const downs = [...migrations].reverse().filter((m) => m.downgradeResponse);
+        const noBody = takesNoBody(vr.schema, def);
         app.route({
           method: def.method,
           url: `/api/${v}${def.path}`,
           schema: {
             ...Object.fromEntries((['params', 'body'] as const).filter((k) => vr.schema[k]).map((k) => [k, vr.schema[k]])),
-            ...(takesNoBody(vr.schema, def) ? { body: NO_BODY } : {}),
+            ...(noBody ? { body: NO_BODY } : {}),
             // Unknown query parameters are a 400, also on routes without a query schema or with an open one.
             querystring: vr.schema.querystring ? { ...vr.schema.querystring, additionalProperties: vr.schema.querystring.additionalProperties ?? false } : NO_QUERY,
           },
           ...(vr.schema.bodyLimitScale ? { bodyLimit: app.initialConfig.bodyLimit! * vr.schema.bodyLimitScale } : {}),
-          config: { routeId: def.id, scope: def.scope, apiVersion: v, rawBody: def.rawBody === true, checksItems: def.checksItems === true, noBody: takesNoBody(vr.schema, def) },
+          config: { routeId: def.id, scope: def.scope, apiVersion: v, rawBody: def.rawBody === true, checksItems: def.checksItems === true, noBody },
           onRequest: preHandlers.auth,
           // A route no change touches in this version runs its handler as it is (one promise less per request).
           handler: ups.length === 0 && downs.length === 0 ? def.handler : async (req, reply) => {
