@@ -304,17 +304,23 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
   return r.rows[0];
 }
 
-/** The lines of a chunk (the range applyChunk takes) with their key and addresses: the TGEN addresses apply step reads them. */
-export interface AddressLine { line: string; external_id: string | null; new_uuid: string | null; addresses: any[] | null; refused: boolean }
-/** An addresses file's lines: each names its customer by externalId, or (a customer without one) by uuid in new_uuid. */
-export async function chunkAddressLines(tx: Queryable, id: string, afterLine: string, span: number): Promise<{ lines: AddressLine[]; more: boolean }> {
-  const r = await tx.query<AddressLine>(
-    `SELECT line, external_id, new_uuid, addresses, errors IS NOT NULL AS refused FROM import_rows WHERE import_id = $1 AND line > $2::bigint AND line <= $2::bigint + $3::int ORDER BY line`,
+/**
+ * The lines of a chunk (the range applyChunk takes), with the columns a TGEN apply step reads (`cols`, the store's
+ * own names: the addresses step's key and addresses, the notes step's record), and whether lines follow it.
+ */
+export async function chunkLines<T>(tx: Queryable, id: string, afterLine: string, span: number, cols: string): Promise<{ lines: (T & { line: string; refused: boolean })[]; more: boolean }> {
+  const r = await tx.query<T & { line: string; refused: boolean }>(
+    `SELECT line, ${cols}, errors IS NOT NULL AS refused FROM import_rows WHERE import_id = $1 AND line > $2::bigint AND line <= $2::bigint + $3::int ORDER BY line`,
     [id, afterLine, span],
   );
   const more = await tx.query(`SELECT 1 FROM import_rows WHERE import_id = $1 AND line > $2::bigint + $3::int LIMIT 1`, [id, afterLine, span]);
   return { lines: r.rows, more: more.rows.length > 0 };
 }
+
+/** An addresses file's line: it names its customer by externalId, or (a customer without one) by uuid in new_uuid. */
+export interface AddressLine { line: string; external_id: string | null; new_uuid: string | null; addresses: any[] | null; refused: boolean }
+export const chunkAddressLines = (tx: Queryable, id: string, afterLine: string, span: number) =>
+  chunkLines<Omit<AddressLine, 'line' | 'refused'>>(tx, id, afterLine, span, 'external_id, new_uuid, addresses');
 
 /** Errors found when applying (e.g. a disabled customer), kept beside the upload's own. */
 export async function recordErrors(tx: Queryable, id: string, errs: { line: string; errors: unknown[] }[]): Promise<void> {

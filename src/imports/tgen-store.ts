@@ -4,16 +4,10 @@
 import type { Queryable } from '../db/db.ts';
 import { UUID } from '../http/formats.ts';
 import { mergedIntoColumns } from '../crm/customers/wire.ts';
+import { chunkLines } from './store.ts';
 
 /** The chunk's lines (the range applyChunk takes) with their note records. */
-export async function chunkRecords(tx: Queryable, id: string, afterLine: string, span: number): Promise<{ lines: { line: string; record: any; refused: boolean }[]; more: boolean }> {
-  const r = await tx.query<{ line: string; record: any; refused: boolean }>(
-    `SELECT line, record, errors IS NOT NULL AS refused FROM import_rows WHERE import_id = $1 AND line > $2::bigint AND line <= $2::bigint + $3::int ORDER BY line`,
-    [id, afterLine, span],
-  );
-  const more = await tx.query(`SELECT 1 FROM import_rows WHERE import_id = $1 AND line > $2::bigint + $3::int LIMIT 1`, [id, afterLine, span]);
-  return { lines: r.rows, more: more.rows.length > 0 };
-}
+export const chunkRecords = (tx: Queryable, id: string, afterLine: string, span: number) => chunkLines<{ record: any }>(tx, id, afterLine, span, 'record');
 
 /** The uuids among references (lower case, as the uuid type prints them). */
 export const uuidsOf = (refs: Iterable<string>) => [...new Set([...refs].filter((r) => UUID.test(r)).map((r) => r.toLowerCase()))];
