@@ -1,8 +1,7 @@
 // Events API bench (issue 13): GET /events page of 50 (from a cursor in the middle, with an eventType filter, and
 // since a day ago with and without time marks) over 1,000,000 events on PostgreSQL, against bench/events-floor.ts (Fastify + pg, one
 // plain id-ordered SELECT, no auth), measured in alternating slices. `npm run bench -- --only events`.
-import pg from 'pg';
-import { createPgDatabase, load, log, pgAvailable, ratioGoal, round, spawnNode, startBulb, type Child, type Row } from './lib.ts';
+import { createPgDatabase, load, log, pgAvailable, ratioGoal, round, spawnNode, startBulb, withPg, type Child, type Row } from './lib.ts';
 import { MARK_XIDS } from '../src/events/time-marks.ts';
 
 /**
@@ -10,9 +9,7 @@ import { MARK_XIDS } from '../src/events/time-marks.ts';
  * followed by a time mark (at 1,000,000 events every ~4 minutes of history; a running Bulb marks every minute).
  */
 async function seed(url: string, n: number) {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
+  return withPg(url, async (c) => {
     await c.query(`CREATE PROCEDURE bench_seed_events(n int) LANGUAGE plpgsql AS $$
       DECLARE step interval := interval '30 days' / n; t0 timestamptz := clock_timestamp() - interval '30 days';
       BEGIN
@@ -28,9 +25,7 @@ async function seed(url: string, n: number) {
     await c.query('CALL bench_seed_events($1)', [n]);
     await c.query('DROP PROCEDURE bench_seed_events');
     await c.query('VACUUM ANALYZE events');
-  } finally {
-    await c.end();
-  }
+  });
 }
 
 export async function runEventsBench(opts: { quick?: boolean } = {}): Promise<Row[]> {
@@ -47,10 +42,7 @@ export async function runEventsBench(opts: { quick?: boolean } = {}): Promise<Ro
     log(`events: seeding ${n} events`);
     await seed(db.url, n);
     // A cursor in the middle of the table (the cursor format is Bulb's, built here from the row).
-    const pc = new pg.Client({ connectionString: db.url });
-    await pc.connect();
-    const midRow = (await pc.query(`SELECT id, xid::text FROM events ORDER BY xid, id OFFSET $1 LIMIT 1`, [n / 2])).rows[0];
-    await pc.end();
+    const midRow = await withPg(db.url, async (c) => (await c.query(`SELECT id, xid::text FROM events ORDER BY xid, id OFFSET $1 LIMIT 1`, [n / 2])).rows[0]);
     const cursor = Buffer.from(`e1:${midRow.xid}:${midRow.id}`).toString('base64url');
     const since = new Date(Date.now() - 86_400_000).toISOString();
     const floorNote = 'floor: bench/events-floor.ts (Fastify + pg, one SELECT … WHERE id > $1 ORDER BY id LIMIT 51, no auth, no horizon); best of 2 alternating slices';
@@ -64,12 +56,7 @@ export async function runEventsBench(opts: { quick?: boolean } = {}): Promise<Ro
         name: 'first page of 50, eventType=customerUpdate, since 1 day ago, without time marks (as before migration 026)',
         bulbPath: `/api/2026-11/events?limit=50&eventType=customerUpdate&since=${since}`, floorPath: `/events?since=${since}`,
         note: `${sinceNote}; here the marks were deleted first, so the walk starts at the type's oldest event`,
-        before: async () => {
-          const c = new pg.Client({ connectionString: db.url });
-          await c.connect();
-          await c.query('DELETE FROM event_time_marks');
-          await c.end();
-        },
+        before: () => withPg(db.url, (c) => c.query('DELETE FROM event_time_marks')),
       },
     ];
     const rows: Row[] = [];

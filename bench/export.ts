@@ -3,14 +3,11 @@
 // alternating; the server's RSS sampled every 100 ms during the export (constant memory); gzip for scale.
 // `node --import tsx bench/export.ts [--quick]`, or `npm run bench -- --only export`.
 import http from 'node:http';
-import pg from 'pg';
-import { ADMIN_KEY, createPgDatabase, log, pgAvailable, ratioGoal, round, rssMiB, startBulb, type Child, type Row } from './lib.ts';
+import { ADMIN_KEY, createPgDatabase, log, pgAvailable, ratioGoal, round, rssMiB, startBulb, withPg, type Child, type Row } from './lib.ts';
 import { copyFloor } from './export-floor.ts';
 
 async function seed(url: string, n: number) {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
+  return withPg(url, async (c) => {
     for (let from = 1; from <= n; from += 200_000) {
       const to = Math.min(n, from + 199_999);
       await c.query(
@@ -25,9 +22,7 @@ async function seed(url: string, n: number) {
       );
     }
     await c.query('VACUUM ANALYZE customers');
-  } finally {
-    await c.end();
-  }
+  });
 }
 
 /** Reads the whole export, counting lines and bytes, sampling the server's RSS meanwhile. */

@@ -15,11 +15,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
-import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import {
   api, createPgDatabase, customerBody, load, log, parseArgs, ratioGoal, round, rssMiB, sleep, startBulb,
-  subscribe, uploadNdjson, hangingReceiver, type Child, type LoadResult, type Row,
+  subscribe, uploadNdjson, hangingReceiver, withPg, type Child, type LoadResult, type Row,
 } from './lib.ts';
 import { runBulkFloor } from './bulk-floor.ts';
 
@@ -209,9 +208,7 @@ async function writeFiles(n: number): Promise<{ dir: string; ndjson: string; cha
  * customerCreate event per new customer and one of a delivery per (event, active subscription), and the NOTIFY.
  */
 async function copyFloor(url: string, file: string, events: boolean): Promise<{ seconds: number; events: number; deliveries: number }> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
+  return withPg(url, async (c) => {
     const t0 = performance.now();
     await c.query('BEGIN');
     await pipeline(fs.createReadStream(file, { highWaterMark: 1 << 20 }), c.query(copyFrom(
@@ -231,16 +228,12 @@ async function copyFloor(url: string, file: string, events: boolean): Promise<{ 
     }
     await c.query('COMMIT');
     return { seconds: (performance.now() - t0) / 1000, events: ev, deliveries: dl };
-  } finally {
-    await c.end();
-  }
+  });
 }
 
 /** Empties what an import or a floor wrote (the subscription stays), so each run starts from the same state. */
 async function resetData(url: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
+  return withPg(url, async (c) => {
     // duplicate_dirty (filled by a trigger on customers) has no foreign key: it would not follow the cascade.
     // The duplicates refresher in the worker may hold locks on these tables: a deadlock is retried.
     for (let attempt = 1; ; attempt++) {
@@ -253,21 +246,15 @@ async function resetData(url: string): Promise<void> {
       }
     }
     await c.query('CHECKPOINT');
-  } finally {
-    await c.end();
-  }
+  });
 }
 
 async function countRows(url: string): Promise<{ customers: number; events: number; deliveries: number }> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
+  return withPg(url, async (c) => {
     const r = await c.query(`SELECT (SELECT count(*) FROM customers)::int AS customers, (SELECT count(*) FROM events)::int AS events,
       (SELECT count(*) FROM webhook_deliveries)::int AS deliveries`);
     return r.rows[0];
-  } finally {
-    await c.end();
-  }
+  });
 }
 
 // ---------------------------------------------------------------- the import

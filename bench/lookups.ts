@@ -2,8 +2,7 @@
 // 1,000,000 customers on PostgreSQL (--quick: 100,000), against bench/lookups-floor.ts (Fastify + pg, one
 // hand-written query planned for the value given, no auth), measured in alternating slices after checking that
 // both answer with the same customers. `npm run bench -- --only lookups [--quick]`.
-import pg from 'pg';
-import { V, api, createPgDatabase, load, log, pgAvailable, ratioGoal, round, spawnNode, startBulb, type Child, type LoadResult, type Row } from './lib.ts';
+import { V, api, createPgDatabase, load, log, pgAvailable, ratioGoal, round, spawnNode, startBulb, withPg, type Child, type LoadResult, type Row } from './lib.ts';
 
 /**
  * The load is written two hours ago and every CHANGED-th customer changed an hour ago (a shifted clock, every write in
@@ -13,9 +12,7 @@ import { V, api, createPgDatabase, load, log, pgAvailable, ratioGoal, round, spa
 const CHANGED = 10_000;
 
 async function seed(url: string, n: number): Promise<string> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
+  return withPg(url, async (c) => {
     for (let i = 0; i < n; i += 100_000) {
       await c.query(
         `INSERT INTO customers (external_id, first_name, last_name, emails, email_keys, updated_at)
@@ -29,9 +26,7 @@ async function seed(url: string, n: number): Promise<string> {
     await c.query('TRUNCATE duplicate_dirty'); // the API-only server runs no refresher; nothing else reads it
     await c.query('VACUUM ANALYZE customers');
     return new Date(Date.now() - 90 * 60_000).toISOString();
-  } finally {
-    await c.end();
-  }
+  });
 }
 
 type Path = (n: number) => string;
