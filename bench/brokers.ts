@@ -16,7 +16,7 @@ import { PgDb } from '../src/db/pg.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { emitEvents } from '../src/events/emit.ts';
 import { buildRequest } from '../src/webhooks/request.ts';
-import type { Claimed } from '../src/webhooks/queue-store.ts';
+import type { Claimed } from '../src/webhooks/claimed.ts';
 import { newSigningSecret } from '../src/webhooks/signing.ts';
 import { BROKER_PIPELINE } from '../src/webhooks/lanes.ts';
 import { createPgDatabase, log, pgAvailable, ratioGoal, round, spawnNode, type Row } from './lib.ts';

@@ -3,7 +3,8 @@
 // below 1), its own connection pool, a Retry-After pause, and what it knows about due work. Nothing here
 // is shared between subscriptions, so a failing endpoint can only use up its own lane.
 import type { Agent } from 'undici';
-import type { ClientTls, SendResult } from './sender.ts';
+import type { ClientTls } from './sender.ts';
+import type { SendResult } from './outcome.ts';
 
 /** Highest maxInFlight a subscription may set; a lane's pool never has fewer sockets than its ceiling. */
 export const MAX_IN_FLIGHT_LIMIT = 64;

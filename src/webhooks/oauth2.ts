@@ -3,9 +3,8 @@
 // and audience), kept in this process per subscription until shortly before expires_in ends, one fetch at a time
 // per subscription. A fetch that gives no usable token is a reason (the attempt fails with OAUTH_TOKEN_FAILED),
 // never an exception and never a wait beyond the webhook deadline.
-import { request } from 'undici';
-import type { Claimed } from './queue-store.ts';
-import type { Sender } from './sender.ts';
+import { request, type Dispatcher } from 'undici';
+import type { Claimed } from './claimed.ts';
 
 export type TokenResult = { ok: true; token: string } | { ok: false; reason: string };
 
@@ -33,10 +32,17 @@ export const formEncode = (s: string) => new URLSearchParams({ x: s }).toString(
 /** The "id:secret" a token request's Basic header carries in base64 (redact.ts redacts it in every form). */
 export const basicCredential = (clientId: string, clientSecret: string) => `${formEncode(clientId)}:${formEncode(clientSecret)}`;
 
+/** How token requests leave (the Sender: its address guard and its token pool, through the proxy if one is set). */
+export interface TokenTransport {
+  /** Why the token URL's host may not be reached, or null. */
+  refusal(url: string): string | null;
+  tokenPool(): Dispatcher;
+}
+
 export class TokenSource {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly sender: Sender, private readonly timeoutMs: number) {}
+  constructor(private readonly sender: TokenTransport, private readonly timeoutMs: number) {}
 
   /**
    * The subscription's token: the cached one while usable, else one fetch (shared by the attempts that wait for it)

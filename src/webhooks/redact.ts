@@ -6,7 +6,7 @@
 // URL-encoded, in base64 (standard or URL-safe, padded or not) and in hex, all matched without regard to case (an echo
 // upper- or lower-cased still reveals the secret).
 import { memoize } from '../memo.ts';
-import type { Claimed } from './queue-store.ts';
+import type { Claimed } from './claimed.ts';
 import { REDACTED } from './request.ts';
 import { decoded } from './destinations/url.ts';
 import { basicCredential, formEncode } from './oauth2.ts';

@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 import { isoNN } from '../http/time.ts';
 import { hmacBytes, signatureHeaderOf, standardMac } from './signing.ts';
-import type { Claimed } from './queue-store.ts';
+import type { Claimed } from './claimed.ts';
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
 export const USER_AGENT = `Bulb-Webhooks/${pkg.version}`;

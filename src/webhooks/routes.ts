@@ -9,6 +9,7 @@ import { sourceOf } from '../http/context.ts';
 import { CATALOG } from '../events/catalog.ts';
 import * as S from './schema.ts';
 import * as store from './store.ts';
+import { listAttempts } from './attempts-store.ts';
 import * as svc from './service.ts';
 import { watchQueue } from './metrics.ts';
 import { changesOf } from '../audit/actions.ts';
@@ -146,7 +147,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       handler: async (req) => {
         const q = req.query as any;
         if (q.since !== undefined && q.until !== undefined && instantOf(q.since) > instantOf(q.until)) throw invalid('since must not be after until', 'since');
-        const rows = await store.listAttempts(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
+        const rows = await listAttempts(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
         return pageOf(rows, q.limit ?? 50, svc.shapeAttempt);
       },
     },

@@ -4,7 +4,7 @@ import { StringEnum } from '../http/schema.ts';
 import { PageQuery } from '../http/pagination.ts';
 import { EVENT_TYPES } from '../events/emit.ts';
 import { VERSION_IDS } from '../http/versioning/versions.ts';
-import { BROKER_ERROR_CODES } from './destinations/publisher.ts';
+import { BROKER_ERROR_CODES } from './outcome.ts';
 
 const closed = { additionalProperties: false } as const;
 // Credentials must be sendable in an HTTP header (visible ASCII); service.ts checks it with a clear message.

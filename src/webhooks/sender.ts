@@ -7,10 +7,9 @@ import { Agent, type Dispatcher } from 'undici';
 import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
 import { proxyConnector, type TunnelTls } from './proxy.ts';
 import { memoize } from '../memo.ts';
-import type { BrokerErrorCode } from './destinations/publisher.ts';
-import type { Claimed } from './queue-store.ts';
+import type { ErrorCode, SendResult } from './outcome.ts';
+import type { Claimed } from './claimed.ts';
 
-export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS' | 'SECRET_UNREADABLE' | 'OAUTH_TOKEN_FAILED' | BrokerErrorCode;
 
 /** A subscription's mutual TLS: the client certificate (chain) and key it presents, and the CA it trusts instead of the public roots. */
 export interface ClientTls {
@@ -26,16 +25,6 @@ export function clientTlsOf(row: Pick<Claimed, 'tls_client_certificate' | 'tls_c
     : null;
 }
 
-export interface SendResult {
-  ok: boolean;
-  statusCode: number | null;
-  errorCode: ErrorCode | null;
-  /** First 4 KiB of the response body (UTF-8, lossy), or an error description. */
-  responseBody: string | null;
-  /** A 429/503 with a valid Retry-After: how long the receiver asks us to wait (ms, at most 1 h). */
-  retryAfterMs: number | null;
-  durationMs: number;
-}
 
 export const RESPONSE_KEEP_BYTES = 4096;
 

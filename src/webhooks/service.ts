@@ -11,6 +11,7 @@ import { newSigningSecret } from './signing.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { checkPolicy } from './policy.ts';
 import * as store from './store.ts';
+import { attemptStats, type AttemptRow } from './attempts-store.ts';
 import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, splitCredential, URL_UNSAFE } from './destinations/url.ts';
 import { checkTokenUrl, OAUTH2, receiverAuthRules, sameOrigin, shapeReceiverAuth } from './receiver-auth.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
@@ -348,7 +349,7 @@ export async function recover(db: Db, uuid: string, since: string) {
   });
 }
 
-export function shapeAttempt(a: store.AttemptRow) {
+export function shapeAttempt(a: AttemptRow) {
   return {
     uuid: a.uuid,
     deliveryUuid: a.delivery_uuid,
@@ -380,7 +381,7 @@ export async function stats(db: Queryable, hours: number) {
   const empty = () => slots.map((hour) => ({ hour, attempts: 0, successes: 0 }));
   const overall = empty();
   const bySub = new Map<string, ReturnType<typeof empty>>();
-  for (const r of await store.attemptStats(db, slots[0])) {
+  for (const r of await attemptStats(db, slots[0])) {
     const i = Math.round((Date.parse(isoNN(r.hour)) - first) / hourMs);
     if (i < 0 || i >= hours) continue;
     let b = bySub.get(r.subscription_uuid);

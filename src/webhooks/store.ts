@@ -1,8 +1,7 @@
-// SQL for subscriptions, and the read side of deliveries and attempts (lists, logs, manual retry, recover).
+// SQL for subscriptions, and the read side of deliveries (lists, manual retry, recover); the logs API's attempts
+// are read by attempts-store.ts with the page shapes exported here.
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
-import { rebuildRequest, type SendingConfig } from './attempt-request.ts';
-import { versionsById } from './versions-store.ts';
-import { deliveryOfAttempt, eventOfDelivery, uuidTimeBound } from '../partitions/keys.ts';
+import { eventOfDelivery, uuidTimeBound } from '../partitions/keys.ts';
 
 export interface SubscriptionRow {
   id: string;
@@ -311,7 +310,7 @@ const DELIVERY_SELECT = `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JO
  * A page's joins, one probe per row (LATERAL … LIMIT 1: the planner, which does not count the partitions the
  * executor prunes, would otherwise hash whole tables of a few partitions' rows).
  */
-const lateral = (table: string, alias: string, on: string) => `CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on} LIMIT 1) ${alias}`;
+export const lateral = (table: string, alias: string, on: string) => `CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on} LIMIT 1) ${alias}`;
 const DELIVERY_JOINS = `${lateral('events', 'e', eventOfDelivery('d', 'e'))} JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
 
 /**
@@ -320,7 +319,7 @@ const DELIVERY_JOINS = `${lateral('events', 'e', eventOfDelivery('d', 'e'))} JOI
  * join and sort every matching row; and on partitioned tables (docs/partitioning.md) each join is a probe. A row
  * whose joined row went with an older partition (an attempt of a delivery past retention) is left out of its page.
  */
-function pageFirst(table: string, alias: string, where: string[], order: string, limit: number, columns: string, joins: string): string {
+export function pageFirst(table: string, alias: string, where: string[], order: string, limit: number, columns: string, joins: string): string {
   return `SELECT ${columns} FROM (SELECT * FROM ${table} ${alias} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}) ${alias}
      ${joins} ORDER BY ${order}`;
 }
@@ -356,7 +355,7 @@ async function countEvents(db: Queryable, eventType: string): Promise<number> {
  * What both log lists start from, in this order of parameters: the event type's count (undefined: no type to filter
  * by), its events as an ARRAY(…) when they are few, the cursor, and the subscription's id as a subquery.
  */
-async function logScope(db: Queryable, eventType: string | undefined, subscription: string | undefined, before: string | null, param: (v: unknown) => string) {
+export async function logScope(db: Queryable, eventType: string | undefined, subscription: string | undefined, before: string | null, param: (v: unknown) => string) {
   const events = eventType === undefined ? undefined : await countEvents(db, eventType);
   return {
     events,
@@ -454,149 +453,4 @@ export async function recoverDeliveries(db: Queryable, subscriptionId: string, s
   );
   if (r.rowCount > 0) await notifyWorkers(db);
   return r.rowCount;
-}
-
-// ---- attempts (logs) ----
-
-export interface AttemptRow {
-  id: string;
-  uuid: string;
-  delivery_uuid: string;
-  event_uuid: string;
-  subscription_uuid: string;
-  event_type: string;
-  url: string;
-  attempt_number: number;
-  started_at: string;
-  duration_ms: number;
-  status_code: number | null;
-  error_code: string | null;
-  outcome: 'success' | 'failure';
-  next_attempt_at: string | null;
-  request_headers: Record<string, string>;
-  request_body: string;
-  response_body: string | null;
-}
-
-export interface LogQuery {
-  subscription?: string;
-  eventType?: string;
-  outcome?: string;
-  since?: string;
-  until?: string;
-  delivery?: string;
-  limit: number;
-}
-
-/**
- * Newest first, before the cursor; shapes as listDeliveries': with a delivery, its attempts (the delivery by its
- * uuid, then webhook_attempts_delivery); with an event type that has few events, the ids of their deliveries'
- * attempts, then those; with a subscription, a range of webhook_attempts_sub in its order; else the primary key,
- * walked. Named statements, except with since/until, whose best plan depends on the dates: planned per call.
- */
-export async function listAttempts(db: Queryable, q: LogQuery, before: string | null): Promise<AttemptRow[]> {
-  const params: unknown[] = [];
-  const param = (v: unknown) => `$${params.push(v)}`;
-  // With a delivery, its attempts are few whatever their type: no count.
-  const { events, fewEvents, cursor, sub } = await logScope(db, q.delivery === undefined ? q.eventType : undefined, q.subscription, before, param);
-  if (events === 0) return [];
-  const where: string[] = [];
-  let order = 'a.id DESC';
-  if (q.delivery !== undefined) {
-    where.push(`a.delivery_id = ANY(ARRAY(SELECT x.id FROM webhook_deliveries x WHERE x.uuid = ${param(q.delivery)}::uuid${uuidTimeBound(q.delivery, 'x', params)}))`, `a.id < ${cursor}`);
-    if (sub) where.push(`a.subscription_id = ${sub}`);
-  } else if (fewEvents) {
-    // The deliveries of those events, their attempts' ids (an attempt's event is its delivery's; webhook_attempts has
-    // no index on event_id), then those attempts by primary key.
-    const deliveries = `ARRAY(SELECT x.id FROM webhook_deliveries x WHERE x.event_id = ANY(${fewEvents}))`;
-    where.push(`a.id = ANY(ARRAY(SELECT y.id FROM webhook_attempts y WHERE y.delivery_id = ANY(${deliveries})))`, `a.id < ${cursor}`);
-    if (sub) where.push(`a.subscription_id = ${sub}`);
-  } else if (sub) {
-    where.push(`(a.subscription_id, a.id) < (${sub}, ${cursor})`, `a.subscription_id >= ${sub}`);
-    order = 'a.subscription_id DESC, a.id DESC';
-  } else {
-    where.push(`a.id < ${cursor}`);
-  }
-  const byType = q.eventType !== undefined && !fewEvents;
-  if (byType) where.push(`e.event_type = ${param(q.eventType)}`);
-  if (q.outcome !== undefined) where.push(`a.outcome = ${param(q.outcome)}`);
-  if (q.since !== undefined) where.push(`a.started_at >= ${param(q.since)}::timestamptz`);
-  if (q.until !== undefined) where.push(`a.started_at < ${param(q.until)}::timestamptz`);
-  // The event's fields and the attempt's signed part rebuild a lean row's request (attempt-request.ts); its version is
-  // read apart, once per process (versions-store.ts), not joined per row.
-  const columns = `a.id, ${ATTEMPT_UUID_SQL} AS uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
-       a.attempt_number, a.started_at, a.duration_ms, a.status_code, a.error_code, a.outcome, a.next_attempt_at,
-       a.request_headers, a.request_body, a.response_body, a.version_id, encode(a.signatures, 'hex') AS signatures,
-       floor(extract(epoch FROM a.started_at))::bigint + coalesce(a.timestamp_skew, 0) AS sent_timestamp,
-       e.created_at::text AS event_created_at, e.resource_type, e.resource_uuid, e.resource_external_id, e.source`;
-  const joins = `JOIN webhook_deliveries d ON ${deliveryOfAttempt('a', 'd')} JOIN events e ON ${eventOfDelivery('d', 'e')}
-       JOIN webhook_subscriptions s ON s.id = a.subscription_id`;
-  const sql = byType
-    ? `SELECT ${columns} FROM webhook_attempts a ${joins} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`
-    : pageFirst('webhook_attempts', 'a', where, order, fetchSize(q.limit), columns,
-      `${lateral('webhook_deliveries', 'd', deliveryOfAttempt('a', 'd'))} ${lateral('events', 'e', eventOfDelivery('d', 'e'))}
-       JOIN webhook_subscriptions s ON s.id = a.subscription_id`);
-  const dated = q.since !== undefined || q.until !== undefined;
-  const r = await db.query<StoredAttempt>(sql, params, dated ? undefined : statementName('webhook_attempts_list', sql));
-  const rows = r.rows.slice(0, q.limit + 1);
-  const versions = await versionsById(db, rows.flatMap((x) => (x.version_id === null ? [] : [x.version_id])));
-  return rows.map((x) => withRequest(x, versions));
-}
-
-/**
- * An attempt's uuid: the stored one (rows before migration 051), else one rebuilt from its id, a UUID (version 8) of
- * the MD5 of the id, as unique as the ids and as random-looking as the stored ones. No statement finds an attempt by
- * uuid, so no index holds it.
- */
-export const ATTEMPT_UUID_SQL = `coalesce(a.uuid, overlay(overlay(md5('bulb webhook attempt ' || a.id) placing '8' from 13 for 1) placing '8' from 17 for 1)::uuid)`;
-
-/** An attempt row as listAttempts reads it: lean (version_id set) or whole (url, request_headers, request_body set). */
-interface StoredAttempt extends Omit<AttemptRow, 'url' | 'request_headers' | 'request_body'> {
-  url: string | null;
-  request_headers: Record<string, string> | null;
-  request_body: string | null;
-  version_id: number | null;
-  signatures: string | null;
-  sent_timestamp: string;
-  event_created_at: string;
-  resource_type: string;
-  resource_uuid: string;
-  resource_external_id: string | null;
-  source: string;
-}
-
-/** The row with its request: as stored, or rebuilt from its version and event (a version missing: no headers, no URL). */
-function withRequest(x: StoredAttempt, versions: Map<number, SendingConfig>): AttemptRow {
-  const { version_id, signatures, sent_timestamp, event_created_at, resource_type, resource_uuid, resource_external_id, source, ...row } = x;
-  if (version_id === null) return { ...row, url: row.url ?? '', request_headers: row.request_headers ?? {}, request_body: row.request_body ?? '' };
-  const v = versions.get(version_id);
-  const src = {
-    event_uuid: x.event_uuid, subscription_uuid: x.subscription_uuid, event_created_at, event_type: x.event_type, resource_type,
-    resource_uuid, resource_external_id, source,
-  };
-  // sent_timestamp is webhook-timestamp already (the start second plus the skew).
-  const built = rebuildRequest(v ?? { hmacHeader: '', headers: {} }, { signatures: v ? signatures : null, timestampSkew: null }, src, Number(sent_timestamp));
-  return { ...row, url: v?.url ?? '', request_headers: built.headers, request_body: built.body };
-}
-
-// ---- the 24 h chart ----
-
-export interface StatsRow {
-  subscription_uuid: string;
-  hour: string;
-  attempts: number;
-  successes: number;
-}
-
-/** Attempts and successes per live subscription and hour since `since` (one query, the attempts' time index). */
-export async function attemptStats(db: Queryable, since: string): Promise<StatsRow[]> {
-  const r = await db.query<StatsRow>(
-    `SELECT s.uuid AS subscription_uuid, date_trunc('hour', a.started_at) AS hour, count(*)::int AS attempts,
-       (count(*) FILTER (WHERE a.outcome = 'success'))::int AS successes
-     FROM webhook_attempts a JOIN webhook_subscriptions s ON s.id = a.subscription_id
-     WHERE a.started_at >= $1 AND s.deleted_at IS NULL
-     GROUP BY 1, 2 ORDER BY 1, 2`,
-    [since],
-  );
-  return r.rows;
 }

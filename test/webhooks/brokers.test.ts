@@ -13,7 +13,7 @@ import { errorCodes } from '../helpers/server.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
 import { createSubscription } from '../../src/webhooks/service.ts';
-import type { Claimed } from '../../src/webhooks/queue-store.ts';
+import type { Claimed } from '../../src/webhooks/claimed.ts';
 import { waitFor } from './receiver.ts';
 
 const skip = await brokersUp();

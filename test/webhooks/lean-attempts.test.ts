@@ -9,12 +9,12 @@ import { createSubscription } from '../helpers/server.ts';
 import { backends, emptyDb } from '../helpers/db.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { migrate, migrationFiles } from '../../src/db/migrate.ts';
-import * as store from '../../src/webhooks/store.ts';
+import { listAttempts, type AttemptRow } from '../../src/webhooks/attempts-store.ts';
 import { shapeAttempt } from '../../src/webhooks/service.ts';
 import { LeanConfigs, leanRequest } from '../../src/webhooks/attempt-request.ts';
 import { buildRequest } from '../../src/webhooks/request.ts';
 import { newSigningSecret } from '../../src/webhooks/signing.ts';
-import type { Claimed } from '../../src/webhooks/queue-store.ts';
+import type { Claimed } from '../../src/webhooks/claimed.ts';
 import { ok, status, waitFor, type Receiver } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.4', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
@@ -158,10 +158,10 @@ for (const backend of await backends()) {
                    '{"a":1}', '{"ok":true}')`,
           [delivery, sub, event],
         );
-        const old = (await t.db.query<store.AttemptRow>(OLD_LOGS)).rows.map(shapeAttempt);
+        const old = (await t.db.query<AttemptRow>(OLD_LOGS)).rows.map(shapeAttempt);
         assert.equal(old.length, 2);
         await migrate(t.db);
-        const now = (await store.listAttempts(t.db, { limit: 50 }, null)).map(shapeAttempt);
+        const now = (await listAttempts(t.db, { limit: 50 }, null)).map(shapeAttempt);
         assert.deepEqual(now, old);
         assert.equal(JSON.stringify(now), JSON.stringify(old), 'the same text, header order included');
       } finally {

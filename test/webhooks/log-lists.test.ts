@@ -10,7 +10,8 @@ import { describeEachDb } from '../helpers/suite.ts';
 import type { Res } from '../helpers/server.ts';
 import type { Queryable } from '../../src/db/db.ts';
 import { costOf } from '../helpers/buffers.ts';
-import { listAttempts, listDeliveries, type LogQuery } from '../../src/webhooks/store.ts';
+import { listDeliveries } from '../../src/webhooks/store.ts';
+import { listAttempts, type LogQuery } from '../../src/webhooks/attempts-store.ts';
 import { maintain } from '../../src/db/autovacuum.ts';
 import { ensurePartitions } from '../../src/partitions/maintain.ts';
 

@@ -6,7 +6,7 @@ import { StringEnum } from '../../http/schema.ts';
 import { isoNN } from '../../http/time.ts';
 import type { Queryable } from '../../db/db.ts';
 import { createNote, Note, NoteCreate, noteValues, shapeNote } from './notes.ts';
-import { NOTE_CASTS, NOTE_COLUMNS } from './store.ts';
+import { NOTE_CASTS, NOTE_COLUMNS, type KindTable } from './store.ts';
 
 const closed = { additionalProperties: false } as const;
 const Str = (min: number, max: number) => Type.String({ minLength: min, maxLength: max });
@@ -22,19 +22,13 @@ const common = { uuid: Type.String({ format: 'uuid' }), customerUuid: Type.Strin
 
 export type KindName = 'orders' | 'followUps' | 'notes' | 'messages' | 'preferences' | 'productShares' | 'associates';
 
-export interface Kind {
+export interface Kind extends KindTable {
   /** Path segment under /crm/customers/{id}/ and key in a MergeResult's "moved". */
   name: KindName;
-  table: string;
   /** Singular, for messages and OpenAPI. */
   label: string;
   create: TObject;
   out: TObject;
-  /** Has an associate_id column, given on the wire as associateUuid. */
-  hasAssociate: boolean;
-  /** Columns written on create (besides customer_id, associate_id) with their SQL casts, and their values. */
-  columns: [name: string, cast: string][];
-  values(body: any): unknown[];
   shape(row: any): Record<string, unknown>;
   /** Creates a row itself (instead of the generic insert of service.createRow). */
   ownCreate?: (tx: Queryable, customerRef: string, body: any, source: string) => Promise<any>;

@@ -2,16 +2,25 @@
 // column names come from those declarations, never from input).
 import { writeHorizon } from '../../db/write-horizon.ts';
 import type { Queryable } from '../../db/db.ts';
-import type { Kind } from './kinds.ts';
 import { UUID } from '../../http/formats.ts';
 
-function selectOf(k: Kind): string {
+/** What the SQL takes of a kind (kinds.ts declares the rest): its table and the columns a create writes. */
+export interface KindTable {
+  table: string;
+  /** Has an associate_id column, given on the wire as associateUuid. */
+  hasAssociate: boolean;
+  /** Columns written on create (besides customer_id, associate_id) with their SQL casts, and their values. */
+  columns: [name: string, cast: string][];
+  values(body: any): unknown[];
+}
+
+function selectOf(k: KindTable): string {
   return `SELECT t.*, c.uuid AS customer_uuid${k.hasAssociate ? ', a.uuid AS associate_uuid' : ''}
     FROM ${k.table} t JOIN customers c ON c.id = t.customer_id${k.hasAssociate ? ' LEFT JOIN associates a ON a.id = t.associate_id' : ''}`;
 }
 
 /** Inserts one row; returns it with customer_uuid/associate_uuid. Throws 23505 on a duplicate association. */
-export async function insertRow(tx: Queryable, k: Kind, customerId: string, associateId: string | null, body: unknown): Promise<any> {
+export async function insertRow(tx: Queryable, k: KindTable, customerId: string, associateId: string | null, body: unknown): Promise<any> {
   const cols = ['customer_id', ...(k.hasAssociate ? ['associate_id'] : []), ...k.columns.map(([c]) => c)];
   const casts = ['bigint', ...(k.hasAssociate ? ['bigint'] : []), ...k.columns.map(([, t]) => t)];
   const values = [customerId, ...(k.hasAssociate ? [associateId] : []), ...k.values(body)];
@@ -22,12 +31,12 @@ export async function insertRow(tx: Queryable, k: Kind, customerId: string, asso
   return findRowById(tx, k, r.rows[0].id);
 }
 
-export async function findRowById(db: Queryable, k: Kind, id: string): Promise<any> {
+export async function findRowById(db: Queryable, k: KindTable, id: string): Promise<any> {
   return (await db.query(`${selectOf(k)} WHERE t.id = $1`, [id])).rows[0];
 }
 
 /** One page (limit+1 rows) of a customer's rows, in id order after the cursor. */
-export async function listRows(db: Queryable, k: Kind, customerId: string, afterId: string | null, limit: number): Promise<any[]> {
+export async function listRows(db: Queryable, k: KindTable, customerId: string, afterId: string | null, limit: number): Promise<any[]> {
   // A walk in id order: only rows written before the write horizon, so it never passes one still uncommitted (writers
   // side by side take ids in one order and commit in another: 1–9 rows of a list missed in a probe, 2026-11-28).
   const horizon = await writeHorizon(db, k.table);

@@ -4,16 +4,9 @@ import dns from 'node:dns';
 import tls from 'node:tls';
 import { blockedReason, BlockedAddressError, isIpLiteral } from '../address.ts';
 import { tlsFailure, type ClientTls } from '../sender.ts';
+import type { BrokerErrorCode } from '../outcome.ts';
 import { openTunnel, type Tunnel } from './tunnel.ts';
 
-/**
- * BROKER_UNREACHABLE: no connection (refused, reset, DNS, closed under the publish); BROKER_REFUSED: the broker
- * answered no (credentials, vhost, missing exchange, a nack, a JetStream error); BROKER_TIMEOUT: no confirm or
- * acknowledgement within the deadline; NO_ROUTE: nothing takes the message (amqp: the mandatory publish came back
- * unroutable; nats: no stream is bound to the subject).
- */
-export type BrokerErrorCode = 'BROKER_UNREACHABLE' | 'BROKER_REFUSED' | 'BROKER_TIMEOUT' | 'NO_ROUTE';
-export const BROKER_ERROR_CODES: readonly BrokerErrorCode[] = ['BROKER_UNREACHABLE', 'BROKER_REFUSED', 'BROKER_TIMEOUT', 'NO_ROUTE'];
 
 /** One event for one subscription: the exact body of an HTTP delivery and its headers (as message headers). */
 export interface BrokerMessage {

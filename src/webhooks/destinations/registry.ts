@@ -3,8 +3,9 @@
 // URL or credential changes or its connection breaks, closed when idle for LANE_IDLE_MS (a deleted or inactive
 // subscription gets no more attempts, so it goes idle). Every publish has the HTTP attempt's deadline
 // (BULB_WEBHOOK_TIMEOUT_MS): a broker that hangs is a failed attempt (BROKER_TIMEOUT), never a stalled lane.
-import type { Claimed } from '../queue-store.ts';
-import { clientTlsOf, type Abort, type SendResult } from '../sender.ts';
+import type { Claimed } from '../claimed.ts';
+import { clientTlsOf, type Abort } from '../sender.ts';
+import type { SendResult } from '../outcome.ts';
 import { LANE_IDLE_MS } from '../lanes.ts';
 import { AmqpPublisher } from './amqp.ts';
 import { NatsPublisher } from './nats.ts';
