@@ -80,11 +80,21 @@ export function validationEntries(errors: readonly unknown[], ctx?: string, fall
   // A value matching no branch of an anyOf yields one error per branch plus the anyOf itself: keep the anyOf, unless a
   // branch failed deeper inside the value (`emails: [{email: "x"}]` against array-or-null): that error says what is wrong.
   // The anyOf's message says what each branch wanted ("must be >= 1, or must be null").
-  const all = list;
-  const branches = (path: string) => [...new Set(all.filter((v) => v.keyword !== 'anyOf' && v.instancePath === path && v.message).map((v) => v.keyword === 'enum' ? `must be one of: ${(v.params.allowedValues ?? []).join(', ')}` : v.message))];
+  // Each read once (a path's branch messages, the paths with an error below them): a list of thousands of problems
+  // was searched once per anyOf.
+  const wantedAt = new Map<string, Set<string>>();
+  const above = new Set<string>();
+  for (const v of list) {
+    if (v.keyword !== 'anyOf' && v.message) {
+      const wanted = wantedAt.get(v.instancePath) ?? wantedAt.set(v.instancePath, new Set()).get(v.instancePath)!;
+      wanted.add(v.keyword === 'enum' ? `must be one of: ${(v.params.allowedValues ?? []).join(', ')}` : v.message);
+    }
+    for (let i = v.instancePath.lastIndexOf('/'); i > 0; i = v.instancePath.lastIndexOf('/', i - 1)) above.add(v.instancePath.slice(0, i));
+    if (v.instancePath.startsWith('/')) above.add('');
+  }
+  const branches = (path: string) => [...(wantedAt.get(path) ?? [])];
   const anyOfPaths = new Set(list.filter((v) => v.keyword === 'anyOf').map((v) => v.instancePath));
-  const deeper = (path: string) => list.some((v) => v.instancePath.startsWith(path + '/'));
-  list = list.filter((v) => (v.keyword === 'anyOf' ? !deeper(v.instancePath) : !anyOfPaths.has(v.instancePath)));
+  list = list.filter((v) => (v.keyword === 'anyOf' ? !above.has(v.instancePath) : !anyOfPaths.has(v.instancePath)));
   const seen = new Set<string>();
   const out: ErrorEntry[] = [];
   for (const v of list) {

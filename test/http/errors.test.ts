@@ -38,11 +38,36 @@ await describeEachDb('errors', (ctx) => {
   });
 
   it('an answer lists at most 100 problems, then says how many more there are', async () => {
-    const r = await api().post('/crm/customers', { externalId: 'many', emails: Array.from({ length: 5000 }, () => ({ email: 'bad' })) });
+    const r = await api().post('/crm/customers', { externalId: 'many', emails: Array.from({ length: 2000 }, () => ({ email: 'bad' })) });
     assert.equal(r.status, 400);
     assert.equal(r.body.errors.length, 101);
     assert.match(r.body.errors[100].message, /^and \d+ more problems not listed$/);
     assert.ok(r.body.errors.slice(0, 100).every((e: any) => e.errorCode === 'InvalidParameterError' && e.moreInfo));
+  });
+
+  it('a body of more than 10,000 values is checked up to its first problem, and says so (listing every one held the event loop for seconds)', async () => {
+    const r = await api().post('/crm/customers', { externalId: 'huge', emails: Array.from({ length: 20_000 }, () => ({ email: 'bad' })) });
+    assert.equal(r.status, 400, r.text);
+    const messages = r.body.errors.map((e: any) => e.message);
+    assert.ok(r.body.errors.length <= 3, JSON.stringify(r.body));
+    assert.ok(messages.some((m: string) => /^body is not checked further: its first problem is listed/.test(m)), JSON.stringify(messages));
+    assert.ok(r.body.errors.some((e: any) => e.moreInfo === 'body.emails'), JSON.stringify(r.body)); // the first problem: too many emails
+    assert.ok(r.body.errors.every((e: any) => e.errorCode === 'InvalidParameterError'));
+  });
+
+  it('a bulk request lists every problem of its items up to 10,000 values in all, then the first problem of each', async () => {
+    const bad = (n: number) => ({ externalId: `big-${n}`, emails: Array.from({ length: 2000 }, () => ({ email: 'bad' })) });
+    const r = await api().withVersion('2026-11').post('/crm/customers/bulk', [bad(0), bad(1), bad(2), bad(3), { externalId: 'fine-1', firstName: 'Fine' }]);
+    assert.equal(r.status, 200, r.text);
+    const [a, b, c, d, ok] = r.body.results;
+    // Items 0 and 1 (4,001 values each) are listed in full (20 problems each), 2 and 3 past the budget by their first.
+    for (const full of [a, b]) assert.equal(full.errors.length, 20, JSON.stringify(full.errors.slice(0, 3)));
+    for (const first of [c, d]) {
+      assert.equal(first.status, 400);
+      assert.ok(first.errors.length <= 3, JSON.stringify(first.errors));
+      assert.ok(first.errors.some((e: any) => /is not checked further/.test(e.message)), JSON.stringify(first.errors));
+    }
+    assert.equal(ok.status, 201, JSON.stringify(ok));
   });
 
   it('a value that is none of a field\'s allowed forms says what each form wanted (not only that it matched none)', async () => {

@@ -12,6 +12,7 @@ import { shapeCustomer } from './wire.ts';
 import { bulkBodies, createOnlyRepeats, insertIfAllNew, itemErrors, upsertItems, type BulkItemT } from './bulk.ts';
 import { externalIdTaken } from './service.ts';
 import { attributeProblems, unknownAttributeIds } from './validate.ts';
+import { checkBudget } from '../../http/validator.ts';
 
 export function bulkRoutes(s: Services): RouteDef[] {
   const bulk: Omit<RouteDef, 'id' | 'method' | 'summary'> = {
@@ -22,7 +23,8 @@ export function bulkRoutes(s: Services): RouteDef[] {
       const results: unknown[] = new Array(items.length);
       const valid: BulkItemT[] = [];
       const at: number[] = [];
-      const checked = items.map((item) => itemErrors(item));
+      const budget = checkBudget();
+      const checked = items.map((item) => itemErrors(item, budget));
       // Attribute values must name existing customer attributes: one look-up for every item.
       const unknown = await unknownAttributeIds(s.db, items.filter((_, i) => checked[i].length === 0) as BulkItemT[]);
       items.forEach((item, index) => {

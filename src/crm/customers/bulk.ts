@@ -5,7 +5,7 @@
 // Per call, whatever the number of items: one SELECT … FOR UPDATE, one INSERT (with the creates' events), one
 // UPDATE, one event write (the updates'); or, when every item is a new customer, one statement in all (insertIfAllNew).
 import { Type, type Static } from '@sinclair/typebox';
-import { strictAjv } from '../../http/validator.ts';
+import { strictAjv, type CheckBudget } from '../../http/validator.ts';
 import type { Queryable } from '../../db/db.ts';
 import { firstUnstorable, validationEntries, type ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
@@ -34,14 +34,15 @@ const validate = strictAjv.compile(BulkItem);
 /**
  * Validation errors of one item, one entry per problem (at most 20); empty when the item is valid. The API's own
  * validator and messages (`"emails.0.email" must match format "email"`), so a bulk item or an import line is told
- * what POST would tell it.
+ * what POST would tell it. `budget`: what the request may still spend listing every problem (validator.ts), shared
+ * by a bulk request's items; past it an item lists its first problem.
  */
-export function itemErrors(item: unknown): ErrorEntry[] {
+export function itemErrors(item: unknown, budget?: CheckBudget): ErrorEntry[] {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) {
     const kind = item === null ? 'null' : Array.isArray(item) ? 'an array' : `a ${typeof item}`;
     return [{ message: `the item must be a customer (a JSON object), not ${kind}`, errorCode: 'InvalidParameterError', moreInfo: 'item' }];
   }
-  if (validate(item)) {
+  if (validate(item, undefined, budget)) {
     const bad = firstUnstorable(item)?.path;
     if (bad !== undefined) return [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
     return inputProblems(item as BulkItemT).slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
