@@ -12,6 +12,8 @@ export type TokenResult = { ok: true; token: string } | { ok: false; reason: str
 const MAX_TOKEN_RESPONSE = 64 * 1024;
 /** Lifetime assumed when the answer has no expires_in (RFC 6749 §5.1 leaves it to the server's documentation). */
 export const DEFAULT_LIFETIME_SEC = 300;
+/** The longest a token is kept, whatever expires_in says (1e300 kept one for ever). */
+export const MAX_LIFETIME_SEC = 86_400;
 /** A token is used until this much before it expires: a tenth of its lifetime, at most a minute. */
 export const refreshMarginMs = (lifetimeMs: number) => Math.min(60_000, lifetimeMs / 10);
 /** Tokens must be sendable in a header unchanged (RFC 6750 b64token is narrower; visible ASCII is what we can send). */
@@ -137,8 +139,13 @@ export class TokenSource {
     if (typeof json.access_token !== 'string' || json.access_token === '') return fail('the answer has no access_token');
     if (!HEADER_SAFE.test(json.access_token)) return fail('the access_token is not visible ASCII (cannot be sent in a header)');
     if (json.token_type !== undefined && String(json.token_type).toLowerCase() !== 'bearer') return fail(`token_type "${String(json.token_type).slice(0, 40)}" is not Bearer`);
-    const expiresIn = Number(json.expires_in);
-    const lifetimeMs = json.expires_in !== undefined && Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn * 1000 : DEFAULT_LIFETIME_SEC * 1000;
+    // A number is the token's lifetime: 0 or less, already expired (sent by the attempts that waited for this answer,
+    // then fetched anew: taken as absent, it was kept 270 s and each later delivery went out with it first, to a 401);
+    // absent (or not a number), DEFAULT_LIFETIME_SEC; at most MAX_LIFETIME_SEC.
+    const expiresIn = typeof json.expires_in === 'number' || typeof json.expires_in === 'string' ? Number(json.expires_in) : NaN;
+    const lifetimeMs = json.expires_in === undefined || json.expires_in === '' || Number.isNaN(expiresIn)
+      ? DEFAULT_LIFETIME_SEC * 1000
+      : Math.max(0, Math.min(expiresIn, MAX_LIFETIME_SEC)) * 1000;
     // Counted from before the request: the server's clock started no earlier.
     return { ok: true, token: json.access_token, usableUntil: startedAt + lifetimeMs - refreshMarginMs(lifetimeMs) };
   }

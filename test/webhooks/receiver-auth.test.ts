@@ -232,6 +232,33 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
     tokens.expiresIn = 3600;
   });
 
+  it('a token answered with expires_in 0 is not kept: the next delivery fetches its own (it was kept 270 s, and sent first to a 401)', async () => {
+    tokens.expiresIn = 0;
+    // A receiver that takes each token once: a kept token is refused the second time.
+    const statuses: number[] = [];
+    const rx2 = await startReceiver((req, res) => {
+      const got = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+      const ok = tokens.valid.delete(got);
+      statuses.push(ok ? 200 : 401);
+      res.writeHead(ok ? 200 : 401).end();
+    });
+    try {
+      const s = await api().post(SUBS, { url: rx2.url, eventTypes: ['webhookTest'], oauth2: oauth2() });
+      assert.equal(s.status, 201, s.text);
+      const before = tokens.requests.length;
+      for (const n of [1, 2]) {
+        await api().post(`${SUBS}/${s.body.uuid}/test`);
+        await waitFor(() => rx2.received.length >= n, `delivery ${n}`);
+      }
+      await sleep(200);
+      assert.deepEqual(statuses, [200, 200], 'each delivery went out with a token of its own');
+      assert.equal(tokens.requests.length, before + 2);
+    } finally {
+      tokens.expiresIn = 3600;
+      await rx2.close();
+    }
+  });
+
   it('a 401 from the receiver makes one refetch and one retry within the same attempt', async () => {
     const s = await api().post(SUBS, { url: rx.url, eventTypes: ['webhookTest'], authMethod: 'OAUTH2_CLIENT_CREDENTIALS', oauth2: oauth2() });
     const uuid = s.body.uuid;
