@@ -214,8 +214,11 @@ class Exchange {
   }
 
   abortNow(reason: Error): void {
-    if (this.abortFn) this.abortFn(reason);
-    else this.pendingReason ??= reason;
+    if (this.abortFn) return this.abortFn(reason);
+    // No socket yet (a connection or TLS handshake under way): the exchange ends now, as the deadline or the shutdown
+    // says, not when the pool's connect timeout fires; the connection, if it comes, is dropped as it arrives.
+    this.pendingReason ??= reason;
+    this.onError(reason);
   }
 
   private settle(ok: boolean, errorCode: ErrorCode | null, responseBody: string | null, retryAfterMs: number | null = null): void {
