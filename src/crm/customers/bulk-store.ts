@@ -44,11 +44,15 @@ export async function lockByKeys(tx: Queryable, externalIds: string[], uuids: st
 const INSERT_X = `INSERT INTO customers (external_id, ${DATA_COLUMNS.join(', ')}, email_keys, status)
        SELECT x.external_id, ${DATA_COLUMNS.map((c) => value(c, 'NULL')).join(', ')}, ${KEYS},
          CASE WHEN x.disabled THEN 'disabled' ELSE 'active' END`;
-/** Rows as insertMany/insertAllNew read them ($1): in order, numbered. */
+/** Rows as insertMany/insertAllNew read them ($1): numbered in item order. */
 const ordered = (rows: CustomerCols[]) => JSON.stringify(rows.map((row, ord) => ({ ord, ...row })));
 
+// Inserted in externalId order (byte order, COLLATE "C": the same in every transaction), not item order: requests
+// inserting overlapping new keys in different orders each waited for a key the other had inserted (a deadlock, a 500
+// once the retries were spent; found by a probe, 2026-11-29). In one order the later waits for the earlier, then
+// skips (ON CONFLICT) and updates. The import's insert does the same (src/imports/store.ts applyChunk).
 const INSERT = `${INSERT_X}
-       FROM jsonb_to_recordset($1::jsonb) AS x(ord int, ${RECORD}) ORDER BY x.ord
+       FROM jsonb_to_recordset($1::jsonb) AS x(ord int, ${RECORD}) ORDER BY x.external_id COLLATE "C", x.ord
        ON CONFLICT (external_id) DO NOTHING
        RETURNING ${RETURNING_ROWS('customers')}`;
 // The creates' customerCreate events (with deliveries) in insertion order, written by the insert's own statement.
@@ -58,7 +62,7 @@ const INSERT_WITH_EVENTS = `WITH c AS (${INSERT}),
      ${createEvents}`;
 
 /**
- * Inserts new customers, in order, with their customerCreate events (tagged with eventSource) and deliveries, in one
+ * Inserts new customers, in externalId order (above), with their customerCreate events (tagged with eventSource) and deliveries, in one
  * statement; an externalId taken meanwhile (a concurrent insert) is skipped and missing from the answer.
  */
 export async function insertMany(tx: Queryable, rows: CustomerCols[], eventSource: string): Promise<CustomerRow[]> {
@@ -72,13 +76,13 @@ export async function insertMany(tx: Queryable, rows: CustomerCols[], eventSourc
 const INSERT_ALL_NEW = `WITH x AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(ord int, ${RECORD})),
      c AS (
        ${INSERT_X}
-       FROM x WHERE NOT EXISTS (SELECT 1 FROM customers e WHERE e.external_id IN (SELECT external_id FROM x)) ORDER BY x.ord
+       FROM x WHERE NOT EXISTS (SELECT 1 FROM customers e WHERE e.external_id IN (SELECT external_id FROM x)) ORDER BY x.external_id COLLATE "C", x.ord
        RETURNING ${RETURNING_ROWS('customers')}
      ),
      ${createEvents}`;
 
 /**
- * Inserts every row, in order, with its customerCreate event (tagged with eventSource) and deliveries, when none
+ * Inserts every row, in externalId order, with its customerCreate event (tagged with eventSource) and deliveries, when none
  * of the externalIds exists; else writes nothing and returns []. Throws (having written nothing) when one of them
  * is inserted concurrently. One statement: on its own (autocommit) one round trip and one transaction.
  */
