@@ -1,14 +1,13 @@
-// Periodic clean-up run by webhook workers: time marks past retention, expired Idempotency-Keys, pending deliveries
-// of deleted subscriptions. Events, deliveries and attempts go with their partitions (src/partitions/).
+// Periodic clean-up run by webhook workers: time marks past retention, expired Idempotency-Keys. Events, deliveries
+// and attempts go with their partitions (src/partitions/); a deleted subscription's pending deliveries are cancelled
+// by the workers' sweep (src/webhooks/queue-store.ts discoverLanes).
 import type { Queryable } from './db/db.ts';
 import type { Config } from './config.ts';
 import { purgeExpired } from './crm/idempotency/store.ts';
-import { cancelStranded } from './webhooks/store.ts';
 import { purgeTimeMarks } from './events/time-marks.ts';
 import { startLoop } from './loop.ts';
 
 export async function housekeep(db: Queryable, config: Config): Promise<{ idempotencyKeys: number }> {
-  await cancelStranded(db); // a deleted subscription's pending deliveries no longer keep their events' partitions
   await purgeTimeMarks(db, config.eventRetentionDays);
   const idempotencyKeys = await purgeExpired(db);
   return { idempotencyKeys };

@@ -292,6 +292,12 @@ export interface LaneDue {
  * more: the first delivery not under a live lease (`a`, the earliest of them by the index order), and the
  * leases ahead of it (`b`, claimable when they expire). A lease behind `a` cannot be claimable before `a`.
  * Replayed deliveries (no next_attempt_at) make a lane due now while one of them is not under a live lease (`r`).
+ *
+ * A deleted subscription found with pending deliveries has them cancelled here (`stranded`): deleteSubscription
+ * cancels those it sees, but a change committing while the delete runs fans out from a snapshot in which the
+ * subscription is still active, and inserts its delivery after the delete has committed. Nothing claims it; until
+ * 2026-11-29 the hourly housekeeping cancelled it (found pending by a probe: 2–6 deliveries in 15 of 16 deletes
+ * under load), now the next sweep does.
  */
 export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
   const r = await db.query<LaneDue>(
@@ -301,6 +307,10 @@ export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
        SELECT (SELECT subscription_id FROM webhook_deliveries WHERE status = 'pending' AND subscription_id > subs.id
                ORDER BY subscription_id LIMIT 1)
        FROM subs WHERE subs.id IS NOT NULL
+     ), stranded AS (
+       UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
+       WHERE status = 'pending' AND subscription_id = ANY(ARRAY(
+         SELECT s.id FROM subs JOIN webhook_subscriptions s ON s.id = subs.id WHERE s.deleted_at IS NOT NULL))
      )
      SELECT s.id AS subscription_id, s.max_in_flight,
        extract(epoch FROM (greatest(n.due, coalesce(s.paused_until, n.due)) - clock_timestamp())) * 1000 AS due_in_ms

@@ -191,20 +191,6 @@ export async function deleteSubscription(db: Queryable, id: string): Promise<voi
 }
 
 /**
- * Cancels the pending deliveries of deleted subscriptions (run by the workers' housekeeping). deleteSubscription
- * cancels those it sees, but a change committing while the delete runs fans out from a snapshot in which the
- * subscription is still active, and inserts its delivery once the delete has committed: no worker claims it, and
- * it would stay pending for ever. Each deleted subscription is one probe of webhook_deliveries_due (pending only).
- */
-export async function cancelStranded(db: Queryable): Promise<number> {
-  const r = await db.query(
-    `UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
-     WHERE status = 'pending' AND subscription_id = ANY(ARRAY(SELECT id FROM webhook_subscriptions WHERE deleted_at IS NOT NULL))`,
-  );
-  return r.rowCount;
-}
-
-/**
  * Replaces the signing secret; the one it replaces keeps signing for graceSec after this rotation (its own
  * expiry, whatever rotations follow). Expired rotated-out secrets are deleted here.
  */
