@@ -68,6 +68,13 @@ const RATE_RECLAIM_MS = RATE_HORIZON_MS / 2;
  * Likewise the end of a Retry-After pause, for every lane (a rate-capped lane's slots start at the pause's end).
  */
 export const CLAIM_AHEAD_MS = 50;
+/**
+ * How much further than the worker's own horizon (its now + CLAIM_AHEAD_MS) the claim takes an uncapped lane's
+ * deliveries. The worker keeps due times on its clock, converted from the database's (slots.ts ClaimClock) with an
+ * offset up to about a millisecond early, and forgets one once its horizon reaches it: a delivery due just past the
+ * database's horizon was neither claimed nor remembered, and waited for the next sweep (test/webhooks/claim-horizon).
+ */
+export const CLAIM_SLACK_MS = 5;
 
 /**
  * The claim (claimLanes): $1 lane ids, $2 rooms, $3 lease ms, $4 lock token, $5 held per lane, $6 ceilings held per lane. Exported for the bench's EXPLAIN.
@@ -103,7 +110,7 @@ export const CLAIM_SQL = `WITH w AS (
        SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim,
          -- How far ahead of its due time a delivery may be claimed: CLAIM_AHEAD_MS, or a capped lane's first slot (a
          -- Retry-After pause's end, rate_tat), which no delivery it takes is due after.
-         CASE WHEN cap.id IS NULL THEN ${CLAIM_AHEAD_MS} ELSE greatest(0, extract(epoch FROM cap.start - now()) * 1000) END AS ahead FROM w
+         CASE WHEN cap.id IS NULL THEN ${CLAIM_AHEAD_MS + CLAIM_SLACK_MS} ELSE greatest(0, extract(epoch FROM cap.start - now()) * 1000) END AS ahead FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
          AND (s.paused_until IS NULL OR s.paused_until <= now() + ${CLAIM_AHEAD_MS} * interval '1 millisecond')
        LEFT JOIN capped cap ON cap.id = w.sub
