@@ -172,7 +172,11 @@ export function toApiError(err: unknown, bodyLimit = 1048576): { status: number;
     return { ...simple('ServiceUnavailable', 'the database did not answer within the statement deadline (BULB_DATABASE_STATEMENT_DEADLINE_MS): it is overloaded, waiting on a lock, unreachable or failing over; retry shortly'), headers: { 'retry-after': '1' } };
   }
   if (databaseUnavailable(e)) {
-    return { ...simple('ServiceUnavailable', 'the database is unavailable (restarting or failing over); retry shortly'), headers: { 'retry-after': '1' } };
+    // node-postgres says this both when no pooled connection came free in time and when a new one could not connect.
+    const why = /^timeout exceeded when trying to connect/.test(String((e as any)?.message))
+      ? 'no database connection came free in time (all busy, or the database is restarting or failing over); retry shortly'
+      : 'the database is unavailable (restarting or failing over); retry shortly';
+    return { ...simple('ServiceUnavailable', why), headers: { 'retry-after': '1' } };
   }
   // Safety net for input the schemas let through but PostgreSQL refuses: a client error, never a 500.
   const sqlstate = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && 'severity' in (e as object) ? code : undefined;

@@ -47,3 +47,27 @@ it('a refused connection is unavailable; a fault of the request or of Bulb is no
   assert.equal(databaseUnavailable(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' })), true);
   assert.equal(toApiError(new Error('boom')).status, 500);
 });
+
+it('a pool with no connection free in time (every one held by a lock wait) is a 503 that says so, not "restarting"', async () => {
+  const pg = (await import('pg')).default;
+  // A real pool of one whose only client is held: the next request waits, then gets node-postgres's own error.
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) {
+    if (process.env.CI) assert.fail('TEST_DATABASE_URL is required with CI=true');
+    console.log('# skipped: no PostgreSQL (TEST_DATABASE_URL)');
+    return;
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 100 });
+  const held = await pool.connect();
+  try {
+    const err = await pool.query('SELECT 1').then(() => undefined, (e: Error) => e);
+    assert.ok(err, 'the second query waited and failed');
+    assert.equal(databaseUnavailable(err), true);
+    const answer = toApiError(err);
+    assert.equal(answer.status, 503);
+    assert.match(answer.entries[0].message, /no database connection came free in time/);
+  } finally {
+    held.release();
+    await pool.end();
+  }
+});
