@@ -6,7 +6,7 @@
 // through the worker: one statement applies a chunk inside the database (store.applyChunk).
 import crypto from 'node:crypto';
 import type { Config } from '../config.ts';
-import { sqlState, withRetry, type Db, type Queryable } from '../db/db.ts';
+import { RETRYABLE_SQLSTATES, sqlState, withRetry, type Db, type Queryable } from '../db/db.ts';
 import { customerDisabled } from '../crm/customers/service.ts';
 import { lostRace } from '../crm/customers/bulk.ts';
 import * as store from './store.ts';
@@ -54,6 +54,14 @@ export class ImportWorker extends WokenWorker {
         // retried from the start each time (an import that could never finish).
         next = await withRetry(this.db, (tx) => this.chunk(tx, id), 5, { unbounded: true });
       } catch (err) {
+        // A chunk that lost its races (or deadlocked) on every retry: the import is handed back at once, for whichever
+        // worker claims next (under its lease it waited for this worker to come back to it: ~30 s stalls with four
+        // imports over overlapping ids, found by a probe).
+        if (RETRYABLE_SQLSTATES.has(sqlState(err) ?? '')) {
+          this.log(`import ${id}: a chunk lost its races on every retry; handed back`, err);
+          await store.releaseImport(this.db, id, this.token);
+          return this.nap.sleep(100 + Math.random() * 400); // the racers' turn first (then any worker's claim)
+        }
         // Bad data the database refuses fails the import; anything else (database away) is retried later.
         if (!/^(22|23|54)/.test(sqlState(err) ?? '')) throw err;
         this.log(`import ${id} failed`, err);
