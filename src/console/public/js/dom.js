@@ -22,8 +22,26 @@ function append(el, children) {
   for (const c of children) {
     if (c === undefined || c === null || c === false) continue;
     if (Array.isArray(c)) append(el, c);
-    else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    else el.append(c instanceof Node ? c : document.createTextNode(closeBidi(String(c))));
   }
+}
+
+/**
+ * `s` with every bidirectional embedding, override or isolate it opens closed at its end, so that a value cannot
+ * reverse the text after it: an externalId with an unclosed right-to-left override (U+202E) turned "Merging … into …"
+ * around the other customer's name backwards (found by a probe). Text without those characters is returned as is.
+ */
+export function closeBidi(s) {
+  if (!/[\u202A-\u202E\u2066-\u2069]/.test(s)) return s;
+  let embeds = 0;
+  let isolates = 0;
+  for (const ch of s) {
+    if (ch >= '\u202A' && ch <= '\u202E' && ch !== '\u202C') embeds++;
+    else if (ch === '\u202C') embeds = Math.max(0, embeds - 1);
+    else if (ch >= '\u2066' && ch <= '\u2068') isolates++;
+    else if (ch === '\u2069') isolates = Math.max(0, isolates - 1);
+  }
+  return s + '\u202C'.repeat(embeds) + '\u2069'.repeat(isolates);
 }
 
 export function clear(el, ...children) {

@@ -5,7 +5,7 @@
 // this customer and the duplicates' by uuid: a reference is "uuid or externalId, a uuid match wins", and an externalId
 // may look like another customer's uuid; typed references are shown as the dry run resolved them.
 import { ApiError, get, idempotencyKey, post } from '../api.js';
-import { announce, badge, busy, clear, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
+import { announce, badge, busy, clear, closeBidi, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
 import { displayName, refName, statusBadge } from './customers.js';
 import { historySection } from './merge-history.js';
 import { duplicatesSection } from './duplicates.js';
@@ -181,7 +181,7 @@ function mergeSection(c, navigate) {
     const confirm = h('button', { type: 'button', class: 'btn btn-danger' }, 'Confirm merge');
     const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
     // The customers as the dry run resolved the references (what the merge will take), not as typed.
-    const names = dry.mergedCustomerIds || list;
+    const names = (dry.mergedCustomerIds || list).map(closeBidi);
     const into = refName(dry.primary ?? c);
     clear(out, h('div', { class: 'preview', role: 'region', 'aria-labelledby': 'preview-h' },
       h('h3', { id: 'preview-h' }, 'Merge preview (nothing has changed yet)'),
@@ -207,7 +207,7 @@ function mergeSection(c, navigate) {
           // An Idempotency-Key makes a repeated click or a retried request replay the first answer.
           const headers = { 'idempotency-key': idempotencyKey() };
           const result = await post(path, { mergeWithCustomerIds: list }, { headers });
-          announce(`Merged ${(result?.mergedCustomerIds || names).join(', ')} into ${result?.primary ? refName(result.primary) : into}`, 'success');
+          announce(`Merged ${(result?.mergedCustomerIds?.map(closeBidi) || names).join(', ')} into ${result?.primary ? refName(result.primary) : into}`, 'success');
           navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);
         } catch (err) {
           out.append(errorBox(err, err instanceof ApiError && (err.status === 403 || err.status === 409) ? 'The merge was refused' : 'The merge failed'));

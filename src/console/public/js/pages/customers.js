@@ -1,10 +1,10 @@
 // Customers: search by name, email or externalId, with a status filter; results link to the customer page.
 import { get, getPages, supportsQueryParam } from '../api.js';
-import { badge, busy, empty, errorBox, field, h, load, select, table, time } from '../dom.js';
+import { badge, busy, closeBidi, empty, errorBox, field, h, load, select, table, time } from '../dom.js';
 
-export const displayName = (c) => [c.firstName, c.lastName].filter(Boolean).join(' ') || c.externalId || c.uuid;
+export const displayName = (c) => closeBidi([c.firstName, c.lastName].filter(Boolean).map(closeBidi).join(' ') || c.externalId || c.uuid);
 /** A customer's externalId, or its uuid when it has none (externalId is optional, as in Tulip). */
-export const refName = (c) => c.externalId ?? c.uuid;
+export const refName = (c) => closeBidi(c.externalId ?? c.uuid);
 export const primaryEmail = (c) => (c.emails || []).find((e) => e.isPrimary)?.email ?? c.emails?.[0]?.email ?? '';
 export const statusBadge = (status) => badge(status, status === 'active' ? 'ok' : 'muted');
 

@@ -5,6 +5,7 @@
 // The pairs are those the background refresher has folded in: how many changed customers it has still to check is said.
 import { get } from '../api.js';
 import { badge, busy, clear, empty, errorBox, field, h, load, select, table } from '../dom.js';
+import { refName } from './customers.js';
 
 const PATH = '/api/2026-11/crm/duplicates';
 const PAGE = 50;
@@ -15,7 +16,7 @@ const FIELD = { email: 'Email', phone: 'Phone', name: 'Name', address: 'Address'
 const pct = (score) => `${Math.round(score * 100)}%`;
 const customerCell = (c) => {
   const name = [c.firstName, c.lastName].filter(Boolean).join(' ');
-  return [h('a', { href: `#/customers/${encodeURIComponent(c.uuid)}` }, c.externalId), name ? [h('br'), h('span', { class: 'muted' }, name)] : null];
+  return [h('a', { href: `#/customers/${encodeURIComponent(c.uuid)}` }, refName(c)), name ? [h('br'), h('span', { class: 'muted' }, name)] : null];
 };
 
 export function duplicatePairsPage({ main, query, signal, navigate }) {
@@ -52,7 +53,7 @@ export function duplicatePairsPage({ main, query, signal, navigate }) {
       h('td', null, h('a', {
         class: 'btn btn-small',
         href: `#/customers/${encodeURIComponent(a.uuid)}?merge=${encodeURIComponent(b.uuid)}`, // by uuid: exactly that customer
-        'aria-label': `Preview merge of ${b.externalId} into ${a.externalId}`,
+        'aria-label': `Preview merge of ${refName(b)} into ${refName(a)}`,
       }, 'Preview merge')));
   }
 
