@@ -106,15 +106,17 @@ await describeEachDb('event catalog over HTTP', (ctx) => {
     for (const v of VERSION_IDS) {
       const doc = (await api().withToken(undefined).get(`/api/${v}/openapi.json`)).body;
       const create = doc.paths[`/api/${v}${SUBS}`]?.post;
-      if (!create) {
-        assert.equal(doc.webhooks, undefined, `${v} serves no subscriptions: no webhooks section`);
-        continue;
-      }
       const deref = (s: any) => (s.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
-      const body = deref(create.requestBody.content['application/json'].schema);
-      const accepted = body.properties.eventTypes?.items ?? body.properties.eventType;
-      const types = deref(accepted).enum;
-      assert.deepEqual(Object.keys(doc.webhooks), types, v);
+      if (!create) {
+        // 2022-04 serves no subscriptions, but a later version's subscription may have webhookVersion 2022-04: what it
+        // receives is documented (found by a probe: it was documented nowhere).
+        assert.deepEqual(Object.keys(doc.webhooks), CATALOG.map((e) => e.name), `${v}: every type a subscription with webhookVersion ${v} may receive`);
+        assert.match(doc.webhooks[CATALOG[0].name].post.description, new RegExp(`webhookVersion: "${v}"`));
+      } else {
+        const body = deref(create.requestBody.content['application/json'].schema);
+        const accepted = body.properties.eventTypes?.items ?? body.properties.eventType;
+        assert.deepEqual(Object.keys(doc.webhooks), deref(accepted).enum, v);
+      }
       for (const e of CATALOG) {
         const op = doc.webhooks[e.name].post;
         const content = op.requestBody.content['application/json'];

@@ -15,8 +15,8 @@ export const Phone = Type.Object(
   { ...closed, title: 'Phone' },
 );
 // Tulip's address (docs.tulip.com/tgen/addresses), its limits; every field optional (accepting more than Tulip breaks
-// no ported integration). countryCode must be in ISO 3166-1, zoneCode start with it, phone be E.164: checked in
-// ./validate.ts (no schema can say so).
+// no ported integration). countryCode must be in ISO 3166-1, zoneCode start with it, phone be E.164 (its shape is the
+// schema's pattern, the numbering plan is not): checked in ./validate.ts.
 export const Address = Type.Object(
   {
     uuid: Type.Optional(Type.String({ format: 'uuid', description: "the address's own id, assigned by Bulb; send it back to keep it" })),
@@ -29,7 +29,7 @@ export const Address = Type.Object(
     postCode: Type.Optional(NullableStr(10)),
     firstName: Type.Optional(NullableStr(64)),
     lastName: Type.Optional(NullableStr(64)),
-    phone: Type.Optional(Type.Union([Type.String({ maxLength: 32, description: 'E.164, e.g. +14155550100' }), Type.Null()])),
+    phone: Type.Optional(Type.Union([Type.String({ maxLength: 32, pattern: '^\\+[1-9][0-9]{1,14}$', description: 'E.164, e.g. +14155550100 (a number of a real numbering plan: checked beyond the pattern)' }), Type.Null()])),
     emailAddress: Type.Optional(Type.Union([Type.String({ maxLength: 255, format: 'email' }), Type.Null()])),
     type: Type.Optional(NullableStr(255)),
     disabled: Type.Optional(Type.Boolean()),

@@ -1,9 +1,11 @@
 // The `webhooks` section of a version's OpenAPI 3.1 document: one POST per event type that the version's
 // subscriptions can listen for (the event types its subscription-create body accepts), its body the type's
 // schema from the event catalog (src/events/catalog.ts, lifted into components.schemas) with the example,
-// and the signature headers of SPEC §7. A version serving no subscription route has no `webhooks` section.
+// and the signature headers of SPEC §7. A version serving no subscription route (2022-04) documents what a
+// subscription created in a later version with that webhookVersion receives: every type of the catalog (the body
+// does not depend on the webhookVersion; only X-Webhook-Version names it).
 import type { Registry } from './registry.ts';
-import { catalogEntry, schemaName } from '../../events/catalog.ts';
+import { CATALOG, catalogEntry, schemaName } from '../../events/catalog.ts';
 import { wireNames } from '../../config.ts';
 
 type Json = any;
@@ -29,9 +31,9 @@ function headers(serviceName: string): Json[] {
   ];
 }
 
-export function webhooksSection(registry: Registry, version: string, serviceName: string, lift: (s: Json) => Json): Record<string, Json> | undefined {
-  const types = subscribableTypes(registry, version);
-  if (types.length === 0) return undefined;
+export function webhooksSection(registry: Registry, version: string, serviceName: string, lift: (s: Json) => Json): Record<string, Json> {
+  const own = subscribableTypes(registry, version);
+  const types = own.length > 0 ? own : CATALOG.map((e) => e.name);
   const section: Record<string, Json> = {};
   for (const name of types) {
     const e = catalogEntry(name)!;
@@ -39,7 +41,7 @@ export function webhooksSection(registry: Registry, version: string, serviceName
       post: {
         operationId: schemaName(name)[0].toLowerCase() + schemaName(name).slice(1),
         summary: `${name} (${e.resourceType})`,
-        description: `${e.description} Sent as a signed POST to every subscription listening for ${name} (\`Authorization\` as the subscription's authMethod says). Delivered at least once: dedupe on \`uuid\`.`,
+        description: `${e.description} Sent as a signed POST to every subscription listening for ${name} (\`Authorization\` as the subscription's authMethod says). Delivered at least once: dedupe on \`uuid\`.${own.length > 0 ? '' : ` This version serves no subscription routes: a subscription created in a later version with \`webhookVersion: "${version}"\` receives this body.`}`,
         tags: [WEBHOOK_EVENTS_TAG],
         security: [],
         parameters: headers(serviceName),

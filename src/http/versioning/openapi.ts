@@ -157,7 +157,7 @@ export function openApiDocument(registry: Registry, version: string, serviceName
   paths[TOKEN_PATH] = { post: tokenOperation((s) => lift(s, components)) };
   tags.add('OAuth');
   const webhooks = webhooksSection(registry, version, serviceName, (s) => lift(s, components));
-  if (webhooks) tags.add(WEBHOOK_EVENTS_TAG);
+  tags.add(WEBHOOK_EVENTS_TAG);
   return {
     openapi: '3.1.0',
     info: {
@@ -176,7 +176,7 @@ export function openApiDocument(registry: Registry, version: string, serviceName
     'x-legacy-prefix': `/${serviceName}_api/v2`,
     tags: [...tags].sort().map((name) => ({ name, description: TAGS[name] ?? `${name} routes` })),
     paths,
-    ...(webhooks ? { webhooks } : {}),
+    webhooks,
     components: {
       schemas: Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
       securitySchemes: {
