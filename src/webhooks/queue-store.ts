@@ -300,28 +300,24 @@ export interface LaneDue {
  * leases ahead of it (`b`, claimable when they expire). A lease behind `a` cannot be claimable before `a`.
  * Replayed deliveries (no next_attempt_at) make a lane due now while one of them is not under a live lease (`r`).
  *
- * A deleted subscription found with pending deliveries has them cancelled here (`stranded`): deleteSubscription
- * cancels those it sees, but a change committing while the delete runs fans out from a snapshot in which the
- * subscription is still active, and inserts its delivery after the delete has committed. Nothing claims it; until
- * 2026-11-29 the hourly housekeeping cancelled it (found pending by a probe: 2–6 deliveries in 15 of 16 deletes
- * under load), now the next sweep does.
+ * A deleted subscription found with pending deliveries has them cancelled here (a second statement, only then):
+ * deleteSubscription cancels those it sees, but a change committing while the delete runs fans out from a snapshot
+ * in which the subscription is still active, and inserts its delivery after the delete has committed. Nothing claims
+ * it; until 2026-11-29 the hourly housekeeping cancelled it (found pending by a probe: 2–6 deliveries in 15 of 16
+ * deletes under load), now the next sweep does.
  */
 export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
-  const r = await db.query<LaneDue>(
+  const r = await db.query<LaneDue & { deleted: boolean }>(
     `WITH RECURSIVE subs(id) AS (
        (SELECT subscription_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY subscription_id LIMIT 1)
        UNION ALL
        SELECT (SELECT subscription_id FROM webhook_deliveries WHERE status = 'pending' AND subscription_id > subs.id
                ORDER BY subscription_id LIMIT 1)
        FROM subs WHERE subs.id IS NOT NULL
-     ), stranded AS (
-       UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
-       WHERE status = 'pending' AND subscription_id = ANY(ARRAY(
-         SELECT s.id FROM subs JOIN webhook_subscriptions s ON s.id = subs.id WHERE s.deleted_at IS NOT NULL))
      )
-     SELECT s.id AS subscription_id, s.max_in_flight,
+     SELECT s.id AS subscription_id, s.max_in_flight, s.deleted_at IS NOT NULL AS deleted,
        extract(epoch FROM (greatest(n.due, coalesce(s.paused_until, n.due)) - clock_timestamp())) * 1000 AS due_in_ms
-     FROM subs JOIN webhook_subscriptions s ON s.id = subs.id AND s.is_active AND s.deleted_at IS NULL
+     FROM subs JOIN webhook_subscriptions s ON s.id = subs.id AND (s.deleted_at IS NOT NULL OR s.is_active)
      LEFT JOIN LATERAL (
        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
        WHERE d.subscription_id = s.id AND d.status = 'pending' AND d.next_attempt_at IS NOT NULL
@@ -340,10 +336,19 @@ export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
        LIMIT 1
      ) r ON true
      CROSS JOIN LATERAL (SELECT least(a.next_attempt_at, b.due, r.due) AS due) n
-     WHERE n.due IS NOT NULL`,
+     WHERE n.due IS NOT NULL OR s.deleted_at IS NOT NULL`,
   );
-  return r.rows.map((x) => ({ ...x, subscription_id: String(x.subscription_id), due_in_ms: Number(x.due_in_ms) }));
+  const stranded = r.rows.filter((x) => x.deleted).map((x) => String(x.subscription_id));
+  if (stranded.length > 0) {
+    await db.query(
+      `UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
+       WHERE status = 'pending' AND subscription_id = ANY($1::bigint[])`,
+      [stranded],
+    );
+  }
+  return r.rows.filter((x) => !x.deleted).map(({ deleted: _, ...x }) => ({ ...x, subscription_id: String(x.subscription_id), due_in_ms: Number(x.due_in_ms) }));
 }
+
 
 export interface AttemptResult {
   deliveryId: string;
