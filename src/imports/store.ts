@@ -178,7 +178,7 @@ const NEW_STATUS = `CASE WHEN g.fields & ${DISABLED} = 0 THEN cur.status WHEN g.
  * for each row of the other: 25 M comparisons, 4 s of a 5,000-line chunk of customers that exist (a re-import ran at
  * 1,550 lines/s against 8,511 for new ones: BENCHMARKS.md).
  */
-const NEW_VALUES = `SELECT cur.id, g.line, g.n, g.lines, g.fields & ${ADDRESSES} <> 0 AS patched, ${CUSTOMER_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
+const NEW_VALUES = `SELECT cur.id, g.line, g.lines, g.fields & ${ADDRESSES} <> 0 AS patched, ${CUSTOMER_BITS.map(([c, bit, empty]) => `${newValue(c, bit, empty)} AS ${c}`).join(', ')},
          CASE WHEN g.fields & ${EMAILS} <> 0 THEN coalesce(g.email_keys, '{}') ELSE cur.email_keys END AS email_keys,
          ${NEW_STATUS} AS status
        FROM grp g`;
@@ -228,10 +228,10 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
      ), dup AS MATERIALIZED (
        SELECT ckey FROM chunk WHERE NOT refused GROUP BY ckey HAVING count(*) > 1
      ), grp AS MATERIALIZED (
-       SELECT line, 1::bigint AS n, ARRAY[line] AS lines, ckey, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, NULL::jsonb AS address_lists
+       SELECT line, ARRAY[line] AS lines, ckey, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, NULL::jsonb AS address_lists
        FROM chunk WHERE NOT refused AND ckey NOT IN (SELECT ckey FROM dup)
        UNION ALL
-       SELECT min(line), count(*), array_agg(line ORDER BY line), ckey, min(external_id), bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
+       SELECT min(line), array_agg(line ORDER BY line), ckey, min(external_id), bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
          ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', EMAILS)})),
          (array_agg(new_uuid ORDER BY line) FILTER (WHERE new_uuid IS NOT NULL))[1],
          jsonb_agg(coalesce(addresses, 'null') ORDER BY line) FILTER (WHERE fields & ${ADDRESSES} <> 0)
@@ -283,14 +283,16 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
          updated_at = clock_timestamp()
        FROM nv WHERE c.id = nv.id AND nv.bad IS NULL
          AND (${COLUMNS.map((col) => `c.${col}`).join(', ')}, c.status) IS DISTINCT FROM (${COLUMNS.map((col) => `nv.${col}`).join(', ')}, nv.status)
-       RETURNING c.id, c.uuid, c.external_id, nv.line, nv.n
+       RETURNING c.id, c.uuid, c.external_id, nv.line
      )${events}
      SELECT (SELECT count(*) FROM chunk)::int AS lines,
        EXISTS (SELECT 1 FROM import_rows WHERE import_id = $1 AND line > $2 + $3) AS more,
        (SELECT count(*) FROM chunk WHERE refused)::int AS refused,
        (SELECT count(*) FROM plan)::int AS "toInsert",
        (SELECT count(*) FROM ins)::int AS created,
-       (SELECT coalesce(sum(n), 0) FROM upd)::int AS updated,
+       -- One per customer written (its first line), as docs/imports.md decides: the lines folded into it are unchanged,
+       -- so created + updated is the number of events (it summed the folded lines: 2 updated, 1 event; a probe).
+       (SELECT count(*) FROM upd)::int AS updated,
        coalesce((SELECT jsonb_agg(jsonb_build_object('line', s.line::text, 'uuid', cur.uuid, 'external_id', cur.external_id,
            'merged_into_uuid', m.uuid, 'merged_into_external_id', m.external_id) ORDER BY s.line)
          FROM chunk s JOIN cur ON cur.ckey = s.ckey AND NOT s.refused AND cur.merged_into IS NOT NULL

@@ -91,13 +91,13 @@ export async function applyAddressChunk(
   const items = keyed.map((e) => ({ externalId: e.customer.external_id, addresses: e.list.map(wholeAddress) }) as BulkItemT);
   const outcomes = items.length ? await upsertItems(tx, items, { source: imp.source, events: imp.with_events }) : [];
   outcomes.forEach((o, i) => {
-    if (o.changed) result.updated += keyed[i].lines.length;
+    if (o.changed) result.updated += 1; // one per customer written, its other lines unchanged (docs/imports.md)
   });
   // A customer without an externalId (bulk's upsert keys by it): patched as PATCH /crm/customers/{uuid} would.
   for (const e of entries.filter((x) => x.customer.external_id === null)) {
     try {
       const row = await patchCustomer(tx, e.customer, { addresses: e.list.map(wholeAddress) } as CustomerInput, imp.source, imp.with_events);
-      if (row !== e.customer) result.updated += e.lines.length;
+      if (row !== e.customer) result.updated += 1;
     } catch (err) {
       // Refused before anything is written (its checks): its lines' errors, the customer as it was.
       if (!(err instanceof ApiError)) throw err;
