@@ -222,8 +222,8 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
   const partial = file.importType === 'partialupdate';
   const errors: ErrorEntry[] = [];
   const item: Record<string, unknown> = {};
-  const lists: Record<string, { cleared: boolean; elements: Map<number, Record<string, unknown> | null> }> = {};
-  const listOf = (name: string) => (lists[name] ??= { cleared: false, elements: new Map() });
+  const lists: Record<string, { cleared: boolean; elements: Map<number, Record<string, unknown> | null>; clearedCell: Map<number, string> }> = {};
+  const listOf = (name: string) => (lists[name] ??= { cleared: false, elements: new Map(), clearedCell: new Map() });
   let uuid: string | undefined;
   const value = (cell: string, kind: Cell, field: string): unknown => {
     if (kind === 'text') return cell;
@@ -284,6 +284,7 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
     // SET_AS_NULL clears a field: null, false for a boolean (isPrimary, disabled), as for the customer's own booleans
     // (it made null, which the address check refuses: the whole line failed, a probe, 2026-11-28).
     element[c.field] = clear ? (LISTS[c.list][c.field] === 'bool' ? false : null) : value(cell, LISTS[c.list][c.field], `${c.list}.${c.index}.${c.field}`);
+    if (clear && !list.clearedCell.has(c.index)) list.clearedCell.set(c.index, name);
   }
   for (const name of Object.keys(LISTS)) {
     const list = lists[name];
@@ -300,6 +301,17 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
     const removed = [...list.elements.entries()].filter(([, e]) => e === null).map(([i]) => `${name}[${i}]`);
     if (!list.cleared && elements.length === 0 && removed.length > 0) {
       errors.push(cellError(`"${removed[0]}" is ${SET_AS_NULL} and no element of ${name} is given: the list a partial update gives is the customer's new list, so this would remove them all. To remove them all, write ${SET_AS_NULL} in "${name}"; to remove some, give the ones to keep (${name}[N].${name === 'addresses' ? 'uuid' : 'attributeExternalId and value'})`, removed[0]));
+    }
+    // SET_AS_NULL clears a field of the address the element names (Tulip: addresses[N].uuid "Required for patching"):
+    // an element naming none is a new address, and the list it is in replaces the customer's. A record clearing one
+    // cell of addresses[0] without its uuid replaced every address with an empty one (found by a probe, 2026-11-29).
+    if (name === 'addresses') {
+      for (const [i, cellName] of list.clearedCell) {
+        const e = list.elements.get(i);
+        if (e && e.uuid == null && e.externalId == null) {
+          errors.push(cellError(`"${cellName}": ${SET_AS_NULL} clears a field of the address ${name}[${i}] names, and it names none: give ${name}[${i}].uuid (or its externalId). Without one it is a new address, and the list a partial update gives replaces the customer's addresses`, cellName));
+        }
+      }
     }
     item[name] = elements;
   }

@@ -237,6 +237,25 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual([first.uuid, first.address1, first.city, first.address2], [before[0].uuid, '1 A St', 'Boston', 'Apt 2']);
   });
 
+  // https://docs.tulip.com/tgen/customers_partialupdate : addresses[0].uuid "Required for patching". Probe (2026-11-29): a
+  // record clearing one field of addresses[0] without naming the address replaced every address with an empty one.
+  it('a partial update clearing an address field without naming the address is a line error, the addresses unchanged', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'sx-1', addresses: [
+      { address1: '1 A St', city: 'NYC', countryCode: 'US' }, { address1: '2 B St', city: 'LA', countryCode: 'US' },
+    ] }]);
+    const before = (await api().get('/crm/customers/sx-1')).body.addresses;
+    const r = await tgen('TGEN_customers_partialupdate_2025-08_sx.csv', 'externalId,firstName,addresses[0].address1\nsx-1,Named,SET_AS_NULL\n');
+    assert.deepEqual([r.done.updated, r.done.failed], [0, 1]);
+    const [err] = await errorsOf(r.created.uuid);
+    assert.equal(err.errors[0].moreInfo, 'addresses[0].address1');
+    assert.match(err.errors[0].message, /names none: give addresses\[0\]\.uuid/);
+    const after = (await api().get('/crm/customers/sx-1')).body;
+    assert.deepEqual([after.addresses, after.firstName], [before, null], 'nothing of the record applied');
+    // Named by its uuid, the same cell clears that address's field, the other address kept as given.
+    await tgen('TGEN_customers_partialupdate_2025-08_sx2.csv', `externalId,addresses[0].uuid,addresses[0].address1,addresses[1].uuid\nsx-1,${before[0].uuid},SET_AS_NULL,${before[1].uuid}\n`);
+    assert.deepEqual((await api().get('/crm/customers/sx-1')).body.addresses, [{ ...before[0], address1: null }, before[1]]);
+  });
+
   it('a customers full update replaces Tulip\'s fields (those left empty are emptied) and creates unknown customers', async () => {
     await api().post('/crm/customers/bulk', [{ externalId: 'fu-1', firstName: 'Old', lastName: 'Name', prefix: 'Mr', suffix: 'Jr' }]);
     const { done } = await tgen('TGEN_customers_fullupdate_2025-08_x.csv', [
