@@ -66,6 +66,8 @@ function customerColumn(name: string): Column | string {
   const m = ELEMENT.exec(name);
   if (!m || !Object.hasOwn(LISTS, m[1])) return `unknown column "${name.slice(0, 100)}"`;
   const [, list, n, field] = m;
+  // One spelling per index: "addresses[01].city" beside "addresses[1].city" passed the duplicate check and the last won.
+  if (n.length > 1 && n.startsWith('0')) return `column "${name.slice(0, 100)}": write the index without leading zeros (${list}[${Number(n)}])`;
   const index = Number(n);
   if (index >= MAX_INDEX[list]) return `column "${name}": at most ${MAX_INDEX[list]} ${list} per customer (indexes 0-${MAX_INDEX[list] - 1})`;
   if (field !== undefined && !Object.hasOwn(LISTS[list], field)) return `unknown column "${name.slice(0, 100)}": ${list}[${n}] has ${Object.keys(LISTS[list]).join(', ')}`;

@@ -319,6 +319,8 @@ await describeEachDb('TGEN imports', (ctx) => {
       ['TGEN_customers_fullupdate_2025-08_x.csv', 'externalId,firstName\nx,y\n', /must have a lastName column/],
       ['TGEN_customers_partialupdate_2025-08_x.csv', 'externalId,addresses[50].city,attributes[99].value\nx,y,z\n', /"addresses\[50\]\.city": at most 50 addresses per customer/],
       ['TGEN_customers_partialupdate_2025-08_x.csv', 'firstName\nx\n', /neither/],
+      // Two spellings of one index (a probe, 2026-11-29: both passed the duplicate check, the last value won).
+      ['TGEN_customers_partialupdate_2025-08_x.csv', 'externalId,addresses[1].city,addresses[01].city\nx,Lyon,Nice\n', /"addresses\[01\]\.city": write the index without leading zeros \(addresses\[1\]\)/],
       ['TGEN_users_partialupdate_2025-08_x.csv', 'username\nx\n', /names the kind "users"/],
       ['nope.csv', 'externalId\nx\n', /is not a TGEN file name/],
     ];
