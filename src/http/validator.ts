@@ -89,11 +89,12 @@ class BoundedAjv {
   compile(schema: AnySchema): BoundedValidate {
     const first = this.first.compile(schema);
     let all: ReturnType<Ajv['compile']> | undefined;
-    const validate: BoundedValidate = (data, dataCtx, budget = checkBudget()) => {
+    const validate: BoundedValidate = (data, dataCtx, given) => {
       if (first(data, dataCtx)) {
         validate.errors = null;
         return true;
       }
+      const budget = given ?? checkBudget(); // made for an invalid value only: a valid one allocates nothing
       const parts = partsUpTo(data, budget.parts);
       if (parts > budget.parts) {
         budget.parts = 0;
