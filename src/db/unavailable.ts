@@ -14,12 +14,15 @@ const UNAVAILABLE_SQLSTATES = new Set([
 /** Socket-level failures of the connection to the database. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
+/** node-postgres's message when no pooled connection came free in time, or a new one could not connect in time. */
+export const NO_CONNECTION_IN_TIME = /^timeout exceeded when trying to connect/;
+
 /**
  * node-postgres's own messages for a connection that broke or could not be had in time (no code is set), and Node's
  * for a write to a socket the server has closed (code EPIPE but no syscall: a query sent as the server went away).
  */
 const PG_MESSAGES = [
-  /^Connection terminated/, /^timeout exceeded when trying to connect/, /^Client has encountered a connection error/, /^Connection ended/,
+  /^Connection terminated/, NO_CONNECTION_IN_TIME, /^Client has encountered a connection error/, /^Connection ended/,
   /^This socket has been ended by the other party/,
 ];
 

@@ -1,6 +1,6 @@
 // The one error shape of SPEC §3, and the mapping of every failure (ours and Fastify's) onto it.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { databaseUnavailable, statementDeadlinePassed } from '../db/unavailable.ts';
+import { databaseUnavailable, NO_CONNECTION_IN_TIME, statementDeadlinePassed } from '../db/unavailable.ts';
 
 export interface ErrorEntry {
   message: string;
@@ -173,7 +173,7 @@ export function toApiError(err: unknown, bodyLimit = 1048576): { status: number;
   }
   if (databaseUnavailable(e)) {
     // node-postgres says this both when no pooled connection came free in time and when a new one could not connect.
-    const why = /^timeout exceeded when trying to connect/.test(String((e as any)?.message))
+    const why = NO_CONNECTION_IN_TIME.test(String((e as any)?.message))
       ? 'no database connection came free in time (all busy, or the database is restarting or failing over); retry shortly'
       : 'the database is unavailable (restarting or failing over); retry shortly';
     return { ...simple('ServiceUnavailable', why), headers: { 'retry-after': '1' } };
