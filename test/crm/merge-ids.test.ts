@@ -115,6 +115,17 @@ await describeEachDb('merge: customers named by Tulip id, uuid or externalId', (
     const self = await api().post(`/crm/customers/${q.uuid}/merge`, { mergeWithCustomerIds: ['twice-p'] });
     assert.equal(self.status, 400, self.text);
     assert.match(self.body.errors[0].message, /primary customer itself/);
+    // An unknown name beside them does not hide the 400 (docs/merge.md: 400 before 404; found by a probe: the 404 came
+    // first, and the integrator met the 400 only after fixing it). The legacy numeric form alike.
+    const withUnknown = await api().post('/crm/customers/twice-p/merge', { mergeWithCustomerIds: ['twice-s', s.uuid, 'nope'] });
+    assert.equal(withUnknown.status, 400, withUnknown.text);
+    assert.match(withUnknown.body.errors[0].message, /already listed/);
+    const selfUnknown = await api().post(`/crm/customers/${q.uuid}/merge`, { mergeWithCustomerIds: ['twice-p', 'nope'] });
+    assert.equal(selfUnknown.status, 400, selfUnknown.text);
+    assert.match(selfUnknown.body.errors[0].message, /primary customer itself/);
+    const legacyUnknown = await legacy(`${(await api().get('/crm/customers/twice-p')).body.id}`, [s.uuid, Number((await api().get(`/crm/customers/${s.uuid}`)).body.id), 999_999_999]);
+    assert.equal(legacyUnknown.status, 400, legacyUnknown.text);
+    assert.match(legacyUnknown.body.errors[0].message, /already listed/);
     assert.equal(await snapshot(db()), snap, 'nothing changed');
     const unknown = await api().post('/crm/customers/twice-p/merge', { mergeWithCustomerIds: ['00000000-0000-4000-8000-000000000000'] });
     assert.equal(unknown.status, 404);

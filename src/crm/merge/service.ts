@@ -126,22 +126,24 @@ function disabledProblem(c: store.LockedCustomer, role: string) {
 export async function mergeCustomers(tx: Queryable, input: MergeInput): Promise<MergeOutcome> {
   const refs = [input.primary, ...input.secondaries];
   const found = await resolveAll(tx, input.by, refs);
-  const unknown = refs.filter((r) => !found.has(r));
-  if (unknown.length > 0) {
-    throw ApiError.many('NotFound', unknown.map((r) => ({ message: `customer "${r}" not found`, moreInfo: r === input.primary ? 'id' : r })));
-  }
-  const primaryId = found.get(input.primary)!;
-  const secondaryIds = input.secondaries.map((r) => found.get(r)!);
-  // Two different names of one customer (its uuid and its externalId, say): the same 400 as the same name twice.
+  // Two different names of one customer (its uuid and its externalId, say): the same 400 as the same name twice,
+  // among the names that were found; checked before an unknown name's 404, as docs/merge.md orders the classes.
+  const primaryId = found.get(input.primary);
   const problems400: { message: string; moreInfo: string }[] = [];
   const seen = new Set<string>();
-  secondaryIds.forEach((id, i) => {
-    const ref = input.secondaries[i];
-    if (String(id) === String(primaryId)) problems400.push({ message: `"${input.field}.${i}" ("${ref}") names the primary customer itself`, moreInfo: `${input.field}.${i}` });
+  input.secondaries.forEach((ref, i) => {
+    const id = found.get(ref);
+    if (id === undefined) return;
+    if (primaryId !== undefined && String(id) === String(primaryId)) problems400.push({ message: `"${input.field}.${i}" ("${ref}") names the primary customer itself`, moreInfo: `${input.field}.${i}` });
     else if (seen.has(String(id))) problems400.push({ message: `"${input.field}.${i}" ("${ref}") names a customer already listed`, moreInfo: `${input.field}.${i}` });
     seen.add(String(id));
   });
   if (problems400.length > 0) throw ApiError.many('InvalidParameterError', problems400);
+  const unknown = refs.filter((r) => !found.has(r));
+  if (primaryId === undefined || unknown.length > 0) {
+    throw ApiError.many('NotFound', unknown.map((r) => ({ message: `customer "${r}" not found`, moreInfo: r === input.primary ? 'id' : r })));
+  }
+  const secondaryIds = input.secondaries.map((r) => found.get(r)!);
 
   // Lock primary, secondaries and whatever was merged into the secondaries, in id order.
   const lockSet = new Set([primaryId, ...secondaryIds, ...(await store.mergedInto(tx, secondaryIds))]);
