@@ -77,6 +77,8 @@ await describeEachDb('merge undo', (ctx) => {
     // History: undoneAt in 2026-11, absent from older versions; a second undo is refused.
     const h = await api().get('/crm/customers/un-s1/merges');
     assert.match(h.body.data[0].undoneAt, /Z$/);
+    // The record's counts as the merge answered them, in the same key order (the stored jsonb had its own).
+    assert.deepEqual(Object.entries(h.body.data[0].moved), Object.entries(m.body.moved));
     const old = await ctx.srv.api.get('/crm/customers/un-s1/merges');
     assert.equal(old.status, 200);
     assert.equal('undoneAt' in old.body.data[0], false);

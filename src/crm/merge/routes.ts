@@ -20,6 +20,7 @@ import * as customers from '../customers/store.ts';
 import { idempotent, keyOf } from '../idempotency/service.ts';
 import { auditOf } from '../../audit/record.ts';
 import * as S from './schema.ts';
+import { MOVED_KEYS, type Moved } from './schema.ts';
 import { checkRequest, DryRunRollback, mergeCustomers, type MergeInput, type MergeOutcome } from './service.ts';
 import * as store from './store.ts';
 import { undoMerge, UndoDryRun, type UndoOutcome } from './undo.ts';
@@ -39,7 +40,8 @@ const shapeRecord = (m: store.MergeRow) => ({
   uuid: m.uuid,
   primary: { uuid: m.primary_uuid, externalId: m.primary_external_id },
   secondaries: m.secondaries,
-  moved: m.moved,
+  // In MergeResult's key order (the stored jsonb keeps its own: shorter keys first).
+  moved: Object.fromEntries(MOVED_KEYS.map((k) => [k, m.moved[k] ?? 0])) as Moved,
   duplicateAssociatesRemoved: m.duplicates_removed,
   tokenUuid: m.principal_uuid,
   source: m.source,
