@@ -46,19 +46,22 @@ function typesOf(listens: string[], asked: string[] | undefined): string[] {
   return asked;
 }
 
-/** since/until: a window of kept events (BULB_EVENT_RETENTION_DAYS), until after since. Returns until (default now). */
+/**
+ * since/until: a window of kept events (BULB_EVENT_RETENTION_DAYS), until after since. Returns until (default now).
+ * A replay covers what had happened when it was accepted: an until later than that is taken as that moment, and the
+ * replay shows it (it was shown as asked while the replay stopped at its acceptance; found by a probe).
+ */
 function windowOf(body: ReplayCreateT, retentionDays: number): { since: string; until: string } {
   const now = Date.now();
   const since = instantOf(body.since);
-  const until = body.until === undefined ? now : instantOf(body.until);
+  const until = body.until === undefined ? now : Math.min(instantOf(body.until), now);
   const oldest = now - retentionDays * 86_400_000;
   if (since < oldest) {
     throw invalid(`since is older than the events kept: the oldest time available is ${new Date(oldest).toISOString()} (BULB_EVENT_RETENTION_DAYS=${retentionDays})`, 'since');
   }
-  if (until <= since) {
-    // Without until, the window ends now: a since in the future is the field at fault.
-    throw body.until === undefined ? invalid(`since must be in the past: the window ends now (${new Date(now).toISOString()}) when no until is given`, 'since') : invalid('until must be after since', 'until');
-  }
+  // The window never passes now: a since in the future is the field at fault, whatever the until.
+  if (since >= now) throw invalid(`since must be in the past: a replay ends no later than now (${new Date(now).toISOString()})`, 'since');
+  if (until <= since) throw invalid('until must be after since', 'until');
   return { since: new Date(since).toISOString(), until: new Date(until).toISOString() };
 }
 

@@ -217,6 +217,10 @@ await describeEachDb('webhook replay', (ctx) => {
     assert.equal(future.body.errors[0].moreInfo, 'since');
     assert.match(future.body.errors[0].message, /since must be in the past/);
 
+    // A window wholly in the future: since is the field at fault (the until is taken as now).
+    const aheadBoth = await api().post(path, { since: new Date(Date.now() + 60_000).toISOString(), until: new Date(Date.now() + 3600_000).toISOString() });
+    assert.deepEqual([aheadBoth.status, aheadBoth.body.errors?.[0].moreInfo], [400, 'since'], aheadBoth.text);
+
     const unknown = await api().post(path, { since: since(), eventTypes: ['customerExplode'] });
     assert.equal(unknown.status, 400);
     assert.deepEqual(errorCodes(unknown), ['InvalidParameterError']);
@@ -248,6 +252,13 @@ await describeEachDb('webhook replay', (ctx) => {
     assert.equal(await count(), before, 'nothing changed');
     assert.equal((await api().get(`${SUBS}/${c.body.uuid}/replays`)).body.data.length, 0);
 
+    // An until in the future is taken as the moment the replay is accepted, and shown so (the replay stops there).
+    const sent = Date.now();
+    const ahead = await api().post(path, { since: since(), until: new Date(sent + 3600_000).toISOString() });
+    assert.equal(ahead.status, 202, ahead.text);
+    assert.ok(Date.parse(ahead.body.until) >= sent - 1000 && Date.parse(ahead.body.until) <= Date.now(), ahead.body.until);
+    assert.equal((await api().get(`${REPLAYS}/${ahead.body.uuid}`)).body.until, ahead.body.until);
+    await api().post(`${REPLAYS}/${ahead.body.uuid}/cancel`);
     // Without eventTypes: the types the subscription listens to that the events API keeps.
     const ok = await api().post(path, { since: since() });
     assert.deepEqual(ok.body.eventTypes, ['customerCreate']);
