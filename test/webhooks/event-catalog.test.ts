@@ -123,6 +123,8 @@ await describeEachDb('event catalog over HTTP', (ctx) => {
         assert.deepEqual(doc.components.schemas[content.schema.$ref.split('/').pop()], JSON.parse(JSON.stringify(e.schema)), `${v} ${e.name}`);
         assert.deepEqual(content.example, e.example);
         assert.ok(op.parameters.some((p: any) => p.in === 'header' && p.name === 'X-Tulip-Hmac-256'));
+        // What each answer does, 410 Gone included (it said a 4xx is retried; a 410 disables the subscription).
+        assert.match(op.responses['4XX'].description, /410 Gone disables the subscription at once/, `${v} ${e.name}`);
       }
     }
   });

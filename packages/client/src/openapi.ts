@@ -16353,7 +16353,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -16422,7 +16422,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -16491,7 +16491,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -16560,7 +16560,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -16629,7 +16629,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -16698,7 +16698,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -16767,7 +16767,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -16836,7 +16836,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -16905,7 +16905,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts */
+            /** @description Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;

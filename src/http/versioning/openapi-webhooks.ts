@@ -48,7 +48,7 @@ export function webhooksSection(registry: Registry, version: string, serviceName
         requestBody: { required: true, content: { 'application/json': { schema: lift(e.schema), example: e.example } } },
         responses: {
           '200': { description: 'Any 2xx within 20 s acknowledges the delivery (the body is ignored)' },
-          '4XX': { description: 'Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule. 429 or 503 with Retry-After delays the next attempts' },
+          '4XX': { description: 'Any other answer (no answer within 20 s, a redirect, a 4xx or 5xx) fails the attempt; it is retried on the schedule of the subscription. 429 or 503 with Retry-After delays the next attempts; 410 Gone disables the subscription at once (its deliveries wait until it is re-activated)' },
         },
       },
     };
