@@ -30,9 +30,9 @@ export function parseProxyUrl(raw: string): URL {
   try {
     u = new URL(raw);
   } catch {
-    // Its password, if any, is not repeated in the message (start logs are collected): everything up to the last "@"
-    // (a password with a "/" in it ended the authority early, and a mask that stopped at the "/" printed it).
-    throw new Error(`BULB_WEBHOOK_PROXY is not a URL: "${raw.replace(/\/\/.*@/, '//***@')}"`);
+    // Its password, if any, is not repeated in the message (start logs are collected): a value with an "@" is not
+    // shown at all (masks missed a password ended by a "/", a value without "//", a line break before the "@").
+    throw new Error(`BULB_WEBHOOK_PROXY is not a URL: ${raw.includes('@') ? `${raw.length} characters, not shown (it may hold a password)` : `"${raw}"`}`);
   }
   // Decoded for the Proxy-Authorization header of every tunnel: bad percent-encoding refuses the start (each tunnel
   // threw, and an HTTP attempt crashed without an attempt row).

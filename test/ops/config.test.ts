@@ -69,7 +69,9 @@ describe('config', () => {
     for (const url of ['postgres://u:p@db.example:5432/bulb', 'postgresql:///bulb?host=/var/run/postgresql']) assert.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url);
     // A value that may hold a password is never repeated in the message.
     for (const [name, value] of [['DATABASE_URL', 'mysql://u:s3cretpw@db/x'], ['BULB_WEBHOOK_PROXY', 'http://u:s3cretpw@proxy:99999'],
-      ['BULB_WEBHOOK_PROXY', 'http://u:pa/s3cretpw@proxy.example:3128'], ['BULB_WEBHOOK_PROXY', 'http://u:s3cretpw%ZZ@proxy.example:3128']]) {
+      ['BULB_WEBHOOK_PROXY', 'http://u:pa/s3cretpw@proxy.example:3128'], ['BULB_WEBHOOK_PROXY', 'http://u:s3cretpw%ZZ@proxy.example:3128'],
+      // Without "//" (the URL parser takes "http:u:p@h" too) or with a line break before the "@": the mask missed them.
+      ['BULB_WEBHOOK_PROXY', 'http:u:s3cretpw@proxy:99999'], ['BULB_WEBHOOK_PROXY', 'http:\\\\u:s3cretpw@proxy:99999'], ['BULB_WEBHOOK_PROXY', 'http://u:s3cretpw\n@proxy:99999']]) {
       assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && !err.message.includes('s3cretpw'), name);
     }
     assert.equal(loadConfig({ BULB_TRUST_PROXY: 'true' }).trustProxy, true);
