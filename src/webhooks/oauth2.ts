@@ -138,7 +138,12 @@ export class TokenSource {
     if (json === undefined || json === null || typeof json !== 'object') return fail('the answer is not a JSON object');
     if (typeof json.access_token !== 'string' || json.access_token === '') return fail('the answer has no access_token');
     if (!HEADER_SAFE.test(json.access_token)) return fail('the access_token is not visible ASCII (cannot be sent in a header)');
-    if (json.token_type !== undefined && String(json.token_type).toLowerCase() !== 'bearer') return fail(`token_type "${String(json.token_type).slice(0, 40)}" is not Bearer`);
+    if (json.token_type !== undefined && String(json.token_type).toLowerCase() !== 'bearer') {
+      // Shown whole or not at all: a value cut mid-text kept the start of a secret it echoed, which redaction (of whole
+      // values, and of a start only at a text's end) cannot tell from text (found by a probe).
+      const type = String(json.token_type);
+      return fail(type.length <= 40 ? `token_type "${type}" is not Bearer` : `token_type (${type.length} characters) is not Bearer`);
+    }
     // A number is the token's lifetime: 0 or less, already expired (sent by the attempts that waited for this answer,
     // then fetched anew: taken as absent, it was kept 270 s and each later delivery went out with it first, to a 401);
     // absent (or not a number), DEFAULT_LIFETIME_SEC; at most MAX_LIFETIME_SEC.

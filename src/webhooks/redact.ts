@@ -1,9 +1,9 @@
 // Redaction of credentials a receiver echoes back (SPEC §15: neither the logs API nor a database dump may reveal
 // one). A response body, or an error text, is stored only after every form of the subscription's credentials that a
 // receiver could plausibly send back is replaced: the bearer token, the Basic password and the decoded
-// "user:password", the OAuth2 client secret (also form-encoded, and the "id:secret" of the token request's Basic
+// "user:password", the OAuth2 client secret (and the "id:secret" of the token request's Basic
 // header, which a token endpoint may echo), the OAuth2 access tokens the attempt sent, each as sent, JSON-escaped,
-// URL-encoded, in base64 (standard or URL-safe, padded or not) and in hex, all matched without regard to case (an echo
+// URL-encoded and form-encoded, HTML-escaped, in base64 (standard or URL-safe, padded or not) and in hex, all matched without regard to case (an echo
 // upper- or lower-cased still reveals the secret).
 import { memoize } from '../memo.ts';
 import type { Claimed } from './claimed.ts';
@@ -25,7 +25,7 @@ export function credentialsOf(c: Credentials, tokens: string[] = []): string[] {
   if (c.basic_password) out.push(c.basic_password, `${c.basic_username ?? ''}:${c.basic_password}`);
   if (c.oauth2_client_secret) {
     // As sent to the token endpoint: form-encoded (RFC 6749 §2.3.1) inside the Basic header's "id:secret".
-    out.push(c.oauth2_client_secret, formEncode(c.oauth2_client_secret), basicCredential(c.oauth2_client_id ?? '', c.oauth2_client_secret));
+    out.push(c.oauth2_client_secret, basicCredential(c.oauth2_client_id ?? '', c.oauth2_client_secret));
   }
   return out;
 }
@@ -41,6 +41,11 @@ export function variantsOf(secret: string): string[] {
     json.replace(/\//g, '\\/'),
     encodeURIComponent(secret),
     encodeURI(secret),
+    // Form-encoded (a query string or an x-www-form-urlencoded body: "+" for a space, !'()~ escaped) and HTML-escaped
+    // (an error page quoting the header): a token with such characters was stored in clear (found by a probe).
+    formEncode(secret),
+    htmlEscape(secret),
+    htmlEscape(secret).replace(/&#39;/g, '&#x27;'),
     b64,
     b64.replace(/=+$/, ''),
     bytes.toString('base64url'),
@@ -48,6 +53,9 @@ export function variantsOf(secret: string): string[] {
   ];
   return [...new Set(forms.filter((f) => f.length > 0))];
 }
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const htmlEscape = (s: string) => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
 

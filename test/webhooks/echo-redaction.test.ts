@@ -44,6 +44,16 @@ const echoing = (req: http.IncomingMessage, res: http.ServerResponse) => {
 /** Every form, lower-cased, that must appear nowhere (searched in lower-cased text). */
 const forbidden = (secrets: string[]) => [...new Set(secrets.flatMap((s) => [...Object.values(echoes(s)), JSON.stringify(s).slice(1, -1)]).map((x) => x.toLowerCase()))];
 
+it('form-encoded and HTML-escaped echoes of a credential are redacted', () => {
+  // Characters encodeURIComponent leaves as they are (form encoding does not), a space, and HTML's specials.
+  const secret = `Tk!x(y)~z*"a&b<c>d'e f`;
+  const html = secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  for (const echo of [new URLSearchParams({ t: secret }).toString().slice(2), html.replace(/'/g, '&#39;'), html.replace(/'/g, '&#x27;')]) {
+    assert.equal(redactCredentials(`got ${echo} here`, [secret]), 'got [redacted] here', echo);
+    assert.equal(redactCredentials(`got ${echo.toUpperCase()}`, [secret]), 'got [redacted]', echo);
+  }
+});
+
 it('a text ending with the start of a credential, in any form or case, has that end redacted; shorter starts and other ends are kept', () => {
   const text = 'x'.repeat(100);
   for (const form of variantsOf(TOKEN)) {

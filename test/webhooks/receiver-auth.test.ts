@@ -38,7 +38,7 @@ interface TokenServer {
   valid: Set<string>;
   issued: string[];
   expiresIn: number | undefined;
-  mode: 'ok' | 'status500' | 'badJson' | 'noToken';
+  mode: 'ok' | 'status500' | 'badJson' | 'noToken' | 'echoType';
   close(): Promise<void>;
 }
 
@@ -53,6 +53,11 @@ async function startTokenServer(): Promise<TokenServer> {
       if (t.mode === 'status500') return res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'server_error', error_description: 'token store down' }));
       if (t.mode === 'badJson') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"access_token": ');
       if (t.mode === 'noToken') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"token_type":"Bearer"}');
+      // A token_type that echoes the Basic credential it was sent (decoded: "id:secret", form-encoded).
+      if (t.mode === 'echoType') {
+        const decoded = Buffer.from(String(req.headers.authorization ?? '').split(' ')[1] ?? '', 'base64').toString('utf8');
+        return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: 'x', token_type: `mac ${decoded}` }));
+      }
       const token = `tok-${t.issued.length + 1}-${Math.random().toString(36).slice(2)}`;
       t.issued.push(token);
       t.valid.add(token);
@@ -288,6 +293,8 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
       ['status500', undefined, /answered 500: server_error \(token store down\)/],
       ['badJson', undefined, /not a JSON object/],
       ['noToken', undefined, /no access_token/],
+      // Cut to 40 characters mid-text, it kept the start of the secret it echoed (found by a probe).
+      ['echoType', undefined, /token_type \(\d+ characters\) is not Bearer/],
       ['ok', deadUrl, /ECONNREFUSED/],
     ];
     for (const [mode, url, why] of cases) {
@@ -302,6 +309,7 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
       assert.match(a.responseBody, why);
       assert.ok(a.responseBody.includes('token endpoint'), a.responseBody);
       assert.ok(!a.responseBody.includes(CLIENT_SECRET));
+      assert.ok(!/cs-secret/i.test(a.responseBody), a.responseBody);
       assert.equal(mine(), 0, 'nothing sent to the receiver');
       if (mode === 'status500') {
         // Not a stalled lane: once the endpoint answers again, the same subscription delivers.
