@@ -74,6 +74,11 @@ export function receiverAuthRules(method: AuthMethodName, url: string, input: { 
   const errs: Problem[] = [];
   const oauth2 = method === OAUTH2 ? oauth2Rules(input.oauth2, cur, errs) : null;
   const tls = tlsRules(input.tls, cur, errs);
+  // A stored client key is kept only for the origin it was given for, as the other credentials are (docs/security.md):
+  // it authenticated Bulb to any host a change of URL named (found by a probe).
+  if (cur?.tls_client_key && input.tls !== null && input.tls?.clientKey === undefined && !sameOrigin(url, cur.url)) {
+    errs.push({ message: '"tls" with its "clientKey" must be given again when "url" names another origin: the stored key stays with the receiver it was given for (or "tls": null to remove it)', moreInfo: 'tls.clientKey' });
+  }
   // Mutual TLS needs a connection that is TLS: https (sender.ts), amqps, or nats, which then requires TLS of the
   // server (destinations/). Over plain http or amqp no client certificate would be presented, so `tls` (given, or
   // kept by a change of URL) is refused there: never silently dropped, the receiver would get unauthenticated deliveries.

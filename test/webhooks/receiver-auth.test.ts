@@ -407,6 +407,9 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
         ['PATCH', { url: 'http://93.184.215.14/hook', oauth2: oauth2() }, 'tls', undefined], // the stored tls would no longer be presented
         ['PATCH', { tls: { clientCertificate: certs.rogueCert } }, 'tls.clientKey', undefined], // the stored key does not match
         ['PATCH', { tls: { clientCertificate: certs.clientCert, clientKey: otherKey } }, 'tls.clientKey', undefined],
+        // The stored client key stays with its origin, as the other credentials do (it followed any URL; found by a probe).
+        ['PATCH', { url: 'https://93.184.215.99/hook', oauth2: oauth2() }, 'tls.clientKey', undefined],
+        ['PATCH', { url: 'https://93.184.215.14:8443/hook', oauth2: oauth2(), tls: { clientCertificate: certs.clientCert } }, 'tls.clientKey', undefined],
         ['PATCH', { oauth2: oauth2({ audience: 'a\u0001b' }) }, 'oauth2.audience', undefined],
         ['PATCH', { oauth2: oauth2({ tokenUrl: 'https://10.1.2.3/token' }) }, 'oauth2.tokenUrl', () => sapi],
         ['PATCH', { oauth2: null }, 'oauth2', undefined],
@@ -423,6 +426,12 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
         assert.ok(r.body.errors.some((e: any) => e.moreInfo === field || e.message.includes(field)), `names ${field}: ${r.text}`);
         assert.equal(await snapshot(), before, 'nothing changed');
       }
+      // Another origin with the key given again is accepted; so is another path of the same origin without it.
+      const again = await api().patch(`${SUBS}/${uuid}`, { url: 'https://93.184.215.99/hook', oauth2: oauth2(), tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } });
+      assert.equal(again.status, 200, again.text);
+      const samePlace = await api().patch(`${SUBS}/${uuid}`, { url: 'https://93.184.215.99/other-path' });
+      assert.equal(samePlace.status, 200, samePlace.text);
+      assert.ok(samePlace.body.tls?.clientCertificate, 'mutual TLS kept');
       // Moving to a plain http URL with mutual TLS removed in the same change is accepted.
       const moved = await api().patch(`${SUBS}/${uuid}`, { url: 'http://93.184.215.14/hook', authMethod: 'NONE', tls: null });
       assert.equal(moved.status, 200, moved.text);
