@@ -36,8 +36,8 @@ export const basicCredential = (clientId: string, clientSecret: string) => `${fo
 
 /** How token requests leave (the Sender: its address guard and its token pool, through the proxy if one is set). */
 export interface TokenTransport {
-  /** Why the token URL's host may not be reached, or null. */
-  refusal(url: string): string | null;
+  /** Why the token URL may not be used (its host, its scheme), or null. */
+  tokenRefusal(url: string): string | null;
   tokenPool(): Dispatcher;
 }
 
@@ -90,7 +90,7 @@ export class TokenSource {
   private async fetch(c: Claimed, timeoutMs: number): Promise<({ ok: true; token: string; usableUntil: number }) | { ok: false; reason: string }> {
     const url = c.oauth2_token_url!;
     const fail = (why: string) => ({ ok: false as const, reason: `token endpoint ${url}: ${why}` });
-    const refused = this.sender.refusal(url);
+    const refused = this.sender.tokenRefusal(url);
     if (refused) return fail(refused);
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (c.oauth2_scope) form.set('scope', c.oauth2_scope);

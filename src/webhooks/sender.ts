@@ -158,6 +158,17 @@ export class Sender {
     return t ? t.blocked : 'invalid URL';
   }
 
+  /**
+   * Why an OAuth2 token URL may not be used, or null: refusal's, and plain http unless private addresses are allowed
+   * (the rule checkTokenUrl applies when it is written holds when it is used: one stored while they were allowed sent
+   * the client secret in clear after the setting was turned off; found by a probe).
+   */
+  tokenRefusal(url: string): string | null {
+    const refused = this.refusal(url);
+    if (refused || this.opts.allowPrivate || url.slice(0, 6).toLowerCase() === 'https:') return refused;
+    return 'must use https (http only with BULB_WEBHOOK_ALLOW_PRIVATE=true): the client secret is not sent in clear';
+  }
+
   async close(): Promise<void> {
     const a = this.tokenAgent;
     this.tokenAgent = undefined;
