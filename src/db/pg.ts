@@ -33,7 +33,15 @@ class UtcClient extends pg.Client {
   connect(): Promise<pg.Client>;
   connect(callback: (err: Error | null, c?: pg.Client) => void): void;
   connect(callback?: (err: Error | null, c?: pg.Client) => void): Promise<pg.Client> | void {
+    // Until its caller has it, an 'error' event has no listener but this one: a transaction pooler completes the login
+    // itself and may hold the setup statements in its queue (PAUSE, a pool busy, a failover), the pool's connect timeout
+    // then destroys the socket, and the unhandled event ended the process (every process behind the pooler, found by a
+    // probe). The setup's failure rejects `ready`, which the caller gets.
+    const unhandled = () => {};
+    this.on('error', unhandled);
     const ready = super.connect().then(() => this.query(setupSql(this))).then(() => this as pg.Client);
+    const handedOver = () => this.removeListener('error', unhandled);
+    ready.then(handedOver, handedOver);
     if (!callback) return ready;
     ready.then((c) => callback(null, c), (err) => callback(err));
   }
@@ -64,6 +72,8 @@ export interface PgDbOptions {
   statementDeadlineMs?: number;
   /** How often the LISTEN connection is asked to answer (ms; tests shorten it). */
   listenHeartbeatMs?: number;
+  /** How long a request waits for a pooled connection (ms; default CONNECT_TIMEOUT_MS; tests shorten it). */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -144,7 +154,7 @@ export class PgDb implements Db {
     // connectionTimeoutMillis: a request waits at most this long for a connection (also for a free one in the
     // pool), then fails as unavailable (503) instead of hanging while the database is down or failing over.
     this.pool = new pg.Pool({
-      Client: UtcClient, connectionString: url, max: poolSize, application_name: 'bulb', connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true,
+      Client: UtcClient, connectionString: url, max: poolSize, application_name: 'bulb', connectionTimeoutMillis: opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS, keepAlive: true,
       // A statement unanswered this long fails (as unavailable: 503), and its connection is closed (closeSocket).
       ...(opts.statementDeadlineMs ? { query_timeout: opts.statementDeadlineMs } : {}),
     });

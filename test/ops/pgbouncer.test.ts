@@ -11,6 +11,8 @@ import { runBulb, startBulb, type Proc } from '../helpers/process.ts';
 import { Client } from '../helpers/server.ts';
 import { startReceiver, waitFor, type Receiver } from '../webhooks/receiver.ts';
 import { decidePooling, isTransactionPooler } from '../../src/db/pooler.ts';
+import { PgDb } from '../../src/db/pg.ts';
+import { databaseUnavailable } from '../../src/db/unavailable.ts';
 
 const KEY = 'pgbouncer-admin-key-0123456789abcdef';
 const enabled = (await postgresAvailable()) && pgbouncerAvailable();
@@ -140,6 +142,30 @@ describe('telling a transaction pooler from a direct connection', { skip: !enabl
       assert.equal(await isTransactionPooler(url), true, `round ${i}`);
     }
     assert.equal(await isTransactionPooler(tdb.url!), false, 'a direct connection is not');
+  });
+
+  it('a pooler holding a new connection\'s first statement past the connect timeout fails that request (503), not the process', async () => {
+    // PgBouncer completes the login itself and queues the setup statements until a server connection is free (a pool
+    // busy, PAUSE, a failover). The pool's connect timeout then destroyed the socket and node-postgres emitted an
+    // 'error' nothing listened to: the process ended (found by a probe: every Bulb process behind the pooler died).
+    const name = new URL(tdb.url!).pathname.slice(1);
+    const single = await startPgBouncer({ poolSize: 1 });
+    const db = new PgDb(single.url(name), 2, { preparedStatements: false, connectTimeoutMs: 400 });
+    const holder = new pg.Client({ connectionString: single.url(name) });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1'); // the one server connection, held in a transaction
+      const err = await db.query('SELECT 1').then(() => null, (e: Error) => e);
+      assert.ok(err && databaseUnavailable(err), `answered as unavailable: ${err?.message}`);
+      await new Promise((r) => setTimeout(r, 200)); // an 'error' emitted after the failure would end the run here
+      await holder.query('COMMIT');
+      assert.deepEqual((await db.query<{ one: number }>('SELECT 1 AS one')).rows, [{ one: 1 }], 'the pool serves again');
+    } finally {
+      await holder.end();
+      await db.close();
+      await single.stop();
+    }
   });
 
   it('a BULB_DATABASE_DIRECT_URL other than DATABASE_URL says DATABASE_URL is a pooler: no statement prepared by name', async () => {
