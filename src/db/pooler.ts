@@ -74,6 +74,14 @@ export async function decidePooling(url: string, directUrl: string | undefined, 
         'lock, imports\' COPY and exports\' snapshots)',
     );
   }
+  // The direct URL must be one: through a transaction pooler LISTEN hears nothing (a revoked key was refused by the
+  // other processes only after BULB_AUTH_CACHE_MS) and the migrations' session lock holds nothing (found by a probe).
+  if (directUrl !== undefined && (await isTransactionPooler(directUrl))) {
+    throw new ConfigError(
+      'BULB_DATABASE_DIRECT_URL points at a transaction-mode connection pooler too: it must be a direct connection to ' +
+        'the database (or a session-mode pooler), for LISTEN/NOTIFY, the migrations\' lock, imports\' COPY and exports\' snapshots',
+    );
+  }
   const preparedStatements = prepared === 'on' || (prepared === 'auto' && !pooler);
   const summary = pooler
     ? `DATABASE_URL is a transaction-mode pooler: sessions use BULB_DATABASE_DIRECT_URL; prepared statements ${preparedStatements ? 'on (BULB_DATABASE_PREPARED_STATEMENTS=on)' : 'off (set BULB_DATABASE_PREPARED_STATEMENTS=on for PgBouncer ≥ 1.21 with max_prepared_statements)'}`

@@ -12,6 +12,7 @@ import { Client } from '../helpers/server.ts';
 import { startReceiver, waitFor, type Receiver } from '../webhooks/receiver.ts';
 import { decidePooling, isTransactionPooler } from '../../src/db/pooler.ts';
 import { PgDb } from '../../src/db/pg.ts';
+import { ConfigError } from '../../src/config.ts';
 import { databaseUnavailable } from '../../src/db/unavailable.ts';
 
 const KEY = 'pgbouncer-admin-key-0123456789abcdef';
@@ -173,5 +174,8 @@ describe('telling a transaction pooler from a direct connection', { skip: !enabl
     assert.deepEqual([d.pooler, d.preparedStatements], [true, false]);
     const direct = await decidePooling(tdb.url!, undefined, 'auto');
     assert.deepEqual([direct.pooler, direct.preparedStatements], [false, true]);
+    // A "direct" URL that is the pooler again is refused at start (LISTEN through it heard nothing; found by a probe).
+    const pooled = bouncer.url(new URL(tdb.url!).pathname.slice(1));
+    await assert.rejects(decidePooling(pooled, `${pooled}?application_name=direct`, 'auto'), (e: Error) => e instanceof ConfigError && /BULB_DATABASE_DIRECT_URL points at a transaction-mode connection pooler too/.test(e.message));
   });
 });
