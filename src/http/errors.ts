@@ -262,8 +262,39 @@ export function expectationFailed(req: import('node:http').IncomingMessage, res:
   res.end(body);
 }
 
+/**
+ * One line per `everyMs` for a cause every request meets at once: `take()` says how many were kept quiet since the
+ * last line when it is time for the next (the first at once), else null.
+ */
+export class LogThrottle {
+  private next = 0;
+  private quiet = 0;
+  constructor(private readonly everyMs: number, private readonly now: () => number = Date.now) {}
+  take(): number | null {
+    const t = this.now();
+    if (t < this.next) {
+      this.quiet++;
+      return null;
+    }
+    const quiet = this.quiet;
+    this.next = t + this.everyMs;
+    this.quiet = 0;
+    return quiet;
+  }
+}
+
+/**
+ * A 503 (the database unavailable or past the statement deadline) is one cause met by every request while it lasts:
+ * logged at warn without a stack, one line per 5 s counting the others (an outage under load wrote ~900 error lines
+ * with stacks a second per process; found by a probe). Other 5xx are logged each, with the error.
+ */
+const unavailableLog = new LogThrottle(5_000);
+
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply) {
   const { status, entries, headers } = toApiError(err, request.routeOptions?.bodyLimit);
-  if (status >= 500) request.log.error({ err }, 'request failed');
+  if (status === 503) {
+    const quiet = unavailableLog.take();
+    if (quiet !== null) request.log.warn({ cause: String((err as any)?.message ?? err), code: (err as any)?.code, alsoAnswered503: quiet }, `answered 503: ${entries[0].message}`);
+  } else if (status >= 500) request.log.error({ err }, 'request failed');
   return sendError(reply, status, entries, headers);
 }
