@@ -186,6 +186,11 @@ await describeEachDb('webhook replay', (ctx) => {
     assert.equal(second.status, 202);
     assert.equal(second.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(second.body, first.body);
+    // The same request with its members written in another order (a client rebuilding it on retry): the same answer.
+    const reordered = await api().post(`${SUBS}/${c.body.uuid}/replay`, { eventTypes: body.eventTypes, since: body.since }, key);
+    assert.equal(reordered.status, 202, reordered.text);
+    assert.equal(reordered.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(reordered.body, first.body);
     const other = await api().post(`${SUBS}/${c.body.uuid}/replay`, { ...body, since: new Date(Date.now() - 3600_000).toISOString() }, key);
     assert.equal(other.status, 409);
     const list = await api().get(`${SUBS}/${c.body.uuid}/replays`);

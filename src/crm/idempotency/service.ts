@@ -1,6 +1,6 @@
 // Idempotency-Key (used by every merge door): the first successful answer to (principal, key) is
 // stored in the transaction of the change and replayed, status and body, for 24 hours. The same key
-// with a different request (route, version, path, query or body) answers 409 Conflict. Failed
+// with a different request (route, version, path, query or body, whatever the order of their members) answers 409 Conflict. Failed
 // requests and dry runs are not stored (their transaction rolls back), so they can be retried.
 import crypto from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
@@ -14,7 +14,20 @@ export interface IdemKey {
   principal: string;
   key: string;
   hash: string;
+  /** The fingerprint as stored before 2026-11-29 (the members in the order sent), still matched for 24 h of keys. */
+  legacyHash: string;
 }
+
+/** The value with every object's members in code-unit order: the same request whatever order its JSON was written in. */
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v === null || typeof v !== 'object') return v;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v).sort()) Object.defineProperty(out, k, { value: canonical((v as Record<string, unknown>)[k]), enumerable: true });
+  return out;
+}
+
+const sha256 = (v: unknown) => crypto.createHash('sha256').update(JSON.stringify(v)).digest('hex');
 
 /** The request's key, if it sent one (400 when malformed). */
 export function keyOf(req: FastifyRequest): IdemKey | undefined {
@@ -24,11 +37,10 @@ export function keyOf(req: FastifyRequest): IdemKey | undefined {
     throw invalid('Idempotency-Key must be 1–255 visible ASCII characters', 'Idempotency-Key');
   }
   const { routeId, apiVersion } = req.routeOptions.config;
-  const hash = crypto
-    .createHash('sha256')
-    .update(JSON.stringify([routeId, apiVersion, req.params, req.query, req.body]))
-    .digest('hex');
-  return { principal: req.principal?.uuid ?? 'anonymous', key: raw, hash };
+  // A client that rebuilds its request on retry may write the members in another order: the same request (a replay
+  // retried with its keys reordered was a 409; found by a probe).
+  const request = [routeId, apiVersion, req.params, req.query, req.body];
+  return { principal: req.principal?.uuid ?? 'anonymous', key: raw, hash: sha256(canonical(request)), legacyHash: sha256(request) };
 }
 
 export interface Answer {
@@ -42,7 +54,7 @@ export async function idempotent(tx: Queryable, key: IdemKey | undefined, fn: ()
   if (!key) return { ...(await fn()), replayed: false };
   const stored = await store.claim(tx, key.principal, key.key, key.hash);
   if (stored) {
-    if (stored.request_hash !== key.hash) throw conflict('this Idempotency-Key was used with a different request', 'Idempotency-Key');
+    if (stored.request_hash !== key.hash && stored.request_hash !== key.legacyHash) throw conflict('this Idempotency-Key was used with a different request', 'Idempotency-Key');
     return { status: stored.status, body: stored.body, replayed: true };
   }
   const answer = await fn();
