@@ -94,8 +94,27 @@ async function applyOutsideTransaction(s: Queryable, m: Migration): Promise<void
     [names],
   );
   for (const { name } of invalid.rows) await s.query(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
-  for (const statement of statements(m.sql)) await s.query(statement);
+  for (const statement of statements(m.sql)) await runAgainOnDeadlock(() => s.query(statement));
   await record(s, m);
+}
+
+/** Tries of a statement of an outside-transaction migration that deadlocks, as of a transactional group. */
+const DEADLOCK_TRIES = 5;
+
+/**
+ * A statement that deadlocks with a process of the previous version (054's first statement, locking `events` through
+ * its foreign key while old writers inserted an event and then a delivery: 3 starts of 3 failed; found by a probe) is
+ * run again: its failure rolled it back alone, and every statement of such a migration is safe to run again.
+ */
+async function runAgainOnDeadlock<T>(run: () => Promise<T>): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (i >= DEADLOCK_TRIES || (err as { code?: unknown })?.code !== '40P01') throw err;
+      await new Promise((r) => setTimeout(r, 50 * i));
+    }
+  }
 }
 
 /** The statements of a migration run outside a transaction: split at each `;` that ends a line. */

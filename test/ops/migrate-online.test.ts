@@ -113,6 +113,43 @@ for (const backend of pgOnly) {
     });
   });
 
+  describe('a statement of a migration outside a transaction that deadlocks with a running process (pg)', () => {
+    it('is run again; the start does not fail (054 under writers of the version before)', async () => {
+      // 054's first statement drops webhook_deliveries' foreign key to events: it holds webhook_deliveries and waits for
+      // events, which an old writer holds while it goes on to insert the event's delivery. 3 upgrades of 3 failed the
+      // start under such writers (found by a probe); the statement, rolled back alone, is safe to run again.
+      const t = await emptyDb(backend);
+      const writer = new pg.Client({ connectionString: t.url });
+      const watcher = new pg.Client({ connectionString: t.url });
+      await Promise.all([writer.connect(), watcher.connect()]);
+      try {
+        await migrate(t.db, 53);
+        const { sub } = await seed(t.db);
+        // The writer waits longer than the migration before looking for a deadlock: the migration is the one ended.
+        await writer.query('BEGIN');
+        await writer.query(`SET LOCAL deadlock_timeout = '10s'`);
+        const event = (await writer.query(
+          `INSERT INTO events (event_type, resource_type, resource_uuid, source) VALUES ('customerCreate', 'Customer', gen_random_uuid(), 'TULIP_API') RETURNING id`,
+        )).rows[0].id;
+        const migrating = migrate(t.db, 54);
+        for (let i = 0; ; i++) {
+          const r = await watcher.query(`SELECT 1 FROM pg_locks WHERE NOT granted AND relation = 'events'::regclass`);
+          if (r.rows.length > 0) break;
+          assert.ok(i < 600, 'the migration never waited for events');
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        await writer.query(`INSERT INTO webhook_deliveries (event_id, subscription_id) VALUES ($1, $2)`, [event, sub]);
+        await writer.query('COMMIT');
+        assert.deepEqual(await migrating, ['054_partition_events_deliveries.sql']);
+        assert.equal((await t.db.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE event_id = $1`, [event])).rows[0].n, 1, 'the writer\'s delivery kept');
+      } finally {
+        await writer.query('ROLLBACK').catch(() => {});
+        await Promise.all([writer.end(), watcher.end()]);
+        await t.close();
+      }
+    });
+  });
+
   describe('a migration in a transaction that deadlocks with a running process (pg)', () => {
     it('is rolled back and run again; the start does not fail', async () => {
       const t = await emptyDb(backend);
