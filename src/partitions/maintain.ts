@@ -2,8 +2,8 @@
 // days ahead, and retention by detaching and dropping whole partitions (no mass DELETE).
 import { sqlState, type Db, type Queryable } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
-import { DAYS_AHEAD, DELIVERIES, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
-import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingIn, pendingNeedingEvents, rangeFor, retirePartition, type Partition } from './store.ts';
+import { DAYS_AHEAD, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
+import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingNeedingEvents, rangeFor, retirePartition, type Partition, type Retirement } from './store.ts';
 
 /**
  * Creates the partitions of today and the DAYS_AHEAD days after it that are missing, and of every day the DEFAULT
@@ -86,15 +86,14 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
     const horizon = addDays(now, -t.keepDays(config));
     for (const p of await partitions(db, t)) {
       if (p.isDefault || p.to === null || p.to > horizon) continue;
-      const pendingExpired = t === DELIVERIES ? await pendingIn(db, p.name) : 0;
       // An events partition is kept while a pending delivery needs one of its events (the deliveries retired above are
       // out of webhook_deliveries already: they need nothing), decided in the detach's transaction (retirePartition).
       let pending = 0;
       const keep = t === EVENTS ? async (tx: Queryable) => (pending = await pendingNeedingEvents(tx, p.name)) > 0 : undefined;
-      let retired = false;
-      if (!(await orBusy(async () => (retired = await retirePartition(db, t, p.name, keep)), p.name, result.busy))) continue;
-      if (retired) result.dropped.push({ table: t.table, partition: p.name, pendingExpired });
-      else result.deferred.push({ partition: p.name, pending });
+      let done: Retirement | undefined;
+      if (!(await orBusy(async () => (done = await retirePartition(db, t, p.name, keep)), p.name, result.busy)) || !done) continue;
+      if (done.state === 'retired') result.dropped.push({ table: t.table, partition: p.name, pendingExpired: done.pendingExpired });
+      else if (done.state === 'kept') result.deferred.push({ partition: p.name, pending });
     }
   }
   await dropRetired(db); // this pass's, and any a pass stopped before dropping

@@ -1,7 +1,7 @@
 // SQL of partition maintenance (docs/partitioning.md): the partitions of a table and their bounds from the catalog,
 // creating a day's partition, detaching and dropping one, and what retention checks before a drop.
 import { sqlState, type Db, type Queryable } from '../db/db.ts';
-import type { PartitionedTable } from './tables.ts';
+import { DELIVERIES, type PartitionedTable } from './tables.ts';
 
 /** Partition maintenance moves a backlog and removes whole days' files: no statement deadline (its locks wait 2 s at most). */
 const UNBOUNDED = { unbounded: true } as const;
@@ -65,8 +65,9 @@ export function rangeFor(day: Date, span: number, existing: Partition[]): { from
 
 /**
  * Creates the partition [from, to) (a day, or a span of days: BULB_PARTITION_DAYS): an empty table like the parent,
- * then ATTACH (which takes no lock that stops the parent's readers and writers; it locks the DEFAULT partition while
- * it checks that none of its rows belongs to the range; a range writes may reach holds the writers, below). Rows the DEFAULT partition holds for the range (written
+ * then ATTACH (which takes no lock on the parent that stops its readers and writers; it locks the DEFAULT partition
+ * while it checks that none of its rows belongs to the range, and waits for a statement reading that; a range writes
+ * may reach holds the writers, below). Rows the DEFAULT partition holds for the range (written
  * while no partition covered it) are moved into the new one first, in the same transaction. lock_timeout: a busy
  * moment is skipped, the next pass tries again. Returns how many rows it moved; null: another process created it.
  */
@@ -74,8 +75,13 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
   const name = partitionName(t, range.from);
   const from = range.from.toISOString();
   const to = range.to.toISOString();
+  // ATTACH waits for the DEFAULT partition (it checks its rows) holding the referenced tables' lock, and whatever is
+  // queued behind it waits too: a report or pg_dump reading the table stalled reads, claims and subscription updates
+  // for the whole lock_timeout (2 s per partition, again every 30 s; found by a probe). A range made ahead has days
+  // of margin: it gives up after ADVANCE_LOCK_TIMEOUT, and the next pass tries again.
+  const ahead = range.from.getTime() > Date.now() + LIVE_MARGIN_MS;
   return db.transaction(async (tx) => {
-    await tx.query(`SET LOCAL lock_timeout = '2s'`);
+    await tx.query(`SET LOCAL lock_timeout = '${ahead ? ADVANCE_LOCK_TIMEOUT : '2s'}'`);
     // Two processes starting at once create the same partitions: one at a time, and the second finds it made (null).
     // (Both creating it, the second failed on the catalog's unique index: an error logged by a healthy start.)
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`bulb:partition:${name}`]);
@@ -108,6 +114,9 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
 
 /** A range starting within this long is one writes may reach while it is created (createPartition). */
 const LIVE_MARGIN_MS = 3_600_000;
+
+/** How long the creation of a range made ahead waits for a lock: what a statement queued behind it may wait. */
+const ADVANCE_LOCK_TIMEOUT = '100ms';
 
 /** The days the DEFAULT partition holds rows of (none, unless no partition covered a day when they were written). */
 export async function daysInDefault(db: Queryable, t: PartitionedTable): Promise<Date[]> {
@@ -147,22 +156,34 @@ export const RETIRED_PREFIX = 'bulb_retired_';
  * detach and the rename, committed at once. The renamed table is dropped by dropRetired, after the pass has retired
  * every partition due: the removal of its files, whose time follows their size (the filesystem freeing them, 0.4–1 s
  * per GB on the bench machine, BENCHMARKS.md), holds nothing of the parent, and no detach waits behind it.
- * false: `keep` kept it.
+ * Deliveries' pending rows, expiring with it, are counted in its transaction.
  */
-export async function retirePartition(db: Db, t: PartitionedTable, partition: string, keep?: (tx: Queryable) => Promise<boolean>): Promise<boolean> {
-  return db.transaction(async (tx) => {
+export async function retirePartition(db: Db, t: PartitionedTable, partition: string, keep?: (tx: Queryable) => Promise<boolean>): Promise<Retirement> {
+  return db.transaction(async (tx): Promise<Retirement> => {
     await tx.query(`SET LOCAL lock_timeout = '2s'`);
+    // Two workers' passes at once: one retires the partition, the other finds it gone (its pass failed with 42P01
+    // halfway; found by a probe). The key createPartition takes for the same name.
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`bulb:partition:${partition}`]);
+    const there = await tx.query(`SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass($1) AND inhparent = to_regclass($2)`, [partition, t.table]);
+    if (there.rows.length === 0) return { state: 'gone', pendingExpired: 0 };
+    const pendingExpired = t === DELIVERIES ? await pendingIn(tx, partition) : 0;
     if (keep) {
       // `keep` decides under the lock every requeue of stored events takes (requeueGuard), so none commits between it
       // and the detach: a recover, retry or replay's chunk committed in between left a pending delivery whose event
       // was gone, leased again and again and never sent.
       await tx.query('SELECT pg_advisory_xact_lock($1)', [EVENTS_RETIREMENT_LOCK]);
-      if (await keep(tx)) return false;
+      if (await keep(tx)) return { state: 'kept', pendingExpired };
     }
     await tx.query(`ALTER TABLE ${t.table} DETACH PARTITION ${partition}`);
     await tx.query(`ALTER TABLE ${partition} RENAME TO ${RETIRED_PREFIX}${partition}`);
-    return true;
+    return { state: 'retired', pendingExpired };
   }, UNBOUNDED);
+}
+
+/** What retirePartition did: retired it, kept it (`keep`), or found it gone (another pass retired it); its pending deliveries. */
+export interface Retirement {
+  state: 'retired' | 'kept' | 'gone';
+  pendingExpired: number;
 }
 
 /** The advisory lock ordering requeues of stored events (shared) with the retirement of an events partition (exclusive). */

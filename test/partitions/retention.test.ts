@@ -279,6 +279,56 @@ for (const backend of await backends()) {
       }
     });
 
+    // Last: these make partitions years ahead, after which the tests above would place their own days.
+    it('two workers\' passes at once: each partition is retired by one, the other finds it gone, and neither fails', { skip: backend === 'pg' ? false : 'PostgreSQL only: two sessions' }, async () => {
+      // The second pass failed with 42P01 halfway (it had listed a partition the first then detached; found by a probe).
+      const last = dayOf(addDays(new Date(), 1000)); // days no other test here touches
+      const sub = (await q(`INSERT INTO webhook_subscriptions (url, event_types, signing_secret) VALUES ('https://example.com/h', ARRAY['customerCreate'], 'whsec_x') RETURNING id`)).rows[0].id;
+      for (let i = 1; i <= 6; i++) {
+        const day = addDays(last, i);
+        await ensurePartitions(tdb.db, day);
+        await delivery(await event(new Date(day.getTime() + 60_000), `both-${i}`), sub, new Date(day.getTime() + 60_000), 'delivered');
+      }
+      const now = addDays(last, 45);
+      await ensurePartitions(tdb.db, now);
+      for (let round = 0; round < 3; round++) {
+        const [a, b] = await Promise.all([runRetention(tdb.db, config, now), runRetention(tdb.db, config, now)]);
+        const dropped = [...a.dropped, ...b.dropped].map((d) => d.partition);
+        assert.equal(new Set(dropped).size, dropped.length, `none retired twice: ${dropped.join()}`);
+        if (round === 0) for (let i = 1; i <= 6; i++) assert.ok(dropped.includes(`events_p${ymd(addDays(last, i))}`), `day ${i} retired by one of them: ${dropped.join()}`);
+      }
+      assert.equal((await q(`SELECT count(*)::int AS n FROM events WHERE resource_external_id LIKE 'both-%'`)).rows[0].n, 0);
+      assert.equal((await q(`SELECT count(*)::int AS n FROM pg_class WHERE starts_with(relname, $1)`, [RETIRED_PREFIX])).rows[0].n, 0, 'every retired table dropped');
+    });
+
+    it('a day made ahead while a reader holds the DEFAULT partition gives up at once: what queues behind it waits 100 ms, not 2 s', { skip: backend === 'pg' ? false : 'PostgreSQL only: two sessions' }, async () => {
+      // ATTACH waits for the DEFAULT partition holding webhook_subscriptions' lock: a report reading the table stalled
+      // claims and subscription updates for the whole 2 s, every pass (found by a probe).
+      const reader = new pg.Client({ connectionString: tdb.url });
+      const writer = new pg.Client({ connectionString: tdb.url });
+      await Promise.all([reader.connect(), writer.connect()]);
+      try {
+        const sub = (await q(`INSERT INTO webhook_subscriptions (url, event_types, signing_secret) VALUES ('https://example.com/h', ARRAY['customerCreate'], 'whsec_x') RETURNING id`)).rows[0].id;
+        await reader.query('BEGIN');
+        await reader.query('SELECT count(*) FROM webhook_deliveries_default');
+        const ahead = dayOf(addDays(new Date(), 2000));
+        const busy: string[] = [];
+        const creating = ensurePartitions(tdb.db, ahead, busy);
+        await untilWaitingForLock(writer, 'the creation never waited for the DEFAULT partition', { and: `query ILIKE '%ATTACH PARTITION%'` });
+        // An update a claim makes (rate_tat), queued behind the creation's lock on webhook_subscriptions.
+        await writer.query(`SET lock_timeout = '1s'`);
+        await writer.query(`UPDATE webhook_subscriptions SET consecutive_failures = consecutive_failures WHERE id = $1`, [sub]);
+        await creating;
+        assert.ok(busy.includes(partitionName(DELIVERIES, ahead)), `left for the next pass: ${busy.join()}`);
+        await reader.query('COMMIT');
+        const made = await ensurePartitions(tdb.db, ahead);
+        assert.ok(made.includes(partitionName(DELIVERIES, ahead)), `made on the next pass: ${made.join()}`);
+      } finally {
+        await reader.query('ROLLBACK').catch(() => {});
+        await Promise.all([reader.end(), writer.end()]);
+      }
+    });
+
     async function deletes(): Promise<number> {
       if (backend === 'pglite') return 0; // no statistics collector in PGlite's single-user mode
       await q(`SELECT pg_stat_force_next_flush()`).catch(() => {});
