@@ -15,6 +15,7 @@ import { verifyWebhook } from '../../packages/client/src/verify.ts';
 import { createSubscription } from '../../src/webhooks/service.ts';
 import type { Claimed } from '../../src/webhooks/claimed.ts';
 import { waitFor } from './receiver.ts';
+import { DiscardPolicy } from 'nats';
 
 const skip = await brokersUp();
 if (skip) console.log(`# SKIP broker destination tests: ${skip}`);
@@ -120,6 +121,11 @@ await describeEachDb('broker destinations', (ctx) => {
     const unbound = `bulb-test-${tag()}`;
     await brokers.ch.assertExchange(unbound, 'topic', { durable: false });
     const noStream = `bulb.nostream.${tag()}`;
+    // A stream that refuses the message (full, discard new) answers 503 too, with a JetStream API error: logged as no
+    // stream at all before (found by a probe).
+    const fullStream = `BULB_FULL_${tag()}`;
+    const fullSubject = `bulb.full.${tag()}`;
+    await brokers.jsm.streams.add({ name: fullStream, subjects: [fullSubject], max_bytes: 16, discard: DiscardPolicy.New });
     const cases: [string, string][] = [
       [`amqp://guest:wrong-pass-${tag()}@127.0.0.1:5672?exchange=${unbound}`, 'BROKER_REFUSED'],
       [`amqp://guest:guest@127.0.0.1:5672?exchange=missing-${tag()}`, 'BROKER_REFUSED'],
@@ -127,6 +133,7 @@ await describeEachDb('broker destinations', (ctx) => {
       [`amqp://guest:guest@127.0.0.1:5672?exchange=${unbound}&routingKey=nowhere`, 'NO_ROUTE'],
       [`amqp://guest:guest@127.0.0.1:${deadPort}?exchange=x`, 'BROKER_UNREACHABLE'],
       [`nats://127.0.0.1:4222?subject=${noStream}`, 'NO_ROUTE'],
+      [`nats://127.0.0.1:4222?subject=${fullSubject}`, 'BROKER_REFUSED'],
       [`nats://127.0.0.1:${deadPort}?subject=x`, 'BROKER_UNREACHABLE'],
     ];
     const subs = [];
@@ -144,6 +151,10 @@ await describeEachDb('broker destinations', (ctx) => {
       assert.equal(a.errorCode, code, `${url}: ${a.responseBody}`);
       assert.ok(!String(a.responseBody).includes('wrong-pass'), 'no password in the log');
       if (url.includes('no-vhost')) assert.match(a.responseBody, /vhost/, 'the answer says what was refused');
+      if (url.includes(fullSubject)) {
+        assert.match(a.responseBody, /maximum bytes exceeded/, 'the stream\'s own reason');
+        await brokers.jsm.streams.delete(fullStream);
+      }
       const health = (await api().get(`/integrations/webhooks/subscriptions/${sub.uuid}`)).body.health;
       assert.equal(health.state, 'failing', url);
       assert.ok(health.consecutiveFailures >= 1);
@@ -192,6 +203,47 @@ await describeEachDb('broker destinations', (ctx) => {
     assert.equal((await attemptsOf(sub.uuid))[0].outcome, 'success', JSON.stringify(await attemptsOf(sub.uuid)));
     assert.equal((await drainQueue(brokers.ch, queue)).length, 1);
     await api().delete(path);
+  });
+
+  it_('a broker URL with its scheme in capitals is a broker URL: stored in lower case with the password sealed, and published to', async () => {
+    // AMQP:// was validated as amqp, then stored and sent as an HTTP URL with the password in clear (found by a probe).
+    const { exchange, queue } = await amqpQueue(brokers.ch);
+    const sub = await subscribe(`AMQP://guest:guest@127.0.0.1:5672?exchange=${exchange}&routingKey=customer.events`);
+    assert.equal(sub.url, `amqp://guest:***@127.0.0.1:5672?exchange=${exchange}&routingKey=customer.events`);
+    const stored = (await ctx.tdb.db.query(`SELECT url, destination_password FROM webhook_subscriptions WHERE uuid = $1`, [sub.uuid])).rows[0];
+    assert.ok(!stored.url.includes('guest:guest'));
+    assert.match(stored.destination_password, /^v1:/);
+    await api().post('/crm/customers', { externalId: `caps-${tag()}` });
+    await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
+    assert.equal((await attemptsOf(sub.uuid))[0].outcome, 'success', JSON.stringify(await attemptsOf(sub.uuid)));
+    assert.equal((await drainQueue(brokers.ch, queue)).length, 1);
+  });
+
+  it_('an AMQP user name and password are sent to the broker as UTF-8, as written in the URL', async () => {
+    // amqplib decodes a URL's credentials with the Latin-1 unescape(): p%C3%A9 reached RabbitMQ as "pÃ©" and was refused
+    // (found by a probe). What the broker gets is read off the wire by a proxy in front of it.
+    const seen: Buffer[] = [];
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(5672, '127.0.0.1');
+      client.on('data', (b) => seen.push(Buffer.from(b)));
+      client.pipe(upstream).pipe(client);
+      const end = () => (client.destroy(), upstream.destroy());
+      client.on('error', end).on('close', end);
+      upstream.on('error', end).on('close', end);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const port = (proxy.address() as net.AddressInfo).port;
+      const sub = await subscribe(`amqp://us%C3%A9r:p%C3%A9-%40%2F@127.0.0.1:${port}?exchange=x`, 'webhookTest');
+      await api().post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`, {});
+      await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
+      const wire = Buffer.concat(seen);
+      assert.ok(wire.includes(Buffer.from('\u0000usér\u0000pé-@/', 'utf8')), `PLAIN response as UTF-8: ${wire.toString('latin1').slice(0, 300)}`);
+      assert.equal(wire.includes(Buffer.from('pÃ©', 'utf8')), false, 'not decoded as Latin-1');
+      assert.equal((await attemptsOf(sub.uuid))[0].errorCode, 'BROKER_REFUSED', 'no such user: refused, as the broker says');
+    } finally {
+      proxy.close();
+    }
   });
 
   it_('bad broker URLs are a 400 naming "url" and change nothing', async () => {

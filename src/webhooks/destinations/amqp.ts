@@ -2,9 +2,9 @@
 // opened on the first publish; each event published to the URL's exchange and routing key as a persistent,
 // mandatory message with the webhook headers, settled by the broker's confirm (an unroutable message comes back
 // before its ack: NO_ROUTE). Any channel or connection loss marks the publisher broken; the registry opens a new one.
-import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { connect, credentials as amqpCredentials, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { urlHost } from '../address.ts';
-import { withPassword } from './url.ts';
+import { userAndPassword, withPassword } from './url.ts';
 import { closeWithin, dialFor, failure, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 import type { Tunnel } from './tunnel.ts';
 
@@ -53,6 +53,9 @@ export class AmqpPublisher implements Publisher {
       // amqps: the broker's certificate is checked for the URL's host, and the subscription's client certificate
       // (tls) presented; the API refuses tls on a plain amqp URL (receiver-auth.ts).
       const conn = await connect(target.href, {
+        // The credentials decoded as UTF-8 here: amqplib decodes a URL's with the Latin-1 unescape(), so a non-ASCII
+        // user name or password (p%C3%A9) reached the broker as another one and was refused (found by a probe).
+        credentials: amqpCredentials.plain(...userAndPassword(u)),
         timeout: this.opts.timeoutMs,
         ...(secure ? tlsOptions(this.opts.tls, host) : {}),
         clientProperties: { connection_name: this.opts.name },

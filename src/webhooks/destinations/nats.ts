@@ -24,12 +24,15 @@ const offersNoTls = (err: any) => err?.code === 'SERVER_OPT_NA' && /tls/i.test(S
 function outcomeOf(err: any): PublishOutcome {
   const code = typeof err?.code === 'string' ? err.code : '';
   const message = `${code ? `${code}: ` : ''}${err?.message ?? err}`;
+  // A JetStream API error first: a stream that refuses the message (full, with discard new) also answers code 503,
+  // and was logged as no stream at all (found by a probe); its description says why.
+  if (err?.api_error) return failure('BROKER_REFUSED', `${message}${err.api_error.description ? `: ${err.api_error.description}` : ''}${err.api_error.err_code ? ` (err_code ${err.api_error.err_code})` : ''}`);
   // No responders: nothing listens on the subject, i.e. no stream is bound to it.
   if (code === '503') return failure('NO_ROUTE', 'no JetStream stream is bound to the subject (the server answered 503: no responders)');
   if (code === 'TIMEOUT' || code === 'CONNECTION_TIMEOUT' || code === '408') return failure('BROKER_TIMEOUT', message);
   // The handshake failed, or the subscription's mutual TLS asks for TLS of a server that offers none.
   if (code === 'TLS' || offersNoTls(err)) return failure('TLS', offersNoTls(err) ? `the server offers no TLS (${message})` : message);
-  if (REFUSED.has(code) || err?.api_error) return failure('BROKER_REFUSED', message);
+  if (REFUSED.has(code)) return failure('BROKER_REFUSED', message);
   if (UNREACHABLE.has(code)) return failure('BROKER_UNREACHABLE', message);
   return socketFailure(err, 'BROKER_REFUSED');
 }

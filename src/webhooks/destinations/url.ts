@@ -17,9 +17,11 @@ export function kindOfScheme(protocol: string): DestinationKind | undefined {
 
 /** The kind of a stored subscription URL (valid by construction): anything that is not a broker is HTTP. */
 export function destinationKind(url: string): DestinationKind {
-  if (url.startsWith('amqp://') || url.startsWith('amqps://')) return 'amqp';
-  if (url.startsWith('nats://')) return 'nats';
-  return 'http';
+  // The scheme in any case, as the URL parser reads it (AMQP:// was validated as amqp, then stored and sent as an HTTP
+  // URL with its password in clear; found by a probe). Broker URLs are stored with it lower-cased (splitCredential).
+  const colon = url.indexOf(':');
+  const kind = colon > 0 ? kindOfScheme(url.slice(0, colon + 1).toLowerCase()) : undefined;
+  return kind === 'amqp' || kind === 'nats' ? kind : 'http';
 }
 
 /** The query parameters each broker URL takes (anything else is refused: a typo would otherwise be ignored). */
@@ -80,8 +82,8 @@ function wellEncoded(s: string): boolean {
  */
 export function splitCredential(raw: string): { url: string; password: string | null } {
   if (destinationKind(raw) === 'http') return { url: raw, password: null };
-  const u = new URL(raw);
-  if (!u.password) return { url: raw, password: null };
+  const u = new URL(raw); // its href has the scheme lower-cased
+  if (!u.password) return { url: u.href, password: null };
   const password = u.password; // percent-encoded as written: put back as is (withPassword)
   u.password = REDACTED_PASSWORD;
   return { url: u.href, password };
@@ -93,6 +95,12 @@ export function withPassword(url: string, password: string | null): URL {
   if (password !== null) u.password = password;
   else if (u.password === REDACTED_PASSWORD) u.password = '';
   return u;
+}
+
+/** An AMQP URL's user name and password, decoded as UTF-8; neither given: RabbitMQ's default guest/guest (as amqplib). */
+export function userAndPassword(u: URL): [string, string] {
+  if (u.username === '' && u.password === '') return ['guest', 'guest'];
+  return [decoded(u.username), decoded(u.password)];
 }
 
 /** A percent-encoded URL part, decoded (a malformed escape is taken as written). */
