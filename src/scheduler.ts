@@ -53,7 +53,7 @@ export function backgroundJobs(db: Db, config: Config, log: Log): Job[] {
       name: 'partition key backfill', runs: 'worker',
       start: async () => startKeyBackfill(db, 3_600_000, (m) => log(m), failed('partition key backfill')),
     },
-    // Time marks past retention, expired Idempotency-Keys, deliveries of deleted subscriptions.
+    // Time marks past retention, expired Idempotency-Keys.
     { name: 'housekeeping', runs: 'worker', start: async () => startHousekeeping(db, config, 3_600_000, failed('housekeeping')) },
     // Possible duplicates: folds changed customers into the pairs table (SPEC §14).
     { name: 'duplicates refresh', runs: 'worker', start: async () => startDuplicateRefresher(db, config.defaultPhoneRegion, 1000, failed('duplicate refresh')) },

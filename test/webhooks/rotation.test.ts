@@ -1,6 +1,6 @@
 // Secret rotation (SPEC §7): every rotated-out secret keeps signing for 24 h after its own rotation, however
 // many rotations follow; webhook-signature carries one signature per valid secret; the hex header stays keyed
-// with the oldest still-valid secret. Checked as receivers would: Bulb's verifyWebhook, the README's Python
+// with the oldest still-valid secret. Checked as receivers would: Bulb's verifyWebhook, docs/delivery.md's Python
 // snippet (run with python3), the standardwebhooks library, and a hex-only (Tulip-style) check.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -17,8 +17,8 @@ const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '
 // The hex header is keyed with the secret exactly as shown (https://docs.tulip.com/integrating/webhooks/authenticationandsecurity).
 const hexOf = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
 
-/** The README's Python verifier, taken from the README itself and run by python3 (null: no python3 here). */
-const README_PY = /```python\n([\s\S]*?)```/.exec(fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8'))![1];
+/** docs/delivery.md's Python verifier, taken from the page itself and run by python3 (null: no python3 here). */
+const README_PY = /```python\n([\s\S]*?)```/.exec(fs.readFileSync(new URL('../../docs/delivery.md', import.meta.url), 'utf8'))![1];
 const hasPython = spawnSync('python3', ['--version']).status === 0;
 function pythonVerifies(r: Received, secret: string): boolean | null {
   if (!hasPython) return null;
