@@ -103,8 +103,17 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
 /** Retention, and the days a partition spans (BULB_PARTITION_DAYS; 1 when not given). */
 export type PartitionConfig = RetentionConfig & { partitionDays?: number };
 
-/** One pass of the job: partitions ahead first (an insert must find its day), then retention. */
-export async function maintainPartitions(db: Db, config: PartitionConfig, log: (message: string) => void, now = new Date()): Promise<RetentionResult & { created: string[] }> {
+/**
+ * The database's clock, which wrote every row's created_at: a pass measures the days and the windows on it (on the
+ * worker's own clock, a worker hours fast dropped a day hours before its window ended; found by a probe).
+ */
+export async function databaseNow(db: Queryable): Promise<Date> {
+  return new Date((await db.query<{ now: Date | string }>('SELECT clock_timestamp() AS now')).rows[0].now);
+}
+
+/** One pass of the job: partitions ahead first (an insert must find its day), then retention. `now`: the database's. */
+export async function maintainPartitions(db: Db, config: PartitionConfig, log: (message: string) => void, now?: Date): Promise<RetentionResult & { created: string[] }> {
+  now ??= await databaseNow(db);
   const busy: string[] = [];
   // Retention runs whatever became of the creation; the creation's failure is reported once it has.
   let created: string[] = [];

@@ -329,6 +329,19 @@ for (const backend of await backends()) {
       }
     });
 
+    it('a pass measures days and windows on the database\'s clock, which wrote the rows, not the worker\'s', async () => {
+      // A worker whose clock ran hours fast dropped a day that many hours before its window ended (found by a probe).
+      // Here the database's clock is read as years ahead: the pass makes that "today", whatever the process's clock says.
+      const ahead = dayOf(addDays(new Date(), 3000));
+      const skewed = hookedDb(tdb.db, {
+        answered: async (sql, _name, result) => {
+          if (/clock_timestamp\(\) AS now/.test(sql)) result.rows[0].now = new Date(ahead.getTime() + 3_600_000);
+        },
+      });
+      const r = await maintainPartitions(skewed, config, () => {});
+      assert.ok(r.created.includes(partitionName(EVENTS, ahead)), `the database's today made: ${r.created.join()}`);
+    });
+
     async function deletes(): Promise<number> {
       if (backend === 'pglite') return 0; // no statistics collector in PGlite's single-user mode
       await q(`SELECT pg_stat_force_next_flush()`).catch(() => {});
