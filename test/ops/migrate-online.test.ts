@@ -132,12 +132,7 @@ for (const backend of pgOnly) {
           `INSERT INTO events (event_type, resource_type, resource_uuid, source) VALUES ('customerCreate', 'Customer', gen_random_uuid(), 'TULIP_API') RETURNING id`,
         )).rows[0].id;
         const migrating = migrate(t.db, 54);
-        for (let i = 0; ; i++) {
-          const r = await watcher.query(`SELECT 1 FROM pg_locks WHERE NOT granted AND relation = 'events'::regclass`);
-          if (r.rows.length > 0) break;
-          assert.ok(i < 600, 'the migration never waited for events');
-          await new Promise((r) => setTimeout(r, 50));
-        }
+        await untilWaitingForLock(watcher, 'the migration never waited for events', { and: `query ILIKE '%DROP CONSTRAINT%'`, tries: 600, everyMs: 50 });
         await writer.query(`INSERT INTO webhook_deliveries (event_id, subscription_id) VALUES ($1, $2)`, [event, sub]);
         await writer.query('COMMIT');
         assert.deepEqual(await migrating, ['054_partition_events_deliveries.sql']);
