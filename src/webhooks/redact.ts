@@ -1,10 +1,10 @@
 // Redaction of credentials a receiver echoes back (SPEC §15: neither the logs API nor a database dump may reveal
 // one). A response body, or an error text, is stored only after every form of the subscription's credentials that a
 // receiver could plausibly send back is replaced: the bearer token, the Basic password and the decoded
-// "user:password", the OAuth2 client secret (and the "id:secret" of the token request's Basic
-// header, which a token endpoint may echo), the OAuth2 access tokens the attempt sent, each as sent, JSON-escaped,
-// URL-encoded and form-encoded, HTML-escaped, in base64 (standard or URL-safe, padded or not) and in hex, all matched without regard to case (an echo
-// upper- or lower-cased still reveals the secret).
+// "user:password", the OAuth2 client secret (and the "id:secret" of the token request's Basic header, which a token
+// endpoint may echo), the OAuth2 access tokens the attempt sent, each as sent, JSON-escaped, URL-encoded and
+// form-encoded, HTML-escaped, in base64 (standard or URL-safe, padded or not) and in hex, all matched without regard
+// to case (an echo upper- or lower-cased still reveals the secret).
 import { memoize } from '../memo.ts';
 import type { Claimed } from './claimed.ts';
 import { REDACTED } from './request.ts';

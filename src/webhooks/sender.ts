@@ -153,7 +153,7 @@ export class Sender {
   }
 
   /** Why a URL's host may not be reached (an IP literal the guard blocks: net.connect skips the lookup), or null. */
-  refusal(url: string): string | null {
+  private refusal(url: string): string | null {
     const t = this.target(url);
     return t ? t.blocked : 'invalid URL';
   }
