@@ -335,7 +335,7 @@ for (const backend of await backends()) {
       const ahead = dayOf(addDays(new Date(), 3000));
       const skewed = hookedDb(tdb.db, {
         answered: async (sql, _name, result) => {
-          if (/clock_timestamp\(\) AS now/.test(sql)) result.rows[0].now = new Date(ahead.getTime() + 3_600_000);
+          if (/clock_timestamp\(\) AS now/.test(sql)) (result as { rows: { now: Date }[] }).rows[0].now = new Date(ahead.getTime() + 3_600_000);
         },
       });
       const r = await maintainPartitions(skewed, config, () => {});
