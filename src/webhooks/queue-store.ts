@@ -1,7 +1,7 @@
 // SQL of the delivery queue: claim due deliveries of named subscriptions under a lease, find which
 // subscriptions have work (fallback sweep), write attempt results in batches, release claims, gauges, retention.
 import type { Queryable } from '../db/db.ts';
-import { RETIRED_SECRETS_SQL } from './store.ts';
+import { cancelPending, RETIRED_SECRETS_SQL } from './store.ts';
 import { openSecret } from '../secrets/active.ts';
 import { SecretError } from '../secrets/box.ts';
 import { memoize } from '../memo.ts';
@@ -339,16 +339,9 @@ export async function discoverLanes(db: Queryable): Promise<LaneDue[]> {
      WHERE n.due IS NOT NULL OR s.deleted_at IS NOT NULL`,
   );
   const stranded = r.rows.filter((x) => x.deleted).map((x) => String(x.subscription_id));
-  if (stranded.length > 0) {
-    await db.query(
-      `UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
-       WHERE status = 'pending' AND subscription_id = ANY($1::bigint[])`,
-      [stranded],
-    );
-  }
+  if (stranded.length > 0) await cancelPending(db, stranded);
   return r.rows.filter((x) => !x.deleted).map(({ deleted: _, ...x }) => ({ ...x, subscription_id: String(x.subscription_id), due_in_ms: Number(x.due_in_ms) }));
 }
-
 
 export interface AttemptResult {
   deliveryId: string;

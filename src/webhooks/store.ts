@@ -183,10 +183,15 @@ export async function listSubscriptions(db: Queryable, q: { eventType?: string; 
 /** Soft-deletes and cancels every pending delivery (an attempt in flight finishes but changes nothing). */
 export async function deleteSubscription(db: Queryable, id: string): Promise<void> {
   await db.query(`UPDATE webhook_subscriptions SET deleted_at = clock_timestamp(), is_active = false, updated_at = clock_timestamp() WHERE id = $1`, [id]);
+  await cancelPending(db, [id]);
+}
+
+/** Cancels the pending deliveries of these (deleted) subscriptions: at the delete, and those a sweep finds stranded. */
+export async function cancelPending(db: Queryable, subscriptionIds: string[]): Promise<void> {
   await db.query(
     `UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
-     WHERE subscription_id = $1 AND status = 'pending'`,
-    [id],
+     WHERE status = 'pending' AND subscription_id = ANY($1::bigint[])`,
+    [subscriptionIds],
   );
 }
 
