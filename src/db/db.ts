@@ -75,10 +75,15 @@ export interface TransactionOptions {
 }
 
 /** Runs a transaction, retrying serialization failures and deadlocks a few times. */
-export async function withRetry<T>(db: Db, fn: (tx: Queryable) => Promise<T>, attempts = 5, opts?: TransactionOptions): Promise<T> {
+export function withRetry<T>(db: Db, fn: (tx: Queryable) => Promise<T>, attempts = 5, opts?: TransactionOptions): Promise<T> {
+  return retried(() => db.transaction(fn, opts), attempts);
+}
+
+/** Runs `run` again after a serialization failure or a deadlock (it rolled back whole), up to `attempts` times in all. */
+export async function retried<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
   for (let i = 1; ; i++) {
     try {
-      return await db.transaction(fn, opts);
+      return await run();
     } catch (err) {
       if (i >= attempts || !RETRYABLE_SQLSTATES.has(sqlState(err) ?? '')) throw err;
       await new Promise((r) => setTimeout(r, Math.random() * 20 * i));

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { withRetry, type Db, type Queryable } from './db.ts';
+import { retried, withRetry, type Db, type Queryable } from './db.ts';
 
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 const LOCK_KEY = 0x62756c62; // 'bulb'
@@ -94,27 +94,11 @@ async function applyOutsideTransaction(s: Queryable, m: Migration): Promise<void
     [names],
   );
   for (const { name } of invalid.rows) await s.query(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
-  for (const statement of statements(m.sql)) await runAgainOnDeadlock(() => s.query(statement));
+  // A statement that deadlocks with a process of the previous version (054's first, locking `events` through its
+  // foreign key while old writers inserted an event and then its delivery: 3 starts of 3 failed; found by a probe) is
+  // run again, as a group is: its failure rolled it back alone, and every statement here is safe to run again.
+  for (const statement of statements(m.sql)) await retried(() => s.query(statement));
   await record(s, m);
-}
-
-/** Tries of a statement of an outside-transaction migration that deadlocks, as of a transactional group. */
-const DEADLOCK_TRIES = 5;
-
-/**
- * A statement that deadlocks with a process of the previous version (054's first statement, locking `events` through
- * its foreign key while old writers inserted an event and then a delivery: 3 starts of 3 failed; found by a probe) is
- * run again: its failure rolled it back alone, and every statement of such a migration is safe to run again.
- */
-async function runAgainOnDeadlock<T>(run: () => Promise<T>): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await run();
-    } catch (err) {
-      if (i >= DEADLOCK_TRIES || (err as { code?: unknown })?.code !== '40P01') throw err;
-      await new Promise((r) => setTimeout(r, 50 * i));
-    }
-  }
 }
 
 /** The statements of a migration run outside a transaction: split at each `;` that ends a line. */
