@@ -15,6 +15,7 @@ const V4: [string, number, string][] = [
   ['172.16.0.0', 12, 'private'],
   ['192.0.0.0', 24, 'reserved'],
   ['192.0.2.0', 24, 'documentation'],
+  ['192.88.99.0', 24, 'deprecated 6to4 relay anycast'],
   ['192.168.0.0', 16, 'private'],
   ['198.18.0.0', 15, 'benchmarking'],
   ['198.51.100.0', 24, 'documentation'],
