@@ -3,7 +3,7 @@
 import { sqlState, type Db, type Queryable } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
 import { DAYS_AHEAD, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
-import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingNeedingEvents, rangeFor, retirePartition, type Partition, type Retirement } from './store.ts';
+import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingNeedingEvents, rangeFor, replaysNeedingEvents, retirePartition, type Partition, type Retirement } from './store.ts';
 
 /**
  * Creates the partitions of today and the DAYS_AHEAD days after it that are missing, and of every day the DEFAULT
@@ -49,8 +49,8 @@ export function rangesToCreate(existing: Partition[], now: Date, inDefault: Date
 export interface RetentionResult {
   /** Partitions detached and dropped, per table. */
   dropped: { table: string; partition: string; pendingExpired: number }[];
-  /** Events partitions past retention kept because pending deliveries need their events. */
-  deferred: { partition: string; pending: number }[];
+  /** Events partitions past retention kept because pending deliveries or unfinished replays need their events. */
+  deferred: { partition: string; pending: number; replays: number }[];
   /** Partitions left for the next pass: the table was busy past lock_timeout. */
   busy: string[];
 }
@@ -75,7 +75,7 @@ async function orBusy(fn: () => Promise<unknown>, name: string, busy: string[]):
  * Retention: drops every partition whose whole range is older than its table's window (tables.ts), the legacy one
  * included once its cutover is. A deliveries partition goes with its pending deliveries (past the window, they
  * expire: counted in pendingExpired); an events partition waits while a pending delivery needs one of its events
- * (bounded: such a delivery expires with its own partition). Two phases: every partition due is detached first
+ * (bounded: such a delivery expires with its own partition) or an unfinished replay has yet to walk its ids. Two phases: every partition due is detached first
  * (retirePartition: catalog work, so a day leaves the three tables within milliseconds of each other), then the
  * detached tables are dropped (dropRetired: the removal of their files, which follows their size and holds no lock
  * on a parent). The benches (bench/retention.ts, bench/volume*.ts) time this call and each phase.
@@ -87,13 +87,17 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
     for (const p of await partitions(db, t)) {
       if (p.isDefault || p.to === null || p.to > horizon) continue;
       // An events partition is kept while a pending delivery needs one of its events (the deliveries retired above are
-      // out of webhook_deliveries already: they need nothing), decided in the detach's transaction (retirePartition).
+      // out of webhook_deliveries already: they need nothing) or an unfinished replay has yet to walk its ids (a
+      // replay waiting behind others missed them silently), decided in the detach's transaction (retirePartition).
       let pending = 0;
-      const keep = t === EVENTS ? async (tx: Queryable) => (pending = await pendingNeedingEvents(tx, p.name)) > 0 : undefined;
+      let replays = 0;
+      const keep = t === EVENTS
+        ? async (tx: Queryable) => (pending = await pendingNeedingEvents(tx, p.name)) + (replays = await replaysNeedingEvents(tx, p.name)) > 0
+        : undefined;
       let done: Retirement | undefined;
       if (!(await orBusy(async () => (done = await retirePartition(db, t, p.name, keep)), p.name, result.busy)) || !done) continue;
       if (done.state === 'retired') result.dropped.push({ table: t.table, partition: p.name, pendingExpired: done.pendingExpired });
-      else if (done.state === 'kept') result.deferred.push({ partition: p.name, pending });
+      else if (done.state === 'kept') result.deferred.push({ partition: p.name, pending, replays });
     }
   }
   await dropRetired(db); // this pass's, and any a pass stopped before dropping
@@ -127,7 +131,7 @@ export async function maintainPartitions(db: Db, config: PartitionConfig, log: (
   r.busy.push(...busy);
   if (r.busy.length) log(`partitions: ${r.busy.join(', ')} left for the next pass (the table was busy for 2 s)`);
   for (const d of r.dropped) if (d.pendingExpired > 0) log(`retention: ${d.pendingExpired} pending deliveries past BULB_WEBHOOK_RETENTION_DAYS expired with ${d.partition}`);
-  for (const d of r.deferred) log(`retention: ${d.partition} kept, ${d.pending} pending deliveries need its events`);
+  for (const d of r.deferred) log(`retention: ${d.partition} kept, ${d.pending} pending deliveries and ${d.replays} unfinished replays need its events`);
   if (failed) throw failed.err;
   return { ...r, created };
 }

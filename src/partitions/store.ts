@@ -140,6 +140,19 @@ export async function pendingNeedingEvents(db: Queryable, partition: string): Pr
   return Number(r.rows[0].n);
 }
 
+/**
+ * Unfinished replays whose walk has yet to pass this events partition's ids (their next chunk's events may be in it):
+ * a replay accepted while its window was kept reads its events however long it waits behind others.
+ */
+export async function replaysNeedingEvents(db: Queryable, partition: string): Promise<number> {
+  const r = await db.query<{ n: string }>(
+    `WITH range AS (SELECT min(id) AS lo, max(id) AS hi FROM ${partition})
+     SELECT count(*) AS n FROM webhook_replays r, range
+      WHERE r.status IN ('queued', 'running') AND r.last_event_id < range.hi AND r.end_event_id >= range.lo`,
+  );
+  return Number(r.rows[0].n);
+}
+
 /** Pending deliveries in a deliveries partition about to go (past retention: they expire with it). */
 export async function pendingIn(db: Queryable, partition: string): Promise<number> {
   const r = await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${partition} WHERE status = 'pending'`);

@@ -10,6 +10,7 @@ import { ATTEMPTS, DELIVERIES, EVENTS } from '../../src/partitions/tables.ts';
 import { addDays, createPartition, dayOf, partitionName, partitions, requeueGuard, RETIRED_PREFIX } from '../../src/partitions/store.ts';
 import { ensurePartitions, maintainPartitions, runRetention } from '../../src/partitions/maintain.ts';
 import { recover, retryNow } from '../../src/webhooks/service.ts';
+import { claimReplay, lockForChunk, queueChunk } from '../../src/webhooks/replay-store.ts';
 
 const config = { eventRetentionDays: 30, webhookRetentionDays: 30 };
 
@@ -171,6 +172,33 @@ for (const backend of await backends()) {
       assert.ok(r.deferred.some((d) => d.partition === name && d.pending === 1), JSON.stringify(r));
       assert.equal((await q(`SELECT count(*)::int AS n FROM events WHERE id = $1`, [ev])).rows[0].n, 1, 'its event is still there');
       await q(`UPDATE webhook_deliveries SET status = 'delivered', next_attempt_at = NULL WHERE event_id = $1`, [ev]);
+    });
+
+    it('an events partition is kept while an unfinished replay has yet to walk it, and the replay then queues its events', async () => {
+      // A replay accepted while its window was kept, waiting (behind others) until the window's day passed retention.
+      const last = (await partitions(tdb.db, EVENTS)).filter((p) => p.to !== null && !p.isDefault).map((p) => p.to!.getTime());
+      const day = addDays(dayOf(new Date(Math.max(Date.now(), ...last))), 30);
+      await createPartition(tdb.db, EVENTS, { from: day, to: addDays(day, 1) });
+      const sub = (await q(`INSERT INTO webhook_subscriptions (url, event_types, signing_secret) VALUES ('https://example.com/h', ARRAY['customerCreate'], 'whsec_x') RETURNING id`)).rows[0].id;
+      const evs = [await event(new Date(day.getTime() + 1_000), 'replayed-1'), await event(new Date(day.getTime() + 2_000), 'replayed-2')];
+      const replay = (await q(
+        `INSERT INTO webhook_replays (subscription_id, event_types, since_at, until_at, last_event_id, end_event_id)
+         VALUES ($1, ARRAY['customerCreate'], $2, $3, $4::bigint - 1, $5) RETURNING id`,
+        [sub, day, addDays(day, 1), evs[0], evs[1]],
+      )).rows[0].id;
+      const name = partitionName(EVENTS, day);
+      const r = await runRetention(tdb.db, config, addDays(day, 32));
+      assert.ok(r.deferred.some((d) => d.partition === name && d.replays === 1 && d.pending === 0), JSON.stringify(r));
+      assert.ok(!r.dropped.some((d) => d.partition === name));
+
+      // The replay runs: both events are queued; the next pass drops the day.
+      const claimed = await claimReplay(tdb.db, crypto.randomUUID(), 60_000);
+      assert.equal(claimed?.id, replay);
+      const out = await tdb.db.transaction(async (tx) => queueChunk(tx, (await lockForChunk(tx, replay))!, 10_000, 60_000));
+      assert.deepEqual(out, { queued: 2, done: true });
+      await q(`UPDATE webhook_deliveries SET status = 'delivered', next_attempt_at = NULL WHERE event_id = ANY($1::bigint[])`, [evs]);
+      const again = await runRetention(tdb.db, config, addDays(day, 32));
+      assert.ok(again.dropped.some((d) => d.partition === name), JSON.stringify(again));
     });
 
     it('recover and retry leave a failed delivery whose event is past retention as it is (queued, it stayed pending for ever)', async () => {
