@@ -96,6 +96,8 @@ export function ndjsonRows(): Transform {
     if (tooLong) {
       tooLong = false;
       self.push({ line, item: null, errors: [{ message: `line ${line} is longer than ${MAX_LINE} characters`, errorCode: 'InvalidParameterError', moreInfo: 'line' }] });
+      // A line too long to be an item counts as a line that is not JSON (a file of nothing else was accepted).
+      if (++seen === 10 && json === 0) throw notNdjson();
       return;
     }
     const t = text.endsWith('\r') ? text.slice(0, -1) : text;

@@ -60,6 +60,18 @@ it('a line of exactly the limit is read, with LF or CR LF, last or not, however 
     }
   }
   // The last line, without a newline, over the limit: refused.
-  const out = await rows(cut(lineOf(MAX_LINE + 1, 'last'), [500]));
-  assert.deepEqual(out.map(tooLong), [true]);
+  const out = await rows(cut(`${lineOf(40, 'first')}\n${lineOf(MAX_LINE + 1, 'last')}`, [500]));
+  assert.deepEqual(out.map(tooLong), [false, true]);
+});
+
+it('a file none of whose lines is short enough to be JSON is not NDJSON (it was accepted, every line failed)', async () => {
+  const long = 'a'.repeat(MAX_LINE + 1);
+  for (const file of [long, `${long}\n`, `${long}\n${long}\n\n${long}`, Array(12).fill(long).join('\n')]) {
+    await assert.rejects(rows(cut(file, [1000])), (e: any) => e.status === 400 && /not NDJSON/.test(e.message), `${file.length} characters`);
+  }
+  // Ten lines too long, then JSON: refused at the tenth, as ten lines of anything else that is not JSON.
+  await assert.rejects(rows([Array(10).fill(long).join('\n') + `\n${lineOf(40, 'late')}\n`]), (e: any) => e.status === 400);
+  // One JSON line among them: read, the long ones reported.
+  const out = await rows([`${long}\n${lineOf(40, 'ok')}\n${long}`]);
+  assert.deepEqual(out.map(tooLong), [true, false, true]);
 });
