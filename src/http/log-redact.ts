@@ -3,8 +3,15 @@
 // token request's `client_secret=`), which Bulb refuses, and which the log line of the refused request would keep.
 import type { FastifyRequest } from 'fastify';
 
-/** Query parameters whose values are credentials by their name (OAuth2's, and the usual API key names). */
-const SECRET_PARAM = /^(access_token|refresh_token|id_token|token|client_secret|secret|password|passwd|api_?key|key|code|signature|sig)$/i;
+/**
+ * Query parameters whose values are credentials by their name (OAuth2's, and the usual API key names), in any case
+ * and spelling: the name is compared with its `-`, `_` and `.` taken out (`x-api-key`, `accessToken`, `auth_token`
+ * were logged in full until 2026-11-29; a key of `BULB_ADMIN_KEY` has no `bulb_` prefix to catch it by).
+ */
+const SECRET_PARAM = /token|secret|passw|apikey|auth|bearer|credential|signature|session|^(key|code|sig|pwd)$/;
+const secretParam = (name: string) => SECRET_PARAM.test(name.toLowerCase().replace(/[-_.]/g, ''));
+/** The userinfo of an absolute-form request target (`GET http://user:pass@host/…`). */
+const USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i;
 /** Bulb's own secrets, wherever in the URL they are (a key pasted into a path segment or a filter). */
 const BULB_SECRET = /bulb_(key|cs|at)_[A-Za-z0-9_-]+/g;
 
@@ -13,13 +20,14 @@ export const REDACTED_VALUE = '[redacted]';
 
 /** The URL as logged: credential parameters' values and Bulb's secrets replaced, in whatever percent-encoding they came. */
 export function redactUrl(url: string): string {
+  url = url.replace(USERINFO, `$1${REDACTED_VALUE}@`);
   const q = url.indexOf('?');
   const path = (q < 0 ? url : url.slice(0, q)).split('/').map(redactPart).join('/');
   if (q < 0) return path;
   const query = url.slice(q + 1).split('&').map((pair) => {
     const eq = pair.indexOf('=');
     const name = eq < 0 ? pair : pair.slice(0, eq);
-    return eq >= 0 && SECRET_PARAM.test(decoded(name)) ? `${name}=${REDACTED_VALUE}` : eq < 0 ? redactPart(pair) : `${redactPart(name)}=${redactPart(pair.slice(eq + 1))}`;
+    return eq >= 0 && secretParam(decoded(name)) ? `${name}=${REDACTED_VALUE}` : eq < 0 ? redactPart(pair) : `${redactPart(name)}=${redactPart(pair.slice(eq + 1))}`;
   });
   return `${path}?${query.join('&')}`;
 }

@@ -89,6 +89,14 @@ describe('credentials in a URL are not logged', () => {
       '/api/2026-11/crm/customers/[redacted]?email=[redacted]&q=[redacted]');
     assert.equal(redactUrl('/api/2026-11/crm/customers?externalId=bulb_key_abc%2Ddef'), '/api/2026-11/crm/customers?externalId=[redacted]');
     assert.equal(redactUrl('/api/2026-11/crm/customers/c%2D1?email=a%40b.c'), '/api/2026-11/crm/customers/c%2D1?email=a%40b.c', 'encoded values without a secret pass as sent');
+    // Any spelling of a credential's name (a BULB_ADMIN_KEY key has no bulb_ prefix to be caught by), and the userinfo
+    // of an absolute-form target: logged in full until 2026-11-29.
+    for (const name of ['api-key', 'x-api-key', 'X-Api-Key', 'accessToken', 'clientSecret', 'authorization', 'bearer', 'auth_token', 'apiKey', 'PASSWORD', 'pwd', 'session_id'])
+      assert.equal(redactUrl(`/api/2026-11/crm/customers?limit=5&${name}=probe_admin_key_0123456789`), `/api/2026-11/crm/customers?limit=5&${name}=[redacted]`, name);
+    assert.equal(redactUrl('http://admin:probe_admin_key_0123@localhost:8080/api/2026-11/integrations/apiKeys?limit=1'),
+      'http://[redacted]@localhost:8080/api/2026-11/integrations/apiKeys?limit=1');
+    assert.equal(redactUrl('/api/2026-11/crm/customers?externalId=c-1&eventType=customerCreate&status=all&updatedSince=2026-01-01'),
+      '/api/2026-11/crm/customers?externalId=c-1&eventType=customerCreate&status=all&updatedSince=2026-01-01', 'Bulb\'s own parameters pass');
   });
 });
 
