@@ -48,7 +48,11 @@ export function tokenRoutes(app: FastifyInstance, s: Services, failures: AuthFai
     const basic = basicCredentials(req.headers.authorization);
     const formId = str('client_id');
     const formSecret = str('client_secret');
-    if (basic && (formId || formSecret)) return oauthError(reply, 400, 'invalid_request', 'use either HTTP Basic or form credentials, not both');
+    // RFC 6749 §3.2.1: a client may name itself with client_id beside HTTP Basic (OAuth libraries do); only a second
+    // authentication (client_secret in the form too) or another client's id is refused.
+    if (basic && (formSecret !== undefined || (formId !== undefined && formId !== basic.id))) {
+      return oauthError(reply, 400, 'invalid_request', formSecret !== undefined ? 'use either HTTP Basic or form credentials, not both' : 'client_id differs from the HTTP Basic client');
+    }
     const id = basic?.id ?? formId;
     const secret = basic?.secret ?? formSecret;
     // Every bad credential is invalid_client (RFC 6749 §5.2), including ones no client can have (control characters, NUL).

@@ -43,6 +43,15 @@ await describeEachDb('auth: OAuth client credentials', (ctx) => {
     const viaBasic = await form({ grant_type: 'client_credentials' }, basic(c.clientId, c.clientSecret));
     assert.equal(viaBasic.status, 200);
     assert.notEqual(viaBasic.body.access_token, viaForm.body.access_token);
+    // RFC 6749 §3.2.1: client_id beside HTTP Basic names the client (OAuth libraries send it; it was refused until
+    // 2026-11-29); a secret in both places, or another client's id, is still refused.
+    const named = await form({ grant_type: 'client_credentials', client_id: c.clientId }, basic(c.clientId, c.clientSecret));
+    assert.equal(named.status, 200, JSON.stringify(named.body));
+    for (const extra of [{ client_secret: c.clientSecret }, { client_id: c.clientId, client_secret: c.clientSecret }, { client_id: 'bulb_client_other' }] as Record<string, string>[]) {
+      const both = await form({ grant_type: 'client_credentials', ...extra }, basic(c.clientId, c.clientSecret));
+      assert.equal(both.status, 400, JSON.stringify(extra));
+      assert.equal(both.body.error, 'invalid_request');
+    }
     for (const token of [viaForm.body.access_token, viaBasic.body.access_token]) {
       const client = api().withToken(token);
       assert.equal((await client.get('/crm/customers')).status, 200);
