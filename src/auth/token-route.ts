@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Services } from '../services.ts';
 import { issueAccessToken } from './service.ts';
-import type { AuthFailures } from '../http/ratelimit.ts';
+import { RateLimiter, type AuthFailures } from '../http/ratelimit.ts';
 
 function oauthError(reply: FastifyReply, status: number, error: string, description: string) {
   if (status === 401) reply.header('WWW-Authenticate', 'Basic realm="bulb"');
@@ -33,7 +33,17 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
   return { id: dec(decoded.slice(0, i)), secret: dec(decoded.slice(i + 1)) };
 }
 
+/**
+ * Tokens issued per client (a second; a burst), per process: every token is a stored row (kept until a day after it
+ * expires), and a client that asks one per call (a common bug) filled the table unchecked. Taken before the lookup
+ * (concurrent requests each see what the others took) and given back when no token was issued, so another's bad
+ * secrets never use up a client's tokens.
+ */
+export const TOKENS_PER_SEC = 1;
+export const TOKENS_BURST = 30;
+
 export function tokenRoutes(app: FastifyInstance, s: Services, failures: AuthFailures) {
+  const issued = new RateLimiter(TOKENS_PER_SEC, TOKENS_BURST);
   app.post('/auth/oauth2/token', { config: { bodyTypes: 'application/x-www-form-urlencoded (RFC 6749) or application/json' } }, async (req, reply) => {
     const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
     const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
@@ -66,7 +76,17 @@ export function tokenRoutes(app: FastifyInstance, s: Services, failures: AuthFai
       reply.header('Retry-After', String(wait));
       return oauthError(reply, 429, 'temporarily_unavailable', `too many failed client authentications from this address; retry after ${wait} s`);
     }
-    const result = await issueAccessToken(s.db, id, secret, scope ? [...new Set(scope.split(' ').filter(Boolean))] : undefined); // a scope named twice is granted once
+    const busy = issued.take(id);
+    if (busy > 0) {
+      reply.header('Retry-After', String(busy));
+      return oauthError(reply, 429, 'temporarily_unavailable', `too many tokens issued to this client: reuse a token until it expires (expires_in); retry after ${busy} s`);
+    }
+    const result = await issueAccessToken(s.db, id, secret, scope ? [...new Set(scope.split(' ').filter(Boolean))] : undefined) // a scope named twice is granted once
+      .catch((err) => {
+        issued.give(id);
+        throw err;
+      });
+    if (!result.ok) issued.give(id);
     if (!result.ok && result.error === 'invalid_client') failures.failed(req.ip);
     if (!result.ok) return oauthError(reply, result.error === 'invalid_client' ? 401 : 400, result.error, result.description);
     return { access_token: result.accessToken, token_type: 'Bearer', expires_in: result.expiresIn, scope: result.scopes.join(' ') };

@@ -15,6 +15,12 @@ export class RateLimiter {
     return this.waitOf(b);
   }
 
+  /** Gives back a token taken for work that did not happen (never past the burst). */
+  give(key: string): void {
+    const b = this.buckets.get(key);
+    if (b) b.tokens = Math.min(this.burst, b.tokens + 1);
+  }
+
   /** What take would answer, taking nothing: 0 while a token is left, else the seconds until one is. */
   peek(key: string): number {
     const b = this.buckets.get(key);

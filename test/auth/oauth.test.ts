@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
+import { TOKENS_BURST, TOKENS_PER_SEC } from '../../src/auth/token-route.ts';
 
 await describeEachDb('auth: OAuth client credentials', (ctx) => {
   const api = () => ctx.srv.api;
@@ -124,6 +125,28 @@ await describeEachDb('auth: OAuth client credentials', (ctx) => {
     assert.equal(r.status, 415);
     const body = await r.json() as any;
     assert.match(body.error_description, /application\/x-www-form-urlencoded/);
+  });
+
+  it('a client is issued TOKENS_BURST tokens at once, then 429 temporarily_unavailable; bad secrets with its id do not use them up', async () => {
+    const c = await newClient(['read']);
+    const other = await newClient(['read']);
+    // Another's bad secrets with this client's id: refused 401, and they take nothing of its allowance.
+    for (let i = 0; i < 5; i++) assert.equal((await form({ grant_type: 'client_credentials' }, basic(c.clientId, 'bulb_cs_wrong'))).status, 401);
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: TOKENS_BURST + 40 }, () => form({ grant_type: 'client_credentials' }, basic(c.clientId, c.clientSecret))));
+    const seconds = Math.ceil((performance.now() - started) / 1000);
+    const granted = answers.filter((a) => a.status === 200).length;
+    // The burst, and one more token for each second the requests took (TOKENS_PER_SEC), at most.
+    assert.ok(granted >= TOKENS_BURST && granted <= TOKENS_BURST + seconds * TOKENS_PER_SEC + 1, `${granted} granted in ${seconds} s`);
+    assert.equal(answers.filter((a) => a.status !== 200 && a.status !== 429).length, 0);
+    const refused = answers.find((a) => a.status === 429)!;
+    assert.ok(refused, `none refused in ${seconds} s`);
+    assert.equal(refused.body.error, 'temporarily_unavailable');
+    assert.match(refused.headers.get('retry-after') ?? '', /^\d+$/);
+    assert.deepEqual(refused.body.errors.map((e: any) => e.errorCode), ['RateLimited']);
+    const rows = (await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM oauth_tokens t JOIN auth_clients c ON c.id = t.client_id WHERE c.uuid = $1`, [c.uuid])).rows[0].n;
+    assert.equal(rows, granted, 'a refused request stores no token');
+    assert.equal((await form({ grant_type: 'client_credentials' }, basic(other.clientId, other.clientSecret))).status, 200, 'another client is not held');
   });
 
   it('an expired token is 401', async () => {
