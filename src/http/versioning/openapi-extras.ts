@@ -94,7 +94,7 @@ export function tokenOperation(lift: Lift) {
       },
     },
   });
-  const form = { schema: lift(tokenSchemas.TokenRequest), example: { grant_type: 'client_credentials', client_id: 'bulb_ci_EXAMPLE', client_secret: 'bulb_cs_EXAMPLE' } };
+  const form = { schema: lift(tokenSchemas.TokenRequest), example: { grant_type: 'client_credentials', client_id: 'bulb_client_EXAMPLE', client_secret: 'bulb_cs_EXAMPLE' } };
   return {
     operationId: 'oauth2Token',
     summary: 'Obtain an access token (OAuth 2.0 client credentials)',
