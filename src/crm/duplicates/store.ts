@@ -22,10 +22,13 @@ export async function lockRefresher(tx: Queryable, key: number): Promise<void> {
   );
 }
 
-/** Takes up to `limit` customers off the dirty queue (in this transaction). */
+/**
+ * Takes up to `limit` customers off the dirty queue (in this transaction). A queue row locked by a write in progress
+ * (the update trigger locks it: migration 070) is left for a later batch, read once that write has committed.
+ */
 export async function claimDirty(tx: Queryable, limit: number): Promise<string[]> {
   const r = await tx.query<{ customer_id: string }>(
-    `DELETE FROM duplicate_dirty WHERE customer_id IN (SELECT customer_id FROM duplicate_dirty ORDER BY customer_id LIMIT $1 FOR UPDATE)
+    `DELETE FROM duplicate_dirty WHERE customer_id IN (SELECT customer_id FROM duplicate_dirty ORDER BY customer_id LIMIT $1 FOR UPDATE SKIP LOCKED)
      RETURNING customer_id`,
     [limit],
   );
