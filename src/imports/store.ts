@@ -146,7 +146,7 @@ export interface ChunkResult {
   updated: number;
   disabled: { line: string; uuid: string; external_id: string | null; merged_into_uuid: string | null; merged_into_external_id: string | null }[];
   /** Other lines refused when applying (a TGEN address of an unknown customer), with their errors. */
-  errors?: { line: string; errors: unknown[] }[];
+  errors?: { line: string; errors: unknown[]; folded?: boolean }[];
 }
 
 // The chunk's new values of a customer: a field its line (or folded lines) carries replaces the current one
@@ -182,6 +182,15 @@ const NEW_VALUES = `SELECT cur.id, g.line, g.lines, g.fields & ${ADDRESSES} <> 0
          CASE WHEN g.fields & ${EMAILS} <> 0 THEN coalesce(g.email_keys, '{}') ELSE cur.email_keys END AS email_keys,
          ${NEW_STATUS} AS status
        FROM grp g`;
+/**
+ * The first address of a stored-to-be list (a jsonb expression) whose zoneCode is not in its countryCode, as the API's
+ * error (validate.ts checks it so); NULL when there is none.
+ */
+const zoneError = (addresses: string) => `(
+  SELECT jsonb_build_object('message', format('"addresses.%s.zoneCode" "%s" is not in country %s', y.o - 1, y.a->>'zoneCode', y.a->>'countryCode'),
+    'errorCode', 'InvalidParameterError', 'moreInfo', format('addresses.%s.zoneCode', y.o - 1))
+  FROM jsonb_array_elements(${addresses}) WITH ORDINALITY AS y(a, o)
+  WHERE split_part(y.a->>'zoneCode', '-', 1) <> y.a->>'countryCode' ORDER BY y.o LIMIT 1)`;
 const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE fields & ${bit} <> 0))[1]`;
 
 /**
@@ -249,10 +258,15 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
        -- per customer), else its uuid.
        SELECT l.*, CASE WHEN k.external_id IS NOT NULL THEN 'e:' || l.external_id ELSE 'u:' || l.uuid END AS ckey
        FROM locked l LEFT JOIN (SELECT external_id FROM grp WHERE external_id IS NOT NULL) k ON k.external_id = l.external_id
-     ), plan AS MATERIALIZED (
-       SELECT g.*, CASE WHEN gv.line IS NOT NULL AND NOT EXISTS (SELECT 1 FROM customers x WHERE x.uuid = g.new_uuid) THEN g.new_uuid ELSE bulb_uuid7() END AS new_id
+     ), plan0 AS MATERIALIZED (
+       -- A new customer's folded address lists checked as they will be stored, as an existing one's are (nv): two lines
+       -- of a new customer, the second changing the first's country, stored a zoneCode outside it (until 2026-11-29).
+       SELECT g.*, CASE WHEN gv.line IS NOT NULL AND NOT EXISTS (SELECT 1 FROM customers x WHERE x.uuid = g.new_uuid) THEN g.new_uuid ELSE bulb_uuid7() END AS new_id,
+         CASE WHEN g.address_lists IS NOT NULL THEN ${zoneError('bulb_address_fold(g.address_lists, NULL)')} END AS bad
        FROM grp g LEFT JOIN given gv ON gv.new_uuid = g.new_uuid AND gv.line = g.line
        WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.ckey = g.ckey)
+     ), plan AS MATERIALIZED (
+       SELECT * FROM plan0 WHERE bad IS NULL
      ), ins AS (
        INSERT INTO customers (uuid, external_id, ${COLUMNS.join(', ')}, email_keys, status)
        SELECT g.new_id, g.external_id, ${CUSTOMER_BITS.map(([c, , empty]) => carried(c, empty, 'NULL')).join(', ')}, coalesce(g.email_keys, '{}'),
@@ -272,11 +286,7 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
      ), nv AS MATERIALIZED (
        -- A patched address checked as it will be stored (as the API checks it, validate.ts): a zoneCode kept beside a
        -- countryCode of another country refuses the line.
-       SELECT nv0.*, CASE WHEN nv0.patched THEN (
-         SELECT jsonb_build_object('message', format('"addresses.%s.zoneCode" "%s" is not in country %s', y.o - 1, y.a->>'zoneCode', y.a->>'countryCode'),
-           'errorCode', 'InvalidParameterError', 'moreInfo', format('addresses.%s.zoneCode', y.o - 1))
-         FROM jsonb_array_elements(nv0.addresses) WITH ORDINALITY AS y(a, o)
-         WHERE split_part(y.a->>'zoneCode', '-', 1) <> y.a->>'countryCode' ORDER BY y.o LIMIT 1) END AS bad
+       SELECT nv0.*, CASE WHEN nv0.patched THEN ${zoneError('nv0.addresses')} END AS bad
        FROM nv0
      ), upd AS (
        UPDATE customers c SET ${COLUMNS.map((col) => `${col} = nv.${col}`).join(', ')}, email_keys = nv.email_keys, status = nv.status,
@@ -297,11 +307,41 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
            'merged_into_uuid', m.uuid, 'merged_into_external_id', m.external_id) ORDER BY s.line)
          FROM chunk s JOIN cur ON cur.ckey = s.ckey AND NOT s.refused AND cur.merged_into IS NOT NULL
          LEFT JOIN customers m ON m.id = cur.merged_into), '[]') AS disabled,
-       -- A refused customer refuses every line folded into it (as bulk answers each of its items 400), not only its first:
-       -- the group's own lines (joined to the chunk through cur instead, the planner looped over nv for each line).
-       coalesce((SELECT jsonb_agg(jsonb_build_object('line', l::text, 'errors', jsonb_build_array(nv.bad)) ORDER BY l)
-         FROM nv, unnest(nv.lines) AS l WHERE nv.bad IS NOT NULL), '[]') AS errors`,
+       -- A refused customer refuses every line folded into it, not only its first: the group's own lines (joined to the
+       -- chunk through cur instead, the planner looped over nv for each line). \`folded\`: refused as a group of several
+       -- lines, which the caller then applies one after another instead (applyCustomerChunk).
+       coalesce((SELECT jsonb_agg(jsonb_build_object('line', l::text, 'errors', jsonb_build_array(x.bad), 'folded', cardinality(x.lines) > 1) ORDER BY l)
+         FROM (SELECT lines, bad FROM nv WHERE bad IS NOT NULL UNION ALL SELECT lines, bad FROM plan0 WHERE bad IS NOT NULL) x, unnest(x.lines) AS l), '[]') AS errors`,
     imp.with_events ? [imp.id, imp.applied_line, span, imp.source] : [imp.id, imp.applied_line, span],
+  );
+  return r.rows[0];
+}
+
+/** Lines of an import with what applying them one after another needs: the customer they name, and their addresses. */
+export async function linesToFold(tx: Queryable, id: string, lines: string[]): Promise<{ line: string; key: string; has_addresses: boolean; addresses: unknown }[]> {
+  const r = await tx.query<{ line: string; key: string; has_addresses: boolean; addresses: unknown }>(
+    `SELECT line::text, coalesce('e:' || external_id, 'u:' || new_uuid::text, 'l:' || line) AS key, fields & ${ADDRESSES} <> 0 AS has_addresses, addresses
+     FROM import_rows WHERE import_id = $1 AND line = ANY($2::bigint[]) ORDER BY line`,
+    [id, lines],
+  );
+  return r.rows;
+}
+
+/** The addresses of the customer a line's key names (`e:` externalId, `u:` uuid), locked; null when there is none. */
+export async function currentAddresses(tx: Queryable, key: string): Promise<unknown> {
+  const r = await tx.query<{ addresses: unknown }>(
+    `SELECT addresses FROM customers WHERE CASE WHEN left($1, 2) = 'e:' THEN external_id = substr($1, 3) ELSE uuid::text = substr($1, 3) END FOR UPDATE`,
+    [key],
+  );
+  return r.rows[0]?.addresses ?? null;
+}
+
+/** One line's address list patched onto `current` as the chunk applies it (bulb_address_fold), and the error it would be refused with. */
+export async function patchedAddresses(tx: Queryable, list: unknown, current: unknown): Promise<{ addresses: unknown; error: unknown }> {
+  const r = await tx.query<{ addresses: unknown; error: unknown }>(
+    `SELECT n.addresses, ${zoneError('n.addresses')} AS error
+     FROM (SELECT bulb_address_fold(jsonb_build_array(coalesce($1::jsonb, 'null'::jsonb)), $2::jsonb) AS addresses) n`,
+    [list === null ? null : JSON.stringify(list), current === null ? null : JSON.stringify(current)],
   );
   return r.rows[0];
 }

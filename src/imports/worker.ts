@@ -10,6 +10,7 @@ import { RETRYABLE_SQLSTATES, sqlState, withRetry, type Db, type Queryable } fro
 import { customerDisabled } from '../crm/customers/service.ts';
 import { lostRace } from '../crm/customers/bulk.ts';
 import * as store from './store.ts';
+import { applyCustomerChunk } from './fold.ts';
 import { applyAddressChunk, isAddressesFile } from './tgen-apply.ts';
 import { WokenWorker } from '../loop.ts';
 import { applyNoteChunk, isNotesFile } from './tgen-notes.ts';
@@ -80,7 +81,7 @@ export class ImportWorker extends WokenWorker {
     const imp = await store.lockForChunk(tx, id);
     if (!imp || imp.status !== 'running' || imp.lock_token !== this.token) return 'lost';
     const span = this.config.importChunkRows;
-    const r = isAddressesFile(imp) ? await applyAddressChunk(tx, imp, span) : isNotesFile(imp) ? await applyNoteChunk(tx, imp, span) : await store.applyChunk(tx, imp, span);
+    const r = isAddressesFile(imp) ? await applyAddressChunk(tx, imp, span) : isNotesFile(imp) ? await applyNoteChunk(tx, imp, span) : await applyCustomerChunk(tx, imp, span);
     // A concurrent writer inserted one of the chunk's externalIds first: withRetry runs the chunk again.
     if (r.created < r.toInsert) throw lostRace();
     const failed = r.refused + r.disabled.length + (r.errors?.length ?? 0);

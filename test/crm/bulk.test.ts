@@ -151,13 +151,28 @@ await describeEachDb('bulk', (ctx) => {
     assert.deepEqual([one.uuid, one.address1, one.city, one.address2, one.postCode], [a.uuid, '1 Main', 'Boston', 'Apt 2', '10001']);
     const two = (await api.get('/crm/customers/baf-2')).body.addresses;
     assert.deepEqual(two.map((x: any) => [x.externalId, x.address1, x.city, x.postCode]), [['home', '2 High St', 'London', 'N1 9GU']]);
-    // Checked as stored: a later item's country that no longer holds an earlier item's zoneCode refuses the group.
+    // Checked as stored, as a sequential application would: a later item's country that no longer holds an earlier
+    // item's zoneCode refuses that item; the earlier one is applied (the whole group was refused until 2026-11-29).
     const bad = await api.post('/crm/customers/bulk', [
       { externalId: 'baf-3', addresses: [{ externalId: 'w', city: 'Austin', countryCode: 'US', zoneCode: 'US-TX' }] },
       { externalId: 'baf-3', addresses: [{ externalId: 'w', countryCode: 'FR' }] },
     ]);
-    assert.deepEqual(bad.body.results.map((x: any) => [x.status, x.errors?.[0]?.moreInfo]), [[400, 'addresses.0.zoneCode'], [400, 'addresses.0.zoneCode']]);
-    assert.equal((await api.get('/crm/customers/baf-3')).status, 404);
+    assert.deepEqual(bad.body.results.map((x: any) => [x.status, x.errors?.[0]?.moreInfo]), [[201, undefined], [400, 'addresses.0.zoneCode']]);
+    assert.deepEqual((await api.get('/crm/customers/baf-3')).body.addresses.map((x: any) => [x.city, x.countryCode, x.zoneCode]), [['Austin', 'US', 'US-TX']]);
+  });
+
+  it('items of one existing customer: one whose address would be refused at its turn is; those before and after it are applied', async () => {
+    const api = ctx.srv.api.withVersion('2026-11');
+    await api.post('/crm/customers', { externalId: 'seq-1', firstName: 'Old', addresses: [{ address1: '1', city: 'Paris', countryCode: 'FR', zoneCode: 'FR-IDF', postCode: '75001' }] });
+    const [a] = (await api.get('/crm/customers/seq-1')).body.addresses;
+    const r = await api.post('/crm/customers/bulk', [
+      { externalId: 'seq-1', firstName: 'New' },
+      { externalId: 'seq-1', addresses: [{ uuid: a.uuid, countryCode: 'DE' }] },
+      { externalId: 'seq-1', lastName: 'After', addresses: [{ uuid: a.uuid, city: 'Lyon' }] },
+    ]);
+    assert.deepEqual(r.body.results.map((x: any) => [x.status, x.errors?.[0]?.moreInfo]), [[200, undefined], [400, 'addresses.0.zoneCode'], [200, undefined]]);
+    const got = (await api.get('/crm/customers/seq-1')).body;
+    assert.deepEqual([got.firstName, got.lastName, got.addresses.map((x: any) => [x.uuid, x.city, x.countryCode, x.zoneCode])], ['New', 'After', [[a.uuid, 'Lyon', 'FR', 'FR-IDF']]]);
   });
 
   it('new customers only: one statement and no transaction, the same answers and events; with one existing, the transaction', async () => {

@@ -125,9 +125,19 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
     } else {
       // An address naming a current one (or one an earlier item of the group gave) is a patch of it (patchAddresses),
       // checked again as it will be stored.
-      const patch = foldedAddresses(g, cur?.addresses ?? []);
-      const problems = patch === g.patch ? [] : inputProblems({ addresses: patch.addresses });
-      if (problems.length > 0) for (const i of g.indexes) outcomes[i] = { status: 400, errors: problems.slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' })) };
+      let patch = foldedAddresses(g, cur?.addresses ?? []);
+      let problems = patch === g.patch ? [] : inputProblems({ addresses: patch.addresses });
+      if (problems.length > 0 && g.indexes.length > 1) {
+        // Several items, and their addresses together are refused: applied one after another, the items whose
+        // addresses would be refused at their turn are, and the others are applied (an item with no address was
+        // refused for another item's zoneCode until 2026-11-29, and its change lost).
+        const kept = sequentialGroup(g, items, cur?.addresses ?? [], (i, errs) => (outcomes[i] = { status: 400, errors: errs }));
+        groups.set(xid, kept);
+        if (kept.indexes.length === 0) continue;
+        patch = foldedAddresses(kept, cur?.addresses ?? []);
+        problems = [];
+      }
+      if (problems.length > 0) for (const i of g.indexes) outcomes[i] = { status: 400, errors: addressErrors(problems) };
       else if (cur) toUpdate.push(cols(patch, cur));
       else toInsert.push(cols(patch));
     }
@@ -168,6 +178,34 @@ function groupItems(items: BulkItemT[]): Groups {
     if ('addresses' in item) g.addressLists.push(item.addresses ?? []);
   });
   return groups;
+}
+
+const addressErrors = (problems: ReturnType<typeof inputProblems>): ErrorEntry[] => problems.slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
+
+/**
+ * The group's items applied one after another onto `current`: an item whose address list, patched onto the addresses
+ * the items before it left, would be refused is (`refuse`), the rest make the group returned. So the result is what
+ * a sequential application of the items would give (docs/imports.md, "Duplicates in one request").
+ */
+function sequentialGroup(g: Group, items: BulkItemT[], current: readonly Record<string, unknown>[], refuse: (index: number, errors: ErrorEntry[]) => void): Group {
+  const kept: Group = { indexes: [], patch: {} as BulkItemT, addressLists: [] };
+  let addresses = current;
+  for (const i of g.indexes) {
+    const item = items[i];
+    if ('addresses' in item) {
+      const next = patchAddresses(item.addresses ?? [], addresses) as Record<string, unknown>[];
+      const problems = inputProblems({ addresses: next });
+      if (problems.length > 0) {
+        refuse(i, addressErrors(problems));
+        continue;
+      }
+      addresses = next;
+      kept.addressLists.push(item.addresses ?? []);
+    }
+    kept.indexes.push(i);
+    Object.assign(kept.patch, item);
+  }
+  return kept;
 }
 
 /**
