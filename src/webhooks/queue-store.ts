@@ -2,6 +2,7 @@
 // subscriptions have work (fallback sweep), write attempt results in batches, release claims, gauges, retention.
 import type { Queryable } from '../db/db.ts';
 import { cancelPending, RETIRED_SECRETS_SQL } from './store.ts';
+import { WEBHOOK_CHANNEL } from '../events/emit.ts';
 import { openSecret } from '../secrets/active.ts';
 import { SecretError } from '../secrets/box.ts';
 import { memoize } from '../memo.ts';
@@ -478,7 +479,12 @@ export async function recordResults(
        -- The longest Retry-After of the subscription's results: the deferring ones (outs), the others (least_delay_ms).
        FROM x CROSS JOIN LATERAL (SELECT greatest(x.pause_ms, max(j.least_delay_ms)) AS ms FROM j WHERE j.subscription_id = x.sub) p
        WHERE s.id = x.sub AND (SELECT count(*) FROM locked) >= 0
-       RETURNING s.id, s.paused_until
+       RETURNING s.id, s.paused_until, p.ms IS NOT NULL AS paused
+     ), told AS (
+       -- Every worker gives back what it holds of a paused subscription (the '-<id>' of notifySubscriptionsChanged) and
+       -- claims it again as the pause allows: another worker's deliveries, claimed with their rate slots up to a second
+       -- ahead, went out during the pause (found by a probe with two workers, 2026-11-29).
+       SELECT pg_notify('${WEBHOOK_CHANNEL}', string_agg('-' || id, ',')) FROM health WHERE paused HAVING count(*) > 0
      ), upd AS (
        UPDATE webhook_deliveries d SET
          status = CASE WHEN r.ok THEN 'delivered' WHEN d.resume_at IS NOT NULL OR r.retry_after_ms IS NOT NULL OR r.delay_ms IS NOT NULL THEN 'pending' ELSE 'failed' END,
@@ -512,7 +518,8 @@ export async function recordResults(
        FROM r LEFT JOIN upd ON upd.id = r.delivery_id
      )
      SELECT id, status, next_attempt_at, extract(epoch FROM (next_attempt_at - clock_timestamp())) * 1000 AS due_in_ms,
-       extract(epoch FROM next_attempt_at) * 1000 AS due_at_ms, extract(epoch FROM paused_until) * 1000 AS paused_until_ms FROM upd`,
+       extract(epoch FROM next_attempt_at) * 1000 AS due_at_ms, extract(epoch FROM paused_until) * 1000 AS paused_until_ms
+     FROM upd WHERE (SELECT count(*) FROM told) >= 0`,
     // One JSON text rather than an array per column: serialised natively, not element by element.
     [
       rs.map((x) => x.deliveryId),

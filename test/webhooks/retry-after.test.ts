@@ -151,6 +151,42 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
     });
   }
 
+  it('a Retry-After pause reaches every worker: what another worker holds of the subscription is given back, none of it started during the pause', async () => {
+    // Probe (2026-11-29): only the worker that got the 429 held back; the other sent the deliveries it held (claimed with
+    // their rate slots up to a second ahead) through the pause.
+    const workers = [await startWorker(ctx.tdb.db, ENV), await startWorker(ctx.tdb.db, ENV)];
+    try {
+      const rx = await receiver(limited('3', 1));
+      const sub = await subscribe({ url: rx.url, maxPerSecond: 2 });
+      const id = String((await ctx.tdb.db.query(`SELECT id FROM webhook_subscriptions WHERE uuid = $1`, [sub.uuid])).rows[0].id);
+      // When each worker heard of a change of the subscription (its creation's included).
+      const heard = workers.map((w) => {
+        const times: number[] = [];
+        const d = w.dispatcher as unknown as { changed(id: string): void };
+        const changed = d.changed.bind(d);
+        d.changed = (changedId: string) => {
+          if (changedId === id) times.push(Date.now());
+          changed(changedId);
+        };
+        return times;
+      });
+      await ctx.tdb.db.transaction((tx) => emitEvents(tx, Array.from({ length: 8 }, ev)));
+      await waitFor(async () => (await deliveries(sub.uuid)).every((d) => d.status === 'delivered') || null, 'all eight delivered', 30_000);
+      const rows = await logs(sub.uuid);
+      const paused = rows.find((r) => r.statusCode === 429);
+      const answered = Date.parse(paused.startedAt) + paused.durationMs;
+      const pausedUntil = Date.parse(paused.nextAttemptAt);
+      const told = heard.map((times) => times.find((t) => t >= answered - 50));
+      assert.ok(told.every((t) => t !== undefined), `both workers heard of the pause (${JSON.stringify(heard)}, the 429 answered at ${answered})`);
+      const since = Math.max(...(told as number[]));
+      const during = rows.filter((r) => r !== paused && Date.parse(r.startedAt) > since && Date.parse(r.startedAt) < pausedUntil);
+      assert.deepEqual(during.map((r) => r.startedAt), [], `nothing started between ${new Date(since).toISOString()} and the pause's end ${paused.nextAttemptAt}`);
+      assert.equal(rx.received.length, 9, 'the 429, then each of the eight once');
+    } finally {
+      for (const w of workers) await w.stop();
+    }
+  });
+
   it('a failure waits its schedule step from the attempt\'s end, however late its result is written', async () => {
     // The worker's failure writes (a transaction: a failure may be a delivery's last) held 800 ms before they start.
     const HOLD_MS = 800;
