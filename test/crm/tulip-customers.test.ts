@@ -256,6 +256,23 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
     assert.deepEqual(bulk.body.results[0].customer.addresses.map((a: any) => [a.uuid, a.address1]), [[work.uuid, '4 D St']]);
     // Two addresses may not share a uuid.
     await refused(() => api().put('/crm/customers/addr-1', { addresses: [{ uuid: home.uuid }, { uuid: home.uuid }] }), 'body.addresses.1.uuid');
+    // Nor get one: an address matching a current one (by content, or by externalId) does not take the uuid a later
+    // address of the list names (both got it until 2026-11-29, through every writer; the list as read was then refused).
+    const cur = (await api().get('/crm/customers/addr-1')).body.addresses as any[];
+    const [w] = cur;
+    const asStored = (({ uuid: _u, ...rest }) => rest)(w);
+    for (const [name, named, write] of [
+      ['PUT', '5 E St', () => api().put('/crm/customers/addr-1', { addresses: [asStored, { uuid: w.uuid, address1: '5 E St' }] })],
+      ['PATCH', '7 G St', () => api().patch('/crm/customers/addr-1', { addresses: [{ externalId: 'work', address1: '6 F St' }, { uuid: w.uuid, externalId: 'other', address1: '7 G St' }] })],
+      ['bulk', '8 H St', () => api().post('/crm/customers/bulk', [{ externalId: 'addr-1', addresses: [{ externalId: 'work', address1: '6 F St' }, { uuid: w.uuid, externalId: 'other2', address1: '8 H St' }] }])],
+    ] as const) {
+      const r = await write();
+      assert.equal(r.status, 200, `${name}: ${r.text}`);
+      const got = (await api().get('/crm/customers/addr-1')).body.addresses as any[];
+      assert.equal(new Set(got.map((a) => a.uuid)).size, got.length, `${name}: every address its own uuid: ${JSON.stringify(got.map((a) => [a.uuid, a.address1]))}`);
+      assert.equal(got.find((a) => a.uuid === w.uuid)?.address1, named, `${name}: the uuid stays with the address that named it`);
+      assert.equal((await api().put('/crm/customers/addr-1', { addresses: got })).status, 200, `${name}: the list sent back as read is taken`);
+    }
   });
 
   it('externalId is optional: a customer created without one (every version) is found by uuid and by search, gets one later by PATCH, and is merged and restored by uuid', async () => {
