@@ -17,6 +17,9 @@ export function deliveryOfAttempt(a: string, d: string): string {
     AND ${d}.created_at <= coalesce(${a}.delivery_created_at, ${a}.started_at + interval '1 day')`;
 }
 
+/** 9999-12-31T23:59:59.999Z, the last instant toISOString writes with a four-digit year. */
+const MAX_ISO_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 /**
  * A look-up by uuid names the partition too when the uuid is time-ordered (version 7, migration 057): its first 48
  * bits are the milliseconds its row was made at, within a moment of the row's created_at (both clock_timestamp()
@@ -27,6 +30,9 @@ export function uuidTimeBound(uuid: string, alias: string, params: unknown[]): s
   const hex = uuid.replaceAll('-', '');
   if (!/^[0-9a-f]{32}$/i.test(hex) || hex[12] !== '7') return '';
   const ms = parseInt(hex.slice(0, 12), 16);
+  // Past year 9999 toISOString writes an extended year (+010889-…) that PostgreSQL refuses (a 400 for an unknown
+  // uuid, found by a probe): no row of Bulb's has such a time, so such a uuid is looked up without the bound.
+  if (ms + 60_000 > MAX_ISO_MS) return '';
   const from = params.push(new Date(ms - 60_000).toISOString());
   const to = params.push(new Date(ms + 60_000).toISOString());
   return ` AND ${alias}.created_at >= $${from}::timestamptz AND ${alias}.created_at < $${to}::timestamptz`;
