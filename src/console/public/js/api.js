@@ -85,7 +85,7 @@ export const post = (path, body, opts = {}) => request('POST', path, { ...opts, 
 export const patch = (path, body, opts = {}) => request('PATCH', path, { ...opts, body });
 export const del = (path, opts = {}) => request('DELETE', path, opts);
 
-/** Follows nextCursor up to maxPages pages; returns { data, more }. */
+/** Follows nextCursor up to maxPages pages; returns { data, more, cursor } (cursor: where to go on from, or null). */
 export async function getPages(path, query, maxPages, opts = {}) {
   const data = [];
   let cursor;
@@ -93,9 +93,9 @@ export async function getPages(path, query, maxPages, opts = {}) {
     const page = await get(path, { ...query, cursor }, opts);
     data.push(...page.data);
     cursor = page.nextCursor;
-    if (!cursor) return { data, more: false };
+    if (!cursor) return { data, more: false, cursor: null };
   }
-  return { data, more: true };
+  return { data, more: true, cursor };
 }
 
 let openapiDoc;

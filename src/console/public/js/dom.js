@@ -250,6 +250,30 @@ export async function busy(button, fn) {
 }
 
 /**
+ * The "Load more" of a list shown from its first page: each click fetches the page after `cursor` (fetchPage(cursor)
+ * → { data, nextCursor }) and hands its rows to onPage(rows, more); the control goes once the last page is in. A
+ * failure shows under the button, which stays to try again. Returns the control, or null when there is no next page.
+ */
+export function moreButton({ label = 'Load more', cursor, fetchPage, onPage, what = 'more' }) {
+  if (!cursor) return null;
+  const btn = h('button', { type: 'button', class: 'btn' }, label);
+  const problem = h('div');
+  const box = h('div', { class: 'more' }, h('div', { class: 'actions' }, btn), problem);
+  btn.addEventListener('click', () => busy(btn, async () => {
+    clear(problem);
+    try {
+      const page = await fetchPage(cursor);
+      cursor = page.nextCursor;
+      onPage(page.data, !!cursor);
+      if (!cursor) box.remove();
+    } catch (err) {
+      if (err?.name !== 'AbortError') problem.append(errorBox(err, `Could not load ${what}`));
+    }
+  }));
+  return box;
+}
+
+/**
  * A table with a caption (visually hidden if asked) and a header row. rows: arrays of cells (nodes or text).
  * stack: on a narrow screen each row becomes a card, each cell labelled with its column (console.css).
  * A table wider than its box scrolls inside it; the box is then a focusable region named

@@ -1,7 +1,7 @@
 // Integrations → Audit log: administrative and destructive acts, newest first, filtered by action, actor
 // (API key or auth client uuid or name, or "system") and time; read-only (the log is append-only).
 import { get } from '../api.js';
-import { busy, clear, empty, errorBox, field, h, load, select, table, time, toLocalInput, fromLocalInput, zoneHint } from '../dom.js';
+import { busy, clear, closeBidi, empty, errorBox, field, h, load, select, table, time, toLocalInput, fromLocalInput, zoneHint } from '../dom.js';
 
 const PAGE = 50;
 // GET /integrations/auditLog is served from 2026-11 on, whatever version the rest of the console uses.
@@ -20,10 +20,13 @@ function actorCell(a) {
   return h('span', null, a.name ?? '(deleted)', ' ', h('span', { class: 'muted' }, `(${ACTOR_TYPE[a.type] ?? a.type})`), h('br'), h('code', { class: 'muted' }, a.uuid));
 }
 
+/** A detail's value as text, every string in it closed where it ends (an override in one reversed the rest of the line). */
+const detailValue = (v) => (typeof v === 'string' ? closeBidi(v) : JSON.stringify(v, (_k, x) => (typeof x === 'string' ? closeBidi(x) : x)));
+
 function detailsText(d) {
   const entries = Object.entries(d || {});
   if (entries.length === 0) return '—';
-  return h('span', { class: 'mono break' }, entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('; '));
+  return h('span', { class: 'mono break' }, entries.map(([k, v]) => `${k}: ${detailValue(v)}`).join('; '));
 }
 
 export function auditPage({ main, query, signal, navigate }) {

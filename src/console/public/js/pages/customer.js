@@ -5,13 +5,16 @@
 // this customer and the duplicates' by uuid: a reference is "uuid or externalId, a uuid match wins", and an externalId
 // may look like another customer's uuid; typed references are shown as the dry run resolved them.
 import { ApiError, get, idempotencyKey, post } from '../api.js';
-import { announce, badge, busy, clear, closeBidi, confirmDialog, dl, empty, errorBox, field, h, load, loading, table, time } from '../dom.js';
+import { announce, badge, busy, clear, closeBidi, confirmDialog, dl, empty, errorBox, field, h, load, loading, moreButton, table, time } from '../dom.js';
 import { displayName, refName, statusBadge } from './customers.js';
 import { historySection } from './merge-history.js';
 import { duplicatesSection } from './duplicates.js';
 
+const PAGE = 250; // rows of attached data per request (the API's largest page)
 const text = (v) => (v === null || v === undefined || v === '' ? '—' : String(v));
 const short = (s, n = 80) => (s && s.length > n ? `${s.slice(0, n - 1)}…` : text(s));
+/** The values given, joined, each closed where it ends (an override in one reversed the ones after it). */
+const joined = (values, sep) => values.filter(Boolean).map(closeBidi).join(sep);
 
 /** The attached-data kinds (SPEC §4), their list route segment, and the columns shown for each row. */
 export const KINDS = [
@@ -33,6 +36,36 @@ const customerLink = (ref) => {
 function list(items, render) {
   if (!items || items.length === 0) return '—';
   return h('ul', { class: 'plain' }, items.map((i) => h('li', null, render(i))));
+}
+
+/** How many rows are shown: "250+" while there are more to load. */
+const countOf = (n, more) => `${n}${more ? '+' : ''}`;
+
+/**
+ * One kind of attached data in a disclosure, from its first page; *Load more* fetches the next pages (a first page
+ * alone left the rows past 250 out of reach), and the counts (here and countEl, in the Counts list) follow.
+ */
+function kindList(k, path, page, countEl, signal) {
+  const summary = h('summary', null);
+  let n = page.data.length;
+  const count = (more) => {
+    countEl.textContent = countOf(n, more);
+    summary.textContent = `${k.title} (${countOf(n, more)})`;
+  };
+  count(!!page.nextCursor);
+  if (n === 0) return h('details', { class: 'kind' }, summary, empty(`No ${k.title.toLowerCase()}.`));
+  const rowOf = (r) => h('tr', null, k.row(r).map((cell, i) => (i === 0 ? h('th', { scope: 'row' }, cell) : h('td', null, cell))));
+  const tbl = table({ caption: k.title, columns: k.cols, rows: page.data.map(rowOf) });
+  const more = moreButton({
+    label: `Load more ${k.title.toLowerCase()}`, cursor: page.nextCursor, what: `more ${k.title.toLowerCase()}`,
+    fetchPage: (cursor) => get(path, { limit: PAGE, cursor }, { signal }),
+    onPage: (rows, left) => {
+      tbl.querySelector('tbody').append(...rows.map(rowOf));
+      n += rows.length;
+      count(left);
+    },
+  });
+  return h('details', { class: 'kind' }, summary, tbl, more);
 }
 
 function movedTable(moved, duplicates, caption) {
@@ -86,10 +119,10 @@ export function customerPage({ main, params, query, signal, navigate }) {
         ['Emails', list(c.emails, (e) => [e.email, e.type ? ` (${e.type})` : '', e.isPrimary ? [' ', badge('primary', 'info')] : ''])],
         ['Phones', list(c.phones, (p) => [p.number, p.type ? ` (${p.type})` : '', p.isPrimary ? [' ', badge('primary', 'info')] : ''])],
         ['Addresses', list(c.addresses, (a) => [
-          [[a.firstName, a.lastName].filter(Boolean).join(' '), a.address1, a.address2, a.city, a.zoneCode, a.postCode, a.countryCode].filter(Boolean).join(', ') || '—',
-          [a.phone, a.emailAddress].filter(Boolean).length ? ` · ${[a.phone, a.emailAddress].filter(Boolean).join(' · ')}` : '',
+          joined([joined([a.firstName, a.lastName], ' '), a.address1, a.address2, a.city, a.zoneCode, a.postCode, a.countryCode], ', ') || '—',
+          a.phone || a.emailAddress ? ` · ${joined([a.phone, a.emailAddress], ' · ')}` : '',
           a.type ? ` (${a.type})` : '', a.isPrimary ? [' ', badge('primary', 'info')] : '', a.disabled ? [' ', badge('disabled', 'warn')] : ''])],
-        ['Social profiles', list(c.socialProfiles, (s) => `${s.network}: ${s.handle}`)],
+        ['Social profiles', list(c.socialProfiles, (s) => `${closeBidi(s.network)}: ${s.handle}`)],
         ['Attributes', list(c.attributes, (v) => [h('code', null, v.attributeExternalId), `: ${v.value}`, v.languageExternalId ? ` (${v.languageExternalId})` : ''])],
         ['Created', time(c.createdAt)],
         ['Updated', time(c.updatedAt)],
@@ -100,19 +133,15 @@ export function customerPage({ main, params, query, signal, navigate }) {
     const kindsBox = h('div', { class: 'kinds' });
     body.append(h('section', { class: 'card', 'aria-labelledby': 'attached-h' }, h('h2', { id: 'attached-h' }, 'Attached data'), countsBox, kindsBox));
     countsBox.append(loading('attached data'));
-    Promise.all(KINDS.map((k) => get(`/crm/customers/${cid}/${k.key}`, { limit: 250 }, { signal }).then((page) => ({ k, page }), (err) => ({ k, err }))))
+    const kindPath = (k) => `/crm/customers/${cid}/${k.key}`;
+    Promise.all(KINDS.map((k) => get(kindPath(k), { limit: PAGE }, { signal }).then((page) => ({ k, page }), (err) => ({ k, err }))))
       .then((results) => {
-        clear(countsBox, h('ul', { class: 'count-list', 'aria-label': 'Counts' }, results.map(({ k, page, err }) =>
-          h('li', null, h('span', { class: 'count-n' }, err ? '?' : `${page.data.length}${page.nextCursor ? '+' : ''}`), h('span', { class: 'count-label' }, k.title)))));
-        for (const { k, page, err } of results) {
-          const n = err ? 'error' : `${page.data.length}${page.nextCursor ? '+' : ''}`;
-          const content = err
-            ? errorBox(err, `Could not load ${k.title.toLowerCase()}`)
-            : page.data.length === 0
-              ? empty(`No ${k.title.toLowerCase()}.`)
-              : table({ caption: k.title, columns: k.cols, rows: page.data.map((r) => h('tr', null, k.row(r).map((cell, i) => (i === 0 ? h('th', { scope: 'row' }, cell) : h('td', null, cell))))) });
-          kindsBox.append(h('details', { class: 'kind' }, h('summary', null, `${k.title} (${n})`), content));
-        }
+        const countEls = results.map(({ err }) => h('span', { class: 'count-n' }, err ? '?' : ''));
+        clear(countsBox, h('ul', { class: 'count-list', 'aria-label': 'Counts' }, results.map(({ k }, i) =>
+          h('li', null, countEls[i], h('span', { class: 'count-label' }, k.title)))));
+        results.forEach(({ k, page, err }, i) => kindsBox.append(err
+          ? h('details', { class: 'kind' }, h('summary', null, `${k.title} (error)`), errorBox(err, `Could not load ${k.title.toLowerCase()}`))
+          : kindList(k, kindPath(k), page, countEls[i], signal)));
       })
       .catch((err) => err.name !== 'AbortError' && clear(countsBox, errorBox(err, 'Could not load attached data')));
 

@@ -4,7 +4,7 @@
 // into it previewed as a dry run (#/customers/{uuid}?merge={uuid}); nothing changes until confirmed there.
 // The pairs are those the background refresher has folded in: how many changed customers it has still to check is said.
 import { get } from '../api.js';
-import { badge, busy, clear, empty, errorBox, field, h, load, select, table } from '../dom.js';
+import { badge, busy, clear, closeBidi, empty, errorBox, field, h, load, select, table } from '../dom.js';
 import { refName } from './customers.js';
 
 const PATH = '/api/2026-11/crm/duplicates';
@@ -15,7 +15,7 @@ const FIELD = { email: 'Email', phone: 'Phone', name: 'Name', address: 'Address'
 
 const pct = (score) => `${Math.round(score * 100)}%`;
 const customerCell = (c) => {
-  const name = [c.firstName, c.lastName].filter(Boolean).join(' ');
+  const name = [c.firstName, c.lastName].filter(Boolean).map(closeBidi).join(' '); // each closed, as displayName does
   return [h('a', { href: `#/customers/${encodeURIComponent(c.uuid)}` }, refName(c)), name ? [h('br'), h('span', { class: 'muted' }, name)] : null];
 };
 

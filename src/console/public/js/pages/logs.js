@@ -1,7 +1,7 @@
 // Integrations → Webhooks Logs: delivery attempts, newest first, filtered by subscription, event type, outcome
 // and time; a detail view (request headers and body, response, error, timing, next attempt); retry; live refresh.
 import { get, post } from '../api.js';
-import { announce, badge, busy, clear, dl, empty, errorBox, field, fmtJson, fmtTime, h, load, openDialog, select, table, time, toLocalInput, fromLocalInput, zoneHint } from '../dom.js';
+import { announce, badge, busy, clear, closeBidi, dl, empty, errorBox, field, fmtJson, fmtTime, h, load, openDialog, select, table, time, toLocalInput, fromLocalInput, zoneHint } from '../dom.js';
 import { listSubscriptions } from './webhooks.js';
 
 const PAGE = 50;
@@ -68,7 +68,8 @@ export function logsPage({ main, query, signal, navigate }) {
   listSubscriptions(signal).then((subs) => {
     for (const s of subs) {
       subsByUuid.set(s.uuid, s);
-      subSelect.append(h('option', { value: s.uuid, selected: s.uuid === filters.subscription }, `${s.url} (${(s.eventTypes ?? [s.eventType]).join(', ')})`));
+      // The URL closed where it ends: an override in it reversed the event types after it.
+      subSelect.append(h('option', { value: s.uuid, selected: s.uuid === filters.subscription }, `${closeBidi(s.url)} (${(s.eventTypes ?? [s.eventType]).join(', ')})`));
     }
   }, () => {});
   get('/integrations/webhooks/eventTypes', undefined, { signal }).then((types) => {

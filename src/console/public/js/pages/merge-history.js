@@ -1,10 +1,12 @@
-// A customer's merge history (API 2026-11: undoneAt) with *Undo merge*: a dry run shows what would move
+// A customer's merge history (API 2026-11: undoneAt), newest first, with *Undo merge*: a dry run shows what would move
 // back and who comes back, then *Confirm undo* (after a confirmation) undoes it with an Idempotency-Key.
-import { ApiError, get, idempotencyKey, post } from '../api.js';
-import { announce, busy, clear, confirmDialog, empty, errorBox, h, load, table, time } from '../dom.js';
+import { ApiError, get, getPages, idempotencyKey, post } from '../api.js';
+import { announce, busy, clear, closeBidi, confirmDialog, empty, errorBox, h, load, moreButton, table, time } from '../dom.js';
 import { refName } from './customers.js';
 
 const V = '/api/2026-11';
+const PAGE = 250; // the API's largest page
+const MAX_PAGES = 4; // read at once (1,000 merges, more than a customer is likely to have); the rest on demand
 
 /** Rows of moved counts (orders, notes…) and one extra row. */
 function countsTable(kinds, counts, extra, caption) {
@@ -14,23 +16,39 @@ function countsTable(kinds, counts, extra, caption) {
 }
 
 export function historySection({ c, kinds, signal, navigate, customerLink, list }) {
-  const cid = encodeURIComponent(c.uuid);
+  const path = `${V}/crm/customers/${encodeURIComponent(c.uuid)}/merges`;
   const historyBox = h('div');
   const out = h('div', { class: 'undo-out', tabindex: '-1' });
-  load(historyBox, 'merge history', () => get(`${V}/crm/customers/${cid}/merges`, { limit: 100 }, { signal }), (page) => {
-    const merges = page.data ?? [];
+  const rowOf = (m) => h('tr', null,
+    h('th', { scope: 'row' }, time(m.createdAt)),
+    h('td', null, customerLink(m.primary)),
+    h('td', null, list(m.secondaries, customerLink)),
+    h('td', null, kinds.filter((k) => m.moved[k.key] > 0).map((k) => `${k.title}: ${m.moved[k.key]}`).join(', ') || 'Nothing moved',
+      m.duplicateAssociatesRemoved ? `; ${m.duplicateAssociatesRemoved} duplicate associate link${m.duplicateAssociatesRemoved === 1 ? '' : 's'} removed` : ''),
+    h('td', null, m.undoneAt ? ['Undone ', time(m.undoneAt)] : undoButton(m)));
+  // Newest first: the API lists them oldest first, and one page of them hid the newest, the likeliest to be undone.
+  const newestFirst = (merges) => merges.map(rowOf).reverse();
+
+  load(historyBox, 'merge history', () => getPages(path, { limit: PAGE }, MAX_PAGES, { signal }), ({ data: merges, cursor }) => {
     if (merges.length === 0) return historyBox.append(empty('No merges involve this customer.'));
-    historyBox.append(table({
-      caption: 'Merges',
-      columns: ['When', 'Primary', 'Merged customers', 'Moved', 'Undo'],
-      rows: merges.map((m) => h('tr', null,
-        h('th', { scope: 'row' }, time(m.createdAt)),
-        h('td', null, customerLink(m.primary)),
-        h('td', null, list(m.secondaries, customerLink)),
-        h('td', null, kinds.filter((k) => m.moved[k.key] > 0).map((k) => `${k.title}: ${m.moved[k.key]}`).join(', ') || 'Nothing moved',
-          m.duplicateAssociatesRemoved ? `; ${m.duplicateAssociatesRemoved} duplicate associate link${m.duplicateAssociatesRemoved === 1 ? '' : 's'} removed` : ''),
-        h('td', null, m.undoneAt ? ['Undone ', time(m.undoneAt)] : undoButton(m)))),
-    }));
+    const tbl = table({ caption: 'Merges, newest first', columns: ['When', 'Primary', 'Merged customers', 'Moved', 'Undo'], rows: newestFirst(merges) });
+    // More than MAX_PAGES: the newer ones load on demand, on top of the table.
+    let shown = merges.length;
+    const note = h('p', null);
+    const says = () => (note.textContent = `Showing the ${shown} oldest merges of this customer; newer ones are not loaded yet.`);
+    const more = moreButton({
+      label: 'Load newer merges', cursor, what: 'newer merges',
+      fetchPage: (after) => get(path, { limit: PAGE, cursor: after }, { signal }),
+      onPage: (rows, left) => {
+        tbl.querySelector('tbody').prepend(...newestFirst(rows));
+        shown += rows.length;
+        if (left) says();
+        else notice.remove();
+      },
+    });
+    const notice = more ? h('div', { class: 'notice notice-filter' }, note, more) : null;
+    says();
+    historyBox.append(...[notice, tbl].filter(Boolean));
   });
 
   function undoButton(m) {
@@ -52,7 +70,8 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
   function showPreview(m, dry) {
     const confirm = h('button', { type: 'button', class: 'btn btn-danger' }, 'Confirm undo');
     const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
-    const who = dry.restoredCustomerIds.join(', ');
+    // Each id closed where it ends: the list goes into sentences, and an unclosed override reversed their rest.
+    const who = dry.restoredCustomerIds.map(closeBidi).join(', ');
     clear(out, h('div', { class: 'preview', role: 'region', 'aria-labelledby': 'undo-preview-h' },
       h('h3', { id: 'undo-preview-h' }, 'Undo preview (nothing has changed yet)'),
       h('p', null, `Undoing this merge makes ${who} active again and moves back to them, from ${refName(m.primary)}:`),

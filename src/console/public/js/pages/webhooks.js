@@ -5,7 +5,7 @@
 // events (webhook-replay.js). The form sets OAuth2 client credentials and mutual TLS (docs/receiver-auth.md): the
 // client secret and the private key are write-only (blank keeps the stored one).
 import { del, get, getPages, patch, post } from '../api.js';
-import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid, zoneOf } from '../dom.js';
+import { announce, badge, busy, clear, closeBidi, confirmDialog, empty, errorBox, field, h, load, openDialog, secretField, select, table, time, uid, zoneOf } from '../dom.js';
 import { fitChart, hourlyChart, summary } from '../chart.js';
 import { replayDialog } from './webhook-replay.js';
 
@@ -235,7 +235,7 @@ export function webhooksPage({ main, signal }) {
   const overallBox = h('div', { class: 'overall' }, h('p', { class: 'muted' }, 'Loading…'));
   const create = h('button', { type: 'button', class: 'btn btn-primary' }, 'New subscription');
   create.addEventListener('click', () => subscriptionDialog(undefined, async (sub) => {
-    announce(`Subscription to ${sub.url} created`, 'success');
+    announce(`Subscription to ${closeBidi(sub.url)} created`, 'success');
     refresh();
     const secret = sub.signingSecret ?? (await get(`/integrations/webhooks/subscriptions/${sub.uuid}/secret`).catch(() => ({}))).signingSecret;
     if (secret) secretDialog(sub, secret, { created: true });
