@@ -16176,7 +16176,7 @@ export interface operations {
                 /**
                  * @example {
                  *       "grant_type": "client_credentials",
-                 *       "client_id": "bulb_ci_EXAMPLE",
+                 *       "client_id": "bulb_client_EXAMPLE",
                  *       "client_secret": "bulb_cs_EXAMPLE"
                  *     }
                  */
@@ -16184,7 +16184,7 @@ export interface operations {
                 /**
                  * @example {
                  *       "grant_type": "client_credentials",
-                 *       "client_id": "bulb_ci_EXAMPLE",
+                 *       "client_id": "bulb_client_EXAMPLE",
                  *       "client_secret": "bulb_cs_EXAMPLE"
                  *     }
                  */
