@@ -329,9 +329,11 @@ export async function linesToFold(tx: Queryable, id: string, lines: string[]): P
 
 /** The addresses of the customer a line's key names (`e:` externalId, `u:` uuid), locked; null when there is none. */
 export async function currentAddresses(tx: Queryable, key: string): Promise<unknown> {
+  // One statement per key kind, each on its unique index (a CASE in the WHERE would scan every customer).
+  const byUuid = key.startsWith('u:');
   const r = await tx.query<{ addresses: unknown }>(
-    `SELECT addresses FROM customers WHERE CASE WHEN left($1, 2) = 'e:' THEN external_id = substr($1, 3) ELSE uuid::text = substr($1, 3) END FOR UPDATE`,
-    [key],
+    `SELECT addresses FROM customers WHERE ${byUuid ? 'uuid = $1::uuid' : 'external_id = $1'} FOR UPDATE`,
+    [key.slice(2)],
   );
   return r.rows[0]?.addresses ?? null;
 }
