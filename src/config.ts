@@ -233,10 +233,12 @@ function publicUrl(raw: string | undefined): string | null {
   try {
     u = new URL(raw);
   } catch {
-    throw new ConfigError(`BULB_PUBLIC_URL must be a URL such as https://api.example.com, got "${raw}"`);
+    // The value is not repeated: a URL with a password in it is what the check below refuses (found by a probe).
+    throw new ConfigError('BULB_PUBLIC_URL must be a URL such as https://api.example.com (the value given does not parse as one)');
   }
   if (!['http:', 'https:'].includes(u.protocol) || u.search || u.hash || u.username || u.password) {
-    throw new ConfigError(`BULB_PUBLIC_URL must be an http or https URL without query, fragment or credentials, got "${raw}"`);
+    const what = u.username || u.password ? 'credentials' : !['http:', 'https:'].includes(u.protocol) ? `scheme ${u.protocol}` : u.search ? 'a query' : 'a fragment';
+    throw new ConfigError(`BULB_PUBLIC_URL must be an http or https URL without query, fragment or credentials (the value given has ${what})`);
   }
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }

@@ -152,7 +152,9 @@ main().catch((err) => {
 function startupProblem(err: unknown, c: Config): string | undefined {
   const e = err as NodeJS.ErrnoException & { hostname?: string };
   if (e?.code === 'EADDRINUSE') {
-    const name = (e as { port?: number }).port === c.metricsPort && c.metricsPort !== c.port ? 'BULB_METRICS_PORT' : 'PORT';
+    // The two settings naming one port: the metrics listener found the API's own (no other process holds it).
+    if (c.metricsPort === c.port) return `BULB_METRICS_PORT and PORT are both ${c.port}: set BULB_METRICS_PORT to another port (or leave it unset)`;
+    const name = (e as { port?: number }).port === c.metricsPort ? 'BULB_METRICS_PORT' : 'PORT';
     return `${name} ${name === 'PORT' ? c.port : c.metricsPort} on HOST ${c.host} is in use by another process: stop it, or set ${name} to a free port`;
   }
   if (e?.code === 'EADDRNOTAVAIL' || (e?.syscall === 'getaddrinfo' && e.hostname === c.host)) return `HOST ${c.host} is not an address of this machine (${e.code})`;

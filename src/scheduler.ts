@@ -36,7 +36,7 @@ export function backgroundJobs(db: Db, config: Config, log: Log): Job[] {
     {
       name: 'webhook delivery', runs: 'worker',
       start: async () => {
-        const dispatcher = new Dispatcher(db, config);
+        const dispatcher = new Dispatcher(db, config, { log: (m, e) => log(`webhooks: ${m}`, e) });
         await dispatcher.start();
         return () => dispatcher.stop();
       },

@@ -29,6 +29,10 @@ describe('config', () => {
     for (const bad of ['api.example.com', 'ftp://x.example', 'https://x.example/?a=1', 'https://u:p@x.example', 'https://x.example/#f']) {
       assert.throws(() => loadConfig({ BULB_PUBLIC_URL: bad }), (e: unknown) => e instanceof ConfigError && /BULB_PUBLIC_URL/.test((e as Error).message), bad);
     }
+    // The value is never repeated (a password in it was, until 2026-11-29): the message says what is wrong with it.
+    for (const [bad, says] of [['https://user:S3cretPw@api.example.com', /credentials/], ['ftp://user:S3cretPw@x.example/', /credentials/], ['not a url S3cretPw', /does not parse/], ['ftp://x.example', /scheme ftp:/]] as const) {
+      assert.throws(() => loadConfig({ BULB_PUBLIC_URL: bad }), (e: unknown) => e instanceof ConfigError && says.test((e as Error).message) && !(e as Error).message.includes('S3cretPw'), bad);
+    }
   });
 
   it('derives the legacy prefix, signature header and event sources from BULB_SERVICE_NAME', () => {

@@ -5,6 +5,9 @@ import { Writable } from 'node:stream';
 import { it } from 'node:test';
 import { jobLog } from '../../src/job-log.ts';
 import { loadConfig } from '../../src/config.ts';
+import { backgroundJobs } from '../../src/scheduler.ts';
+import { prepareSecrets } from '../../src/secrets/startup.ts';
+import { freshDb, hookedDb, TEST_SECRET_KEY } from '../helpers/db.ts';
 
 function capture() {
   const lines: string[] = [];
@@ -51,4 +54,29 @@ it('BULB_LOG_LEVEL reaches the jobs: error drops their messages, silent everythi
     assert.equal(lines.length, want, level);
   }
   assert.throws(() => loadConfig({ BULB_LOG_LEVEL: 'verbose' }), /BULB_LOG_LEVEL must be one of/);
+});
+
+it('the webhook delivery job logs through the jobs\' log, not console.error (its failures were multi-line dumps until 2026-11-29)', async () => {
+  const tdb = await freshDb('pglite');
+  const said: { m: string; err: unknown }[] = [];
+  const dumped: unknown[][] = [];
+  const consoleError = console.error;
+  console.error = (...args: unknown[]) => void dumped.push(args);
+  // The fallback sweep's statement fails, as while the database restarts.
+  const failing = hookedDb(tdb.db, { statement: (sql) => { if (/WITH RECURSIVE subs/.test(sql)) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }); } });
+  const config = loadConfig({ BULB_LOG_LEVEL: 'silent', BULB_SECRET_KEY: TEST_SECRET_KEY });
+  await prepareSecrets(tdb.db, config);
+  const job = backgroundJobs(failing, config, (m, err) => void said.push({ m, err })).find((j) => j.name === 'webhook delivery')!;
+  const stop = await job.start();
+  try {
+    for (let i = 0; i < 500 && !said.some((s) => /sweep failed/.test(s.m)); i++) await new Promise((r) => setTimeout(r, 10));
+  } finally {
+    await stop();
+    console.error = consoleError;
+    await tdb.close();
+  }
+  const failed = said.find((s) => /sweep failed/.test(s.m));
+  assert.equal(failed?.m, 'webhooks: sweep failed; retrying');
+  assert.match(String((failed?.err as Error)?.message), /ECONNREFUSED/);
+  assert.deepEqual(dumped.filter((a) => /webhooks:/.test(String(a[0]))), [], 'nothing went to console.error');
 });

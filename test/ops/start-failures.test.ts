@@ -37,6 +37,17 @@ it('a port in use: one line naming PORT, exit 2', async () => {
   }
 });
 
+it('BULB_METRICS_PORT equal to PORT: one line naming both (it blamed PORT and "another process"), exit 2', async () => {
+  const free = net.createServer();
+  await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
+  const port = (free.address() as net.AddressInfo).port;
+  await new Promise((r) => free.close(r));
+  const r = await run({ BULB_DATA_DIR: 'memory://', PORT: String(port), BULB_METRICS_PORT: String(port) });
+  assert.equal(r.code, 2, r.out);
+  assert.match(r.out, new RegExp(`start failed: BULB_METRICS_PORT and PORT are both ${port}`));
+  assert.doesNotMatch(r.out, /another process/);
+});
+
 it('a data folder inside a file: one line naming BULB_DATA_DIR, exit 2', async () => {
   const file = path.join(tmp(), 'a-file');
   fs.writeFileSync(file, '');
