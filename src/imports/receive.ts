@@ -113,8 +113,25 @@ async function refuseUnknownAttributes(db: Queryable, batch: StagedLine[]): Prom
   }
 }
 
+/** Uploads being received (their handlers, until they have recorded how the upload ended). */
+const receiving = new Set<Promise<unknown>>();
+
+/**
+ * Resolves once every upload in progress has ended and recorded it: a SIGTERM cuts the connection of a client that
+ * keeps one going, and waits for this before closing the database (the upload's failure was not written, and the
+ * import stayed `receiving` until the workers' 10-minute rule).
+ */
+export const uploadsEnded = () => Promise.allSettled([...receiving]);
+
 /** audit: records the act in the transaction that queues the import, with the import as queued. */
-export async function receiveImport(s: Services, body: Readable, r: ImportRequest, audit: (tx: Queryable, queued: store.ImportRow) => Promise<void>): Promise<store.ImportRow> {
+export function receiveImport(s: Services, body: Readable, r: ImportRequest, audit: (tx: Queryable, queued: store.ImportRow) => Promise<void>): Promise<store.ImportRow> {
+  const p = receive(s, body, r, audit);
+  receiving.add(p);
+  void p.then(() => receiving.delete(p), () => receiving.delete(p));
+  return p;
+}
+
+async function receive(s: Services, body: Readable, r: ImportRequest, audit: (tx: Queryable, queued: store.ImportRow) => Promise<void>): Promise<store.ImportRow> {
   const imp = await store.createImport(s.db, { format: r.format, tgenFile: r.tgen ? describeTgenFile(r.tgen) : null, withEvents: r.withEvents, source: r.source, tokenUuid: r.tokenUuid });
   const sink = s.db instanceof PgDb ? await pgCopySink(s.db.sessionUrl, imp.id, s.db) : batchSink(s.db, imp.id);
   let rows = 0;

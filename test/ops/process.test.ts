@@ -164,4 +164,36 @@ describe('process', () => {
       await tdb?.close();
     }
   });
+
+  it('SIGTERM while a client keeps an upload going: its connection is cut, the upload kept as failed, and the process exits 0 (it was killed at 25 s, exit 1)', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-slow-'));
+    dirs.push(dataDir);
+    const adminKey = `bulb_key_test_${crypto.randomBytes(16).toString('hex')}`;
+    const env = { BULB_DATA_DIR: dataDir, BULB_ADMIN_KEY: adminKey };
+    const p = await startBulb(env);
+    procs.push(p);
+    const { hostname, port } = new URL(p.url);
+    const sock = net.connect(Number(port), hostname);
+    await once(sock, 'connect');
+    sock.on('error', () => {});
+    const line = JSON.stringify({ externalId: 'slow-1', firstName: 'Slow' }) + '\n';
+    sock.write(`POST /api/2026-11/crm/imports?format=ndjson HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${adminKey}\r\n` +
+      `Content-Type: application/x-ndjson\r\nContent-Length: 10000000\r\n\r\n${line}`);
+    // The upload is under way (its import is receiving), and its client never sends the rest.
+    for (let i = 0; i < 300; i++) {
+      const list = await get(`${p.url}/api/2026-11/crm/imports`, adminKey);
+      if (list.body.data?.[0]?.status === 'receiving') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal((await get(`${p.url}/api/2026-11/crm/imports`, adminKey)).body.data[0].status, 'receiving');
+    const closed = once(sock, 'close');
+    assert.equal(await p.stop(), 0, p.output());
+    await closed;
+    // Restarted on the same data: the upload was kept as failed, not left receiving.
+    const again = await startBulb(env);
+    procs.push(again);
+    const [imp] = (await get(`${again.url}/api/2026-11/crm/imports`, adminKey)).body.data;
+    assert.equal(imp.status, 'failed', JSON.stringify(imp));
+    assert.equal(await again.stop(), 0);
+  });
 });
