@@ -196,4 +196,41 @@ describe('process', () => {
     assert.equal(imp.status, 'failed', JSON.stringify(imp));
     assert.equal(await again.stop(), 0);
   });
+
+  it('SIGTERM while the database stops answering: the drain is cut and the worker exits 0 (it was killed at 25 s, exit 1)', async (t) => {
+    if (!(await postgresAvailable())) {
+      if (process.env.CI) assert.fail('PostgreSQL is required with CI=true');
+      return t.skip('no PostgreSQL');
+    }
+    const tdb = await freshDb('pg');
+    // A TCP relay to PostgreSQL that goes silent on demand (as a pooler paused, or a network partition): connections stay
+    // open, nothing more passes either way.
+    const pgUrl = new URL(tdb.url!);
+    let silent = false;
+    const pairs: net.Socket[] = [];
+    const relay = net.createServer((client) => {
+      const server = net.connect(Number(pgUrl.port || 5432), pgUrl.hostname);
+      pairs.push(client, server);
+      for (const [from, to] of [[client, server], [server, client]] as const) {
+        from.on('data', (b) => void (silent || to.write(b)));
+        from.on('error', () => to.destroy());
+        from.on('close', () => to.destroy());
+      }
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const via = new URL(tdb.url!);
+    via.host = `127.0.0.1:${(relay.address() as net.AddressInfo).port}`;
+    try {
+      const w = await startBulb({ BULB_ROLE: 'worker', DATABASE_URL: via.href, BULB_SECRET_KEY: TEST_SECRET_KEY }, { ready: /worker running/ });
+      procs.push(w);
+      await w.waitFor(/API keys exist|First start/); // its last words before it handles SIGTERM
+      silent = true;
+      assert.equal(await w.stop(), 0, `${w.child.signalCode} ${w.output()}`);
+      assert.match(w.output(), /the drain was cut after 22 s/);
+    } finally {
+      for (const sck of pairs) sck.destroy();
+      relay.close();
+      await tdb.close();
+    }
+  });
 });
