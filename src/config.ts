@@ -1,4 +1,5 @@
 // Environment → one typed, validated configuration object (SPEC §1).
+import { isSupportedCountry } from 'libphonenumber-js';
 import { isIP } from 'node:net';
 import { parseProxyUrl } from './webhooks/proxy.ts';
 
@@ -74,7 +75,8 @@ export class ConfigError extends Error {}
 function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
-  const n = Number(raw);
+  // Decimal digits only: Number() also read 0x4707, 1e3 and " 80 " (PORT=0x4707 listened on 18183; a probe).
+  const n = /^-?[0-9]+$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer in ${min}..${max}, got "${raw}"`);
   return n;
 }
@@ -144,7 +146,8 @@ function adminKey(raw: string | undefined): string | undefined {
 
 function phoneRegion(raw: string): string {
   const r = raw.trim().toUpperCase();
-  if (!/^[A-Z]{2}$/.test(r)) throw new ConfigError(`BULB_DEFAULT_PHONE_REGION must be a two-letter country code, got "${raw}"`);
+  // A code libphonenumber knows (ZZ passed the shape, and every number without a country code then failed to parse).
+  if (!/^[A-Z]{2}$/.test(r) || !isSupportedCountry(r)) throw new ConfigError(`BULB_DEFAULT_PHONE_REGION must be a two-letter country code with a phone numbering plan, got "${raw}"`);
   return r;
 }
 

@@ -62,6 +62,8 @@ describe('config', () => {
       ['BULB_TRUST_PROXY', 'fd00::/129'], ['BULB_AUTH_FAILURES_PER_SEC', '0'],
       // Retried for a minute as "database not reachable" before 2026-11-28.
       ['DATABASE_URL', 'mysql://x@y/z'], ['DATABASE_URL', 'garbage'], ['BULB_DATABASE_DIRECT_URL', 'http://db.example/x'], ['BULB_LOG_LEVEL', 'verbose'],
+      // Read by Number() until 2026-11-29 (PORT=0x4707 listened on 18183); a region with no numbering plan.
+      ['PORT', '0x4707'], ['PORT', '1e3'], ['BULB_WEBHOOK_TIMEOUT_MS', ' 5000'], ['BULB_DEFAULT_PHONE_REGION', 'ZZ'],
     ]) {
       assert.throws(() => loadConfig({ [name]: value }), (err: Error) => err instanceof ConfigError && err.message.includes(name), `${name}=${value}`);
     }
