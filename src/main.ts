@@ -181,6 +181,8 @@ function startupProblem(err: unknown, c: Config): string | undefined {
   }
   if (e?.code === 'EADDRNOTAVAIL' || (e?.syscall === 'getaddrinfo' && e.hostname === c.host)) return `HOST ${c.host} is not an address of this machine (${e.code})`;
   if (e?.code === '3D000' && c.databaseUrl) return `DATABASE_URL names a database that does not exist (${e.message}): create it first (createdb)`;
+  // The server's words name the user, never the password (a raw stack trace, exit 1, until 2026-11-29).
+  if ((e?.code === '28P01' || e?.code === '28000') && c.databaseUrl) return `DATABASE_URL's user or password is refused by the server (${e.message}): check them and pg_hba.conf`;
   // The folder itself, a file in it, or a parent it had to be created under.
   const dataDir = path.resolve(c.dataDir);
   const at = typeof e?.path === 'string' ? path.resolve(e.path) : undefined;

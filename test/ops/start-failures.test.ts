@@ -76,3 +76,18 @@ it('a database that does not exist: one line naming DATABASE_URL, exit 2', async
   assert.equal(r.code, 2, r.out);
   assert.match(r.out, /start failed: DATABASE_URL names a database that does not exist/);
 });
+
+it('a user the server refuses: one line naming DATABASE_URL, its password not repeated, exit 2 (a stack trace, exit 1, before)', async (t) => {
+  if (!(await postgresAvailable())) {
+    if (process.env.CI) assert.fail('PostgreSQL is required with CI=true');
+    t.skip('no PostgreSQL');
+    return;
+  }
+  const base = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
+  base.username = `bulb_nobody_${process.pid}`;
+  base.password = 's3cretpw';
+  const r = await run({ DATABASE_URL: base.toString(), BULB_SECRET_KEY: TEST_SECRET_KEY });
+  assert.equal(r.code, 2, r.out);
+  assert.match(r.out, /start failed: DATABASE_URL's user or password is refused by the server/);
+  assert.doesNotMatch(r.out, /s3cretpw|\n\s+at /);
+});
