@@ -175,7 +175,9 @@ export function toApiError(err: unknown, bodyLimit = 1048576): { status: number;
     // node-postgres says this both when no pooled connection came free in time and when a new one could not connect.
     const why = NO_CONNECTION_IN_TIME.test(String((e as any)?.message))
       ? 'no database connection came free in time (all busy, or the database is restarting or failing over); retry shortly'
-      : 'the database is unavailable (restarting or failing over); retry shortly';
+      : (e as any)?.code === '53300'
+        ? 'the database has no connection left for Bulb (too many clients: max_connections); retry shortly'
+        : 'the database is unavailable (restarting or failing over); retry shortly';
     return { ...simple('ServiceUnavailable', why), headers: { 'retry-after': '1' } };
   }
   // Safety net for input the schemas let through but PostgreSQL refuses: a client error, never a 500.

@@ -46,6 +46,11 @@ it('a refused connection is unavailable; a fault of the request or of Bulb is no
   assert.equal(databaseUnavailable(Object.assign(new Error('duplicate key value'), { code: '23505', severity: 'ERROR' })), false);
   assert.equal(databaseUnavailable(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' })), true);
   assert.equal(toApiError(new Error('boom')).status, 500);
+  // Too many clients: a 503 that names it, not a restart or failover (a probe, 2026-11-29).
+  const full = toApiError(Object.assign(new Error('sorry, too many clients already'), { code: '53300', severity: 'FATAL' }));
+  assert.equal(full.status, 503);
+  assert.match(full.entries[0].message, /max_connections/);
+  assert.doesNotMatch(full.entries[0].message, /restarting/);
 });
 
 it('a pool with no connection free in time (every one held by a lock wait) is a 503 that says so, not "restarting"', async () => {
