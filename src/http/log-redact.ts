@@ -10,8 +10,8 @@ import type { FastifyRequest } from 'fastify';
  */
 const SECRET_PARAM = /token|secret|passw|apikey|auth|bearer|credential|signature|session|^(key|code|sig|pwd)$/;
 const secretParam = (name: string) => SECRET_PARAM.test(name.toLowerCase().replace(/[-_.]/g, ''));
-/** The userinfo of an absolute-form request target (`GET http://user:pass@host/…`). */
-const USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i;
+/** The userinfo of an absolute-form request target (`GET http://user:pass@host/…`), up to its last `@` as URL parsers read it. */
+const USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i;
 /** Bulb's own secrets, wherever in the URL they are (a key pasted into a path segment or a filter). */
 const BULB_SECRET = /bulb_(key|cs|at)_[A-Za-z0-9_-]+/g;
 

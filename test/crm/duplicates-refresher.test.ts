@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { backends, freshDb, type TestDb } from '../helpers/db.ts';
 import pg from 'pg';
 import { BATCH, refreshBatch, refreshDuplicates, startDuplicateRefresher } from '../../src/crm/duplicates/refresh.ts';
+import { COMMON_CONTACT } from '../../src/crm/duplicates/score.ts';
 
 const BACKLOG = 40 * BATCH;
 
@@ -72,6 +73,41 @@ for (const backend of await backends()) {
         await stop();
       }
       assert.equal(await pairOf(), 1, 'the background refresher caught up after the import');
+      assert.equal(await dirty(), 0);
+    });
+
+    it('a refresh that puts a key\'s bearers back on the queue does not wait for a writer re-queuing one of them (a deadlock with migration 070)', { skip: backend === 'pg' ? false : 'PostgreSQL only: two sessions' }, async () => {
+      const db = tdb.db;
+      await db.query('DELETE FROM duplicate_dirty');
+      const ids = (await db.query<{ id: string }>(
+        `INSERT INTO customers (external_id, first_name, last_name, emails)
+         SELECT 'dl-' || g, 'Name' || g, 'Shared', '[{"email":"family@dl.example"}]' FROM generate_series(1, $1::int) g RETURNING id`,
+        [COMMON_CONTACT],
+      )).rows.map((r) => r.id);
+      await refreshDuplicates(db, 'US');
+      const y = ids[0];
+      await db.query(`UPDATE customers SET first_name = 'Renamed' WHERE id = $1`, [y]); // queued, committed
+      // One more bearer of the email: its refresh takes the key past its cap and puts the others back on the queue.
+      const x = (await db.query<{ id: string }>(`INSERT INTO customers (external_id, first_name, last_name, emails) VALUES ('dl-x', 'Extra', 'Shared', '[{"email":"family@dl.example"}]') RETURNING id`)).rows[0].id;
+      await db.query(`DELETE FROM duplicate_dirty WHERE customer_id = $1`, [y]);
+      await db.query(`UPDATE customers SET first_name = 'Renamed again' WHERE id = $1`, [y]); // y queued again, committed
+      const deadlocks = async () => Number((await db.query<{ n: string }>(`SELECT deadlocks AS n FROM pg_stat_database WHERE datname = current_database()`)).rows[0].n);
+      const before = await deadlocks();
+      const writer = new pg.Client({ connectionString: tdb.url });
+      await writer.connect();
+      try {
+        await writer.query('BEGIN');
+        await writer.query(`UPDATE customers SET first_name = 'Third' WHERE id = $1`, [y]); // holds y's queue row
+        const refreshing = refreshBatch(db, 'US'); // claims x (y is skipped: locked), then re-queues the key's bearers
+        await new Promise((r) => setTimeout(r, 300));
+        const writing = writer.query(`UPDATE customers SET first_name = 'Extra 2' WHERE id = $1`, [x]).then(() => writer.query('COMMIT'));
+        await Promise.all([refreshing, writing]);
+      } finally {
+        await writer.query('ROLLBACK').catch(() => {});
+        await writer.end();
+      }
+      assert.equal(await deadlocks(), before, 'no deadlock');
+      await refreshDuplicates(db, 'US');
       assert.equal(await dirty(), 0);
     });
 

@@ -95,6 +95,7 @@ describe('credentials in a URL are not logged', () => {
       assert.equal(redactUrl(`/api/2026-11/crm/customers?limit=5&${name}=probe_admin_key_0123456789`), `/api/2026-11/crm/customers?limit=5&${name}=[redacted]`, name);
     assert.equal(redactUrl('http://admin:probe_admin_key_0123@localhost:8080/api/2026-11/integrations/apiKeys?limit=1'),
       'http://[redacted]@localhost:8080/api/2026-11/integrations/apiKeys?limit=1');
+    assert.equal(redactUrl('http://admin:p@ss@host/api/x'), 'http://[redacted]@host/api/x', 'a password holding an @');
     assert.equal(redactUrl('/api/2026-11/crm/customers?externalId=c-1&eventType=customerCreate&status=all&updatedSince=2026-01-01'),
       '/api/2026-11/crm/customers?externalId=c-1&eventType=customerCreate&status=all&updatedSince=2026-01-01', 'Bulb\'s own parameters pass');
   });

@@ -148,22 +148,28 @@ export async function bearersUpTo(tx: Queryable, keys: string[], upTo: number[])
   return new Map(r.rows.map((x) => [x.key, x.bearers]));
 }
 
-/** Puts back on the queue the bearers of these names, except the given customers (being refreshed now). */
+/**
+ * Puts back on the queue the bearers of these names, except the given customers (being refreshed now). One queued
+ * already is left as it is, not inserted again: a writer re-queuing it holds its row (migration 070), and the insert
+ * waited for that writer while the writer waited for a row this batch had claimed (a deadlock, found in review).
+ */
 export async function requeueBearers(tx: Queryable, names: string[], except: string[]): Promise<number> {
   const r = await tx.query(
     `INSERT INTO duplicate_dirty (customer_id)
-     SELECT customer_id FROM duplicate_profiles WHERE name = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
+     SELECT customer_id FROM duplicate_profiles p WHERE name = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
+       AND NOT EXISTS (SELECT 1 FROM duplicate_dirty q WHERE q.customer_id = p.customer_id)
      ON CONFLICT DO NOTHING`,
     [names, except],
   );
   return r.rowCount ?? 0;
 }
 
-/** Puts back on the queue the bearers of these keys, except the given customers (being refreshed now). */
+/** Puts back on the queue the bearers of these keys, except the given customers (being refreshed now), as requeueBearers. */
 export async function requeueKeyBearers(tx: Queryable, keys: string[], except: string[]): Promise<number> {
   const r = await tx.query(
     `INSERT INTO duplicate_dirty (customer_id)
-     SELECT customer_id FROM duplicate_keys WHERE key = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
+     SELECT customer_id FROM duplicate_keys k WHERE key = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
+       AND NOT EXISTS (SELECT 1 FROM duplicate_dirty q WHERE q.customer_id = k.customer_id)
      ON CONFLICT DO NOTHING`,
     [keys, except],
   );
