@@ -3,7 +3,10 @@
 // another would be instead: a line refused at its turn is, and the others are applied (docs/imports.md, "Duplicates in
 // one request"; bulk does the same, bulk.ts sequentialGroup). Until 2026-11-29 a valid line was refused with the bad
 // one, and its change lost. Rare, so found after the fact: the chunk runs under a savepoint, and only when a folded
-// group was refused is it rolled back, the lines refused at their turn recorded, and the chunk applied again.
+// group was refused are the lines refused at their turn found (while the first run's locks, taken in id order, are
+// held: the refused customers were left unwritten), the chunk rolled back to the savepoint, those lines recorded, and
+// the chunk applied again, its customers locked in id order again. (Found in review: the lines' customers locked one
+// by one between the rollback and the re-run deadlocked with a bulk write locking in id order.)
 import type { Queryable } from '../db/db.ts';
 import * as store from './store.ts';
 
@@ -15,8 +18,9 @@ export async function applyCustomerChunk(tx: Queryable, imp: Parameters<typeof s
     await tx.query('RELEASE SAVEPOINT bulb_fold');
     return r;
   }
+  const refused = await refusedInTurn(tx, imp.id, folded);
   await tx.query('ROLLBACK TO SAVEPOINT bulb_fold');
-  await store.recordErrors(tx, imp.id, await refusedInTurn(tx, imp.id, folded));
+  await store.recordErrors(tx, imp.id, refused);
   return store.applyChunk(tx, imp, span);
 }
 

@@ -327,12 +327,12 @@ export async function linesToFold(tx: Queryable, id: string, lines: string[]): P
   return r.rows;
 }
 
-/** The addresses of the customer a line's key names (`e:` externalId, `u:` uuid), locked; null when there is none. */
+/** The addresses of the customer a line's key names (`e:` externalId, `u:` uuid); null when there is none. Read under the chunk's locks. */
 export async function currentAddresses(tx: Queryable, key: string): Promise<unknown> {
   // One statement per key kind, each on its unique index (a CASE in the WHERE would scan every customer).
   const byUuid = key.startsWith('u:');
   const r = await tx.query<{ addresses: unknown }>(
-    `SELECT addresses FROM customers WHERE ${byUuid ? 'uuid = $1::uuid' : 'external_id = $1'} FOR UPDATE`,
+    `SELECT addresses FROM customers WHERE ${byUuid ? 'uuid = $1::uuid' : 'external_id = $1'}`,
     [key.slice(2)],
   );
   return r.rows[0]?.addresses ?? null;
