@@ -273,6 +273,19 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
       assert.equal(got.find((a) => a.uuid === w.uuid)?.address1, named, `${name}: the uuid stays with the address that named it`);
       assert.equal((await api().put('/crm/customers/addr-1', { addresses: got })).status, 200, `${name}: the list sent back as read is taken`);
     }
+    // An address named by externalId does not patch the one another address of the list names by uuid (both carried
+    // its uuid until 2026-11-29: migration 072): the uuid claims it, the other is a new address.
+    for (const [name, write] of [
+      ['PATCH', (w: string) => api().patch('/crm/customers/addr-1', { addresses: [{ externalId: 'work', address1: '6 F St' }, { uuid: w, externalId: 'other', address1: '7 G St' }] })],
+      ['bulk', (w: string) => api().post('/crm/customers/bulk', [{ externalId: 'addr-1', addresses: [{ externalId: 'work', address1: '6 F St' }, { uuid: w, externalId: 'other', address1: '7 G St' }] }])],
+    ] as const) {
+      const reset = await api().put('/crm/customers/addr-1', { addresses: [{ externalId: 'work', address1: '1 W St' }] });
+      const w = reset.body.addresses[0].uuid;
+      assert.equal((await write(w)).status, 200, name);
+      const got = (await api().get('/crm/customers/addr-1')).body.addresses as any[];
+      assert.equal(new Set(got.map((a) => a.uuid)).size, 2, `${name}: ${JSON.stringify(got.map((a) => [a.uuid, a.externalId]))}`);
+      assert.deepEqual(got.map((a) => [a.uuid === w, a.externalId, a.address1]), [[false, 'work', '6 F St'], [true, 'other', '7 G St']], name);
+    }
   });
 
   it('externalId is optional: a customer created without one (every version) is found by uuid and by search, gets one later by PATCH, and is merged and restored by uuid', async () => {

@@ -112,6 +112,18 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual((({ firstName, lastName }) => [firstName, lastName])((await api().get('/crm/customers/cnt-1')).body), ['X2', 'Y']);
   });
 
+  it('an address named by externalId does not patch the one another address of the line names by uuid: two uuids, not one (migration 072)', async () => {
+    const c = await api().post('/crm/customers', { externalId: 'imp-uuid-1', addresses: [{ externalId: 'work', address1: '1 W St' }] });
+    const w = c.body.addresses[0].uuid;
+    const line = { externalId: 'imp-uuid-1', addresses: [{ externalId: 'work', address1: '6 F St' }, { uuid: w, externalId: 'other', address1: '7 G St' }] };
+    const r = await api().post('/crm/imports?format=ndjson', JSON.stringify(line) + '\n', ndjson);
+    assert.equal(r.status, 202, r.text);
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.updated, done.failed], [1, 0]);
+    const got = (await api().get('/crm/customers/imp-uuid-1')).body.addresses as any[];
+    assert.deepEqual(got.map((a) => [a.uuid === w, a.externalId, a.address1]), [[false, 'work', '6 F St'], [true, 'other', '7 G St']], JSON.stringify(got));
+  });
+
   it('lines of one customer apply as one after another would: a line whose address would be refused at its turn is, the others apply (as bulk)', async () => {
     // Probe (2026-11-28): the error named the first (valid) line, the bad line counted unchanged. Probe (2026-11-29): the
     // valid line was refused with the bad one, and its change lost.

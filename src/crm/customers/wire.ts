@@ -83,6 +83,9 @@ export function normalAddress(a: Record<string, unknown>): Record<string, unknow
  * of its city emptied its street, postal code and country. Each current address is patched once at most.
  */
 export function patchAddresses(given: unknown[], current: readonly Record<string, unknown>[]): unknown[] {
+  // The uuids the list names claim their addresses first: an address named by externalId does not patch one that
+  // another address of the list names by uuid (both carried its uuid: found in review, 2026-11-29; migration 072).
+  const named = new Set(given.map((a) => (a as { uuid?: unknown } | null)?.uuid).filter((u): u is string => typeof u === 'string' && u !== '').map((u) => u.toLowerCase()));
   const left = [...current];
   const take = (match: (c: Record<string, unknown>) => boolean) => {
     const i = left.findIndex(match);
@@ -94,7 +97,7 @@ export function patchAddresses(given: unknown[], current: readonly Record<string
     const uuid = typeof g.uuid === 'string' && g.uuid !== '' ? g.uuid.toLowerCase() : undefined;
     const externalId = typeof g.externalId === 'string' && g.externalId !== '' ? g.externalId : undefined;
     const c = uuid !== undefined ? take((x) => typeof x.uuid === 'string' && x.uuid.toLowerCase() === uuid)
-      : externalId !== undefined ? take((x) => x.externalId === externalId) : undefined;
+      : externalId !== undefined ? take((x) => x.externalId === externalId && !(typeof x.uuid === 'string' && named.has(x.uuid.toLowerCase()))) : undefined;
     return c === undefined ? a : { ...c, ...g };
   });
 }
