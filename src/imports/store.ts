@@ -183,14 +183,26 @@ const NEW_VALUES = `SELECT cur.id, g.line, g.lines, g.fields & ${ADDRESSES} <> 0
          ${NEW_STATUS} AS status
        FROM grp g`;
 /**
- * The first address of a stored-to-be list (a jsonb expression) whose zoneCode is not in its countryCode, as the API's
- * error (validate.ts checks it so); NULL when there is none.
+ * The first problem of an address list as it will be stored (a jsonb expression, evaluated once), as the API's error
+ * (validate.ts checks the same): a zoneCode not in its countryCode, a uuid or an externalId another address of the list
+ * has (a patch or a fold can make one: an address patched by uuid keeping its externalId beside a new one naming it,
+ * which PATCH and bulk refuse, was stored by imports until 2026-11-29; a probe); NULL when there is none.
  */
-const zoneError = (addresses: string) => `(
-  SELECT jsonb_build_object('message', format('"addresses.%s.zoneCode" "%s" is not in country %s', y.o - 1, y.a->>'zoneCode', y.a->>'countryCode'),
-    'errorCode', 'InvalidParameterError', 'moreInfo', format('addresses.%s.zoneCode', y.o - 1))
-  FROM jsonb_array_elements(${addresses}) WITH ORDINALITY AS y(a, o)
-  WHERE split_part(y.a->>'zoneCode', '-', 1) <> y.a->>'countryCode' ORDER BY y.o LIMIT 1)`;
+const addressError = (addresses: string) => {
+  const err = (field: string, message: string) =>
+    `jsonb_build_object('message', format('"addresses.%s.${field}" %s', y.o - 1, ${message}), 'errorCode', 'InvalidParameterError', 'moreInfo', format('addresses.%s.${field}', y.o - 1))`;
+  const repeats = (key: string, same: string) =>
+    `SELECT y.o, 2 AS k, ${err(key, `'repeats the ${key} of another address'`)} AS err FROM jsonb_array_elements(v.l) WITH ORDINALITY AS y(a, o)
+       WHERE nullif(y.a->>'${key}', '') IS NOT NULL
+         AND EXISTS (SELECT 1 FROM jsonb_array_elements(v.l) WITH ORDINALITY AS z(b, p) WHERE z.p < y.o AND ${same})`;
+  return `(
+  SELECT e.err FROM (SELECT ${addresses} AS l) v, LATERAL (
+    SELECT y.o, 1 AS k, ${err('zoneCode', `format('"%s" is not in country %s', y.a->>'zoneCode', y.a->>'countryCode')`)} AS err
+      FROM jsonb_array_elements(v.l) WITH ORDINALITY AS y(a, o) WHERE split_part(y.a->>'zoneCode', '-', 1) <> y.a->>'countryCode'
+    UNION ALL ${repeats('uuid', `lower(z.b->>'uuid') = lower(y.a->>'uuid')`)}
+    UNION ALL ${repeats('externalId', `z.b->>'externalId' = y.a->>'externalId'`)}
+  ) e ORDER BY e.o, e.k LIMIT 1)`;
+};
 const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE fields & ${bit} <> 0))[1]`;
 
 /**
@@ -262,7 +274,7 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
        -- A new customer's folded address lists checked as they will be stored, as an existing one's are (nv): two lines
        -- of a new customer, the second changing the first's country, stored a zoneCode outside it (until 2026-11-29).
        SELECT g.*, CASE WHEN gv.line IS NOT NULL AND NOT EXISTS (SELECT 1 FROM customers x WHERE x.uuid = g.new_uuid) THEN g.new_uuid ELSE bulb_uuid7() END AS new_id,
-         CASE WHEN g.address_lists IS NOT NULL THEN ${zoneError('bulb_address_fold(g.address_lists, NULL)')} END AS bad
+         CASE WHEN g.address_lists IS NOT NULL THEN ${addressError('bulb_address_fold(g.address_lists, NULL)')} END AS bad
        FROM grp g LEFT JOIN given gv ON gv.new_uuid = g.new_uuid AND gv.line = g.line
        WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.ckey = g.ckey)
      ), plan AS MATERIALIZED (
@@ -284,9 +296,9 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
      ), nv0 AS MATERIALIZED (
        SELECT * FROM nve UNION ALL SELECT * FROM nvu
      ), nv AS MATERIALIZED (
-       -- A patched address checked as it will be stored (as the API checks it, validate.ts): a zoneCode kept beside a
+       -- A patched address list checked as it will be stored (as the API checks it, validate.ts; addressError): a zoneCode kept beside a
        -- countryCode of another country refuses the line.
-       SELECT nv0.*, CASE WHEN nv0.patched THEN ${zoneError('nv0.addresses')} END AS bad
+       SELECT nv0.*, CASE WHEN nv0.patched THEN ${addressError('nv0.addresses')} END AS bad
        FROM nv0
      ), upd AS (
        UPDATE customers c SET ${COLUMNS.map((col) => `${col} = nv.${col}`).join(', ')}, email_keys = nv.email_keys, status = nv.status,
@@ -341,7 +353,7 @@ export async function currentAddresses(tx: Queryable, key: string): Promise<unkn
 /** One line's address list patched onto `current` as the chunk applies it (bulb_address_fold), and the error it would be refused with. */
 export async function patchedAddresses(tx: Queryable, list: unknown, current: unknown): Promise<{ addresses: unknown; error: unknown }> {
   const r = await tx.query<{ addresses: unknown; error: unknown }>(
-    `SELECT n.addresses, ${zoneError('n.addresses')} AS error
+    `SELECT n.addresses, ${addressError('n.addresses')} AS error
      FROM (SELECT bulb_address_fold(jsonb_build_array(coalesce($1::jsonb, 'null'::jsonb)), $2::jsonb) AS addresses) n`,
     [list === null ? null : JSON.stringify(list), current === null ? null : JSON.stringify(current)],
   );

@@ -124,6 +124,28 @@ await describeEachDb('imports', (ctx) => {
     assert.deepEqual(got.map((a) => [a.uuid === w, a.externalId, a.address1]), [[false, 'work', '6 F St'], [true, 'other', '7 G St']], JSON.stringify(got));
   });
 
+  it('a line whose patched addresses would repeat an externalId or a uuid is refused, as PATCH refuses it (imports stored both)', async () => {
+    const a = { externalId: 'a', address1: '1 Main', city: 'Paris', countryCode: 'FR', zoneCode: 'FR-75' };
+    const c = await api().post('/crm/customers', { externalId: 'imp-dup-1', addresses: [a] });
+    const u0 = c.body.addresses[0].uuid;
+    const lines = [
+      { externalId: 'imp-dup-1', addresses: [{ uuid: u0 }, { externalId: 'a', city: 'X' }] }, // U0 keeps "a"; a new one names "a" too
+      { externalId: 'imp-dup-1', firstName: 'Kept' },
+    ];
+    // What PATCH answers for the first line's list.
+    const patched = await api().withVersion('2026-11').patch('/crm/customers/imp-dup-1', { addresses: lines[0].addresses });
+    assert.equal(patched.status, 400, patched.text);
+    assert.deepEqual(errorCodes(patched), ['InvalidParameterError']);
+    const r = await api().post('/crm/imports?format=ndjson', lines.map((x) => JSON.stringify(x)).join('\n') + '\n', ndjson);
+    assert.equal(r.status, 202, r.text);
+    const done = await finished(r.body.uuid);
+    assert.deepEqual([done.updated, done.failed], [1, 1]);
+    const errors = await errorsOf(r.body.uuid);
+    assert.deepEqual(errors.map((e) => [e.line, e.errors[0].moreInfo]), [[1, 'addresses.1.externalId']]);
+    const got = (await api().get('/crm/customers/imp-dup-1')).body;
+    assert.deepEqual([got.firstName, got.addresses.map((x: any) => [x.uuid, x.externalId, x.city])], ['Kept', [[u0, 'a', 'Paris']]]);
+  });
+
   it('lines of one customer apply as one after another would: a line whose address would be refused at its turn is, the others apply (as bulk)', async () => {
     // Probe (2026-11-28): the error named the first (valid) line, the bad line counted unchanged. Probe (2026-11-29): the
     // valid line was refused with the bad one, and its change lost.
