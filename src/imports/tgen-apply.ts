@@ -30,7 +30,8 @@ const asItem = (a: Address): Address => Object.fromEntries(Object.entries(a).fil
 export function mergeAddress(list: Address[], incoming: Address): Address[] {
   const a = asItem(incoming); // staging may store every key, null for those not given
   const at = a.uuid !== undefined
-    ? list.findIndex((x) => x.uuid === a.uuid)
+    // In any case, as the address uuid rules say (an upper-case uuid was a new address, then refused as a repeat).
+    ? list.findIndex((x) => typeof x.uuid === 'string' && typeof a.uuid === 'string' && x.uuid.toLowerCase() === a.uuid.toLowerCase())
     : a.externalId !== undefined ? list.findIndex((x) => x.externalId === a.externalId) : -1;
   if (at === -1) return [...list, a];
   const next = [...list];

@@ -142,6 +142,9 @@ it('an address replaces the one with its uuid, else the one with its externalId 
   assert.deepEqual(mergeAddress(list, { uuid: 'u2', address1: 'Work 2' }), [list[0], { uuid: 'u2', address1: 'Work 2' }]);
   assert.deepEqual(mergeAddress(list, { externalId: 'other', address1: 'Third' }), [...list, { externalId: 'other', address1: 'Third' }]);
   assert.deepEqual(mergeAddress(list, { address1: 'Fourth' }), [...list, { address1: 'Fourth' }]);
+  // Named in another case: the same address, its stored uuid kept (a new address until 2026-11-29, then refused).
+  const stored = [{ uuid: 'c8b22309-0000-4000-8000-00000000abcd', address1: 'Old' }];
+  assert.deepEqual(mergeAddress(stored, { uuid: 'C8B22309-0000-4000-8000-00000000ABCD', address1: 'New' }), [{ uuid: stored[0].uuid, address1: 'New' }]);
 });
 
 await describeEachDb('TGEN imports', (ctx) => {
