@@ -197,7 +197,7 @@ describe('process', () => {
     assert.equal(await again.stop(), 0);
   });
 
-  it('SIGTERM while the database stops answering: the drain is cut and the worker exits 0 (it was killed at 25 s, exit 1)', async (t) => {
+  it('SIGTERM while the database stops answering: the worker exits 0 within 25 s, its drain cut if need be (it was killed at 25 s, exit 1)', async (t) => {
     if (!(await postgresAvailable())) {
       if (process.env.CI) assert.fail('PostgreSQL is required with CI=true');
       return t.skip('no PostgreSQL');
@@ -225,8 +225,11 @@ describe('process', () => {
       procs.push(w);
       await w.waitFor(/API keys exist|First start/); // its last words before it handles SIGTERM
       silent = true;
+      // Exit 0 within the 25 s stop() allows: the drain either ends on its own (the pool's connection timeout fails the
+      // statements waiting for a connection) or is cut at 22 s (a statement in flight on a connection gone silent, such as
+      // the LISTEN session's UNLISTEN, waits for its deadline), which of the two depends on what was in flight.
       assert.equal(await w.stop(), 0, `${w.child.signalCode} ${w.output()}`);
-      assert.match(w.output(), /the drain was cut after 22 s/);
+      assert.match(w.output(), /SIGTERM: draining/);
     } finally {
       for (const sck of pairs) sck.destroy();
       relay.close();
