@@ -244,7 +244,12 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
   const r = await tx.query<ChunkResult>(
     `WITH chunk AS MATERIALIZED (
        SELECT line, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, errors IS NOT NULL AS refused,
-         CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id WHEN new_uuid IS NOT NULL THEN 'u:' || new_uuid ELSE 'l:' || line END AS ckey
+         CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id
+           -- Named by a uuid another line of the chunk gives with an externalId (a TGEN file creating a customer, then
+           -- updating it by its uuid): that customer. It was a second customer, with Bulb's uuid, when both lines fell
+           -- in one chunk (a probe, 2026-11-29); staging names customers that exist by their externalId already.
+           WHEN new_uuid IS NOT NULL THEN coalesce('e:' || min(external_id) OVER (PARTITION BY new_uuid), 'u:' || new_uuid)
+           ELSE 'l:' || line END AS ckey
        FROM import_rows WHERE import_id = $1 AND line > $2 AND line <= $2 + $3
      ), dup AS MATERIALIZED (
        SELECT ckey FROM chunk WHERE NOT refused GROUP BY ckey HAVING count(*) > 1
@@ -332,7 +337,8 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
 /** Lines of an import with what applying them one after another needs: the customer they name, and their addresses. */
 export async function linesToFold(tx: Queryable, id: string, lines: string[]): Promise<{ line: string; key: string; has_addresses: boolean; addresses: unknown }[]> {
   const r = await tx.query<{ line: string; key: string; has_addresses: boolean; addresses: unknown }>(
-    `SELECT line::text, coalesce('e:' || external_id, 'u:' || new_uuid::text, 'l:' || line) AS key, fields & ${ADDRESSES} <> 0 AS has_addresses, addresses
+    `SELECT line::text, coalesce('e:' || external_id, 'e:' || min(external_id) OVER (PARTITION BY new_uuid), 'u:' || new_uuid::text, 'l:' || line) AS key,
+       fields & ${ADDRESSES} <> 0 AS has_addresses, addresses
      FROM import_rows WHERE import_id = $1 AND line = ANY($2::bigint[]) ORDER BY line`,
     [id, lines],
   );

@@ -312,6 +312,20 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.equal((await api().get(`/crm/customers/${tulipUuid}/notes`)).body.data.length, 1);
   });
 
+  it('a record naming by uuid a customer an earlier record of the file creates with that uuid updates it, in one chunk or two', async () => {
+    // A probe (2026-11-29): in one chunk the second record made a second customer, with Bulb's uuid and no externalId.
+    const uuid = '5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f';
+    const { done } = await tgen('TGEN_customers_fullupdate_2025-08_twice.csv', [
+      'uuid,externalId,firstName,lastName,addresses[0].externalId,addresses[0].city,addresses[0].countryCode',
+      `${uuid},tw-1,Fay,Twicely,h,Paris,FR`,
+      `${uuid.toUpperCase()},,Fay,Twicely,h,Lyon,FR`,
+    ].join('\n'));
+    assert.deepEqual([done.status, done.created, done.failed], ['completed', 1, 0]);
+    const c = (await api().get(`/crm/customers/${uuid}`)).body;
+    assert.deepEqual([c.externalId, c.addresses.map((a: any) => [a.externalId, a.city])], ['tw-1', [['h', 'Lyon']]]);
+    assert.equal(Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM customers WHERE last_name = 'Twicely'`)).rows[0].n), 1, 'one customer');
+  });
+
   it('a file whose name or header does not match its kind is refused with a 400 naming the problem, leaving nothing behind', async () => {
     const before = Number((await ctx.tdb.db.query('SELECT count(*) AS n FROM imports')).rows[0].n);
     const cases: [string, string, RegExp][] = [
