@@ -38,6 +38,16 @@ export function postgresAvailable(): Promise<boolean> {
   return pgAvailable;
 }
 
+/**
+ * In a test that needs PostgreSQL: whether it skipped (no server; the reason given to `t.skip`). With CI=true a missing
+ * server fails the test instead (postgresAvailable throws).
+ */
+export async function skippedWithoutPostgres(t: { skip(message: string): void }): Promise<boolean> {
+  if (await postgresAvailable()) return false;
+  t.skip(`no PostgreSQL at ${PG_URL} (set TEST_DATABASE_URL; mandatory with CI=true)`);
+  return true;
+}
+
 /** The backends every database test runs on; prints each skip. */
 export async function backends(): Promise<Backend[]> {
   if (await postgresAvailable()) return ['pglite', 'pg'];

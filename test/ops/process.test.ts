@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { TEST_SECRET_KEY, freshDb, postgresAvailable, type TestDb } from '../helpers/db.ts';
+import { TEST_SECRET_KEY, freshDb, postgresAvailable, skippedWithoutPostgres, type TestDb } from '../helpers/db.ts';
 import { startBulb, type Proc } from '../helpers/process.ts';
 import { LATEST } from '../../src/http/versioning/versions.ts';
 
@@ -198,10 +198,7 @@ describe('process', () => {
   });
 
   it('SIGTERM while the database stops answering: the worker exits 0 within 25 s, its drain cut if need be (it was killed at 25 s, exit 1)', async (t) => {
-    if (!(await postgresAvailable())) {
-      if (process.env.CI) assert.fail('PostgreSQL is required with CI=true');
-      return t.skip('no PostgreSQL');
-    }
+    if (await skippedWithoutPostgres(t)) return;
     const tdb = await freshDb('pg');
     // A TCP relay to PostgreSQL that goes silent on demand (as a pooler paused, or a network partition): connections stay
     // open, nothing more passes either way.

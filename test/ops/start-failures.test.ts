@@ -7,7 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, it } from 'node:test';
-import { postgresAvailable, TEST_SECRET_KEY } from '../helpers/db.ts';
+import { skippedWithoutPostgres, TEST_SECRET_KEY } from '../helpers/db.ts';
 import { runBulb } from '../helpers/process.ts';
 
 const dirs: string[] = [];
@@ -65,11 +65,7 @@ it('a DATABASE_URL that is not a PostgreSQL URL: a configuration error at once, 
 });
 
 it('a database that does not exist: one line naming DATABASE_URL, exit 2', async (t) => {
-  if (!(await postgresAvailable())) {
-    if (process.env.CI) assert.fail('PostgreSQL is required with CI=true');
-    t.skip('no PostgreSQL');
-    return;
-  }
+  if (await skippedWithoutPostgres(t)) return;
   const base = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
   base.pathname = `/bulb_missing_${process.pid}`;
   const r = await run({ DATABASE_URL: base.toString(), BULB_SECRET_KEY: TEST_SECRET_KEY });
@@ -78,11 +74,7 @@ it('a database that does not exist: one line naming DATABASE_URL, exit 2', async
 });
 
 it('a user the server refuses: one line naming DATABASE_URL, its password not repeated, exit 2 (a stack trace, exit 1, before)', async (t) => {
-  if (!(await postgresAvailable())) {
-    if (process.env.CI) assert.fail('PostgreSQL is required with CI=true');
-    t.skip('no PostgreSQL');
-    return;
-  }
+  if (await skippedWithoutPostgres(t)) return;
   const base = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
   base.username = `bulb_nobody_${process.pid}`;
   base.password = 's3cretpw';
