@@ -75,10 +75,11 @@ async function orBusy(fn: () => Promise<unknown>, name: string, busy: string[]):
  * Retention: drops every partition whose whole range is older than its table's window (tables.ts), the legacy one
  * included once its cutover is. A deliveries partition goes with its pending deliveries (past the window, they
  * expire: counted in pendingExpired); an events partition waits while a pending delivery needs one of its events
- * (bounded: such a delivery expires with its own partition) or an unfinished replay has yet to walk its ids. Two phases: every partition due is detached first
- * (retirePartition: catalog work, so a day leaves the three tables within milliseconds of each other), then the
- * detached tables are dropped (dropRetired: the removal of their files, which follows their size and holds no lock
- * on a parent). The benches (bench/retention.ts, bench/volume*.ts) time this call and each phase.
+ * (bounded: such a delivery expires with its own partition) or an unfinished replay has yet to walk its ids. Two
+ * phases: every partition due is detached first (retirePartition: catalog work, so a day leaves the three tables within
+ * milliseconds of each other), then the detached tables are dropped (dropRetired: the removal of their files, which
+ * follows their size and holds no lock on a parent). The benches (bench/retention.ts, bench/volume*.ts) time this call
+ * and each phase.
  */
 export async function runRetention(db: Db, config: RetentionConfig, now = new Date()): Promise<RetentionResult> {
   const result: RetentionResult = { dropped: [], deferred: [], busy: [] };
