@@ -79,8 +79,11 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
   // queued behind it waits too: a report or pg_dump reading the table stalled reads, claims and subscription updates
   // for the whole lock_timeout (2 s per partition, again every 30 s; found by a probe). A range made ahead has days
   // of margin: it gives up after ADVANCE_LOCK_TIMEOUT, and the next pass tries again.
-  const ahead = range.from.getTime() > Date.now() + LIVE_MARGIN_MS;
   return db.transaction(async (tx) => {
+    // On the database's clock, which writes the rows' times (a worker's own clock hours off took a live day for one
+    // made ahead, or the reverse).
+    const now = new Date((await tx.query<{ now: Date | string }>('SELECT clock_timestamp() AS now')).rows[0].now).getTime();
+    const ahead = range.from.getTime() > now + LIVE_MARGIN_MS;
     await tx.query(`SET LOCAL lock_timeout = '${ahead ? ADVANCE_LOCK_TIMEOUT : '2s'}'`);
     // Two processes starting at once create the same partitions: one at a time, and the second finds it made (null).
     // (Both creating it, the second failed on the catalog's unique index: an error logged by a healthy start.)
@@ -98,7 +101,7 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
     // it. Rows committed into DEFAULT between the move below and ATTACH failed the ATTACH (23514) on every pass while
     // writes went on, which stopped retention too; a writer waiting for DEFAULT's lock failed its own insert. Days
     // made ahead (the usual case) need no such lock: nothing is written to them yet.
-    const live = range.from.getTime() <= Date.now() + LIVE_MARGIN_MS || (await tx.query<{ any: boolean }>(
+    const live = !ahead || (await tx.query<{ any: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM ${t.table}_default WHERE ${t.key} >= $1::timestamptz AND ${t.key} < $2::timestamptz) AS any`, [from, to])).rows[0].any;
     if (live) await tx.query(`LOCK TABLE ONLY ${t.table} IN SHARE ROW EXCLUSIVE MODE`);
     await tx.query(`CREATE TABLE ${name} (LIKE ${t.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)${t.with ? ` WITH (${t.with})` : ''}`);

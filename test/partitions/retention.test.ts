@@ -357,6 +357,22 @@ for (const backend of await backends()) {
       }
     });
 
+    it('a creation tells a live range from one made ahead on the database\'s clock, not the worker\'s', async () => {
+      // The database's clock read as years ahead: its "today" is live (writers held while it is attached, 2 s), though the
+      // process's clock puts it years ahead (made ahead: no writers held, 100 ms). It was the process's clock until 2026-11-29.
+      const today = dayOf(addDays(new Date(), 4000));
+      const said: string[] = [];
+      const skewed = hookedDb(tdb.db, {
+        statement: (sql) => void said.push(sql),
+        answered: async (sql, _name, result) => {
+          if (/clock_timestamp\(\) AS now/.test(sql)) (result as { rows: { now: Date }[] }).rows[0].now = new Date(today.getTime() + 3_600_000);
+        },
+      });
+      await createPartition(skewed, EVENTS, { from: today, to: addDays(today, 1) });
+      assert.ok(said.some((x) => /lock_timeout = '2s'/.test(x)), said.join('\n'));
+      assert.ok(said.some((x) => /^LOCK TABLE ONLY events /.test(x)), 'the live range holds the writers');
+    });
+
     it('a pass measures days and windows on the database\'s clock, which wrote the rows, not the worker\'s', async () => {
       // A worker whose clock ran hours fast dropped a day that many hours before its window ended (found by a probe).
       // Here the database's clock is read as years ahead: the pass makes that "today", whatever the process's clock says.
