@@ -3,7 +3,7 @@
 import { sqlState, type Db, type Queryable } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
 import { DAYS_AHEAD, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
-import { addDays, createPartition, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingNeedingEvents, rangeFor, replaysNeedingEvents, retirePartition, type Partition, type Retirement } from './store.ts';
+import { addDays, createPartition, databaseNow, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingNeedingEvents, rangeFor, replaysNeedingEvents, retirePartition, type Partition, type Retirement } from './store.ts';
 
 /**
  * Creates the partitions of today and the DAYS_AHEAD days after it that are missing, and of every day the DEFAULT
@@ -107,14 +107,6 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
 
 /** Retention, and the days a partition spans (BULB_PARTITION_DAYS; 1 when not given). */
 export type PartitionConfig = RetentionConfig & { partitionDays?: number };
-
-/**
- * The database's clock, which wrote every row's created_at: a pass measures the days and the windows on it (on the
- * worker's own clock, a worker hours fast dropped a day hours before its window ended; found by a probe).
- */
-export async function databaseNow(db: Queryable): Promise<Date> {
-  return new Date((await db.query<{ now: Date | string }>('SELECT clock_timestamp() AS now')).rows[0].now);
-}
 
 /** One pass of the job: partitions ahead first (an insert must find its day), then retention. `now`: the database's. */
 export async function maintainPartitions(db: Db, config: PartitionConfig, log: (message: string) => void, now?: Date): Promise<RetentionResult & { created: string[] }> {

@@ -82,7 +82,7 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
   return db.transaction(async (tx) => {
     // On the database's clock, which writes the rows' times (a worker's own clock hours off took a live day for one
     // made ahead, or the reverse).
-    const now = new Date((await tx.query<{ now: Date | string }>('SELECT clock_timestamp() AS now')).rows[0].now).getTime();
+    const now = (await databaseNow(tx)).getTime();
     const ahead = range.from.getTime() > now + LIVE_MARGIN_MS;
     await tx.query(`SET LOCAL lock_timeout = '${ahead ? ADVANCE_LOCK_TIMEOUT : '2s'}'`);
     // Two processes starting at once create the same partitions: one at a time, and the second finds it made (null).
@@ -113,6 +113,14 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
     await tx.query(`ALTER TABLE ${t.table} ATTACH PARTITION ${name} FOR VALUES FROM ('${from}') TO ('${to}')`);
     return moved.rowCount;
   }, UNBOUNDED);
+}
+
+/**
+ * The database's clock, which wrote every row's created_at: a pass measures the days and the windows on it (on the
+ * worker's own clock, a worker hours fast dropped a day hours before its window ended; found by a probe).
+ */
+export async function databaseNow(db: Queryable): Promise<Date> {
+  return new Date((await db.query<{ now: Date | string }>('SELECT clock_timestamp() AS now')).rows[0].now);
 }
 
 /** A range starting within this long is one writes may reach while it is created (createPartition). */
