@@ -206,6 +206,16 @@ const addressError = (addresses: string) => {
 const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE fields & ${bit} <> 0))[1]`;
 
 /**
+ * The customer an import line names (`ckey`), over the lines of one query: its externalId; else, named by a uuid another
+ * of the lines gives with an externalId (a TGEN file creating a customer, then updating it by its uuid), that customer
+ * (it was a second customer, with Bulb's uuid, when both lines fell in one chunk: a probe, 2026-11-29; staging names
+ * customers that exist by their externalId already); else its uuid; else the line itself.
+ */
+const LINE_KEY = `CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id
+  WHEN new_uuid IS NOT NULL THEN coalesce('e:' || min(external_id) OVER (PARTITION BY new_uuid), 'u:' || new_uuid)
+  ELSE 'l:' || line END`;
+
+/**
  * Applies the next chunk of an import with 2026-11 bulk semantics, set-based, in the caller's transaction, without
  * the rows leaving the database. The chunk is the lines numbered applied_line + 1 … applied_line + `span`: a range of
  * the primary key, so its read costs the same whatever the planner believes of import_rows' size (a LIMIT after
@@ -244,12 +254,7 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
   const r = await tx.query<ChunkResult>(
     `WITH chunk AS MATERIALIZED (
        SELECT line, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, errors IS NOT NULL AS refused,
-         CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id
-           -- Named by a uuid another line of the chunk gives with an externalId (a TGEN file creating a customer, then
-           -- updating it by its uuid): that customer. It was a second customer, with Bulb's uuid, when both lines fell
-           -- in one chunk (a probe, 2026-11-29); staging names customers that exist by their externalId already.
-           WHEN new_uuid IS NOT NULL THEN coalesce('e:' || min(external_id) OVER (PARTITION BY new_uuid), 'u:' || new_uuid)
-           ELSE 'l:' || line END AS ckey
+         ${LINE_KEY} AS ckey
        FROM import_rows WHERE import_id = $1 AND line > $2 AND line <= $2 + $3
      ), dup AS MATERIALIZED (
        SELECT ckey FROM chunk WHERE NOT refused GROUP BY ckey HAVING count(*) > 1
@@ -337,7 +342,7 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
 /** Lines of an import with what applying them one after another needs: the customer they name, and their addresses. */
 export async function linesToFold(tx: Queryable, id: string, lines: string[]): Promise<{ line: string; key: string; has_addresses: boolean; addresses: unknown }[]> {
   const r = await tx.query<{ line: string; key: string; has_addresses: boolean; addresses: unknown }>(
-    `SELECT line::text, coalesce('e:' || external_id, 'e:' || min(external_id) OVER (PARTITION BY new_uuid), 'u:' || new_uuid::text, 'l:' || line) AS key,
+    `SELECT line::text, ${LINE_KEY} AS key,
        fields & ${ADDRESSES} <> 0 AS has_addresses, addresses
      FROM import_rows WHERE import_id = $1 AND line = ANY($2::bigint[]) ORDER BY line`,
     [id, lines],
