@@ -132,9 +132,9 @@ export async function upsertItems(tx: Queryable, items: BulkItemT[], opts: Upser
         // addresses would be refused at their turn are, and the others are applied (an item with no address was
         // refused for another item's zoneCode until 2026-11-29, and its change lost).
         const kept = sequentialGroup(g, items, cur?.addresses ?? [], (i, errs) => (outcomes[i] = { status: 400, errors: errs }));
-        groups.set(xid, kept);
-        if (kept.indexes.length === 0) continue;
-        patch = foldedAddresses(kept, cur?.addresses ?? []);
+        groups.set(xid, kept.group);
+        if (kept.group.indexes.length === 0) continue;
+        patch = kept.patch;
         problems = [];
       }
       if (problems.length > 0) for (const i of g.indexes) outcomes[i] = { status: 400, errors: addressErrors(problems) };
@@ -184,28 +184,28 @@ const addressErrors = (problems: ReturnType<typeof inputProblems>): ErrorEntry[]
 
 /**
  * The group's items applied one after another onto `current`: an item whose address list, patched onto the addresses
- * the items before it left, would be refused is (`refuse`), the rest make the group returned. So the result is what
- * a sequential application of the items would give (docs/imports.md, "Duplicates in one request").
+ * the items before it left, would be refused is (`refuse`); the rest make the group returned, and its patch with the
+ * addresses they leave. So the result is what a sequential application of the items would give (docs/imports.md,
+ * "Duplicates in one request").
  */
-function sequentialGroup(g: Group, items: BulkItemT[], current: readonly Record<string, unknown>[], refuse: (index: number, errors: ErrorEntry[]) => void): Group {
-  const kept: Group = { indexes: [], patch: {} as BulkItemT, addressLists: [] };
-  let addresses = current;
+function sequentialGroup(g: Group, items: BulkItemT[], current: readonly Record<string, unknown>[], refuse: (index: number, errors: ErrorEntry[]) => void): { group: Group; patch: BulkItemT } {
+  const group: Group = { indexes: [], patch: {} as BulkItemT, addressLists: [] };
+  let addresses: readonly Record<string, unknown>[] | undefined;
   for (const i of g.indexes) {
     const item = items[i];
     if ('addresses' in item) {
-      const next = patchAddresses(item.addresses ?? [], addresses) as Record<string, unknown>[];
+      const next = patchAddresses(item.addresses ?? [], addresses ?? current) as Record<string, unknown>[];
       const problems = inputProblems({ addresses: next });
       if (problems.length > 0) {
         refuse(i, addressErrors(problems));
         continue;
       }
       addresses = next;
-      kept.addressLists.push(item.addresses ?? []);
     }
-    kept.indexes.push(i);
-    Object.assign(kept.patch, item);
+    group.indexes.push(i);
+    Object.assign(group.patch, item);
   }
-  return kept;
+  return { group, patch: addresses === undefined ? group.patch : ({ ...group.patch, addresses } as BulkItemT) };
 }
 
 /**
