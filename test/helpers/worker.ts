@@ -41,6 +41,18 @@ export function heardChange(worker: TestWorker, id: string): Promise<void> {
   });
 }
 
+/** When (Date.now()) the worker heard of each change of subscription `id` from now on, as heardChange hears one. */
+export function changesHeard(worker: TestWorker, id: string): number[] {
+  const d = worker.dispatcher as unknown as { changed(id: string): void };
+  const changed = d.changed.bind(d);
+  const times: number[] = [];
+  d.changed = (changedId: string) => {
+    if (changedId === String(id)) times.push(Date.now());
+    changed(changedId);
+  };
+  return times;
+}
+
 /**
  * Inside a describeEachDb body: a dispatcher over the suite's database and a loopback receiver, started
  * before its tests and closed after them; `use` hands both to the test file's variables.

@@ -14,7 +14,7 @@ import crypto from 'node:crypto';
 import { after, afterEach, describe, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { createSubscription } from '../helpers/server.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { changesHeard, startWorker } from '../helpers/worker.ts';
 import { emitEvents, type NewEvent } from '../../src/events/emit.ts';
 import { NO_MORE_RETRIES, RETRY_AFTER_DEFERRALS, RETRY_AFTER_MIN_MS, retryAfterDefers, retryAfterPause } from '../../src/webhooks/schedule.ts';
 import { hookedDb } from '../helpers/db.ts';
@@ -160,16 +160,7 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
       const sub = await subscribe({ url: rx.url, maxPerSecond: 2 });
       const id = String((await ctx.tdb.db.query(`SELECT id FROM webhook_subscriptions WHERE uuid = $1`, [sub.uuid])).rows[0].id);
       // When each worker heard of a change of the subscription (its creation's included).
-      const heard = workers.map((w) => {
-        const times: number[] = [];
-        const d = w.dispatcher as unknown as { changed(id: string): void };
-        const changed = d.changed.bind(d);
-        d.changed = (changedId: string) => {
-          if (changedId === id) times.push(Date.now());
-          changed(changedId);
-        };
-        return times;
-      });
+      const heard = workers.map((w) => changesHeard(w, id));
       await ctx.tdb.db.transaction((tx) => emitEvents(tx, Array.from({ length: 8 }, ev)));
       await waitFor(async () => (await deliveries(sub.uuid)).every((d) => d.status === 'delivered') || null, 'all eight delivered', 30_000);
       const rows = await logs(sub.uuid);
