@@ -1,7 +1,7 @@
 // Integrations → Audit log: administrative and destructive acts, newest first, filtered by action, actor
 // (API key or auth client uuid or name, or "system") and time; read-only (the log is append-only).
 import { get } from '../api.js';
-import { busy, clear, closeBidi, empty, errorBox, field, h, load, select, table, time, toLocalInput, fromLocalInput, zoneHint } from '../dom.js';
+import { clear, closeBidi, empty, field, h, load, moreButton, select, table, time, toLocalInput, fromLocalInput, zoneHint } from '../dom.js';
 
 const PAGE = 50;
 // GET /integrations/auditLog is served from 2026-11 on, whatever version the rest of the console uses.
@@ -76,21 +76,12 @@ export function auditPage({ main, query, signal, navigate }) {
     const t = table({ caption: 'Audit log entries, newest first', columns: ['Time', 'Action', 'Actor', 'Target', 'IP address', 'Details'], rows: page.data.map(rowOf) });
     const tbody = t.querySelector('tbody');
     listBox.append(t);
-    let cursor = page.nextCursor;
-    if (cursor) {
-      const more = h('button', { type: 'button', class: 'btn' }, 'Load older entries');
-      more.addEventListener('click', () => busy(more, async () => {
-        try {
-          const next = await get(PATH, { ...q(), cursor }, { signal });
-          tbody.append(...next.data.map(rowOf));
-          cursor = next.nextCursor;
-          if (!cursor) more.remove();
-        } catch (err) {
-          listBox.append(errorBox(err, 'Could not load older entries'));
-        }
-      }));
-      listBox.append(h('div', { class: 'actions' }, more));
-    }
+    const more = moreButton({
+      label: 'Load older entries', cursor: page.nextCursor, what: 'older entries',
+      fetchPage: (cursor) => get(PATH, { ...q(), cursor }, { signal }),
+      onPage: (rows) => tbody.append(...rows.map(rowOf)),
+    });
+    if (more) listBox.append(more);
   }
 
   load(listBox, 'audit log', () => get(PATH, q(), { signal }), render);

@@ -1,6 +1,6 @@
 // Customers: search by name, email or externalId, with a status filter; results link to the customer page.
 import { get, getPages, supportsQueryParam } from '../api.js';
-import { badge, busy, closeBidi, empty, errorBox, field, h, load, select, table, time } from '../dom.js';
+import { badge, closeBidi, empty, field, h, load, moreButton, select, table, time } from '../dom.js';
 
 export const displayName = (c) => closeBidi([c.firstName, c.lastName].filter(Boolean).map(closeBidi).join(' ') || c.externalId || c.uuid);
 /** A customer's externalId, or its uuid when it has none (externalId is optional, as in Tulip). */
@@ -81,24 +81,15 @@ export function customersPage({ main, query, signal, navigate }) {
     return;
   }
   // No search term: browse, newest pages via the cursor.
-  let cursor = null;
   load(results, 'customers', () => get('/crm/customers', { status: status.value, limit: 50 }, { signal }), (page) => {
     if (page.data.length === 0) return results.append(empty(status.value === 'active' ? 'No customers yet. Integrations create them with POST /crm/customers.' : 'No customers with this status.'));
     const tbl = table({ caption: 'Customers', columns, rows: rows(page.data) });
     results.append(tbl);
-    cursor = page.nextCursor;
-    if (!cursor) return;
-    const more = h('button', { type: 'button', class: 'btn' }, 'Load more');
-    more.addEventListener('click', () => busy(more, async () => {
-      try {
-        const next = await get('/crm/customers', { status: status.value, limit: 50, cursor }, { signal });
-        tbl.querySelector('tbody').append(...rows(next.data));
-        cursor = next.nextCursor;
-        if (!cursor) more.remove();
-      } catch (err) {
-        results.append(errorBox(err, 'Could not load more customers'));
-      }
-    }));
-    results.append(h('div', { class: 'actions' }, more));
+    const more = moreButton({
+      cursor: page.nextCursor, what: 'more customers',
+      fetchPage: (cursor) => get('/crm/customers', { status: status.value, limit: 50, cursor }, { signal }),
+      onPage: (data) => tbl.querySelector('tbody').append(...rows(data)),
+    });
+    if (more) results.append(more);
   });
 }
