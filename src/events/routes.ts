@@ -6,7 +6,7 @@ import type { Services } from '../services.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { instantOf } from '../http/validator.ts';
-import { Page } from '../http/pagination.ts';
+import { cursorText, Page } from '../http/pagination.ts';
 import { isoNN } from '../http/time.ts';
 import { EVENT_TYPES } from './emit.ts';
 import * as store from './store.ts';
@@ -56,7 +56,7 @@ function encodeCursor(r: store.EventRow): string {
 
 function decodeCursor(cursor: string | undefined): { xid: string; id: string } | undefined {
   if (cursor === undefined || cursor === '') return undefined;
-  const m = /^e1:(\d{1,19}):(\d{1,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  const m = /^e1:(\d{1,19}):(\d{1,18})$/.exec(cursorText(cursor) ?? '');
   if (!m || BigInt(m[1]) > 2n ** 63n - 1n) throw invalid('cursor is not valid', 'cursor');
   return { xid: m[1], id: m[2] };
 }

@@ -24,9 +24,18 @@ export function encodeCursor(lastId: string | number): string {
   return Buffer.from(`c1:${lastId}`, 'utf8').toString('base64url');
 }
 
+/**
+ * A cursor's text: null when it is not base64url written as Bulb writes it (Node's decoder skips what it cannot read,
+ * so `YzE6Ng!!` would read as `YzE6Ng`'s text).
+ */
+export function cursorText(cursor: string): string | null {
+  const bytes = Buffer.from(cursor, 'base64url');
+  return bytes.toString('base64url') === cursor ? bytes.toString('utf8') : null;
+}
+
 export function decodeCursor(cursor: string | undefined): string | null {
   if (cursor === undefined || cursor === '') return null;
-  const raw = Buffer.from(cursor, 'base64url').toString('utf8');
+  const raw = cursorText(cursor) ?? '';
   const m = /^c1:(\d{1,18})$/.exec(raw);
   if (!m) throw invalid('cursor is not valid', 'cursor');
   return m[1];
@@ -42,7 +51,7 @@ export function encodeTimeCursor(at: string, id: string): string {
 
 export function decodeTimeCursor(cursor: string | undefined): { at: string; id: string } | null {
   if (cursor === undefined || cursor === '') return null;
-  const raw = Buffer.from(cursor, 'base64url').toString('utf8');
+  const raw = cursorText(cursor) ?? '';
   const m = /^t1:(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z):(\d{1,18})$/.exec(raw);
   // A time that does not exist (month 13, 30 February…) is as invalid as a malformed one (not the database's 22008).
   if (!m || !realTime(m[1])) throw invalid('cursor is not valid', 'cursor');

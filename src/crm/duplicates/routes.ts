@@ -6,6 +6,7 @@
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { invalid, notFound } from '../../http/errors.ts';
+import { cursorText } from '../../http/pagination.ts';
 import { CustomerIdParams } from '../customers/schema.ts';
 import { shapeCustomer } from '../customers/wire.ts';
 import { errorsFor } from '../merge/schema.ts';
@@ -16,7 +17,7 @@ import * as store from './store.ts';
 const encodeCursor = (p: store.PairRow) => Buffer.from(`d1:${p.score}:${p.a}:${p.b}`, 'utf8').toString('base64url');
 function decodeCursor(cursor: string | undefined): [number, string, string] | null {
   if (cursor === undefined || cursor === '') return null;
-  const m = /^d1:(\d{1,4}):(\d{1,18}):(\d{1,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  const m = /^d1:(\d{1,4}):(\d{1,18}):(\d{1,18})$/.exec(cursorText(cursor) ?? '');
   if (!m) throw invalid('cursor is not valid', 'cursor');
   return [Number(m[1]), m[2], m[3]];
 }
