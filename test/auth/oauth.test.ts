@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
+import { checkContract } from '../helpers/contract.ts';
 import { TOKENS_BURST, TOKENS_PER_SEC } from '../../src/auth/token-route.ts';
 
 await describeEachDb('auth: OAuth client credentials', (ctx) => {
@@ -13,7 +14,12 @@ await describeEachDb('auth: OAuth client credentials', (ctx) => {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
       body: new URLSearchParams(fields).toString(),
-    }).then(async (r) => ({ status: r.status, headers: r.headers, body: await r.json() as any }));
+    }).then(async (r) => {
+      // Every answer of the endpoint, the 429s included, is one its documented operation declares.
+      const text = await r.text();
+      await checkContract(ctx.srv.url, { method: 'POST', url: '/auth/oauth2/token', status: r.status, contentType: r.headers.get('content-type'), text });
+      return { status: r.status, headers: r.headers, body: JSON.parse(text) as any };
+    });
   const basic = (id: string, secret: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}` });
   const newClient = async (scopes: string[]) => {
     const r = await api().post('/integrations/authClients', { name: 'integration', scopes });

@@ -16256,10 +16256,10 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": "invalid_request",
-                     *       "error_description": "request body exceeds 1 MiB",
+                     *       "error_description": "request body exceeds 64 KiB",
                      *       "errors": [
                      *         {
-                     *           "message": "request body exceeds 1 MiB",
+                     *           "message": "request body exceeds 64 KiB",
                      *           "errorCode": "InvalidParameterError",
                      *           "moreInfo": "invalid_request"
                      *         }
@@ -16289,6 +16289,72 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Too many failed client authentications from this address, or too many tokens issued to this client (temporarily_unavailable): retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "temporarily_unavailable",
+                     *       "error_description": "too many tokens issued to this client: reuse a token until it expires (expires_in); retry after 1 s",
+                     *       "errors": [
+                     *         {
+                     *           "message": "too many tokens issued to this client: reuse a token until it expires (expires_in); retry after 1 s",
+                     *           "errorCode": "RateLimited",
+                     *           "moreInfo": "temporarily_unavailable"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Internal error (no internals are disclosed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "internal error",
+                     *           "errorCode": "InternalError",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            503: {
+                headers: {
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "the database is unavailable (restarting or failing over); retry shortly",
+                     *           "errorCode": "ServiceUnavailable",
+                     *           "moreInfo": ""
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -154,7 +154,7 @@ export function openApiDocument(registry: Registry, version: string, serviceName
     (paths[p] ??= {})[vr.def.method.toLowerCase()] = operation(vr, components, info.deprecatedOn !== undefined);
     tags.add(vr.def.tag);
   }
-  paths[TOKEN_PATH] = { post: tokenOperation((s) => lift(s, components)) };
+  paths[TOKEN_PATH] = { post: tokenOperation((s) => lift(s, components), (status) => errorResponse(status, components)) };
   tags.add('OAuth');
   const webhooks = webhooksSection(registry, version, serviceName, (s) => lift(s, components));
   tags.add(WEBHOOK_EVENTS_TAG);
