@@ -64,6 +64,37 @@ describeConsole('odd but valid values', (ctx) => {
     assert.match(sentence.slice(end + 1), /^ into bidi-target would move:$/);
   });
 
+  it('an override left open inside an unclosed isolate is closed too: the words after the value stay in reading order', async () => {
+    const { page, srv } = ctx;
+    // U+202E then U+2067, neither closed: a U+202C put after the isolate's end is ignored by the bidi algorithm, so
+    // the closers must come innermost first (U+2069, then U+202C); until 2026-11-29 they came the other way round and
+    // the rest of the sentence read backwards (a probe).
+    const nested = 'bidi-\u202Eab\u2067cd';
+    for (const externalId of ['bidi-nest', nested]) assert.equal((await srv.api.post('/crm/customers', { externalId, firstName: 'Bidi' })).status, 201);
+    const preview = await previewMerge(page, 'bidi-nest', nested);
+    const p = preview.locator('p').first();
+    const sentence = await p.evaluate((el) => el.textContent ?? '');
+    const end = sentence.indexOf(nested) + nested.length;
+    assert.equal(sentence.slice(end, end + 2), '\u2069\u202C', JSON.stringify(sentence));
+    // As laid out: "into" is left of "would", "would" left of "move" (reversed, they run right to left).
+    const lefts = await p.evaluate((el) => {
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      const xs: Record<string, number> = {};
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        for (const word of ['into', 'would', 'move']) {
+          const at = n.textContent!.lastIndexOf(word);
+          if (at < 0) continue;
+          const r = document.createRange();
+          r.setStart(n, at);
+          r.setEnd(n, at + word.length);
+          xs[word] = r.getBoundingClientRect().left;
+        }
+      }
+      return xs;
+    });
+    assert.ok(lefts.into < lefts.would && lefts.would < lefts.move, `reading order as laid out: ${JSON.stringify(lefts)}`);
+  });
+
   it('a 255-character externalId without spaces wraps: the customer page does not scroll sideways', async () => {
     const { page, srv } = ctx;
     const long = `L${'x'.repeat(254)}`;

@@ -33,15 +33,17 @@ function append(el, children) {
  */
 export function closeBidi(s) {
   if (!/[\u202A-\u202E\u2066-\u2069]/.test(s)) return s;
-  let embeds = 0;
-  let isolates = 0;
+  // What is open at the end, as the bidi algorithm reads it (UAX #9 X2–X7): a PDF closes the last embedding only
+  // when no isolate opened after it; a PDI closes its isolate and every embedding opened inside it. Closed innermost
+  // first: a PDF put after a still-open isolate would be ignored, leaving the override open.
+  const open = [];
   for (const ch of s) {
-    if (ch >= '\u202A' && ch <= '\u202E' && ch !== '\u202C') embeds++;
-    else if (ch === '\u202C') embeds = Math.max(0, embeds - 1);
-    else if (ch >= '\u2066' && ch <= '\u2068') isolates++;
-    else if (ch === '\u2069') isolates = Math.max(0, isolates - 1);
+    if (ch >= '\u202A' && ch <= '\u202E' && ch !== '\u202C') open.push('\u202C');
+    else if (ch === '\u202C') { if (open.at(-1) === '\u202C') open.pop(); }
+    else if (ch >= '\u2066' && ch <= '\u2068') open.push('\u2069');
+    else if (ch === '\u2069' && open.includes('\u2069')) open.length = open.lastIndexOf('\u2069');
   }
-  return s + '\u202C'.repeat(embeds) + '\u2069'.repeat(isolates);
+  return s + open.reverse().join('');
 }
 
 export function clear(el, ...children) {
