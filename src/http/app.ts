@@ -143,6 +143,46 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   const limiter = new RateLimiter(s.config.rateLimitPerSec, s.config.rateLimitBurst);
   const failures = new AuthFailures(s.config.authFailuresPerSec, s.config.authFailuresBurst);
 
+  // What a request no route matches is answered: decided from its method and path alone. Given in preParsing, before
+  // its body is read, so that a body a route would refuse (bad JSON, a charset, a Content-Encoding, over the limit)
+  // does not hide the 404 EndpointNotInVersion naming the versions that serve it (a probe, 2026-11-29).
+  const unmatched = (req: FastifyRequest): ApiError => {
+    const path = req.url.split('?')[0];
+    if (/^\/api\/?$/.test(path)) {
+      return new ApiError('NotFound', `no route ${req.method} ${path}: name a version, /api/{version}/…`, 'see /api/versions');
+    }
+    // The documents and probes outside the versioned API are read-only: another method is a 405 (POST /api/versions
+    // was read as version "versions", 404 UnsupportedApiVersion; found by probing).
+    const doc = /^\/api\/([^/]+)\/openapi\.json$/.exec(path);
+    if (['/api/versions', '/health', '/ready', '/metrics'].includes(path) || (doc && isVersion(doc[1]))) {
+      return new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${path}`, 'allowed: GET, HEAD').withHeader('Allow', 'GET, HEAD');
+    }
+    const m = /^\/api\/([^/]+)(\/.*)?$/.exec(path);
+    if (m) {
+      const [, v, rest = '/'] = m;
+      if (!isVersion(v)) return unsupportedVersion(v);
+      const { versionsForMethod, methodsInVersion } = registry.lookup(req.method, rest, v);
+      // A route whose {id} segment was left empty ("PUT /crm/customers/", "GET /crm/customerNotes/"): Tulip's
+      // documented answer is 400 InvalidParameterError "Could not get resource: Missing UUID in path"
+      // (https://docs.tulip.com/integrating/aerial/errors/errors), not a 404 or a 405.
+      if (rest.endsWith('/') && registry.lookup(req.method, `${rest}-`, v).methodsInVersion.includes(req.method === 'HEAD' ? 'GET' : req.method)) {
+        return new ApiError('InvalidParameterError', `Could not get resource: missing id in path ${req.method} ${rest}`, 'name the resource by its uuid or externalId in the path');
+      }
+      if (versionsForMethod.length > 0 && !versionsForMethod.includes(v)) {
+        return new ApiError('EndpointNotInVersion', `${req.method} ${rest} is not part of version ${v}`, `served by versions: ${versionsForMethod.join(', ')}`);
+      }
+      if (methodsInVersion.length > 0) {
+        const allow = methodsInVersion.includes('GET') ? [...methodsInVersion, 'HEAD'] : methodsInVersion;
+        return new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${rest}`, `allowed: ${allow.join(', ')}`).withHeader('Allow', allow.join(', '));
+      }
+    }
+    if (path === '/auth/oauth2/token' && req.method !== 'POST') {
+      return new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${path}`, 'allowed: POST').withHeader('Allow', 'POST');
+    }
+    // As the client wrote it (the legacy prefix is rewritten to /api/2022-04/ before routing).
+    return new ApiError('NotFound', `no route ${req.method} ${req.originalUrl.split('?')[0].slice(0, 200)}`);
+  };
+
   // The hooks every request runs take Fastify's callback form (no promise and microtask hop per hook);
   // one that throws is answered as an async one that rejects.
   // Every answer: Content-Language; versioned ones: X-Api-Version (+ deprecation headers). API answers (the legacy path
@@ -165,6 +205,14 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // read as it is, a body labelled gzip was parsed as sent, and a gzipped one refused as bad JSON or not text. Checked
   // before the body is read, after the route's authentication (onRequest): a caller without a valid token learns 401.
   app.addHook('preParsing', (req, _reply, payload, done) => {
+    if (req.routeOptions.url === undefined) {
+      try {
+        rejectUnstorableUrl(req);
+      } catch (err) {
+        return done(err as Error);
+      }
+      return done(unmatched(req));
+    }
     const coding = req.headers['content-encoding'];
     if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
       return done(new ApiError('UnsupportedMediaType', `request bodies are not decoded: Content-Encoding ${coding.slice(0, 40)} is not supported; send the body uncompressed`, 'Content-Encoding'));
@@ -189,13 +237,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // PostgreSQL cannot store NUL nor a lone surrogate in text or jsonb: refuse them in any input with a 400 naming the field.
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.routeOptions.url === '/auth/oauth2/token') return done(); // answers RFC 6749 errors itself (a NUL credential: invalid_client)
-    // A path no route has is matched by a wildcard ("*"): named as the path. Its body is not read (a body with a NUL
-    // sent to a route a version lacks was a 400 about the body, not the 404 naming the versions that serve it).
-    const { '*': rest, ...params } = (req.params ?? {}) as Record<string, unknown>;
-    rejectUnstorable('params', params);
-    if (rest !== undefined) rejectUnstorable('path', rest);
-    rejectMisencodedQuery(req.url);
-    rejectUnstorable('querystring', req.query);
+    rejectUnstorableUrl(req);
     if (req.routeOptions.config.routeId && !req.routeOptions.config.checksItems) rejectUnstorable('body', req.body); // bulk: each item's own result
     done();
   });
@@ -305,41 +347,8 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   });
   await app.register(consolePlugin);
 
-  app.setNotFoundHandler(async (req, reply) => {
-    const path = req.url.split('?')[0];
-    if (/^\/api\/?$/.test(path)) {
-      return sendError(reply, 404, [{ message: `no route ${req.method} ${path}: name a version, /api/{version}/…`, errorCode: 'NotFound', moreInfo: 'see /api/versions' }]);
-    }
-    // The documents and probes outside the versioned API are read-only: another method is a 405 (POST /api/versions
-    // was read as version "versions", 404 UnsupportedApiVersion; found by probing).
-    const doc = /^\/api\/([^/]+)\/openapi\.json$/.exec(path);
-    if (['/api/versions', '/health', '/ready', '/metrics'].includes(path) || (doc && isVersion(doc[1]))) {
-      throw new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${path}`, 'allowed: GET, HEAD').withHeader('Allow', 'GET, HEAD');
-    }
-    const m = /^\/api\/([^/]+)(\/.*)?$/.exec(path);
-    if (m) {
-      const [, v, rest = '/'] = m;
-      if (!isVersion(v)) throw unsupportedVersion(v);
-      const { versionsForMethod, methodsInVersion } = registry.lookup(req.method, rest, v);
-      // A route whose {id} segment was left empty ("PUT /crm/customers/", "GET /crm/customerNotes/"): Tulip's
-      // documented answer is 400 InvalidParameterError "Could not get resource: Missing UUID in path"
-      // (https://docs.tulip.com/integrating/aerial/errors/errors), not a 404 or a 405.
-      if (rest.endsWith('/') && registry.lookup(req.method, `${rest}-`, v).methodsInVersion.includes(req.method === 'HEAD' ? 'GET' : req.method)) {
-        throw new ApiError('InvalidParameterError', `Could not get resource: missing id in path ${req.method} ${rest}`, 'name the resource by its uuid or externalId in the path');
-      }
-      if (versionsForMethod.length > 0 && !versionsForMethod.includes(v)) {
-        throw new ApiError('EndpointNotInVersion', `${req.method} ${rest} is not part of version ${v}`, `served by versions: ${versionsForMethod.join(', ')}`);
-      }
-      if (methodsInVersion.length > 0) {
-        const allow = methodsInVersion.includes('GET') ? [...methodsInVersion, 'HEAD'] : methodsInVersion;
-        throw new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${rest}`, `allowed: ${allow.join(', ')}`).withHeader('Allow', allow.join(', '));
-      }
-    }
-    if (path === '/auth/oauth2/token' && req.method !== 'POST') {
-      throw new ApiError('MethodNotAllowed', `${req.method} is not allowed on ${path}`, 'allowed: POST').withHeader('Allow', 'POST');
-    }
-    // As the client wrote it (the legacy prefix is rewritten to /api/2022-04/ before routing).
-    return sendError(reply, 404, [{ message: `no route ${req.method} ${req.originalUrl.split('?')[0].slice(0, 200)}`, errorCode: 'NotFound', moreInfo: '' }]);
+  app.setNotFoundHandler(async (req) => {
+    throw unmatched(req);
   });
 
   return app;
@@ -361,6 +370,18 @@ const DOCS_CSP = [
   "object-src 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
+
+/**
+ * A path or query PostgreSQL could not store, or a query not percent-encoded as UTF-8: a 400 naming it. A path no
+ * route has is matched by a wildcard ("*"): named as the path.
+ */
+function rejectUnstorableUrl(req: FastifyRequest) {
+  const { '*': rest, ...params } = (req.params ?? {}) as Record<string, unknown>;
+  rejectUnstorable('params', params);
+  if (rest !== undefined) rejectUnstorable('path', rest);
+  rejectMisencodedQuery(req.url);
+  rejectUnstorable('querystring', req.query);
+}
 
 function unsupportedVersion(v: string) {
   return new ApiError('UnsupportedApiVersion', `API version "${v.slice(0, 40)}" is not supported; supported versions: ${VERSION_IDS.join(', ')}`, `see /api/versions`);
