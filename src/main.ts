@@ -31,7 +31,8 @@ async function main() {
     await db.close();
     return;
   }
-  const secrets = await prepareSecrets(db, config, keys);
+  const c = config;
+  const secrets = await untilAvailable(c, () => prepareSecrets(db, c, keys));
   if (secrets.sealed) console.log(`sealed ${secrets.sealed} secret value(s) stored in clear by an older Bulb`);
   if (cmd === 'reencrypt') {
     const n = await reencryptAll(db, secrets.box);
@@ -41,7 +42,7 @@ async function main() {
   }
 
   const services = makeServices(db, config);
-  const { created, revokedAt } = await bootstrapAdminKey(db, config.adminKey);
+  const { created, revokedAt } = await untilAvailable(c, () => bootstrapAdminKey(db, c.adminKey));
   const stops: Stop[] = [];
   let address = '';
   if (config.role !== 'worker') {
@@ -109,26 +110,45 @@ async function main() {
 
 /**
  * Opens the database and migrates it. A PostgreSQL that cannot serve yet (not listening, starting up, a failover under
- * way: databaseUnavailable) is tried again, 0.5 s growing to 10 s apart, for BULB_DATABASE_WAIT_MS (60 s), so that a
- * deployment starting Bulb beside its database does not depend on which comes up first; then the start exits 1.
+ * way: databaseUnavailable) is tried again (untilAvailable), so that a deployment starting Bulb beside its database
+ * does not depend on which comes up first.
  */
-async function openAndMigrate(config: Config): Promise<{ db: Db; applied: string[] }> {
-  const giveUpAt = Date.now() + config.databaseWaitMs;
-  for (let attempt = 0; ; attempt++) {
-    let db: Db | undefined;
+function openAndMigrate(config: Config): Promise<{ db: Db; applied: string[] }> {
+  return untilAvailable(config, async () => {
+    const db = await openDb({ ...config, log: (line) => console.log(line) });
     try {
-      db = await openDb({ ...config, log: (line) => console.log(line) });
       return { db, applied: await migrate(db) };
     } catch (err) {
-      await db?.close().catch(() => {});
+      await db.close().catch(() => {});
+      throw err;
+    }
+  });
+}
+
+/**
+ * Runs a start-up step, trying it again while the database is unavailable, 0.5 s growing to 10 s apart, for
+ * BULB_DATABASE_WAIT_MS (60 s) from its first failure; then the start exits 1. Every step that touches the database
+ * before serving goes through it: behind PgBouncer the migrations (on the direct URL) could pass while the pooler still
+ * refused logins after a restart (08P01, its server_login_retry), and the next step's refusal ended the start (a probe,
+ * 2026-11-29).
+ */
+async function untilAvailable<T>(config: Config, step: () => Promise<T>): Promise<T> {
+  let giveUpAt: number | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await step();
+    } catch (err) {
+      giveUpAt ??= Date.now() + config.databaseWaitMs;
       const left = giveUpAt - Date.now();
       if (!databaseUnavailable(err) || left <= 0) throw err;
       const wait = Math.min(500 * 2 ** attempt, 10_000, left);
-      console.log(`database not reachable (${(err as Error).message || (err as { code?: string }).code}); trying again in ${(wait / 1000).toFixed(1)} s (BULB_DATABASE_WAIT_MS: ${Math.ceil(left / 1000)} s left)`);
+      console.log(`database not reachable (${unavailableWords(err)}); trying again in ${(wait / 1000).toFixed(1)} s (BULB_DATABASE_WAIT_MS: ${Math.ceil(left / 1000)} s left)`);
       await new Promise((r) => setTimeout(r, wait));
     }
   }
 }
+
+const unavailableWords = (err: unknown) => (err as Error).message || (err as { code?: string }).code;
 
 /** How long a SIGTERM waits for HTTP requests in flight, then for the whole drain; under SPEC §9's 25 s. */
 const HTTP_DRAIN_MS = 18_000;
@@ -162,6 +182,13 @@ main().catch((err) => {
   if (named) {
     console.error(`start failed: ${named}`);
     process.exit(2);
+  }
+  // Still unavailable when the wait ran out (or with BULB_DATABASE_WAIT_MS=0): one line naming the settings, exit 1 (a
+  // raw stack trace until 2026-11-29). The driver's words name the host and port, never a password.
+  if (config?.databaseUrl && databaseUnavailable(err)) {
+    const waited = config.databaseWaitMs > 0 ? ` after trying for ${Math.round(config.databaseWaitMs / 1000)} s (BULB_DATABASE_WAIT_MS)` : '';
+    console.error(`start failed: the database is not reachable${waited}: ${unavailableWords(err)}; check DATABASE_URL${config.databaseDirectUrl ? ' and BULB_DATABASE_DIRECT_URL' : ''} and that PostgreSQL is running`);
+    process.exit(1);
   }
   console.error(err);
   process.exit(1);
