@@ -76,14 +76,18 @@ export async function setReceived(db: Queryable, id: string, rows: number): Prom
   await db.query(`UPDATE imports SET rows_received = $2, updated_at = clock_timestamp() WHERE id = $1`, [id, rows]);
 }
 
-/** The upload is complete: queue the import (unless it was cancelled meanwhile) and wake the workers. */
+/**
+ * The upload is complete: queue the import (unless it was cancelled meanwhile) and wake the workers. Either way it
+ * counts every row received (a cancelled upload kept the count of its last progress write, a few seconds old).
+ */
 export async function markQueued(db: Queryable, id: string, rows: number): Promise<boolean> {
-  const r = await db.query(
-    `UPDATE imports SET status = 'queued', rows_received = $2, updated_at = clock_timestamp() WHERE id = $1 AND status = 'receiving'`,
+  const r = await db.query<{ status: string }>(
+    `UPDATE imports SET status = CASE status WHEN 'receiving' THEN 'queued' ELSE status END, rows_received = $2, updated_at = clock_timestamp()
+     WHERE id = $1 AND status IN ('receiving', 'cancelled') RETURNING status`,
     [id, rows],
   );
   await db.query(`SELECT pg_notify($1, '')`, [IMPORT_CHANNEL]);
-  return r.rowCount > 0;
+  return r.rows[0]?.status === 'queued';
 }
 
 /** A refused upload leaves nothing behind. */
