@@ -52,5 +52,7 @@ function redactPart(part: string): string {
 
 /** Fastify's request serializer with the URL redacted (the fields of its default one). */
 export function requestForLog(req: FastifyRequest) {
-  return { method: req.method, url: redactUrl(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
+  // As the client sent it: the legacy prefix is rewritten to /api/2022-04/ before routing (logged rewritten until
+  // 2026-11-29, so no log line named /tulip_api/v2/).
+  return { method: req.method, url: redactUrl(req.originalUrl ?? req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
 }

@@ -114,8 +114,13 @@ await describeEachDb('the request log', (ctx) => {
       assert.equal(token.status, 400);
       const pathKey = await fetch(`${srv.url}/api/2026-11/crm/customers/${key}`, { headers: { authorization: `Bearer ${key}` } });
       assert.equal(pathKey.status, 404);
+      const legacy = await fetch(`${srv.url}/tulip_api/v2/crm/customers?limit=1&token=${key}`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(legacy.status, 400, "an unknown parameter (logged all the same)");
       const text = lines.join('');
       assert.match(text, /incoming request/, 'the log was written');
+      // The legacy path is logged as sent, redacted as any other.
+      const legacyLine = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'incoming request' && /limit=1&token=/.test(l.req?.url));
+      assert.equal(legacyLine?.req.url, '/tulip_api/v2/crm/customers?limit=1&token=[redacted]');
       assert.match(text, /client_secret=\[redacted\]/);
       for (const secret of [key, client.clientSecret]) assert.ok(!text.includes(secret), `${secret.slice(0, 12)}… in the log`);
     } finally {
