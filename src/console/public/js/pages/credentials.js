@@ -57,7 +57,11 @@ function credentialsPage(kind) {
           h('h2', { id: `${kind.id}-created-h` }, `${kind.Noun} “${created.name}” created`),
           h('p', { class: 'warning' }, `Copy the secret now: it is shown only this once and cannot be recovered. Anyone with it has the ${created.scopes.join(', ')} scope.`),
           kind.secrets(created).map(([label, value]) => secretField(label, value)),
-          h('div', { class: 'actions' }, h('button', { type: 'button', class: 'btn', onclick: () => clear(createdBox) }, 'Done, hide it'))));
+          h('div', { class: 'actions' }, h('button', { type: 'button', class: 'btn', onclick: () => {
+            clear(createdBox);
+            // The button went with the box: focus goes to the list, where the new one is (it fell to the page's body).
+            main.querySelector(`#${kind.id}-list-h`)?.focus();
+          } }, 'Done, hide it'))));
       createdBox.focus();
       announce(`${kind.Noun} created. Copy its secret now.`, 'success');
     }

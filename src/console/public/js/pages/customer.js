@@ -238,6 +238,7 @@ function mergeSection(c, navigate) {
           const result = await post(path, { mergeWithCustomerIds: list }, { headers });
           announce(`Merged ${(result?.mergedCustomerIds?.map(closeBidi) || names).join(', ')} into ${result?.primary ? refName(result.primary) : into}`, 'success');
           navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);
+          document.querySelector('#main h1')?.focus(); // the page was drawn again: focus would fall to the body
         } catch (err) {
           out.append(errorBox(err, err instanceof ApiError && (err.status === 403 || err.status === 409) ? 'The merge was refused' : 'The merge failed'));
         }

@@ -94,6 +94,7 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
           await post(`${V}/crm/merges/${encodeURIComponent(m.uuid)}/undo`, undefined, { headers });
           announce(`Undid the merge of ${who} into ${refName(m.primary)}`, 'success');
           navigate(`#/customers/${encodeURIComponent(c.uuid)}`, true);
+          document.querySelector('#main h1')?.focus(); // the page was drawn again: focus would fall to the body
         } catch (err) {
           out.append(errorBox(err, err instanceof ApiError && err.status === 409 ? 'The undo was refused' : 'The undo failed'));
         }

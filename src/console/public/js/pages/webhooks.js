@@ -247,8 +247,8 @@ export function webhooksPage({ main, signal }) {
     h('section', { 'aria-labelledby': 'overall-h', class: 'card' }, h('h2', { id: 'overall-h' }, `All subscriptions, last ${HOURS} hours`), overallBox),
     h('section', { 'aria-labelledby': 'subs-h' }, h('h2', { id: 'subs-h', class: 'visually-hidden' }, 'Subscriptions'), listBox));
 
-  function actionButton(text, label, onclick, cls = 'btn btn-small') {
-    const b = h('button', { type: 'button', class: cls, 'aria-label': label }, text);
+  function actionButton(text, label, onclick, cls = 'btn btn-small', act = text.toLowerCase()) {
+    const b = h('button', { type: 'button', class: cls, 'aria-label': label, 'data-act': act }, text);
     b.addEventListener('click', () => onclick(b));
     return b;
   }
@@ -278,7 +278,7 @@ export function webhooksPage({ main, signal }) {
     const target = sub.url;
     const disabled = sub.health.state === 'disabled';
     const toggle = sub.isActive ? 'Deactivate' : disabled ? 'Re-activate' : 'Activate';
-    return h('tr', null,
+    return h('tr', { 'data-sub': sub.uuid },
       h('th', { scope: 'row', class: 'url' }, h('span', { class: 'mono break' }, sub.url)),
       h('td', null, h('span', { class: 'types-list' }, sub.eventTypes.map((t) => h('code', null, t)))),
       stateCell(sub),
@@ -287,23 +287,23 @@ export function webhooksPage({ main, signal }) {
       h('td', { class: 'row-actions row-actions-wide' },
         actionButton('Edit', `Edit ${target}`, () => subscriptionDialog(sub, () => {
           announce('Subscription saved', 'success');
-          refresh();
+          refresh({ uuid: sub.uuid, act: 'edit' });
         }, signal)),
         actionButton(toggle, `${toggle} ${target}`, (b) => busy(b, async () => {
           try {
             await patch(`/integrations/webhooks/subscriptions/${sub.uuid}`, { isActive: !sub.isActive });
             announce(sub.isActive ? 'Subscription deactivated: its pending deliveries wait'
               : disabled ? 'Subscription re-activated: its waiting deliveries go out now' : 'Subscription activated', 'success');
-            refresh();
+            refresh({ uuid: sub.uuid, act: 'toggle' });
           } catch (err) {
             announce(`Could not change the state: ${err.message}`, 'error');
           }
-        })),
+        }), 'btn btn-small', 'toggle'),
         actionButton('Send test', `Send test to ${target}`, (b) => busy(b, async () => {
           try {
             await post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`);
             announce('Test event queued: see Webhooks Logs for the attempt', 'success');
-            setTimeout(() => refresh(), 1500);
+            setTimeout(() => refresh({ uuid: sub.uuid, act: 'send test' }), 1500);
           } catch (err) {
             announce(`Could not send a test event: ${err.message}`, 'error');
           }
@@ -360,8 +360,13 @@ export function webhooksPage({ main, signal }) {
     }
   }
 
-  function refresh() {
-    return load(listBox, 'subscriptions', async () => (await Promise.all([listSubscriptions(signal), loadStats()]))[0], (subs) => {
+  /**
+   * Loads the list again. The list is drawn anew, so a control focused in it is gone and focus falls to the page's
+   * body: `then` names the row's control to focus instead ({ uuid, act }: the one the act started from), or the
+   * page's heading when that row is gone. Focus elsewhere (a dialog, another field) is left where it is.
+   */
+  async function refresh(then) {
+    await load(listBox, 'subscriptions', async () => (await Promise.all([listSubscriptions(signal), loadStats()]))[0], (subs) => {
       if (subs.length === 0) {
         listBox.append(empty('No webhook subscriptions yet.', h('p', null, 'Create one to have events POSTed to your endpoint.')));
         return;
@@ -373,6 +378,8 @@ export function webhooksPage({ main, signal }) {
         rows: subs.map(row),
       }));
     });
+    if (!then || (document.activeElement && document.activeElement !== document.body)) return;
+    (listBox.querySelector(`tr[data-sub="${then.uuid}"] [data-act="${then.act}"]`) ?? main.querySelector('h1'))?.focus();
   }
   refresh();
 }
