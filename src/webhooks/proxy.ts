@@ -88,7 +88,10 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
       sock = net.connect(proxyPort, proxy.hostname.replace(/^\[|\]$/g, ''));
       const s = sock;
       let head = Buffer.alloc(0);
-      const onError = (e: Error) => finish(e);
+      let tunnelled = false;
+      // Until the proxy has answered, a socket error is the proxy's (its own address alone said "connect ECONNREFUSED
+      // 127.0.0.1:3128", which read as the receiver's): named so, with its code kept for the attempt's errorCode.
+      const onError = (e: Error) => finish(tunnelled ? e : new ProxyError(`could not reach the proxy (BULB_WEBHOOK_PROXY): ${e.message}`, (e as NodeJS.ErrnoException).code ?? 'EPROXY'));
       const onClose = () => finish(new ProxyError(`the proxy closed the connection before answering CONNECT ${authority}`));
       const onData = (chunk: Buffer) => {
         head = Buffer.concat([head, chunk]);
@@ -103,6 +106,7 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
         if (!status || status[1][0] !== '2') {
           return finish(new ProxyError(`the proxy refused CONNECT ${authority}: ${status ? redactCredentials(`${status[1]}${status[2]}`, own) : 'not an HTTP answer'}`));
         }
+        tunnelled = true;
         const rest = head.subarray(end + 4);
         if (rest.length) s.unshift(rest);
         if (!secure) {
