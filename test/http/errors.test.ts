@@ -295,6 +295,12 @@ await describeEachDb('errors', (ctx) => {
       assert.deepEqual([r.status, answer.errors.map((e: any) => e.errorCode)], [404, ['EndpointNotInVersion']], what);
       assert.match(answer.errors[0].moreInfo, /^served by versions: /, what);
     }
+    // The same for an unknown version (404 UnsupportedApiVersion) and a method the path lacks (405 with Allow).
+    const unknownVersion = await fetch(`${base}/api/2023-01/crm/customers`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{bad' });
+    assert.deepEqual([unknownVersion.status, ((await unknownVersion.json()) as any).errors[0].errorCode], [404, 'UnsupportedApiVersion']);
+    const noMethod = await fetch(`${base}/api/2022-08/crm/customers/x`, { method: 'DELETE', headers: { ...auth, 'content-type': 'application/json' }, body: '{bad' });
+    assert.deepEqual([noMethod.status, ((await noMethod.json()) as any).errors[0].errorCode], [405, 'MethodNotAllowed']);
+    assert.match(noMethod.headers.get('allow') ?? '', /PATCH/);
     const nowhere = await fetch(`${base}/api/2026-11/nope`, { method: 'POST', headers: { ...auth, 'content-encoding': 'gzip' }, body: 'x' });
     assert.deepEqual([nowhere.status, ((await nowhere.json()) as any).errors[0].errorCode], [404, 'NotFound']);
     const nulQuery = await api().get('/crm/customers?externalId=a%00b');
