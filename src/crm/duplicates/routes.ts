@@ -48,9 +48,12 @@ export function duplicateRoutes(s: Services): RouteDef[] {
         const after = decodeCursor(q.cursor);
         const rows = await store.listPairs(s.db, Math.ceil((q.minScore ?? DEFAULT_MIN_SCORE) * 1000 - 1e-9), after, limit);
         const page = rows.slice(0, limit);
-        const byId = await store.customersById(s.db, page.flatMap((p) => [p.a, p.b]));
+        const byId = await store.activeCustomersById(s.db, page.flatMap((p) => [p.a, p.b]));
+        // A pair whose customer stopped being active since the pairs were read is left out (the list is over active
+        // customers only; a probe saw them listed disabled, with mergedInto null); the cursor still follows the pairs.
+        const shown = page.filter((p) => byId.has(p.a) && byId.has(p.b));
         return {
-          data: page.map((p) => ({ customers: [shapeCustomer(byId.get(p.a)!), shapeCustomer(byId.get(p.b)!)], score: p.score / 1000, reasons: p.reasons })),
+          data: shown.map((p) => ({ customers: [shapeCustomer(byId.get(p.a)!), shapeCustomer(byId.get(p.b)!)], score: p.score / 1000, reasons: p.reasons })),
           nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]) : null,
           pendingCustomers: await store.pendingCustomers(s.db),
         };

@@ -380,8 +380,11 @@ export async function listPairs(db: Queryable, minScore: number, after: [number,
   return r.rows;
 }
 
-/** Customer rows by internal id (active or not), for shaping pairs. */
-export async function customersById(db: Queryable, ids: string[]): Promise<Map<string, CustomerRow>> {
-  const r = await db.query<CustomerRow>(`SELECT ${CUSTOMER_COLS} FROM customers c WHERE c.id = ANY($1::bigint[])`, [ids]);
+/**
+ * The active customers among `ids`, for shaping pairs: read after the pairs, in a statement of its own, so a customer
+ * merged away or deactivated in between is left out here (its pair with it), never shown disabled with no mergedInto.
+ */
+export async function activeCustomersById(db: Queryable, ids: string[]): Promise<Map<string, CustomerRow>> {
+  const r = await db.query<CustomerRow>(`SELECT ${CUSTOMER_COLS} FROM customers c WHERE c.id = ANY($1::bigint[]) AND c.status = 'active'`, [ids]);
   return new Map(r.rows.map((c) => [c.id, c]));
 }
