@@ -53,6 +53,24 @@ function rejectMisencodedQuery(url: string): void {
   }
 }
 
+/** A number as a query string writes one: decimal digits, a sign, a fraction, an exponent. */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * A numeric query parameter must be written as a number: Ajv's coercion reads a string as `+value`, so a blank one
+ * (`minScore=%20`) was 0 and a hexadecimal one (`limit=0x10`) 16 (a probe, 2026-11-29).
+ */
+function rejectLooseNumbers(schema: unknown, query: unknown): void {
+  const props = (schema as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties;
+  if (!props || typeof query !== 'object' || query === null) return;
+  for (const [key, value] of Object.entries(query as Record<string, unknown>)) {
+    const type = props[key]?.type;
+    if ((type === 'integer' || type === 'number') && typeof value === 'string' && !DECIMAL.test(value)) {
+      throw new ApiError('InvalidParameterError', `"${key}" must be ${type === 'integer' ? 'an integer' : 'a number'} written in decimal digits`, `querystring.${key}`);
+    }
+  }
+}
+
 /** The token endpoint's form body limit (a client id, a secret, a scope). */
 const TOKEN_FORM_LIMIT = 64 * 1024;
 
@@ -238,6 +256,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.routeOptions.url === '/auth/oauth2/token') return done(); // answers RFC 6749 errors itself (a NUL credential: invalid_client)
     rejectUnstorableUrl(req);
+    rejectLooseNumbers(req.routeOptions.schema?.querystring, req.query);
     if (req.routeOptions.config.routeId && !req.routeOptions.config.checksItems) rejectUnstorable('body', req.body); // bulk: each item's own result
     done();
   });

@@ -148,7 +148,8 @@ await describeEachDb('customers', (ctx) => {
     assert.equal(new Set(seen).size, seen.length, 'no customer twice');
     const total = (await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM customers WHERE status = 'active'`)).rows[0].n;
     assert.equal(seen.length, total, 'every customer once');
-    for (const bad of ['limit=0', 'limit=251', 'limit=abc', 'cursor=%%%', 'status=gone']) {
+    // Numbers written as numbers: a blank or hexadecimal value was coerced (`+" "` is 0, `+"0x10"` 16) until 2026-11-29.
+    for (const bad of ['limit=0', 'limit=251', 'limit=abc', 'limit=%20', 'limit=0x10', 'limit=0b11', 'limit=Infinity', 'cursor=%%%', 'status=gone']) {
       const r = await api().get(`/crm/customers?${bad}`);
       assert.equal(r.status, 400, bad);
       assert.deepEqual(errorCodes(r), ['InvalidParameterError']);
