@@ -44,6 +44,17 @@ export async function partitions(db: Queryable, t: PartitionedTable): Promise<Pa
   return r.rows.map((p) => ({ name: p.name, from: p.from && new Date(p.from), to: p.to && new Date(p.to), isDefault: p.bound === 'DEFAULT' }));
 }
 
+/**
+ * Where t's kept rows begin: the start of its oldest attached day range, or null while the legacy partition
+ * (MINVALUE, a converted deployment's rows) or no range at all is attached. Retention retires whole ranges, so this
+ * says what is gone whatever the retention setting was when they went.
+ */
+export async function keptSince(db: Queryable, t: PartitionedTable): Promise<Date | null> {
+  const ranges = (await partitions(db, t)).filter((p) => !p.isDefault);
+  if (ranges.length === 0 || ranges.some((p) => p.from === null)) return null;
+  return new Date(Math.min(...ranges.map((p) => p.from!.getTime())));
+}
+
 /** Days since 2000-01-01 (UTC): partitions of `span` days start at multiples of span from it. */
 const ORIGIN_MS = Date.UTC(2000, 0, 1);
 

@@ -9,6 +9,8 @@ import { instantOf } from '../http/validator.ts';
 import { idempotent, type Answer, type IdemKey } from '../crm/idempotency/service.ts';
 import { HIDDEN_TYPES } from '../events/store.ts';
 import { mustFind } from './service.ts';
+import { keptSince } from '../partitions/store.ts';
+import { EVENTS } from '../partitions/tables.ts';
 import * as store from './replay-store.ts';
 import type { ReplayCreateT, ReplayT } from './replay-schema.ts';
 
@@ -69,6 +71,12 @@ function windowOf(body: ReplayCreateT, retentionDays: number): { since: string; 
 export async function startReplay(db: Db, subUuid: string, body: ReplayCreateT, retentionDays: number, key: IdemKey | undefined, audit: AuditHook): Promise<Answer> {
   return withRetry(db, (tx) => idempotent(tx, key, async () => {
     const w = windowOf(body, retentionDays);
+    // The events actually kept: days retired under a shorter retention before (a restart with BULB_EVENT_RETENTION_DAYS
+    // lowered, then raised) are gone, and a window reaching into them was replayed without them, silently (a probe).
+    const kept = await keptSince(tx, EVENTS);
+    if (kept && instantOf(w.since) < kept.getTime()) {
+      throw invalid(`since is older than the events kept: the oldest time available is ${kept.toISOString()} (earlier days were retired)`, 'since');
+    }
     const sub = await mustFind(tx, subUuid, 'share'); // a delete meanwhile waits (the worker checks it per chunk)
     const eventTypes = typesOf(sub.event_types, body.eventTypes);
     const answer = shapeReplay(await store.insertReplay(tx, { subscriptionId: sub.id, eventTypes, ...w }));
