@@ -80,7 +80,7 @@ export function rangeFor(day: Date, span: number, existing: Partition[]): { from
  * while it checks that none of its rows belongs to the range, and waits for a statement reading that; a range writes
  * may reach holds the writers, below). Rows the DEFAULT partition holds for the range (written
  * while no partition covered it) are moved into the new one first, in the same transaction. lock_timeout: a busy
- * moment is skipped, the next pass tries again. Returns how many rows it moved; null: another process created it.
+ * moment is skipped, the next pass tries again. Returns how many rows it moved; null: another process created it, or a range overlapping it.
  */
 export async function createPartition(db: Db, t: PartitionedTable, range: { from: Date; to: Date }): Promise<number | null> {
   const name = partitionName(t, range.from);
@@ -96,10 +96,13 @@ export async function createPartition(db: Db, t: PartitionedTable, range: { from
     const now = (await databaseNow(tx)).getTime();
     const ahead = range.from.getTime() > now + LIVE_MARGIN_MS;
     await tx.query(`SET LOCAL lock_timeout = '${ahead ? ADVANCE_LOCK_TIMEOUT : '2s'}'`);
-    // Two processes starting at once create the same partitions: one at a time, and the second finds it made (null).
-    // (Both creating it, the second failed on the catalog's unique index: an error logged by a healthy start.)
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`bulb:partition:${name}`]);
-    if ((await tx.query<{ there: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS there`, [name])).rows[0].there) return null;
+    // Two processes starting at once create the same partitions: one table's at a time, and the second finds its range
+    // made, or overlapped by a range the other made under another BULB_PARTITION_DAYS (a rolling restart changing it):
+    // null, and the next pass works out the ranges again. (Both creating one, the second failed on the catalog's unique
+    // index; locked by name, ranges of different spans failed ATTACH with 42P17 "would overlap", a probe, 2026-11-29.)
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`bulb:partition:${t.table}`]);
+    const overlaps = (await partitions(tx, t)).some((p) => !p.isDefault && (p.from === null || p.from < range.to) && (p.to === null || p.to > range.from));
+    if (overlaps) return null;
     // The tables the parent's foreign keys reference first (webhook_deliveries → webhook_subscriptions): ATTACH takes
     // them (SHARE ROW EXCLUSIVE) after the DEFAULT partition, while a claim holds webhook_subscriptions from its
     // start (its UPDATE of rate_tat) and reads the DEFAULT partition next: a deadlock (found by probing,
@@ -197,8 +200,8 @@ export async function retirePartition(db: Db, t: PartitionedTable, partition: st
   return db.transaction(async (tx): Promise<Retirement> => {
     await tx.query(`SET LOCAL lock_timeout = '2s'`);
     // Two workers' passes at once: one retires the partition, the other finds it gone (its pass failed with 42P01
-    // halfway; found by a probe). The key createPartition takes for the same name.
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`bulb:partition:${partition}`]);
+    // halfway; found by a probe). The key createPartition takes: one change to a table's partitions at a time.
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`bulb:partition:${t.table}`]);
     const there = await tx.query(`SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass($1) AND inhparent = to_regclass($2)`, [partition, t.table]);
     if (there.rows.length === 0) return { state: 'gone', pendingExpired: 0 };
     const pendingExpired = t === DELIVERIES ? await pendingIn(tx, partition) : 0;

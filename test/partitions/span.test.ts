@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { backends, freshDb, type TestDb } from '../helpers/db.ts';
 import { DAYS_AHEAD, EVENTS, PARTITIONED } from '../../src/partitions/tables.ts';
-import { addDays, dayOf, partitions, type Partition } from '../../src/partitions/store.ts';
+import { addDays, createPartition, dayOf, partitions, type Partition } from '../../src/partitions/store.ts';
 import { ensurePartitions, rangesToCreate, runRetention } from '../../src/partitions/maintain.ts';
 import { loadConfig } from '../../src/config.ts';
 
@@ -119,6 +119,24 @@ for (const backend of await backends()) {
       const after = await runRetention(tdb.db, config, addDays(range.to!, 30));
       assert.ok(after.dropped.some((d) => d.partition === holder), after.dropped.map((d) => d.partition).join());
       assert.equal((await q(`SELECT count(*)::int AS n FROM events WHERE id = $1`, [id])).rows[0].n, 0);
+    });
+
+    it('two workers of different spans at once (a rolling restart changing it): both passes finish, the ranges never overlap', async () => {
+      // Keyed by the partition's name, a week's range and a day inside it were made by two passes at once and the
+      // second ATTACH failed with 42P17 "would overlap", ending that pass (a probe, 2026-11-29).
+      // Past every partition the test above made (it went 14 days and the days ahead on), on a 7-day boundary.
+      const week = new Date(Date.UTC(2000, 0, 1) + Math.ceil((Date.now() + 200 * DAY - Date.UTC(2000, 0, 1)) / (7 * DAY)) * 7 * DAY);
+      // A day inside a week made first: skipped, not an error.
+      assert.notEqual(await createPartition(tdb.db, EVENTS, { from: week, to: addDays(week, 7) }), null);
+      assert.equal(await createPartition(tdb.db, EVENTS, { from: addDays(week, 2), to: addDays(week, 3) }), null);
+      // And racing: two passes far enough on that each has ranges to make, one daily and one weekly.
+      const on = addDays(week, 40);
+      await Promise.all([ensurePartitions(tdb.db, on, [], 1), ensurePartitions(tdb.db, on, [], 7)]);
+      for (const t of PARTITIONED) {
+        const ranges = (await partitions(tdb.db, t)).filter((p) => p.from !== null && !p.isDefault).sort((a, b) => a.from!.getTime() - b.from!.getTime());
+        for (let i = 1; i < ranges.length; i++) assert.ok(ranges[i].from! >= ranges[i - 1].to!, `${t.table}: ${ranges[i - 1].name} and ${ranges[i].name} overlap`);
+        assert.ok(covers(await partitions(tdb.db, t), addDays(on, DAYS_AHEAD - 1)), `${t.table}: the days ahead of the passes are covered`);
+      }
     });
   });
 }
