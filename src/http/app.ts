@@ -235,6 +235,11 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
       return done(new ApiError('UnsupportedMediaType', `request bodies are not decoded: Content-Encoding ${coding.slice(0, 40)} is not supported; send the body uncompressed`, 'Content-Encoding'));
     }
+    // A body that stops arriving for BULB_IMPORT_IDLE_MS ends its connection (the socket's idle timer, which Node's
+    // server destroys it on; reset once the body is in, preValidation). Fastify leaves requests without a deadline: a
+    // client, authenticated or not (the token endpoint), held a socket for ever with a body it never finished (a probe,
+    // 2026-11-29). Import uploads have their own idle guard, which does not count the server's own waits.
+    if (!req.routeOptions.config.rawBody) req.raw.socket?.setTimeout(s.config.importIdleMs);
     done(null, payload);
   });
   app.addHook('onResponse', (req, reply, done) => {
@@ -254,6 +259,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   });
   // PostgreSQL cannot store NUL nor a lone surrogate in text or jsonb: refuse them in any input with a 400 naming the field.
   app.addHook('preValidation', (req, _reply, done) => {
+    req.raw.socket?.setTimeout(0); // the body is in (preParsing's idle timer); 0 is the server's own (Fastify's connectionTimeout)
     if (req.routeOptions.url === '/auth/oauth2/token') return done(); // answers RFC 6749 errors itself (a NUL credential: invalid_client)
     rejectUnstorableUrl(req);
     rejectLooseNumbers(req.routeOptions.schema?.querystring, req.query);
