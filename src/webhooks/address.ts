@@ -28,7 +28,10 @@ const V6: [string, number, string][] = [
   ['::1', 128, 'loopback'],
   ['64:ff9b:1::', 48, 'NAT64 local'],
   ['100::', 64, 'discard'],
+  ['2001:2::', 48, 'benchmarking'],
   ['2001:db8::', 32, 'documentation'],
+  ['3fff::', 20, 'documentation'], // RFC 9637 (2024): let through until 2026-11-29, as were 2001:2::/48 and 5f00::/16
+  ['5f00::', 16, 'segment routing (SRv6) SIDs'],
   ['fc00::', 7, 'private (unique local)'],
   ['fe80::', 10, 'link-local'],
   ['fec0::', 10, 'site-local'],

@@ -19,13 +19,14 @@ describe('address classifier', () => {
     ['224.0.0.251', /multicast/], ['239.1.1.1', /multicast/], ['255.255.255.255', /reserved/], ['192.88.99.1', /6to4 relay/],
     ['::1', /loopback/], ['[::1]', /loopback/], ['::', /unspecified/], ['fc00::1', /unique local/], ['fd00:ec2::254', /unique local/],
     ['fe80::1', /link-local/], ['fe80::1%eth0', /link-local/], ['ff02::1', /multicast/],
+    ['3fff::1', /documentation/], ['3fff:fff:ffff::1', /documentation/], ['2001:2::1', /benchmarking/], ['5f00::1', /segment routing/],
     ['::ffff:127.0.0.1', /IPv4-mapped loopback/], ['::ffff:7f00:1', /IPv4-mapped loopback/], ['[::ffff:a00:1]', /IPv4-mapped private/],
     ['::ffff:169.254.169.254', /IPv4-mapped cloud metadata/], ['::127.0.0.1', /IPv4-compatible loopback/], ['64:ff9b::a9fe:a9fe', /NAT64 cloud metadata/],
   ];
   for (const [ip, re] of refused) {
     it(`refuses ${ip}`, () => assert.match(blockedReason(ip) ?? 'ALLOWED', re));
   }
-  for (const ip of ['8.8.8.8', '1.1.1.1', '100.63.255.255', '100.128.0.1', '172.32.0.1', '192.88.100.1', '192.88.98.255', '11.0.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', 'example.com']) {
+  for (const ip of ['8.8.8.8', '1.1.1.1', '100.63.255.255', '100.128.0.1', '172.32.0.1', '192.88.100.1', '192.88.98.255', '11.0.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2001:3::1', 'example.com']) {
     it(`allows ${ip}`, () => assert.equal(blockedReason(ip), undefined));
   }
   it('parses inet_aton forms', () => {
