@@ -8,12 +8,15 @@ import type { FastifyRequest } from 'fastify';
  * and spelling: the name is compared with its `-`, `_` and `.` taken out (`x-api-key`, `accessToken`, `auth_token`
  * were logged in full until 2026-11-29; a key of `BULB_ADMIN_KEY` has no `bulb_` prefix to catch it by).
  */
-const SECRET_PARAM = /token|secret|passw|apikey|auth|bearer|credential|signature|session|^(key|code|sig|pwd)$/;
+const SECRET_PARAM = /token|secret|passw|apikey|privatekey|auth|bearer|credential|signature|signing|session|jwt|hmac|whsec|^(key|code|sig|pwd|pw|pass)$/;
 const secretParam = (name: string) => SECRET_PARAM.test(name.toLowerCase().replace(/[-_.]/g, ''));
 /** The userinfo of an absolute-form request target (`GET http://user:pass@host/…`), up to its last `@` as URL parsers read it. */
 const USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i;
-/** Bulb's own secrets, wherever in the URL they are (a key pasted into a path segment or a filter). */
-const BULB_SECRET = /bulb_(key|cs|at)_[A-Za-z0-9_-]+/g;
+/**
+ * Bulb's own secrets, wherever in the URL they are (a key pasted into a path segment or a filter), a webhook signing
+ * secret (`whsec_<base64>`) included (logged in full under any other name until 2026-11-29).
+ */
+const BULB_SECRET = /bulb_(key|cs|at)_[A-Za-z0-9_-]+|whsec_[A-Za-z0-9+/=_-]+/g;
 
 /** What stands for a credential in the log (the redacted headers too: app.ts). */
 export const REDACTED_VALUE = '[redacted]';

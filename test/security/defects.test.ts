@@ -91,11 +91,15 @@ describe('credentials in a URL are not logged', () => {
     assert.equal(redactUrl('/api/2026-11/crm/customers/c%2D1?email=a%40b.c'), '/api/2026-11/crm/customers/c%2D1?email=a%40b.c', 'encoded values without a secret pass as sent');
     // Any spelling of a credential's name (a BULB_ADMIN_KEY key has no bulb_ prefix to be caught by), and the userinfo
     // of an absolute-form target: logged in full until 2026-11-29.
-    for (const name of ['api-key', 'x-api-key', 'X-Api-Key', 'accessToken', 'clientSecret', 'authorization', 'bearer', 'auth_token', 'apiKey', 'PASSWORD', 'pwd', 'session_id'])
+    // And (2026-11-29, a probe) private_key, jwt, hmac, pass, pw, a signing secret's names, and a whsec_ value under any name.
+    for (const name of ['api-key', 'x-api-key', 'X-Api-Key', 'accessToken', 'clientSecret', 'authorization', 'bearer', 'auth_token', 'apiKey', 'PASSWORD', 'pwd', 'session_id',
+      'private_key', 'jwt', 'hmac', 'pass', 'pw', 'signing', 'signingSecret', 'whsec'])
       assert.equal(redactUrl(`/api/2026-11/crm/customers?limit=5&${name}=probe_admin_key_0123456789`), `/api/2026-11/crm/customers?limit=5&${name}=[redacted]`, name);
     assert.equal(redactUrl('http://admin:probe_admin_key_0123@localhost:8080/api/2026-11/integrations/apiKeys?limit=1'),
       'http://[redacted]@localhost:8080/api/2026-11/integrations/apiKeys?limit=1');
     assert.equal(redactUrl('http://admin:p@ss@host/api/x'), 'http://[redacted]@host/api/x', 'a password holding an @');
+    assert.equal(redactUrl('/api/2026-11/crm/customers?q=whsec_LEAK7x%2Bab%3D&externalId=c-1'), '/api/2026-11/crm/customers?q=[redacted]&externalId=c-1');
+    assert.equal(redactUrl('/api/2026-11/crm/customers/whsec_AbC+1=?limit=1'), '/api/2026-11/crm/customers/[redacted]?limit=1');
     assert.equal(redactUrl('/api/2026-11/crm/customers?externalId=c-1&eventType=customerCreate&status=all&updatedSince=2026-01-01'),
       '/api/2026-11/crm/customers?externalId=c-1&eventType=customerCreate&status=all&updatedSince=2026-01-01', 'Bulb\'s own parameters pass');
   });
