@@ -7,6 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
 import { allows, type Principal } from '../auth/principal.ts';
+import { bindCursors } from './cursor-scope.ts';
 import { ApiError, clientErrorHandler, errorHandler, expectationFailed, invalid, MAX_PARAM_LENGTH, rejectUnstorable, sendError, toApiError } from './errors.ts';
 import { AuthFailures, RateLimiter, tooManyFailures } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
@@ -266,6 +267,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     if (req.routeOptions.config.routeId && !req.routeOptions.config.checksItems) rejectUnstorable('body', req.body); // bulk: each item's own result
     done();
   });
+  bindCursors(app); // every nextCursor bound to its list (cursor-scope.ts)
 
   // Who calls, within their rate and scope (throws the error answered otherwise).
   const admit = (req: FastifyRequest, header: string | undefined, principal: Principal | undefined, bearer = true) => {
