@@ -16,7 +16,9 @@ export const ExternalIdParams = Type.Object({ id: ExternalId });
 export const PrimaryParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255, description: 'the primary customer: its uuid or its externalId (a uuid match wins)' }) });
 // Tulip's legacy merge names customers by Tulip id (https://docs.tulip.com/integrating/customer-merge:
 // PUT …/v2/crm/customers/2154/merge {"ids":[2155,2156,2157]}): Bulb's numeric customer `id`; uuids work too.
-const TULIP_ID_PATTERN = '^[0-9]{1,18}$';
+// A positive id of at most 18 significant digits, leading zeros ignored ("0" and "00" named nobody and were a 404, not
+// the 400 the docs give; a probe, 2026-11-29).
+export const TULIP_ID_PATTERN = '^0*[1-9][0-9]{0,17}$';
 const UUID_PATTERN = '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
 export const TulipIdOrUuid = Type.Union([
   Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "the customer's numeric id (a larger one as a numeric string: JSON numbers past 2^53 lose digits)" }),

@@ -9,7 +9,7 @@ import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import * as customers from '../customers/store.ts';
 import { customerName } from '../customers/wire.ts';
 import * as store from './store.ts';
-import { MOVED_KEYS, TulipIdOrUuid, type Moved } from './schema.ts';
+import { MOVED_KEYS, TULIP_ID_PATTERN, TulipIdOrUuid, type Moved } from './schema.ts';
 import { UUID } from '../../http/formats.ts';
 
 /**
@@ -51,8 +51,8 @@ export class DryRunRollback extends Error {
 /** A retryable failure (same SQLSTATE as a serialization failure) for withRetry. */
 const retry = (why: string) => Object.assign(new Error(why), { code: '40001' });
 
-/** A Tulip id as text: digits, within bigint (a longer number names nobody). */
-const TULIP_ID_RE = /^[0-9]{1,18}$/;
+/** A Tulip id as text: a positive number within bigint, leading zeros ignored (the schema's pattern). */
+const TULIP_ID_RE = new RegExp(TULIP_ID_PATTERN);
 const tulipId = (ref: string) => (TULIP_ID_RE.test(ref) ? BigInt(ref).toString() : undefined);
 
 /**
