@@ -5,6 +5,7 @@ import { ErrorBody } from '../http/schema.ts';
 import type { Services } from '../services.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
 import { decodeCursor, Page, pageOf } from '../http/pagination.ts';
+import { listOf } from '../http/cursor-scope.ts';
 import { auditOf } from '../audit/record.ts';
 import { keyOf } from '../crm/idempotency/service.ts';
 import { UuidParams } from './schema.ts';
@@ -42,6 +43,7 @@ export function replayRoutes(s: Services): RouteDef[] {
       handler: async (req) => {
         const q = req.query as { limit?: number; cursor?: string };
         const sub = await mustFind(s.db, uuidOf(req));
+        listOf(req, sub.id);
         const rows = await store.listReplays(s.db, sub.id, decodeCursor(q.cursor), q.limit ?? 50);
         return pageOf(rows, q.limit ?? 50, svc.shapeReplay);
       },

@@ -34,6 +34,9 @@ await describeEachDb('cursors bound to their list', (ctx) => {
     const old = await ctx.srv.api.withVersion('2025-04').get(`/crm/customers/cs-a/notes?limit=1&cursor=${cursor}`);
     assert.equal(old.status, 200, old.text);
     assert.deepEqual(old.body.data.map((n: any) => n.comments), ['cs-a 1']);
+    // The same customer named another way (its uuid, in capitals) walks the same list (a probe: it was refused).
+    const uuid = (await api.get('/crm/customers/cs-a')).body.uuid as string;
+    assert.deepEqual((await api.get(`/crm/customers/${uuid.toUpperCase()}/notes?limit=50&cursor=${cursor}`)).body.data.map((n: any) => n.comments), ['cs-a 1', 'cs-a 2']);
     // A cursor of the form given before 2026-11-29 (not bound) is still read.
     const unbound = cursor.split('.').at(-1)!;
     assert.deepEqual((await api.get(`/crm/customers/cs-a/notes?limit=50&cursor=${unbound}`)).body.data.map((n: any) => n.comments), ['cs-a 1', 'cs-a 2']);

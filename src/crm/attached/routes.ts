@@ -5,6 +5,7 @@ import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { ErrorBody } from '../../http/schema.ts';
 import { decodeCursor, Page, pageOf, PageQuery } from '../../http/pagination.ts';
+import { listOf } from '../../http/cursor-scope.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
 import { CustomerIdParams } from '../customers/schema.ts';
@@ -26,7 +27,8 @@ export function dataRoutes(s: Services): RouteDef[] {
         handler: async (req) => {
           const q = req.query as { limit?: number; cursor?: string };
           const limit = q.limit ?? 50;
-          const rows = await service.listRows(s.db, k, (req.params as { id: string }).id, decodeCursor(q.cursor), limit);
+          const { customerId, rows } = await service.listRows(s.db, k, (req.params as { id: string }).id, decodeCursor(q.cursor), limit);
+          listOf(req, customerId);
           return pageOf(rows, limit, k.shape);
         },
       },

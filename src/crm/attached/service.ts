@@ -34,9 +34,10 @@ export async function createRow(tx: Queryable, k: Kind, customerRef: string, bod
   return row;
 }
 
-export async function listRows(db: Queryable, k: Kind, customerRef: string, afterId: string | null, limit: number): Promise<any[]> {
+/** A page of a customer's records of kind k, and the customer's internal id (the list's owner, cursor-scope.ts). */
+export async function listRows(db: Queryable, k: Kind, customerRef: string, afterId: string | null, limit: number): Promise<{ customerId: string; rows: any[] }> {
   const customer = await customers.findCustomer(db, customerRef);
   if (!customer) throw notFound(`customer "${customerRef}" not found`, 'id');
-  return store.listRows(db, k, customer.id, afterId, limit);
+  return { customerId: customer.id, rows: await store.listRows(db, k, customer.id, afterId, limit) };
 }
 

@@ -11,6 +11,7 @@ import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { notFound } from '../../http/errors.ts';
 import { decodeCursor, Page, pageOf } from '../../http/pagination.ts';
+import { listOf } from '../../http/cursor-scope.ts';
 import { sourceOf } from '../../http/context.ts';
 import { isoNN } from '../../http/time.ts';
 import { withRetry, type Queryable } from '../../db/db.ts';
@@ -145,6 +146,7 @@ export function mergeRoutes(s: Services): RouteDef[] {
         const q = req.query as { limit?: number; cursor?: string };
         const c = await customers.findCustomer(s.db, id);
         if (!c) throw notFound(`customer "${id}" not found`, 'id');
+        listOf(req, c.id);
         const limit = q.limit ?? 50;
         return pageOf(await store.listMerges(s.db, c.id, decodeCursor(q.cursor), limit), limit, shapeRecord);
       },
