@@ -324,7 +324,7 @@ await describeEachDb('customers', (ctx) => {
     }
   });
 
-  it('a search term\'s pages, a customer\'s attached list and the associates list never pass a row a running transaction wrote', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
+  it('a search term\'s pages, a customer\'s attached list, the associates and the attribute definitions never pass a row a running transaction wrote', { skip: ctx.backend === 'pg' ? false : 'PostgreSQL only: two transactions at once' }, async () => {
     const owner = (await api().post('/crm/customers', { externalId: 'hzw-owner', firstName: 'Owner' })).body;
     const chunk = new pg.Client({ connectionString: ctx.tdb.url });
     await chunk.connect();
@@ -334,9 +334,11 @@ await describeEachDb('customers', (ctx) => {
       await chunk.query(`INSERT INTO customers (external_id, first_name) VALUES ('hzw-chunk', 'Hzwalker')`);
       await chunk.query(`INSERT INTO preferences (customer_id, category, value) SELECT id, 'size', 'chunk' FROM customers WHERE uuid = $1`, [owner.uuid]);
       await chunk.query(`INSERT INTO associates (external_id) VALUES ('hzw-a-chunk')`);
+      await chunk.query(`INSERT INTO customer_attributes (external_id) VALUES ('hzw-attr-chunk')`);
       assert.equal((await api().post('/crm/customers', { externalId: 'hzw-single', firstName: 'Hzwalker' })).status, 201);
       assert.equal((await api().post('/crm/customers/hzw-owner/preferences', { category: 'size', value: 'single' })).status, 201);
       assert.equal((await api().post('/crm/associates', { externalId: 'hzw-a-single' })).status, 201);
+      assert.equal((await api().post('/crm/customerAttributes', { externalId: 'hzw-attr-single' })).status, 201);
       const walk = async (path: string, key: (x: any) => string) => {
         const seen: string[] = [];
         for (let cursor: string | null = null; ;) {
@@ -350,11 +352,15 @@ await describeEachDb('customers', (ctx) => {
       assert.ok(!(await walk('/crm/customers?q=hzwalker', (c) => c.externalId)).includes('hzw-single'), 'the search passed a running write');
       assert.ok(!(await walk('/crm/customers/hzw-owner/preferences', (p) => p.value)).includes('single'), 'the preferences passed a running write');
       assert.ok(!(await walk('/crm/associates', (a) => a.externalId)).includes('hzw-a-single'), 'the associates passed a running write');
+      // The attribute definitions too (a probe, 2026-11-29: their list had no horizon).
+      assert.ok(!(await walk('/crm/customerAttributes', (a) => a.externalId)).includes('hzw-attr-single'), 'the attributes passed a running write');
       await chunk.query('COMMIT');
       assert.deepEqual(await walk('/crm/customers?q=hzwalker', (c) => c.externalId), ['hzw-chunk', 'hzw-single']);
       assert.deepEqual(await walk('/crm/customers/hzw-owner/preferences', (p) => p.value), ['chunk', 'single']);
       const associates = await walk('/crm/associates', (a) => a.externalId);
       assert.ok(associates.indexOf('hzw-a-chunk') >= 0 && associates.indexOf('hzw-a-chunk') < associates.indexOf('hzw-a-single'), associates.join(','));
+      const attributes = await walk('/crm/customerAttributes', (a) => a.externalId);
+      assert.ok(attributes.indexOf('hzw-attr-chunk') >= 0 && attributes.indexOf('hzw-attr-chunk') < attributes.indexOf('hzw-attr-single'), attributes.join(','));
     } finally {
       await chunk.query('ROLLBACK').catch(() => {});
       await chunk.end();

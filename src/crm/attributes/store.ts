@@ -1,4 +1,5 @@
 // SQL for customer attributes (migration 027).
+import { writeHorizon } from '../../db/write-horizon.ts';
 import type { Queryable } from '../../db/db.ts';
 import { looksLikeUuid } from '../customers/store.ts';
 import type { CustomerAttributeCreateT } from './schema.ts';
@@ -33,9 +34,12 @@ export async function findAttribute(db: Queryable, id: string): Promise<Attribut
 }
 
 export async function listAttributes(db: Queryable, afterId: string | null, limit: number): Promise<AttributeRow[]> {
+  // A walk: rows written before the write horizon only (src/db/write-horizon.ts), as every id-ordered list (a probe,
+  // 2026-11-29: an attribute whose insert committed after later ones was passed by the cursor, never listed).
+  const horizon = await writeHorizon(db, 'customer_attributes');
   const r = await db.query<AttributeRow>(
-    `SELECT ${COLS} FROM customer_attributes WHERE ($1::bigint IS NULL OR id > $1) ORDER BY id LIMIT $2`,
-    [afterId, limit + 1],
+    `SELECT ${COLS} FROM customer_attributes WHERE ($1::bigint IS NULL OR id > $1) AND ($3::timestamptz IS NULL OR created_at < $3) ORDER BY id LIMIT $2`,
+    [afterId, limit + 1, horizon],
   );
   return r.rows;
 }
