@@ -12,9 +12,9 @@ const focused = (page: Page) => page.evaluate(() => {
   return el ? `${el.tagName.toLowerCase()}: ${el.getAttribute('aria-label') ?? el.textContent?.trim().slice(0, 60)}` : 'none';
 });
 
-/** Waits until focus is on something other than the body (or gives the last answer after ~5 s). */
+/** Waits until focus is on something other than the body (or gives the last answer after ~15 s: a loaded machine). */
 async function focusSettled(page: Page) {
-  for (let i = 0; i < 50; i++) {
+  for (let i = 0; i < 150; i++) {
     const f = await focused(page);
     if (!f.startsWith('body')) return f;
     await page.waitForTimeout(100);

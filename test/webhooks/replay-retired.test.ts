@@ -19,7 +19,9 @@ await describeEachDb('a replay over retired days', (ctx) => {
     const cutover = (await db.query<{ to: string }>(
       `SELECT (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1] AS to FROM pg_class c WHERE c.relname = 'events_legacy'`)).rows[0].to;
     const from = new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000 - 2 * 86_400_000);
-    await db.exec(`ALTER TABLE events DETACH PARTITION events_legacy; CREATE TABLE events_kept PARTITION OF events FOR VALUES FROM ('${from.toISOString()}') TO ('${cutover}')`);
+    // To the cutover (a database's is today's or later), or past today if a reused template's cutover is older.
+    const to = new Date(Math.max(Date.parse(cutover), from.getTime() + 3 * 86_400_000)).toISOString();
+    await db.exec(`ALTER TABLE events DETACH PARTITION events_legacy; CREATE TABLE events_kept PARTITION OF events FOR VALUES FROM ('${from.toISOString()}') TO ('${to}')`);
     const before = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_replays`)).rows[0].n;
     const old = await api.post(path, { since: new Date(from.getTime() - 86_400_000).toISOString() });
     assert.equal(old.status, 400, old.text);
