@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Services } from '../services.ts';
 import { issueAccessToken } from './service.ts';
 import { RateLimiter, type AuthFailures } from '../http/ratelimit.ts';
+import { oauthErrorCode } from '../http/versioning/openapi-extras.ts';
 
 function oauthError(reply: FastifyReply, status: number, error: string, description: string) {
   if (status === 401) reply.header('WWW-Authenticate', 'Basic realm="bulb"');
@@ -10,7 +11,7 @@ function oauthError(reply: FastifyReply, status: number, error: string, descript
   return reply.code(status).header('cache-control', 'no-store').send({
     error,
     error_description: description,
-    errors: [{ message: description, errorCode: status === 401 ? 'Unauthorized' : status === 429 ? 'RateLimited' : 'InvalidParameterError', moreInfo: error }],
+    errors: [{ message: description, errorCode: oauthErrorCode(status), moreInfo: error }],
   });
 }
 

@@ -81,20 +81,26 @@ export const tokenSchemas = {
 
 type Lift = (schema: unknown) => unknown;
 
+/** The SPEC errorCode beside an OAuth error of the token endpoint, by its status (its answers and their examples). */
+export const oauthErrorCode = (status: number) => (status === 401 ? 'Unauthorized' : status === 429 ? 'RateLimited' : 'InvalidParameterError');
+
+/** The header a 429 or 503 answer carries (every route's, and the token endpoint's). */
+export const RETRY_AFTER_HEADER = { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer' } } };
+
 /**
  * The operation of POST /auth/oauth2/token. generic(status): the answer every route documents for a status the
  * endpoint does not write itself (500, and 503 while the database is unavailable), in the SPEC error shape.
  */
 export function tokenOperation(lift: Lift, generic: (status: number) => unknown) {
-  const oauthError = (description: string, error: string, text: string, orUnparsed = false) => ({
+  const oauthError = (status: number, description: string, error: string, text: string, orUnparsed = false) => ({
     description,
-    ...(error === 'temporarily_unavailable' ? { headers: { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer' } } } } : {}),
+    ...(status === 429 ? { headers: RETRY_AFTER_HEADER } : {}),
     content: {
       'application/json': {
         // A request Node's HTTP parser refuses (request line and headers over 16 KiB…) never reaches the
         // endpoint: it is answered 400 in the SPEC error shape alone.
         schema: orUnparsed ? { anyOf: [lift(tokenSchemas.OAuthError), lift(ErrorBody)] } : lift(tokenSchemas.OAuthError),
-        example: { error, error_description: text, errors: [{ message: text, errorCode: error === 'invalid_client' ? 'Unauthorized' : error === 'temporarily_unavailable' ? 'RateLimited' : 'InvalidParameterError', moreInfo: error }] },
+        example: { error, error_description: text, errors: [{ message: text, errorCode: oauthErrorCode(status), moreInfo: error }] },
       },
     },
   });
@@ -114,11 +120,11 @@ export function tokenOperation(lift: Lift, generic: (status: number) => unknown)
         headers: { 'Cache-Control': { description: 'no-store', schema: { type: 'string' } } },
         content: { 'application/json': { schema: lift(tokenSchemas.TokenResponse) } },
       },
-      '400': oauthError('Bad request (invalid_request, unsupported_grant_type, invalid_scope); a request that is not parseable HTTP gets the SPEC error list alone', 'unsupported_grant_type', 'only client_credentials is supported', true),
-      '401': oauthError('Client authentication failed (invalid_client)', 'invalid_client', 'client authentication failed'),
-      '413': oauthError('Body over 64 KiB (invalid_request)', 'invalid_request', 'request body exceeds 64 KiB'),
-      '415': oauthError('Body is neither a form nor JSON (invalid_request)', 'invalid_request', 'unsupported Content-Type'),
-      '429': oauthError('Too many failed client authentications from this address, or too many tokens issued to this client (temporarily_unavailable): retry after Retry-After', 'temporarily_unavailable', 'too many tokens issued to this client: reuse a token until it expires (expires_in); retry after 1 s'),
+      '400': oauthError(400, 'Bad request (invalid_request, unsupported_grant_type, invalid_scope); a request that is not parseable HTTP gets the SPEC error list alone', 'unsupported_grant_type', 'only client_credentials is supported', true),
+      '401': oauthError(401, 'Client authentication failed (invalid_client)', 'invalid_client', 'client authentication failed'),
+      '413': oauthError(413, 'Body over 64 KiB (invalid_request)', 'invalid_request', 'request body exceeds 64 KiB'),
+      '415': oauthError(415, 'Body is neither a form nor JSON (invalid_request)', 'invalid_request', 'unsupported Content-Type'),
+      '429': oauthError(429, 'Too many failed client authentications from this address, or too many tokens issued to this client (temporarily_unavailable): retry after Retry-After', 'temporarily_unavailable', 'too many tokens issued to this client: reuse a token until it expires (expires_in); retry after 1 s'),
       '500': generic(500),
       '503': generic(503),
     },

@@ -4,7 +4,7 @@
 import type { Registry, VersionedRoute } from './registry.ts';
 import { versionInfo } from './versions.ts';
 import { ErrorBody } from '../schema.ts';
-import { DESCRIPTIONS, TAGS, TOKEN_PATH, tokenOperation } from './openapi-extras.ts';
+import { DESCRIPTIONS, RETRY_AFTER_HEADER, TAGS, TOKEN_PATH, tokenOperation } from './openapi-extras.ts';
 import { WEBHOOK_EVENTS_TAG, webhooksSection } from './openapi-webhooks.ts';
 
 type Json = any;
@@ -65,7 +65,7 @@ function errorResponse(status: number, components: Components, description?: str
     content: { 'application/json': { schema: lift(ErrorBody, components), example: { errors: [{ message, errorCode, moreInfo }] } } },
   };
   if (status === 401) res.headers = { 'WWW-Authenticate': { description: 'Bearer realm="bulb"', schema: { type: 'string' } } };
-  if (status === 429 || status === 503) res.headers = { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer' } } };
+  if (status === 429 || status === 503) res.headers = RETRY_AFTER_HEADER;
   return res;
 }
 
