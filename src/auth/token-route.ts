@@ -72,23 +72,25 @@ export function tokenRoutes(app: FastifyInstance, s: Services, failures: AuthFai
     }
     const scope = str('scope');
     // A client id and secret cost a database lookup: refused without one while this address has failed too often.
-    const wait = failures.wait(req.ip);
+    const wait = failures.begin(req.ip);
     if (wait > 0) {
       reply.header('Retry-After', String(wait));
       return oauthError(reply, 429, 'temporarily_unavailable', `too many failed client authentications from this address; retry after ${wait} s`);
     }
     const busy = issued.take(id);
     if (busy > 0) {
+      failures.end(req.ip, false);
       reply.header('Retry-After', String(busy));
       return oauthError(reply, 429, 'temporarily_unavailable', `too many tokens issued to this client: reuse a token until it expires (expires_in); retry after ${busy} s`);
     }
     const result = await issueAccessToken(s.db, id, secret, scope ? [...new Set(scope.split(' ').filter(Boolean))] : undefined) // a scope named twice is granted once
       .catch((err) => {
+        failures.end(req.ip, false);
         issued.give(id);
         throw err;
       });
+    failures.end(req.ip, !result.ok && result.error === 'invalid_client');
     if (!result.ok) issued.give(id);
-    if (!result.ok && result.error === 'invalid_client') failures.failed(req.ip);
     if (!result.ok) return oauthError(reply, result.error === 'invalid_client' ? 401 : 400, result.error, result.description);
     return { access_token: result.accessToken, token_type: 'Bearer', expires_in: result.expiresIn, scope: result.scopes.join(' ') };
   });

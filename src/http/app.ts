@@ -295,17 +295,20 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
       return done();
     }
     // A token not in the cache costs a database lookup: refused without one while its address has failed too often.
-    const wait = failures.wait(req.ip);
+    const wait = failures.begin(req.ip);
     if (wait > 0) return done(tooManyFailures(wait));
     s.auth.authenticate(m[1]).then((principal) => {
-      if (!principal) failures.failed(req.ip);
+      failures.end(req.ip, !principal);
       try {
         admit(req, header, principal);
       } catch (err) {
         return done(err as Error);
       }
       done();
-    }, done);
+    }, (err) => {
+      failures.end(req.ip, false);
+      done(err);
+    });
   };
   registry.register(app, { auth });
 

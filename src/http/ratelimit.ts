@@ -21,12 +21,14 @@ export class RateLimiter {
     if (b) b.tokens = Math.min(this.burst, b.tokens + 1);
   }
 
-  /** What take would answer, taking nothing: 0 while a token is left, else the seconds until one is. */
-  peek(key: string): number {
+  /**
+   * What take would answer, taking nothing, with `reserved` tokens counted as taken already: 0 while a token is left,
+   * else the seconds until one is.
+   */
+  peek(key: string, reserved = 0): number {
     const b = this.buckets.get(key);
-    if (!b) return 0;
-    this.refill(b, this.now());
-    return b.tokens >= 1 ? 0 : this.waitOf(b);
+    const tokens = b ? (this.refill(b, this.now()), b.tokens) : this.burst;
+    return tokens - reserved >= 1 ? 0 : this.waitOf({ tokens: tokens - reserved });
   }
 
   private bucket(key: string): { tokens: number; at: number } {
@@ -63,20 +65,33 @@ export const tooManyFailures = (wait: number) =>
 /**
  * Failed authentications by client address: each unknown, revoked or expired token (or bad client secret) costs a
  * database lookup, so an address past its rate of failures is refused 429 before the lookup. A token in the cache is
- * admitted without asking (wait is asked only before a lookup): clients already signed in never wait for it.
+ * admitted without asking (begin is asked only before a lookup): clients already signed in never wait for it.
+ * A lookup in flight counts as a failure until it settles, so a burst of concurrent guesses cannot pass the limit
+ * before the first of them is known to have failed.
  */
 export class AuthFailures {
   private readonly buckets: RateLimiter;
+  private readonly inFlight = new Map<string, number>();
   constructor(rate: number, burst: number, now?: () => number) {
     this.buckets = new RateLimiter(rate, burst, now);
   }
 
-  /** 0 while `address` may fail again, else the seconds until it may (answer tooManyFailures before any lookup). */
-  wait(address: string): number {
-    return this.buckets.peek(address);
+  /**
+   * Before a lookup for `address`: 0 if it may be made (then call end once it settles), else the seconds until it
+   * may (answer tooManyFailures, with no lookup).
+   */
+  begin(address: string): number {
+    const n = this.inFlight.get(address) ?? 0;
+    const wait = this.buckets.peek(address, n);
+    if (wait === 0) this.inFlight.set(address, n + 1);
+    return wait;
   }
 
-  failed(address: string): void {
-    this.buckets.take(address);
+  /** A lookup begun for `address` settled; a failed one costs the address a token. */
+  end(address: string, failed: boolean): void {
+    const n = (this.inFlight.get(address) ?? 1) - 1;
+    if (n > 0) this.inFlight.set(address, n);
+    else this.inFlight.delete(address);
+    if (failed) this.buckets.take(address);
   }
 }

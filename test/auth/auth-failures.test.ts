@@ -40,6 +40,22 @@ await describeEachDb('failed authentications per client address', (ctx) => {
     }
   });
 
+  it('a concurrent burst of bad tokens is limited too: a lookup in flight counts until it settles', async () => {
+    const srv = await startServer(ctx.tdb.db, LIMITS);
+    try {
+      // 30 at once: before, each checked the limit before any had failed, so every one was looked up and answered 401.
+      const started = performance.now();
+      const seen = await Promise.all(Array.from({ length: 30 }, () => srv.api.withToken(BAD).get('/crm/customers')));
+      const refilled = Math.ceil((performance.now() - started) / 1000); // at most one token a second comes back
+      const statuses = seen.map((r) => r.status);
+      assert.deepEqual(statuses.filter((x) => x !== 401 && x !== 429), []);
+      const lookedUp = statuses.filter((x) => x === 401).length;
+      assert.ok(lookedUp >= 1 && lookedUp <= 3 + refilled, `${lookedUp} of 30 looked up (burst 3, ${refilled} s): ${statuses}`);
+    } finally {
+      await srv.close();
+    }
+  });
+
   it('without BULB_TRUST_PROXY, X-Forwarded-For is not the client: a new value does not escape the limit', async () => {
     const srv = await startServer(ctx.tdb.db, LIMITS);
     try {
