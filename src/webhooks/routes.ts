@@ -14,7 +14,8 @@ import * as svc from './service.ts';
 import { watchQueue } from './metrics.ts';
 import { changesOf } from '../audit/actions.ts';
 import { auditOf } from '../audit/record.ts';
-import { invalid } from '../http/errors.ts';
+import { createOnce } from '../crm/idempotency/service.ts';
+import { conflict, invalid } from '../http/errors.ts';
 
 const BASE = '/integrations/webhooks';
 const SUBS = `${BASE}/subscriptions`;
@@ -50,10 +51,18 @@ export function webhookRoutes(s: Services): RouteDef[] {
       audit: { action: 'subscription.created', target: (req, b) => ({ type: 'WebhookSubscription', id: b.uuid, details: changesOf(req.body) }) },
       summary: 'Create a subscription; the answer shows its signingSecret',
       schema: { body: S.SubscriptionCreate, response: { 201: S.SubscriptionWithSecret } },
+      idempotencyKey: true,
       handler: async (req, reply) => {
-        const out = await svc.createSubscription(s.db, req.body as S.SubscriptionCreateT, allowPrivate, auditOf(req), retryDefault);
-        reply.code(201);
-        return out;
+        const write = await svc.newSubscription(req.body as S.SubscriptionCreateT, allowPrivate, auditOf(req), retryDefault);
+        // The signing secret is not kept with the answer: a replay shows the subscription's secret as it is then.
+        return createOnce(s.db, req, reply, 201, write, () => s.db.transaction(write), {
+          stored: ({ signingSecret: _, ...rest }) => rest as Awaited<ReturnType<typeof write>>,
+          replayed: async (b) => {
+            const now = await store.findSubscription(s.db, b.uuid);
+            if (!now) throw conflict(`the subscription this Idempotency-Key created (${b.uuid}) has been deleted since`, 'Idempotency-Key');
+            return { ...b, signingSecret: now.signing_secret };
+          },
+        });
       },
     },
     {

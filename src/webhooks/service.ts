@@ -155,7 +155,11 @@ function chosenMethod(w: GivenCredentials, current: store.AuthMethodName): store
   return method;
 }
 
-export async function createSubscription(db: Db, body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook, retryDefault: number[]) {
+/**
+ * Checks a new subscription (400 for anything wrong, nothing written) and returns its write, to run in a transaction
+ * (the route's, with its Idempotency-Key's claim); the answer shows the signing secret.
+ */
+export async function newSubscription(body: SubscriptionCreateT, allowPrivate: boolean, audit: AuditHook, retryDefault: number[]) {
   checkPolicy(body);
   await validateUrl(body.url, allowPrivate);
   const dest = splitCredential(body.url); // a broker URL's password is sealed apart; the URL shows it as ***
@@ -176,13 +180,13 @@ export async function createSubscription(db: Db, body: SubscriptionCreateT, allo
   });
   brokerRules(w);
   const auth = receiverAuthRules(w.authMethod, w.url, body);
-  return db.transaction(async (tx) => {
+  return async (tx: Queryable) => {
     const row = await store.writeReceiverAuth(tx, (await store.insertSubscription(tx, w, newSigningSecret())).id, auth);
     if (dest.password !== null) await store.setDestinationPassword(tx, row.id, dest.password);
     const answer = { ...shapeSubscription(row, retryDefault), signingSecret: row.signing_secret };
     await audit(tx, answer);
     return answer;
-  });
+  };
 }
 
 export async function mustFind(db: Queryable, uuid: string, lock: boolean | 'share' = false): Promise<store.SubscriptionRow> {

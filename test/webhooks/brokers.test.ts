@@ -12,7 +12,7 @@ import { amqpQueue, brokersUp, drainQueue, headerText, useBrokerClients } from '
 import { errorCodes } from '../helpers/server.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
 import { verifyWebhook } from '../../packages/client/src/verify.ts';
-import { createSubscription } from '../../src/webhooks/service.ts';
+import { newSubscription } from '../../src/webhooks/service.ts';
 import type { Claimed } from '../../src/webhooks/claimed.ts';
 import { waitFor } from './receiver.ts';
 import { DiscardPolicy } from 'nats';
@@ -283,7 +283,7 @@ await describeEachDb('broker destinations', (ctx) => {
     assert.equal((await api().get(`/integrations/webhooks/subscriptions/${ok.uuid}`)).body.url, ok.url);
     // The address guard covers broker hosts (here without BULB_WEBHOOK_ALLOW_PRIVATE).
     for (const url of ['amqp://guest:guest@127.0.0.1:5672?exchange=x', 'nats://10.1.2.3:4222?subject=a', 'amqps://[::1]?exchange=x']) {
-      await assert.rejects(createSubscription(ctx.tdb.db, { url, eventTypes: ['customerCreate'] }, false, async () => {}, [5, 20, 125]), (e: any) => {
+      await assert.rejects(newSubscription({ url, eventTypes: ['customerCreate'] }, false, async () => {}, [5, 20, 125]), (e: any) => {
         assert.equal(e.status, 400);
         assert.match(e.message, /not allowed: .*(loopback|private)/);
         return true;

@@ -2929,6 +2929,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -2948,6 +2950,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3933,6 +3937,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -3952,6 +3958,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4976,6 +4984,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -4995,6 +5005,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5510,6 +5522,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -5532,6 +5546,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5911,6 +5927,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -5933,6 +5951,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6312,6 +6332,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -6334,6 +6356,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6713,6 +6737,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -6735,6 +6761,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7114,6 +7142,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -7136,6 +7166,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7515,6 +7547,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -7537,6 +7571,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7916,6 +7952,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -7938,6 +7976,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8156,6 +8196,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -8175,6 +8217,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11273,6 +11317,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the first answer to this key (per token) is replayed for 24 h, marked Idempotent-Replayed: true; the same key with another request is a 409 */
+                "Idempotency-Key"?: string;
                 /** @description the caller's id for this request, answered in X-Request-Id and logged with it (another value: a new UUID is used) */
                 "X-Request-Id"?: string;
             };
@@ -11292,6 +11338,8 @@ export interface operations {
                     "X-Api-Version"?: string;
                     /** @description the id of this request in the logs */
                     "X-Request-Id"?: string;
+                    /** @description true when this answer is the replay of an earlier one to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11353,6 +11401,26 @@ export interface operations {
                      *           "message": "this route needs the \"write\" scope",
                      *           "errorCode": "Forbidden",
                      *           "moreInfo": "token scopes: read"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "a record with this identifier already exists",
+                     *           "errorCode": "Conflict",
+                     *           "moreInfo": "externalId"
                      *         }
                      *       ]
                      *     }

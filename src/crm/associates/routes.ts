@@ -5,7 +5,9 @@ import { conflict, notFound } from '../../http/errors.ts';
 import { ErrorBody } from '../../http/schema.ts';
 import { decodeCursor, Page, pageOf } from '../../http/pagination.ts';
 import { isoNN } from '../../http/time.ts';
+import type { Queryable } from '../../db/db.ts';
 import * as S from './schema.ts';
+import { createOnce } from '../idempotency/service.ts';
 import * as store from './store.ts';
 
 export function shapeAssociate(r: store.AssociateRow): S.AssociateT {
@@ -37,12 +39,15 @@ export function associateRoutes(s: Services): RouteDef[] {
       ...base, id: 'associates.create', method: 'POST', path: '/crm/associates', scope: 'write',
       summary: 'Create an associate (409 when the externalId exists)',
       schema: { body: S.AssociateCreate, response: { 201: S.Associate, 409: ErrorBody } },
-      handler: async (req, reply) => {
+      idempotencyKey: true,
+      handler: (req, reply) => {
         const body = req.body as S.AssociateCreateT;
-        const row = await store.insertAssociate(s.db, body);
-        if (!row) throw conflict(`an associate with externalId "${body.externalId}" already exists`, 'externalId');
-        reply.code(201);
-        return shapeAssociate(row);
+        const create = async (q: Queryable) => {
+          const row = await store.insertAssociate(q, body);
+          if (!row) throw conflict(`an associate with externalId "${body.externalId}" already exists`, 'externalId');
+          return shapeAssociate(row);
+        };
+        return createOnce(s.db, req, reply, 201, create, () => create(s.db));
       },
     },
     {

@@ -8,6 +8,7 @@ import { decodeCursor, Page, pageOf, PageQuery } from '../../http/pagination.ts'
 import { listOf } from '../../http/cursor-scope.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry } from '../../db/db.ts';
+import { createOnce } from '../idempotency/service.ts';
 import { CustomerIdParams } from '../customers/schema.ts';
 import { KINDS } from './kinds.ts';
 import * as notes from './notes.ts';
@@ -36,11 +37,8 @@ export function dataRoutes(s: Services): RouteDef[] {
         ...base, id: `customers.${k.name}.create`, method: 'POST', scope: 'write',
         summary: `Add a ${k.label} to a customer${k.name === 'associates' ? ' (409 when the pair exists)' : ''}`,
         schema: { params: CustomerIdParams, body: k.create, response: { 201: k.out, 409: ErrorBody } },
-        handler: async (req, reply) => {
-          const row = await withRetry(s.db, (tx) => service.createRow(tx, k, (req.params as { id: string }).id, req.body, sourceOf(req, s)));
-          reply.code(201);
-          return k.shape(row);
-        },
+        idempotencyKey: true,
+        handler: (req, reply) => createOnce(s.db, req, reply, 201, async (tx) => k.shape(await service.createRow(tx, k, (req.params as { id: string }).id, req.body, sourceOf(req, s)))),
       },
     );
   }
@@ -50,11 +48,8 @@ export function dataRoutes(s: Services): RouteDef[] {
       ...noteBase, id: 'customerNotes.create', method: 'POST', scope: 'write', path: '/crm/customerNotes',
       summary: 'Add a note to the customer its `customer` field names (emits customerNoteCreate)',
       schema: { body: notes.CustomerNoteCreate, response: { 201: notes.Note, 409: ErrorBody } },
-      handler: async (req, reply) => {
-        const row = await withRetry(s.db, (tx) => notes.createNote(tx, undefined, req.body as notes.NoteBody, sourceOf(req, s)));
-        reply.code(201);
-        return notes.shapeNote(row);
-      },
+      idempotencyKey: true,
+      handler: (req, reply) => createOnce(s.db, req, reply, 201, async (tx) => notes.shapeNote(await notes.createNote(tx, undefined, req.body as notes.NoteBody, sourceOf(req, s)))),
     },
     {
       ...noteBase, id: 'customerNotes.get', method: 'GET', scope: 'read', path: '/crm/customerNotes/:id',

@@ -6,7 +6,9 @@ import { conflict, notFound } from '../../http/errors.ts';
 import { ErrorBody } from '../../http/schema.ts';
 import { decodeCursor, Page, pageOf } from '../../http/pagination.ts';
 import { isoNN } from '../../http/time.ts';
+import type { Queryable } from '../../db/db.ts';
 import * as S from './schema.ts';
+import { createOnce } from '../idempotency/service.ts';
 import * as store from './store.ts';
 
 export function shapeAttribute(r: store.AttributeRow): S.CustomerAttributeT {
@@ -30,12 +32,15 @@ export function attributeRoutes(s: Services): RouteDef[] {
       ...base, id: 'customerAttributes.create', method: 'POST', path: '/crm/customerAttributes', scope: 'write',
       summary: 'Create a customer attribute (409 when the externalId exists)',
       schema: { body: S.CustomerAttributeCreate, response: { 201: S.CustomerAttribute, 409: ErrorBody } },
-      handler: async (req, reply) => {
+      idempotencyKey: true,
+      handler: (req, reply) => {
         const body = req.body as S.CustomerAttributeCreateT;
-        const row = await store.insertAttribute(s.db, body);
-        if (!row) throw conflict(`a customer attribute with externalId "${body.externalId}" already exists`, 'externalId');
-        reply.code(201);
-        return shapeAttribute(row);
+        const create = async (q: Queryable) => {
+          const row = await store.insertAttribute(q, body);
+          if (!row) throw conflict(`a customer attribute with externalId "${body.externalId}" already exists`, 'externalId');
+          return shapeAttribute(row);
+        };
+        return createOnce(s.db, req, reply, 201, create, () => create(s.db));
       },
     },
     {

@@ -6,7 +6,8 @@ import { notFound } from '../../http/errors.ts';
 import { ErrorBody } from '../../http/schema.ts';
 import { decodeCursor, decodeTimeCursor, encodeTimeCursor, pageOf, Page } from '../../http/pagination.ts';
 import { sourceOf } from '../../http/context.ts';
-import { withRetry } from '../../db/db.ts';
+import { withRetry, type Queryable } from '../../db/db.ts';
+import { createOnce } from '../idempotency/service.ts';
 import * as S from './schema.ts';
 import * as store from './store.ts';
 import { createCustomer, patchCustomer, putCustomer } from './service.ts';
@@ -34,11 +35,11 @@ export function customerRoutes(s: Services): RouteDef[] {
       ...base, id: 'customers.create', method: 'POST', path: '/crm/customers', scope: 'write', since: '2022-04',
       summary: 'Create a customer (409 when the externalId exists)',
       schema: { body: S.CustomerCreate, response: { 201: S.Customer, 409: ErrorBody } },
+      idempotencyKey: true,
       handler: async (req, reply) => {
-        // One statement (customer, event, deliveries, NOTIFY): its own transaction, one round trip.
-        const row = await createCustomer(s.db, req.body as any, sourceOf(req, s));
-        reply.code(201);
-        return shapeCustomer(row);
+        const create = async (q: Queryable) => shapeCustomer(await createCustomer(q, req.body as any, sourceOf(req, s)));
+        // Without a key: one statement (customer, event, deliveries, NOTIFY), its own transaction, one round trip.
+        return createOnce(s.db, req, reply, 201, create, () => create(s.db));
       },
     },
     {

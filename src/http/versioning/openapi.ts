@@ -120,7 +120,7 @@ function operation(vr: VersionedRoute, components: Components, deprecated: boole
   // fails on that route alone (it sends a body the document does not declare), naming it.
   if (!Object.keys(responses).some((s) => s.startsWith('2'))) responses['200'] = { description: 'Success (no response schema declared)' };
   const hasBody = def.method !== 'GET';
-  const generic = [400, 401, ...(def.scope === 'read' ? [] : [403]), ...(def.path.includes(':') ? [404] : []), ...(hasBody ? [413, 415] : []), 429, 500, 503];
+  const generic = [400, 401, ...(def.scope === 'read' ? [] : [403]), ...(def.path.includes(':') ? [404] : []), ...(hasBody ? [413, 415] : []), ...(def.idempotencyKey ? [409] : []), 429, 500, 503];
   for (const code of generic) responses[String(code)] ??= errorResponse(code, components);
   const body = schema.documentedBody ?? schema.body;
   const scopes = def.scope === 'read' ? ['read'] : def.scope === 'write' ? ['write'] : ['admin'];
