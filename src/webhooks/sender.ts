@@ -3,6 +3,7 @@
 // at most 4 KiB of the response kept, no redirects, Retry-After read, the address guard applied at connect time;
 // the subscription's client certificate on its pool (mutual TLS), and every socket through BULB_WEBHOOK_PROXY when
 // set (proxy.ts).
+import { StringDecoder } from 'node:string_decoder';
 import { Agent, type Dispatcher } from 'undici';
 import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
 import { proxyConnector, type TunnelTls } from './proxy.ts';
@@ -244,7 +245,11 @@ class Exchange {
     const status = this.statusCode!;
     const ok = status >= 200 && status < 300;
     const ms = status === 429 || status === 503 ? parseRetryAfter(this.retryAfter) : null;
-    this.settle(ok, ok ? null : 'HTTP_STATUS', this.chunks.length === 1 ? this.chunks[0].toString('utf8') : Buffer.concat(this.chunks).toString('utf8'), ms);
+    const kept = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
+    // Cut at RESPONSE_KEEP_BYTES: a character the cut split is left out (the decoder keeps an incomplete one back),
+    // not stored as U+FFFD, which the receiver never sent (found by a probe).
+    const body = this.n >= RESPONSE_KEEP_BYTES ? new StringDecoder('utf8').write(kept) : kept.toString('utf8');
+    this.settle(ok, ok ? null : 'HTTP_STATUS', body, ms);
   }
 
   onConnect(abortFn: (err?: Error) => void): void {
