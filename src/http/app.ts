@@ -251,6 +251,9 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // Draining: answers sent after close() began say Connection: close, so that a keep-alive client whose
   // request was in flight does not hold the server (and SIGTERM's exit) open until its idle timeout.
   let draining = false;
+  app.decorate('drain', () => {
+    draining = true;
+  });
   app.addHook('preClose', async () => {
     draining = true;
   });

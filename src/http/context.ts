@@ -4,6 +4,10 @@ import type { Principal } from '../auth/principal.ts';
 import type { Services } from '../services.ts';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** From now on every answer says Connection: close (the drain's start, before the server stops listening). */
+    drain(): void;
+  }
   interface FastifyRequest {
     principal?: Principal;
     /** POST /crm/customers/bulk creates only (Tulip's 2025-08 and 2025-12; changes/2026-11-bulk-post-upserts.ts). */

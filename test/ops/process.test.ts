@@ -149,10 +149,31 @@ describe('process', () => {
       );
       for (let i = 0; i < 600 && !answer.includes('100 Continue'); i++) await new Promise((r) => setTimeout(r, 50));
       assert.match(answer, /^HTTP\/1\.1 100 Continue/);
+      // A keep-alive connection idle when SIGTERM arrives, whose next request is sent just after: answered (with
+      // Connection: close), not reset. Until 2026-11-29 idle connections were closed at once, and a request already on
+      // its way on one got ECONNRESET (found by a probe).
+      const idle = net.connect(Number(u.port), u.hostname);
+      await once(idle, 'connect');
+      let idleAnswer = '';
+      idle.on('data', (b) => (idleAnswer += b));
+      idle.on('error', () => {});
+      const idleClosed = once(idle, 'close');
+      const request = (body: string) =>
+        `POST /api/2025-04/crm/customers HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${adminKey}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      idle.write(request(JSON.stringify({ externalId: 'before-drain' })));
+      for (let i = 0; i < 600 && !idleAnswer.includes('\r\n\r\n{'); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.match(idleAnswer, /^HTTP\/1\.1 201 Created/);
+      assert.doesNotMatch(idleAnswer, /connection: close/i, 'kept alive before the drain');
+      idleAnswer = '';
       const exit = p.stop('SIGTERM');
       await p.waitFor(/SIGTERM: draining/);
+      idle.write(request(JSON.stringify({ externalId: 'during-drain' })));
       sock.write(payload);
       await Promise.race([closed, exit]); // the server closes the connection after answering (Connection: close)
+      await Promise.race([idleClosed, exit]);
+      assert.match(idleAnswer, /^HTTP\/1\.1 201 Created/, `the idle connection's request is answered: ${JSON.stringify(idleAnswer)}`);
+      assert.match(idleAnswer, /connection: close/i);
       assert.match(answer, /HTTP\/1\.1 201 Created/, answer);
       assert.equal(await exit, 0, p.output());
       const out = p.output();
