@@ -207,6 +207,9 @@ export class Dispatcher {
   private changed(id: string): void {
     this.changes.set(id, ++this.changeCount);
     const l = this.lanes.get(id);
+    // A Retry-After pause the subscription still has is the claim's to keep (it skips a paused subscription and gives
+    // its end with what it claims); one an operator's act lifted (store.liftPause) ends here.
+    if (l) l.pausedUntil = 0;
     if (!l || l.waiting.length === 0) return;
     this.giveBack.push(...l.waiting.splice(0));
     l.due = true;

@@ -258,6 +258,7 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     if (dest && dest.password !== REDACTED_PASSWORD) await store.setDestinationPassword(tx, cur.id, dest.password);
     // Re-activated: its waiting deliveries are due now (their scheduled retries brought forward), and the workers told.
     if (row.is_active && !cur.is_active) {
+      await store.liftPause(tx, cur.uuid);
       await store.makeWaitingDue(tx, cur.id);
       await store.notifyWorkers(tx);
     }
@@ -303,6 +304,7 @@ export async function rotate(db: Db, uuid: string, audit: AuditHook) {
 
 export async function sendTest(db: Db, uuid: string, source: string) {
   return db.transaction(async (tx) => {
+    await store.liftPause(tx, uuid); // "now": not after a receiver's Retry-After pause
     const sub = await mustFind(tx, uuid, 'share'); // a delete meanwhile would leave the test pending for ever
     if (!sub.is_active) throw new ApiError('Conflict', 'the subscription is inactive: activate it to send a test', 'isActive');
     return store.insertTestEvent(tx, sub, source);
@@ -334,6 +336,7 @@ export async function retryNow(db: Db, uuid: string) {
     const d = await store.findDelivery(tx, uuid);
     if (!d) throw notFound(`delivery "${uuid}" not found`, 'uuid');
     if (d.status === 'cancelled') throw new ApiError('Conflict', 'the delivery was cancelled (its subscription is deleted)', 'status');
+    await store.liftPause(tx, d.subscription_uuid); // "now": not after a receiver's Retry-After pause
     // Locked (shared: writes fanning out to it go on), so that a delete cannot cancel the pending ones between this
     // check and the update (which would leave this one pending for ever); an inactive subscription's deliveries wait,
     // so it could not be attempted now.
@@ -347,6 +350,7 @@ export async function retryNow(db: Db, uuid: string) {
 
 export async function recover(db: Db, uuid: string, since: string) {
   return db.transaction(async (tx) => {
+    await store.liftPause(tx, uuid); // re-queued for now: not after a receiver's Retry-After pause
     const sub = await mustFind(tx, uuid, 'share'); // a delete meanwhile would leave them pending for ever
     await requeueGuard(tx); // their events stay stored until this commits (src/partitions/store.ts)
     return { requeued: await store.recoverDeliveries(tx, sub.id, since, NO_MORE_RETRIES) };

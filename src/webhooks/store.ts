@@ -246,6 +246,20 @@ export async function makeWaitingDue(db: Queryable, subscriptionId: string): Pro
   );
 }
 
+/**
+ * An operator's act (a manual retry, a test, a recovery, a re-activation) is now: it lifts the subscription's
+ * Retry-After pause, and the workers are told (on commit) to drop the pause they hold. Before, the act answered 202
+ * and nothing was sent until the pause ended, up to an hour later (found by a probe). Run before any share lock
+ * on the subscription in the transaction (the row lock first: two such acts at once wait, they do not deadlock).
+ */
+export async function liftPause(db: Queryable, subscriptionUuid: string): Promise<void> {
+  const r = await db.query<{ id: string }>(
+    `UPDATE webhook_subscriptions SET paused_until = NULL WHERE uuid = $1 AND paused_until > clock_timestamp() RETURNING id`,
+    [subscriptionUuid],
+  );
+  if (r.rows.length > 0) await notifySubscriptionsChanged(db, [r.rows[0].id]);
+}
+
 /** Wakes every dispatcher (delivered on commit when called inside a transaction). */
 export async function notifyWorkers(db: Queryable): Promise<void> {
   await db.query(`SELECT pg_notify($1, '')`, [WEBHOOK_CHANNEL]);

@@ -178,6 +178,47 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
     }
   });
 
+  it('an operator\'s act is now, not after a receiver\'s Retry-After pause: a manual retry, a test, a re-activation', async () => {
+    // Probe (2026-11-29): after a 429 with Retry-After: 7200 (paused 1 h), the retry answered 202 "now", the test 202,
+    // re-activation reset the health, and nothing was sent for the hour.
+    const w = await startWorker(ctx.tdb.db, ENV);
+    try {
+      let limit = true;
+      const rx = await receiver((_q, res) => (limit ? res.writeHead(429, { 'retry-after': '7200' }).end('later') : res.writeHead(200).end()));
+      const sub = await subscribe({ url: rx.url, eventTypes: ['customerCreate', 'webhookTest'] });
+      const path = `/integrations/webhooks/subscriptions/${sub.uuid}`;
+      const pausedAgain = async (n: number) => {
+        await waitFor(async () => rx.received.length >= n || null, `429 number ${n}`, 20_000);
+        await waitFor(async () => (await ctx.tdb.db.query(`SELECT 1 FROM webhook_subscriptions WHERE uuid = $1 AND paused_until > now() + interval '30 minutes'`, [sub.uuid])).rows.length > 0 || null, 'paused');
+      };
+      // 1. A manual retry of the delivery the receiver paused.
+      await ctx.tdb.db.transaction((tx) => emitEvents(tx, [ev()]));
+      await pausedAgain(1);
+      limit = false;
+      const [d] = await deliveries(sub.uuid);
+      const retried = await api().post(`/integrations/webhooks/deliveries/${d.uuid}/retry`);
+      assert.equal(retried.status, 202, retried.text);
+      await waitFor(async () => (await deliveries(sub.uuid))[0].status === 'delivered' || null, 'the retried delivery sent now', 20_000);
+      // 2. A test event, sent while paused again.
+      limit = true;
+      await ctx.tdb.db.transaction((tx) => emitEvents(tx, [ev()]));
+      await pausedAgain(3);
+      limit = false;
+      assert.equal((await api().post(`${path}/test`)).status, 202);
+      await waitFor(async () => rx.received.some((r) => r.body?.eventType === 'webhookTest') || null, 'the test sent now', 20_000);
+      // 3. Re-activated, its waiting deliveries go out at once (the one the 429 deferred too).
+      limit = true;
+      await ctx.tdb.db.transaction((tx) => emitEvents(tx, [ev()]));
+      await pausedAgain(rx.received.length + 1);
+      limit = false;
+      assert.equal((await api().patch(path, { isActive: false })).status, 200);
+      assert.equal((await api().patch(path, { isActive: true })).status, 200);
+      await waitFor(async () => (await deliveries(sub.uuid)).every((x) => x.status === 'delivered') || null, 'every delivery sent after re-activation', 20_000);
+    } finally {
+      await w.stop();
+    }
+  });
+
   it('a failure waits its schedule step from the attempt\'s end, however late its result is written', async () => {
     // The worker's failure writes (a transaction: a failure may be a delivery's last) held 800 ms before they start.
     const HOLD_MS = 800;
