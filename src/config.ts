@@ -102,7 +102,8 @@ function secretKey(env: NodeJS.ProcessEnv, name: string): Buffer | undefined {
 
 export function parseRetrySchedule(raw: string): number[] {
   const parts = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
-  const out = parts.map(Number);
+  // Decimal seconds only (fractions allowed): Number() also read 0x10 and 1e2 (found by a probe), as int() refuses.
+  const out = parts.map((p) => (/^[0-9]+(\.[0-9]+)?$/.test(p) ? Number(p) : NaN));
   if (out.length === 0 || out.some((n) => !Number.isFinite(n) || n < 0 || n > 86400 * 7)) {
     throw new ConfigError(`BULB_WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds (0..604800), got "${raw}"`);
   }

@@ -48,7 +48,7 @@ describe('config', () => {
     assert.deepEqual(parseRetrySchedule('0.5, 1,2.25'), [0.5, 1, 2.25]);
     for (const [name, value] of [
       ['PORT', 'abc'], ['PORT', '70000'], ['BULB_ROLE', 'boss'], ['BULB_SERVICE_NAME', 'a-b'], ['BULB_SERVICE_NAME', '1x'],
-      ['BULB_WEBHOOK_RETRY_SCHEDULE', '5,x'], ['BULB_WEBHOOK_RETRY_SCHEDULE', '-1'], ['BULB_WEBHOOK_ALLOW_PRIVATE', 'maybe'],
+      ['BULB_WEBHOOK_RETRY_SCHEDULE', '5,x'], ['BULB_WEBHOOK_RETRY_SCHEDULE', '-1'], ['BULB_WEBHOOK_RETRY_SCHEDULE', '0x10,1e2'], ['BULB_WEBHOOK_RETRY_SCHEDULE', '5,.5'], ['BULB_WEBHOOK_ALLOW_PRIVATE', 'maybe'],
       ['BULB_WEBHOOK_TIMEOUT_MS', '0'], ['BULB_RATE_LIMIT_PER_SEC', '1.5'],
       ['BULB_WEBHOOK_PROXY', 'garbage'], ['BULB_WEBHOOK_PROXY', 'https://proxy.example:8443'], ['BULB_WEBHOOK_PROXY', 'socks5://proxy.example:1080'],
       ['BULB_WEBHOOK_PROXY', 'http://proxy.example:3128/path'], ['BULB_WEBHOOK_PROXY', 'http://proxy.example:0'],
