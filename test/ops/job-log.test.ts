@@ -44,6 +44,26 @@ it('a job failure is one JSON line with the error, its stack and its fields; a m
   assert.equal(said.msg, 'partition maintenance: created 3 partitions');
 });
 
+it('an error said again and again (a database down) is one line every REPEAT_EVERY_MS, the next saying how many were left out', async () => {
+  const { lines, stream } = capture();
+  let t = 0;
+  const log = jobLog({ logLevel: 'info', role: 'worker' }, stream, () => t);
+  for (let i = 0; i < 50; i++, t += 200) log('webhooks: queue statement failed; retrying', new Error('ECONNREFUSED')); // 10 s of turns
+  log('import worker: will retry', new Error('ECONNREFUSED'));
+  log('said'); // messages are not held back
+  log('said');
+  await new Promise((r) => setImmediate(r));
+  const json = lines.map((l) => JSON.parse(l));
+  const queue = json.filter((l) => l.msg.startsWith('webhooks: queue statement failed'));
+  assert.equal(queue.length, 2, 'one line at 0 s, one at 5 s (50 failures in 10 s)');
+  assert.equal(queue[0].repeated, undefined);
+  assert.equal(queue[1].repeated, 24);
+  assert.match(queue[1].msg, /\(24 more since the last such line\)$/);
+  assert.equal(queue[1].err.message, 'ECONNREFUSED');
+  assert.equal(json.filter((l) => l.msg === 'import worker: will retry').length, 1, 'another message has its own count');
+  assert.equal(json.filter((l) => l.msg === 'said').length, 2);
+});
+
 it('BULB_LOG_LEVEL reaches the jobs: error drops their messages, silent everything; an unknown level is a configuration error', async () => {
   for (const [level, want] of [['error', 1], ['silent', 0]] as const) {
     const { lines, stream } = capture();
