@@ -7,13 +7,19 @@ import { purgeExpired } from './crm/idempotency/store.ts';
 import { purgeTimeMarks } from './events/time-marks.ts';
 import { startLoop } from './loop.ts';
 
-export async function housekeep(db: Queryable, config: Config): Promise<{ idempotencyKeys: number }> {
-  await purgeTimeMarks(db, config.eventRetentionDays);
+export async function housekeep(db: Queryable, config: Config): Promise<{ timeMarks: number; idempotencyKeys: number }> {
+  const timeMarks = await purgeTimeMarks(db, config.eventRetentionDays);
   const idempotencyKeys = await purgeExpired(db);
-  return { idempotencyKeys };
+  return { timeMarks, idempotencyKeys };
 }
 
-/** The housekeeping job: a pass at start, then every `everyMs` (the scheduler's room for it, src/scheduler.ts). */
-export function startHousekeeping(db: Queryable, config: Config, everyMs: number, onError: (err: unknown) => void): () => Promise<void> {
-  return startLoop(() => housekeep(db, config), everyMs, onError, 0);
+/**
+ * The housekeeping job: a pass at start, then every `everyMs` (the scheduler's room for it, src/scheduler.ts); a pass
+ * that deleted something says so.
+ */
+export function startHousekeeping(db: Queryable, config: Config, everyMs: number, log: (message: string) => void, onError: (err: unknown) => void): () => Promise<void> {
+  return startLoop(async () => {
+    const r = await housekeep(db, config);
+    if (r.timeMarks + r.idempotencyKeys > 0) log(`housekeeping: deleted ${r.timeMarks} time marks past retention and ${r.idempotencyKeys} expired Idempotency-Keys`);
+  }, everyMs, onError, 0);
 }

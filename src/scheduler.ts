@@ -54,7 +54,7 @@ export function backgroundJobs(db: Db, config: Config, log: Log): Job[] {
       start: async () => startKeyBackfill(db, 3_600_000, (m) => log(m), failed('partition key backfill')),
     },
     // Time marks past retention, expired Idempotency-Keys.
-    { name: 'housekeeping', runs: 'worker', start: async () => startHousekeeping(db, config, 3_600_000, failed('housekeeping')) },
+    { name: 'housekeeping', runs: 'worker', start: async () => startHousekeeping(db, config, 3_600_000, (m) => log(m), failed('housekeeping')) },
     // Possible duplicates: folds changed customers into the pairs table (SPEC §14).
     { name: 'duplicates refresh', runs: 'worker', start: async () => startDuplicateRefresher(db, config.defaultPhoneRegion, 1000, failed('duplicate refresh')) },
     // Imports: applies uploaded files in committed chunks.

@@ -122,6 +122,9 @@ export async function maintainPartitions(db: Db, config: PartitionConfig, log: (
   }
   const r = await runRetention(db, config, now);
   r.busy.push(...busy);
+  // What a pass did is said (only when it did something): that retention ran, and which days it dropped.
+  if (created.length) log(`partitions: created ${created.join(', ')}`);
+  if (r.dropped.length) log(`retention: dropped ${r.dropped.map((d) => d.partition).join(', ')}`);
   if (r.busy.length) log(`partitions: ${r.busy.join(', ')} left for the next pass (the table was busy for 2 s)`);
   for (const d of r.dropped) if (d.pendingExpired > 0) log(`retention: ${d.pendingExpired} pending deliveries past BULB_WEBHOOK_RETENTION_DAYS expired with ${d.partition}`);
   for (const d of r.deferred) log(`retention: ${d.partition} kept, ${d.pending} pending deliveries and ${d.replays} unfinished replays need its events`);

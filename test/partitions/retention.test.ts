@@ -382,8 +382,12 @@ for (const backend of await backends()) {
           if (/clock_timestamp\(\) AS now/.test(sql)) (result as { rows: { now: Date }[] }).rows[0].now = new Date(ahead.getTime() + 3_600_000);
         },
       });
-      const r = await maintainPartitions(skewed, config, () => {});
+      const said: string[] = [];
+      const r = await maintainPartitions(skewed, config, (m) => said.push(m));
       assert.ok(r.created.includes(partitionName(EVENTS, ahead)), `the database's today made: ${r.created.join()}`);
+      // The pass says what it made and dropped (it said nothing of them until 2026-11-29).
+      assert.ok(said.includes(`partitions: created ${r.created.join(', ')}`), said.join('\n'));
+      if (r.dropped.length) assert.ok(said.includes(`retention: dropped ${r.dropped.map((d) => d.partition).join(', ')}`), said.join('\n'));
     });
 
     async function deletes(): Promise<number> {

@@ -392,7 +392,8 @@ await describeEachDb('webhook delivery', (ctx) => {
        VALUES ('p', 'old', 'h', 200, '{}', now() - interval '25 hours'), ('p', 'fresh', 'h', 200, '{}', now() - interval '23 hours')`,
     );
     const keys = async () => (await ctx.tdb.db.query<{ key: string }>(`SELECT key FROM idempotency_keys WHERE principal = 'p' ORDER BY key`)).rows.map((r) => r.key);
-    const jobs = backgroundJobs(ctx.tdb.db, loadConfig({ ...ENV, BULB_WEBHOOK_RETENTION_DAYS: '7' }), () => {});
+    const said: string[] = [];
+    const jobs = backgroundJobs(ctx.tdb.db, loadConfig({ ...ENV, BULB_WEBHOOK_RETENTION_DAYS: '7' }), (m, err) => void (err === undefined && said.push(m)));
     // Retention of attempts, deliveries and events: whole partitions (test/partitions/retention.test.ts).
     assert.equal(jobs.find((j) => j.name === 'partitions')?.runs, 'worker');
     const job = jobs.find((j) => j.name === 'housekeeping')!;
@@ -401,6 +402,8 @@ await describeEachDb('webhook delivery', (ctx) => {
     try {
       await waitFor(async () => (await keys()).length === 1, 'the expired key purged');
       assert.deepEqual(await keys(), ['fresh']);
+      // A pass that deleted something says so (a run left no line until 2026-11-29).
+      await waitFor(async () => said.some((m) => /^housekeeping: deleted \d+ time marks past retention and [1-9]\d* expired Idempotency-Keys$/.test(m)) || null, `the pass logged: ${said}`);
     } finally {
       await stop();
     }
