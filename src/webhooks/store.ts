@@ -260,6 +260,21 @@ export async function liftPause(db: Queryable, subscriptionUuid: string): Promis
   if (r.rows.length > 0) await notifySubscriptionsChanged(db, [r.rows[0].id]);
 }
 
+/**
+ * Waits until every transaction that had written when this is called (held a transaction id) has ended, or `maxMs`
+ * passed; true when they all ended. Polled: pg_current_snapshot() names the oldest still running.
+ */
+export async function writesBeforeNowEnded(db: Queryable, maxMs: number): Promise<boolean> {
+  const { xmax } = (await db.query<{ xmax: string }>(`SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xmax`)).rows[0];
+  const until = Date.now() + maxMs;
+  for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
+    const r = await db.query<{ ended: boolean }>(`SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8 AS ended`, [xmax]);
+    if (r.rows[0].ended) return true;
+    if (Date.now() >= until) return false;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
 /** Wakes every dispatcher (delivered on commit when called inside a transaction). */
 export async function notifyWorkers(db: Queryable): Promise<void> {
   await db.query(`SELECT pg_notify($1, '')`, [WEBHOOK_CHANNEL]);
