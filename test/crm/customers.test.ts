@@ -195,6 +195,13 @@ await describeEachDb('customers', (ctx) => {
     await api().post('/crm/customers', { externalId: 'uq-greek', firstName: 'ΝΙΚΟΛΑΟΣ', lastName: 'İLKER' });
     // Lower-cased by the database on both sides (JavaScript's lower case of 'İ' and a final 'Σ' is not PostgreSQL's).
     for (const term of ['ΝΙΚΟΛΑΟΣ', 'νικολαοσ', 'İLKER', 'ilker']) assert.deepEqual(await q(term), ['uq-greek'], term);
+    // A final sigma (ς) is σ to the search, on both sides (migration 074): a name stored with it is found in capitals,
+    // and one stored in capitals is found as typed with it; so is an externalId.
+    const made = await api().post('/crm/customers', { externalId: 'uq-οδυσσέας', firstName: 'Οδυσσέας' });
+    assert.equal(made.status, 201, made.text);
+    for (const term of ['ΟΔΥΣΣΈΑΣ', 'οδυσσέας', 'οδυσσέασ']) assert.deepEqual(await q(term), ['uq-οδυσσέας'], term);
+    assert.deepEqual(await q('νικολαος'), ['uq-greek'], 'typed with a final ς');
+    assert.deepEqual(await q('UQ-ΟΔΥΣΣΈΑΣ'), ['uq-οδυσσέας'], 'in the externalId');
     // René with é composed (NFC) and decomposed (NFD): each form finds both.
     await api().post('/crm/customers', { externalId: 'uq-nfc', firstName: 'Ren\u00e9' });
     await api().post('/crm/customers', { externalId: 'uq-nfd', firstName: 'Rene\u0301' });
