@@ -3,6 +3,7 @@ import type { Db, Queryable } from '../db/db.ts';
 import type { Scope } from '../http/versioning/route.ts';
 import { allows, SCOPES, type Principal } from './principal.ts';
 import * as store from './store.ts';
+import { appendAudit, SYSTEM } from '../audit/store.ts';
 import { digestsEqual, hashSecret, hashSecretBase64, newSecret, secretMatches } from './tokens.ts';
 
 export const API_KEY_PREFIX = 'bulb_key_';
@@ -33,13 +34,18 @@ export async function createAuthClient(db: Queryable, name: string, scopes: Scop
 export async function bootstrapAdminKey(db: Db, adminKey: string | undefined): Promise<{ created?: string; revokedAt?: Date }> {
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [0x61646d6e]);
+    // A key made here is an act of the system's, in the audit log as every other key's creation (SPEC §15): an admin
+    // key minted by a start with a new BULB_ADMIN_KEY left no trace until 2026-11-29 (found by a probe).
+    const audited = (k: store.ApiKeyRow, source: string) =>
+      appendAudit(tx, { actor: SYSTEM, action: 'apiKey.created', targetType: 'ApiKey', targetId: k.uuid, ip: null, details: { name: k.name, scopes: k.scopes, source } });
     if (adminKey) {
-      const { revokedAt } = await store.ensureApiKey(tx, { name: 'admin (BULB_ADMIN_KEY)', prefix: adminKey.slice(0, 4) + '…', hash: hashSecret(adminKey), scopes: ['admin'] });
+      const { revokedAt, created } = await store.ensureApiKey(tx, { name: 'admin (BULB_ADMIN_KEY)', prefix: adminKey.slice(0, 4) + '…', hash: hashSecret(adminKey), scopes: ['admin'] });
+      if (created) await audited(created, 'BULB_ADMIN_KEY');
       return revokedAt ? { revokedAt } : {};
     }
     if (await store.anyApiKeyEver(tx)) return {};
     const key = newSecret(API_KEY_PREFIX);
-    await store.insertApiKey(tx, { name: 'admin (first start)', prefix: key.slice(0, API_KEY_PREFIX.length + 6), hash: hashSecret(key), scopes: ['admin'] });
+    await audited(await store.insertApiKey(tx, { name: 'admin (first start)', prefix: key.slice(0, API_KEY_PREFIX.length + 6), hash: hashSecret(key), scopes: ['admin'] }), 'first start');
     return { created: key };
   });
 }

@@ -42,15 +42,16 @@ export async function insertApiKey(db: Queryable, k: { name: string; prefix: str
  * Idempotent insert of a key with a known hash (the bootstrap admin key). A key revoked since stays revoked: the answer
  * says so (revoking a leaked BULB_ADMIN_KEY must hold across restarts).
  */
-export async function ensureApiKey(db: Queryable, k: { name: string; prefix: string; hash: Buffer; scopes: Scope[] }): Promise<{ revokedAt: Date | null }> {
-  const r = await db.query<{ revoked_at: Date | string | null }>(
+export async function ensureApiKey(db: Queryable, k: { name: string; prefix: string; hash: Buffer; scopes: Scope[] }): Promise<{ revokedAt: Date | null; created: ApiKeyRow | null }> {
+  const r = await db.query<ApiKeyRow & { inserted: boolean }>(
     `INSERT INTO api_keys (name, prefix, secret_hash, scopes) VALUES ($1, $2, $3, $4)
      ON CONFLICT (secret_hash) DO UPDATE SET scopes = CASE WHEN api_keys.revoked_at IS NULL THEN EXCLUDED.scopes ELSE api_keys.scopes END
-     RETURNING revoked_at`,
+     RETURNING ${KEY_COLS}, xmax = 0 AS inserted`,
     [k.name, k.prefix, k.hash, k.scopes],
   );
-  const at = r.rows[0]?.revoked_at;
-  return { revokedAt: at == null ? null : new Date(at) };
+  const { inserted, ...row } = r.rows[0];
+  const at = row.revoked_at;
+  return { revokedAt: at == null ? null : new Date(at), created: inserted ? row : null };
 }
 
 /** Whether any API key was ever made (revoked ones count): a start that finds none is the first. */

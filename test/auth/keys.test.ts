@@ -131,6 +131,13 @@ await describeEachDb('auth: scopes and API keys', (ctx) => {
     const leaked = 'leaked-bootstrap-key-0123456789abcdef';
     assert.deepEqual(await bootstrapAdminKey(ctx.tdb.db, leaked), {});
     const leakedUuid = (await ctx.tdb.db.query(`SELECT uuid FROM api_keys WHERE secret_hash = $1`, [sha256(leaked)])).rows[0].uuid;
+    // The key a start made is in the audit log, once, as the system's act (it left no trace until 2026-11-29).
+    const made = (await api().withVersion('2026-11').get(`/integrations/auditLog?action=apiKey.created&actor=system&limit=100`)).body.data.filter((r: any) => r.target?.id === leakedUuid);
+    assert.equal(made.length, 1, JSON.stringify(made));
+    assert.equal(made[0].actor.type, 'system');
+    assert.deepEqual(made[0].details, { name: 'admin (BULB_ADMIN_KEY)', scopes: ['admin'], source: 'BULB_ADMIN_KEY' });
+    assert.deepEqual(await bootstrapAdminKey(ctx.tdb.db, leaked), {});
+    assert.equal((await api().withVersion('2026-11').get(`/integrations/auditLog?action=apiKey.created&actor=system&limit=100`)).body.data.filter((r: any) => r.target?.id === leakedUuid).length, 1, 'a start that finds the key makes no row');
     assert.equal((await api().withToken(leaked).get('/integrations/apiKeys')).status, 200);
     assert.equal((await api().delete(`/integrations/apiKeys/${leakedUuid}`)).status, 204);
     const again = await bootstrapAdminKey(ctx.tdb.db, leaked);
