@@ -1,4 +1,5 @@
 // /integrations/webhooks routes (SPEC §7, admin scope, from 2022-08): thin handlers over service.ts.
+import crypto from 'node:crypto';
 import '../http/formats.ts';
 import { ErrorBody, NoContent } from '../http/schema.ts';
 import type { Services } from '../services.ts';
@@ -18,6 +19,7 @@ import { createOnce } from '../crm/idempotency/service.ts';
 import { conflict, invalid } from '../http/errors.ts';
 
 const BASE = '/integrations/webhooks';
+const secretDigest = (secret: string) => crypto.createHash('sha256').update(secret).digest('hex');
 const SUBS = `${BASE}/subscriptions`;
 
 
@@ -54,12 +56,19 @@ export function webhookRoutes(s: Services): RouteDef[] {
       idempotencyKey: true,
       handler: async (req, reply) => {
         const write = await svc.newSubscription(req.body as S.SubscriptionCreateT, allowPrivate, auditOf(req), retryDefault);
-        // The signing secret is not kept with the answer: a replay shows the subscription's secret as it is then.
+        // The signing secret is not kept with the answer, only its digest: a replay shows the secret the first answer
+        // showed, read from the subscription, and only while it is still the subscription's (a rotated one is revealed,
+        // and audited, by GET …/secret: a replay showed it unaudited; found by a probe).
+        type Created = Awaited<ReturnType<typeof write>>;
         return createOnce(s.db, req, reply, 201, write, () => s.db.transaction(write), {
-          stored: ({ signingSecret: _, ...rest }) => rest as Awaited<ReturnType<typeof write>>,
-          replayed: async (b) => {
+          stored: ({ signingSecret, ...rest }) => ({ ...rest, signingSecretDigest: secretDigest(signingSecret) }) as unknown as Created,
+          replayed: async (kept) => {
+            const { signingSecretDigest, ...b } = kept as Created & { signingSecretDigest: string };
             const now = await store.findSubscription(s.db, b.uuid);
             if (!now) throw conflict(`the subscription this Idempotency-Key created (${b.uuid}) has been deleted since`, 'Idempotency-Key');
+            if (secretDigest(now.signing_secret) !== signingSecretDigest) {
+              throw conflict(`the signing secret of the subscription this Idempotency-Key created (${b.uuid}) was rotated since: GET ${SUBS}/${b.uuid}/secret shows it`, 'Idempotency-Key');
+            }
             return { ...b, signingSecret: now.signing_secret };
           },
         });

@@ -57,6 +57,15 @@ await describeEachDb('Idempotency-Key on creates', (ctx) => {
     assert.equal(await count(`webhook_subscriptions WHERE url = $1`, [body.url]), 1);
     const kept = (await ctx.tdb.db.query<{ body: unknown }>(`SELECT body::text AS body FROM idempotency_keys WHERE key = 'sub-1'`)).rows[0].body as string;
     assert.ok(kept.includes(sub.uuid) && !kept.includes(sub.signingSecret), kept);
+    // Rotated since: the replay does not show the new secret (GET …/secret does, and audits it).
+    const audits = async () => Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM audit_log WHERE target_id = $1`, [sub.uuid])).rows[0].n);
+    const before = await audits();
+    assert.equal((await api().post(`/integrations/webhooks/subscriptions/${sub.uuid}/rotateSecret`)).status, 200);
+    const rotated = await api().post('/integrations/webhooks/subscriptions', body, key('sub-1'));
+    assert.equal(rotated.status, 409, rotated.text);
+    assert.match(rotated.body.errors[0].message, /rotated since/);
+    assert.ok(!rotated.text.includes('whsec_'));
+    assert.equal(await audits(), before + 1, 'the rotation only');
     // Deleted since: the replay says so (409), rather than show the secret of a subscription that is gone.
     assert.equal((await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`)).status, 204);
     const gone = await api().post('/integrations/webhooks/subscriptions', body, key('sub-1'));
