@@ -126,19 +126,27 @@ function tlsRules(given: TlsInput | null | undefined, cur: SubscriptionRow | und
   if (given === null) return null;
   const keyGiven = given.clientKey !== undefined;
   const clientKey = given.clientKey ?? cur?.tls_client_key ?? undefined;
-  let cert: crypto.X509Certificate | undefined;
-  const certs = given.clientCertificate.match(PEM_CERT);
-  try {
-    if (certs) cert = new crypto.X509Certificate(certs[0]);
-  } catch {
-    /* reported below */
+  // The certificate, then the chain it may carry: every block must parse and be valid now (a bad block after the first
+  // was stored, and every attempt then failed with TLS at the handshake; found by a probe).
+  const chain: crypto.X509Certificate[] = [];
+  let parsed = true;
+  for (const block of given.clientCertificate.match(PEM_CERT) ?? []) {
+    try {
+      chain.push(new crypto.X509Certificate(block));
+    } catch {
+      parsed = false;
+    }
   }
-  if (!cert) errs.push({ message: '"tls.clientCertificate" is not a PEM certificate (-----BEGIN CERTIFICATE----- … that parses)', moreInfo: 'tls.clientCertificate' });
+  const cert = parsed ? chain[0] : undefined;
+  if (!cert) errs.push({ message: '"tls.clientCertificate" is not a PEM certificate, or chain of them (-----BEGIN CERTIFICATE----- … that parse)', moreInfo: 'tls.clientCertificate' });
   else {
     // Outside its validity every attempt would fail at the receiver's handshake: refused now, not after the retries.
     const now = Date.now();
-    if (Date.parse(cert.validTo) < now) errs.push({ message: `"tls.clientCertificate" expired on ${new Date(cert.validTo).toISOString()}`, moreInfo: 'tls.clientCertificate' });
-    else if (Date.parse(cert.validFrom) > now + CLOCK_SKEW_MS) errs.push({ message: `"tls.clientCertificate" is not valid before ${new Date(cert.validFrom).toISOString()}`, moreInfo: 'tls.clientCertificate' });
+    for (const [i, c] of chain.entries()) {
+      const which = i === 0 ? '"tls.clientCertificate"' : `certificate ${i + 1} of "tls.clientCertificate"`;
+      if (Date.parse(c.validTo) < now) errs.push({ message: `${which} expired on ${new Date(c.validTo).toISOString()}`, moreInfo: 'tls.clientCertificate' });
+      else if (Date.parse(c.validFrom) > now + CLOCK_SKEW_MS) errs.push({ message: `${which} is not valid before ${new Date(c.validFrom).toISOString()}`, moreInfo: 'tls.clientCertificate' });
+    }
   }
   let key: crypto.KeyObject | undefined;
   if (clientKey === undefined) {

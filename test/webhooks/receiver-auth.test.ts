@@ -400,6 +400,9 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
         // A certificate outside its validity: every attempt would fail at the receiver's handshake (accepted before 2026-11-28).
         ['POST', { tls: { clientCertificate: certs.expiredCert, clientKey: certs.expiredKey } }, 'tls.clientCertificate', undefined],
         ['POST', { tls: { clientCertificate: certs.futureCert, clientKey: certs.futureKey } }, 'tls.clientCertificate', undefined],
+        // A chain: every block after the first must parse and be valid too (accepted before 2026-11-29, then every attempt failed with TLS).
+        ['POST', { tls: { clientCertificate: `${certs.clientCert.trim()}\n-----BEGIN CERTIFICATE-----\nAAAAAAAA\n-----END CERTIFICATE-----\n`, clientKey: certs.clientKey } }, 'tls.clientCertificate', undefined],
+        ['POST', { tls: { clientCertificate: `${certs.clientCert.trim()}\n${certs.expiredCert.trim()}\n`, clientKey: certs.clientKey } }, 'tls.clientCertificate', undefined],
         ['POST', { tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey, caCertificate: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' } }, 'tls.caCertificate', undefined],
         // Mutual TLS only over TLS: not over plain http or amqp (amqps and nats: brokers-tls.test.ts).
         ['POST', { url: 'http://93.184.215.14/hook', tls: { clientCertificate: certs.clientCert, clientKey: certs.clientKey } }, 'tls', undefined],
