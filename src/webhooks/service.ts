@@ -277,8 +277,11 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
   return answer;
 }
 
-/** How long a re-activation waits for the writes that began before it (a stuck one does not hold it longer). */
-const ACTIVATION_WAIT_MS = 30_000;
+/**
+ * How long a re-activation waits for the writes that began before it: an import's chunk or a merge takes seconds; a
+ * session left idle in a transaction does not hold the answer longer (nor past a proxy's usual 30 s).
+ */
+const ACTIVATION_WAIT_MS = 10_000;
 
 export async function removeSubscription(db: Db, uuid: string, audit: AuditHook): Promise<void> {
   await db.transaction(async (tx) => {

@@ -261,18 +261,23 @@ export async function liftPause(db: Queryable, subscriptionUuid: string): Promis
 }
 
 /**
- * Waits until every transaction that had written when this is called (held a transaction id) has ended, or `maxMs`
- * passed; true when they all ended. Polled: pg_current_snapshot() names the oldest still running.
+ * Waits until every transaction of this database that had written when this is called (held a transaction id) has
+ * ended, or `maxMs` passed; true when they all ended. Polled in pg_stat_activity, by backend and transaction id: the
+ * server-wide snapshot also waited for other databases' transactions (a probe's idle one in another database held
+ * every re-activation for the whole wait).
  */
 export async function writesBeforeNowEnded(db: Queryable, maxMs: number): Promise<boolean> {
-  const { xmax } = (await db.query<{ xmax: string }>(`SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xmax`)).rows[0];
+  const writing = `SELECT pid, backend_xid::text AS xid FROM pg_stat_activity
+    WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()`;
+  const before = new Set((await db.query<{ pid: number; xid: string }>(writing)).rows.map((r) => `${r.pid}:${r.xid}`));
   const until = Date.now() + maxMs;
-  for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
-    const r = await db.query<{ ended: boolean }>(`SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8 AS ended`, [xmax]);
-    if (r.rows[0].ended) return true;
+  for (let wait = 10; before.size > 0; wait = Math.min(wait * 2, 200)) {
     if (Date.now() >= until) return false;
     await new Promise((resolve) => setTimeout(resolve, wait));
+    const still = new Set((await db.query<{ pid: number; xid: string }>(writing)).rows.map((r) => `${r.pid}:${r.xid}`));
+    for (const t of before) if (!still.has(t)) before.delete(t);
   }
+  return true;
 }
 
 /** Wakes every dispatcher (delivered on commit when called inside a transaction). */

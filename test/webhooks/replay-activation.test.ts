@@ -12,6 +12,9 @@ import { describePg } from '../helpers/suite.ts';
 import { waitFor } from './receiver.ts';
 import { emitEvents } from '../../src/events/emit.ts';
 import { ReplayWorker } from '../../src/webhooks/replay-worker.ts';
+import { writesBeforeNowEnded } from '../../src/webhooks/store.ts';
+import { PG_URL } from '../helpers/db.ts';
+import pg from 'pg';
 
 await describePg('re-activation, then replay', (ctx) => {
   const api = () => ctx.srv.api.withVersion('2026-11');
@@ -52,5 +55,25 @@ await describePg('re-activation, then replay', (ctx) => {
       `SELECT 1 FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_subscriptions s ON s.id = d.subscription_id
        WHERE e.uuid = $1 AND s.uuid = $2`, [eventUuid, sub.body.uuid]);
     assert.equal(queued.rows.length, 1, 'the replay queued the event the write made');
+  });
+
+  it('it waits for this database\'s writes only: one in another database does not hold it', async () => {
+    // A transaction holding an id in another database of the server held every re-activation for the whole wait (found by
+    // a probe): the server-wide snapshot was read. One in this database is waited for, up to the bound.
+    const other = new pg.Client({ connectionString: PG_URL.replace(/\/[^/?]*(\?|$)/, '/postgres$1') });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT pg_current_xact_id()');
+      assert.equal(await writesBeforeNowEnded(ctx.tdb.db, 1_000), true);
+      await other.query('ROLLBACK');
+      const same = await ctx.tdb.db.transaction(async (tx) => {
+        await tx.query('SELECT pg_current_xact_id()');
+        return writesBeforeNowEnded(ctx.tdb.db, 300);
+      });
+      assert.equal(same, false, 'a write of this database under way is waited for, up to the bound');
+    } finally {
+      await other.end();
+    }
   });
 }, { env: { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' } });
