@@ -342,6 +342,9 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // Ready while the database answers, within READY_DEADLINE_MS: one that stops answering with its connections left open
   // (a network partition, a stalled server) held the probe as long as that lasted, then said 200 (found by probing).
   app.get('/ready', async (_req, reply) => {
+    // Draining (SIGTERM): not ready, so that a load balancer stops sending new work here while the open connections
+    // are answered (it said 200 through the drain's grace; found by a probe).
+    if (draining) return sendError(reply, 503, [{ message: 'draining: this process is shutting down', errorCode: 'ServiceUnavailable', moreInfo: '' }]);
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), READY_DEADLINE_MS)));
     try {

@@ -170,6 +170,9 @@ describe('process', () => {
       await p.waitFor(/SIGTERM: draining/);
       idle.write(request(JSON.stringify({ externalId: 'during-drain' })));
       sock.write(payload);
+      // Not ready while draining (a load balancer stops sending work here): it said 200 through the grace.
+      const ready = await fetch(`${p.url}/ready`);
+      assert.equal(ready.status, 503, await ready.text());
       await Promise.race([closed, exit]); // the server closes the connection after answering (Connection: close)
       await Promise.race([idleClosed, exit]);
       assert.match(idleAnswer, /^HTTP\/1\.1 201 Created/, `the idle connection's request is answered: ${JSON.stringify(idleAnswer)}`);
