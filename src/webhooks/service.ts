@@ -12,7 +12,7 @@ import { NO_MORE_RETRIES } from './schedule.ts';
 import { checkPolicy } from './policy.ts';
 import * as store from './store.ts';
 import { attemptStats, type AttemptRow } from './attempts-store.ts';
-import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, splitCredential, URL_UNSAFE } from './destinations/url.ts';
+import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, shownUrl, splitCredential, URL_UNSAFE } from './destinations/url.ts';
 import { checkTokenUrl, OAUTH2, receiverAuthRules, sameOrigin, shapeReceiverAuth } from './receiver-auth.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
 
@@ -36,7 +36,9 @@ export function shapeHealth(r: store.SubscriptionRow) {
 export function shapeSubscription(r: store.SubscriptionRow, retryDefault: number[]) {
   return {
     uuid: r.uuid,
-    url: r.url,
+    // A broker URL as the parser writes it, as splitCredential stores it: one migration 073 kept as typed (`[0:0::1]`,
+    // a space in the vhost) is shown so, and can be sent back as shown.
+    url: destinationKind(r.url) === 'http' ? r.url : new URL(r.url).href,
     eventTypes: r.event_types,
     isActive: r.is_active,
     authMethod: r.auth_method,
@@ -211,7 +213,9 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
   let reactivated = false;
   const answer = await db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
-    if (dest?.password === REDACTED_PASSWORD && dest.url !== cur.url) throw keptPasswordElsewhere();
+    // Compared as the URL parser writes them: a URL stored as typed (migration 073 kept the rest of it so: `[0:0::1]`,
+    // a space in the vhost) is the same URL when sent back as shown.
+    if (dest?.password === REDACTED_PASSWORD && new URL(dest.url).href !== new URL(cur.url).href) throw keptPasswordElsewhere();
     // A credential kept as it is must be readable (it is written back): one that cannot be opened is given anew,
     // unless the method no longer uses it.
     const method = chosenMethod(patch, cur.auth_method);
@@ -378,7 +382,7 @@ export function shapeAttempt(a: AttemptRow) {
     eventUuid: a.event_uuid,
     subscriptionUuid: a.subscription_uuid,
     eventType: a.event_type,
-    url: a.url,
+    url: shownUrl(a.url),
     attemptNumber: a.attempt_number,
     startedAt: isoNN(a.started_at),
     durationMs: a.duration_ms,

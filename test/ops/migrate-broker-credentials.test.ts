@@ -8,7 +8,8 @@ import { backends, emptyDb } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openSecret } from '../../src/secrets/active.ts';
-import { userAndPassword, withPassword } from '../../src/webhooks/destinations/url.ts';
+import { shownUrl, userAndPassword, withPassword } from '../../src/webhooks/destinations/url.ts';
+import { shapeAttempt } from '../../src/webhooks/service.ts';
 
 const Q = '?exchange=bulb&routingKey=customer.events';
 const ROWS = {
@@ -17,6 +18,7 @@ const ROWS = {
   userOnly: `AMQPS://guest@broker.example${Q}`,
   alreadyStored: `amqp://guest:***@127.0.0.1:5672${Q}`,
   http: 'https://Example.com/Hook?a=1',
+  typed: 'AMQP://u:pw@[0:0::1]:5672/v h?exchange=bulb', // kept as typed but for the scheme and the password
 };
 
 for (const backend of await backends()) {
@@ -49,8 +51,9 @@ for (const backend of await backends()) {
         const version = (await t.db.query<{ url: string }>('SELECT url FROM webhook_subscription_versions')).rows[0];
         assert.equal(version.url, `AMQP://guest:***@127.0.0.1:5672/vh${Q}`, 'the recorded sending config keeps its history, the password aside');
 
+        assert.deepEqual(await row('typed'), { url: 'amqp://u:***@[0:0::1]:5672/v h?exchange=bulb', destination_password: 'pw' });
         await t.db.query('DELETE FROM webhook_subscriptions WHERE uuid = $1', [ids.alreadyStored]); // not sealed under the test's key
-        const srv = await startServer(t.db);
+        const srv = await startServer(t.db, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
         try {
           const shown = await srv.api.get(`/integrations/webhooks/subscriptions/${ids.clear}`);
           assert.equal(shown.status, 200, shown.text);
@@ -60,6 +63,12 @@ for (const backend of await backends()) {
           const sent = withPassword(stored.url, openSecret(stored.destination_password!));
           assert.deepEqual(userAndPassword(sent), ['guest', 'p@ss:w@rd'], 'the publisher connects with the credential as written');
           assert.equal(sent.host + sent.pathname + sent.search, `127.0.0.1:5672/vh${Q}`);
+          // Its URL sent back as shown keeps the password: the same URL, as the parser writes it.
+          const typed = await srv.api.get(`/integrations/webhooks/subscriptions/${ids.typed}`);
+          assert.equal(typed.body.url, 'amqp://u:***@[::1]:5672/v%20h?exchange=bulb', 'shown as the parser writes it');
+          const back = await srv.api.patch(`/integrations/webhooks/subscriptions/${ids.typed}`, { url: typed.body.url });
+          assert.equal(back.status, 200, back.text);
+          assert.equal(openSecret((await row('typed')).destination_password!), 'pw');
         } finally {
           await srv.close();
         }
@@ -69,3 +78,10 @@ for (const backend of await backends()) {
     });
   });
 }
+
+it('the logs show an attempt stored whole with such a URL without its password (migration 073 leaves those rows as they are)', () => {
+  const attempt = (url: string) => shapeAttempt({ url, started_at: '2026-11-01T00:00:00Z', next_attempt_at: null } as any).url;
+  assert.equal(attempt(ROWS.clear), `amqp://guest:***@127.0.0.1:5672/vh${Q}`);
+  assert.equal(attempt('nats://bulb:s3cret@127.0.0.1:4222?subject=a.b'), 'nats://bulb:***@127.0.0.1:4222?subject=a.b');
+  for (const kept of [ROWS.alreadyStored, ROWS.noCredential, ROWS.userOnly, ROWS.http, 'https://hooks.example/p?next=a@b']) assert.equal(shownUrl(kept), kept);
+});

@@ -89,6 +89,25 @@ export function splitCredential(raw: string): { url: string; password: string | 
   return { url: u.href, password };
 }
 
+/**
+ * A URL as the logs show it: a broker URL's password, if it still carries one, replaced by REDACTED_PASSWORD. An
+ * attempt stored whole before migration 051 kept the URL it was sent to, with the password of a broker URL written
+ * with an upper-case scheme (migration 073 moved it out of the subscriptions, not out of those rows).
+ */
+export function shownUrl(url: string): string {
+  if (destinationKind(url) === 'http') return url;
+  const at = url.indexOf('@');
+  if (at < 0) return url;
+  try {
+    const u = new URL(url);
+    if (!u.password || u.password === REDACTED_PASSWORD) return url;
+    u.password = REDACTED_PASSWORD;
+    return u.href;
+  } catch {
+    return url.replace(/^([A-Za-z]+:\/\/[^/?#:@]*):[^/?#]*@/, `$1:${REDACTED_PASSWORD}@`);
+  }
+}
+
 /** The stored URL with its password put back, to connect with (never stored, logged or shown). */
 export function withPassword(url: string, password: string | null): URL {
   const u = new URL(url);
