@@ -37,7 +37,8 @@ export function auditOf(req: FastifyRequest): AuditHook {
   const p = pending.get(req);
   if (!p) throw new Error(`route ${req.routeOptions.config.routeId} declares no audit`);
   return async (tx, answer, acted = true) => {
-    const target = acted ? p.decl.target(req, answer) : null;
+    // A HEAD runs its GET's handler but shows nothing (a HEAD of …/secret was recorded as a reveal; found by a probe).
+    const target = acted && req.method !== 'HEAD' ? p.decl.target(req, answer) : null;
     if (target) {
       const entry = { actor: actorOf(req), action: target.action ?? p.decl.action, targetType: target.type, targetId: target.id, ip: req.ip ?? null, details: target.details };
       try {
