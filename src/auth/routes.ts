@@ -4,7 +4,8 @@ import type { FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
 import { NoContent, StringEnum } from '../http/schema.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
-import { notFound } from '../http/errors.ts';
+import { invalid, notFound } from '../http/errors.ts';
+import { UUID } from '../http/formats.ts';
 import { Page, PageQuery, decodeCursor, pageOf } from '../http/pagination.ts';
 import { isoNN, iso } from '../http/time.ts';
 import { auditOf } from '../audit/record.ts';
@@ -28,6 +29,15 @@ const AuthClient = Type.Object(
 const ApiKeyCreated = Type.Composite([ApiKey, Type.Object({ key: Type.String({ description: 'the secret, shown only in this answer' }) })], { title: 'ApiKeyCreated' });
 const AuthClientCreated = Type.Composite([AuthClient, Type.Object({ clientSecret: Type.String({ description: 'the secret, shown only in this answer' }) })], { title: 'AuthClientCreated' });
 
+/**
+ * A key's or client's name is how the audit log's `actor=` filter finds its acts: "system" and a uuid already mean
+ * something there (the system's acts, a key or client by uuid), so a key so named could not be found by its name,
+ * and one named as another's uuid was listed under that other (found by a probe).
+ */
+function checkName(name: string): void {
+  if (name === 'system' || UUID.test(name)) throw invalid(`"name" must not be "system" nor a uuid: the audit log's actor filter reads those as the system's acts or a key's uuid`, 'name');
+}
+
 const shapeKey = (r: store.ApiKeyRow) => ({ uuid: r.uuid, name: r.name, prefix: r.prefix, scopes: r.scopes, createdAt: isoNN(r.created_at), lastUsedAt: iso(r.last_used_at) });
 const shapeClient = (r: store.AuthClientRow) => ({ uuid: r.uuid, name: r.name, clientId: r.client_id, scopes: r.scopes, createdAt: isoNN(r.created_at) });
 
@@ -42,6 +52,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
       schema: { body: CreateBody, response: { 201: ApiKeyCreated } },
       handler: async (req: FastifyRequest, reply) => {
         const b = req.body as { name: string; scopes: any[] };
+        checkName(b.name);
         const out = await s.db.transaction(async (tx) => {
           const { row, key } = await createApiKey(tx, b.name, b.scopes);
           const answer = { ...shapeKey(row), key };
@@ -80,6 +91,7 @@ export function credentialRoutes(s: Services): RouteDef[] {
       schema: { body: CreateBody, response: { 201: AuthClientCreated } },
       handler: async (req, reply) => {
         const b = req.body as { name: string; scopes: any[] };
+        checkName(b.name);
         const out = await s.db.transaction(async (tx) => {
           const { row, clientSecret } = await createAuthClient(tx, b.name, b.scopes);
           const answer = { ...shapeClient(row), clientSecret };

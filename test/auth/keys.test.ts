@@ -116,6 +116,15 @@ await describeEachDb('auth: scopes and API keys', (ctx) => {
       assert.equal(r.status, 400, JSON.stringify(body));
       errorCodes(r);
     }
+    // Names the audit log's actor filter reads as something else: "system", a uuid (accepted until 2026-11-29).
+    for (const name of ['system', '58ddd86d-8272-4e79-b110-d41213033609']) {
+      for (const path of ['/integrations/apiKeys', '/integrations/authClients']) {
+        const r = await api().withVersion('2026-11').post(path, { name, scopes: ['read'] });
+        assert.equal(r.status, 400, `${path} ${name}: ${r.text}`);
+        assert.equal(r.body.errors[0].moreInfo, 'name');
+      }
+    }
+    assert.equal((await api().withVersion('2026-11').post('/integrations/apiKeys', { name: 'System', scopes: ['read'] })).status, 201, 'another case is another name');
   });
 
   it('the BULB_ADMIN_KEY bootstrap is idempotent; a revoked BULB_ADMIN_KEY stays revoked across starts', async () => {
