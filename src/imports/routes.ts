@@ -148,7 +148,8 @@ export function importRoutes(s: Services): RouteDef[] {
         const imp = await found(s, req);
         return s.db.transaction(async (tx) => {
           const cancelled = await store.cancelImport(tx, imp.uuid);
-          if (!cancelled) throw conflict(`import ${imp.uuid} is ${imp.status} already`, 'status');
+          // Its status as it is now (read again: a cancel that lost a race to another said "running" of a cancelled import).
+          if (!cancelled) throw conflict(`import ${imp.uuid} is ${(await store.getImport(tx, imp.uuid))?.status ?? imp.status} already`, 'status');
           await store.dropApplied(tx, imp.id);
           const answer = shapeImport(cancelled);
           await auditOf(req)(tx, answer);
