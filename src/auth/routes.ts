@@ -73,12 +73,13 @@ export function credentialRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'apiKeys.revoke', method: 'DELETE', path: '/integrations/apiKeys/:uuid', summary: 'Revoke an API key',
-      audit: { action: 'apiKey.revoked', target: (req) => ({ type: 'ApiKey', id: (req.params as any).uuid }) },
+      audit: { action: 'apiKey.revoked', target: (req, b) => ({ type: 'ApiKey', id: (req.params as any).uuid, details: b }) },
       schema: { params: UuidParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await s.db.transaction(async (tx) => {
-          if (!(await store.revokeApiKey(tx, (req.params as any).uuid))) throw notFound('API key not found');
-          await auditOf(req)(tx, undefined);
+          const name = await store.revokeApiKey(tx, (req.params as any).uuid);
+          if (name === undefined) throw notFound('API key not found');
+          await auditOf(req)(tx, { name }); // which key, by name: a revoked key is listed nowhere else
         });
         s.auth.forget();
         reply.code(204);
@@ -112,12 +113,13 @@ export function credentialRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'authClients.revoke', method: 'DELETE', path: '/integrations/authClients/:uuid', summary: 'Revoke an OAuth client and its tokens',
-      audit: { action: 'authClient.revoked', target: (req) => ({ type: 'AuthClient', id: (req.params as any).uuid }) },
+      audit: { action: 'authClient.revoked', target: (req, b) => ({ type: 'AuthClient', id: (req.params as any).uuid, details: b }) },
       schema: { params: UuidParams, response: { 204: NoContent } },
       handler: async (req, reply) => {
         await s.db.transaction(async (tx) => {
-          if (!(await store.revokeAuthClient(tx, (req.params as any).uuid))) throw notFound('auth client not found');
-          await auditOf(req)(tx, undefined);
+          const name = await store.revokeAuthClient(tx, (req.params as any).uuid);
+          if (name === undefined) throw notFound('auth client not found');
+          await auditOf(req)(tx, { name });
         });
         s.auth.forget();
         reply.code(204);

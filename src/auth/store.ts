@@ -69,13 +69,14 @@ export async function listApiKeys(db: Queryable, afterId: string | null, limit: 
 }
 
 /** Revokes a key and notifies AUTH_CHANNEL in the same statement (so on commit). */
-export async function revokeApiKey(db: Queryable, uuid: string): Promise<boolean> {
-  const r = await db.query(
-    `WITH k AS (UPDATE api_keys SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING 1)
-     SELECT pg_notify($2, 'revoked') FROM k`,
+/** Revokes a key and notifies AUTH_CHANNEL in the same statement (so on commit); its name, or undefined if none was live. */
+export async function revokeApiKey(db: Queryable, uuid: string): Promise<string | undefined> {
+  const r = await db.query<{ name: string }>(
+    `WITH k AS (UPDATE api_keys SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING name)
+     SELECT k.name, pg_notify($2, 'revoked') FROM k`,
     [uuid, AUTH_CHANNEL],
   );
-  return r.rows.length > 0;
+  return r.rows[0]?.name;
 }
 
 export async function findApiKeyByHash(db: Queryable, hash: Buffer): Promise<TokenOwnerRow | undefined> {
@@ -118,14 +119,15 @@ export async function listAuthClients(db: Queryable, afterId: string | null, lim
 }
 
 /** Revokes the client and every access token issued to it (one statement), notifying AUTH_CHANNEL. */
-export async function revokeAuthClient(db: Queryable, uuid: string): Promise<boolean> {
-  const r = await db.query(
-    `WITH c AS (UPDATE auth_clients SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING id),
+/** Revokes a client and its tokens; its name, or undefined if none was live. */
+export async function revokeAuthClient(db: Queryable, uuid: string): Promise<string | undefined> {
+  const r = await db.query<{ name: string }>(
+    `WITH c AS (UPDATE auth_clients SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING id, name),
      t AS (DELETE FROM oauth_tokens WHERE client_id IN (SELECT id FROM c))
-     SELECT pg_notify($2, 'revoked') FROM c`,
+     SELECT c.name, pg_notify($2, 'revoked') FROM c`,
     [uuid, AUTH_CHANNEL],
   );
-  return r.rows.length > 0;
+  return r.rows[0]?.name;
 }
 
 export async function findAuthClient(db: Queryable, clientId: string): Promise<TokenOwnerRow | undefined> {

@@ -89,7 +89,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'webhooks.subscriptions.delete', method: 'DELETE', path: `${SUBS}/:uuid`,
-      audit: { action: 'subscription.deleted', target },
+      audit: { action: 'subscription.deleted', target: (req, b) => ({ ...target(req), details: b }) },
       summary: 'Delete a subscription; its pending deliveries are cancelled',
       schema: { params: S.UuidParams, response: { 204: NoContent } },
       handler: async (req, reply) => {

@@ -292,7 +292,7 @@ export async function removeSubscription(db: Db, uuid: string, audit: AuditHook)
     const cur = await mustFind(tx, uuid, true);
     await store.deleteSubscription(tx, cur.id);
     await store.notifySubscriptionsChanged(tx, [cur.id]);
-    await audit(tx, undefined);
+    await audit(tx, { url: shapeSubscription(cur, []).url }); // which subscription it was (its URL as shown: no password)
   });
 }
 

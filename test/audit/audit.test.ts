@@ -93,6 +93,10 @@ await describeEachDb('audit log', (ctx) => {
     }
     assert.deepEqual(rows[0].details, { name: 'pos', scopes: ['read'] });
     assert.deepEqual(rows[4].details, { url: 'http://127.0.0.1:9/hook2', bearerToken: '[redacted]' });
+    // What was revoked or deleted, by name or URL: listed nowhere else afterwards (the rows said {} until 2026-11-29).
+    assert.deepEqual(rows[1].details, { name: 'pos' });
+    assert.deepEqual(rows[8].details, { url: 'http://127.0.0.1:9/hook2' });
+    assert.deepEqual(rows[9].details, { name: 'erp-sync' });
     assert.deepEqual(rows[10].details, { mergeUuid: merged.body.mergeUuid, primary: 'audit-p1', mergedCustomerIds: ['audit-s1'] });
     // A legacy door's row is made like the 2025-04 door's: its merge's uuid, the merged customers' externalIds.
     const legacyMerge = (await api().get('/crm/customers/audit-p2/merges')).body.data[0];
