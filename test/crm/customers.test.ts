@@ -202,6 +202,9 @@ await describeEachDb('customers', (ctx) => {
     for (const term of ['ΟΔΥΣΣΈΑΣ', 'οδυσσέας', 'οδυσσέασ']) assert.deepEqual(await q(term), ['uq-οδυσσέας'], term);
     assert.deepEqual(await q('νικολαος'), ['uq-greek'], 'typed with a final ς');
     assert.deepEqual(await q('UQ-ΟΔΥΣΣΈΑΣ'), ['uq-οδυσσέας'], 'in the externalId');
+    const keyless = await api().post('/crm/customers', { firstName: 'Ερμής', lastName: 'Χωρίςκλειδί' });
+    assert.equal(keyless.status, 201, keyless.text);
+    assert.deepEqual((await api().get(`/crm/customers?q=${encodeURIComponent('ΧΩΡΊΣΚΛΕΙΔΊ')}`)).body.data.map((c: any) => c.uuid), [keyless.body.uuid], 'a customer without an externalId too');
     // René with é composed (NFC) and decomposed (NFD): each form finds both.
     await api().post('/crm/customers', { externalId: 'uq-nfc', firstName: 'Ren\u00e9' });
     await api().post('/crm/customers', { externalId: 'uq-nfd', firstName: 'Rene\u0301' });
