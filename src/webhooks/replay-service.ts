@@ -96,7 +96,7 @@ export async function cancelReplay(db: Db, uuid: string, audit: AuditHook): Prom
   const cur = await findReplay(db, uuid);
   return db.transaction(async (tx) => {
     const r = await store.cancelReplay(tx, uuid);
-    if (!r) throw conflict(`replay ${uuid} is ${cur.status} already`, 'status');
+    if (!r) throw conflict(`replay ${uuid} is ${(await store.getReplay(tx, uuid))?.status ?? cur.status} already`, 'status');
     const answer = shapeReplay(r);
     await audit(tx, answer);
     return answer;
