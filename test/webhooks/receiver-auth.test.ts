@@ -285,6 +285,29 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
     for (const t of [first, tokens.issued[tokens.issued.length - 1]]) assert.ok(!text.includes(t), 'both tokens redacted');
   });
 
+  it('a token refused twice in an attempt is not kept: the next attempt starts with a new one', async () => {
+    // A receiver that refuses every token: each attempt is a request, a refetch and a retry. Until 2026-11-29 the next
+    // attempt began with the token refused last (found by a probe).
+    const seen: string[] = [];
+    const rx2 = await startReceiver((req, res) => {
+      seen.push(String(req.headers.authorization ?? ''));
+      res.writeHead(401).end();
+    });
+    try {
+      const s = await api().post(SUBS, { url: rx2.url, eventTypes: ['webhookTest'], oauth2: oauth2() });
+      assert.equal(s.status, 201, s.text);
+      await api().post(`${SUBS}/${s.body.uuid}/test`);
+      await waitFor(() => seen.length >= 2, 'the first attempt: its request and retry');
+      const refused = new Set(seen);
+      const [d] = (await api().get(`/integrations/webhooks/deliveries?subscription=${s.body.uuid}`)).body.data;
+      await api().post(`/integrations/webhooks/deliveries/${d.uuid}/retry`);
+      await waitFor(() => seen.length >= 4, 'the second attempt');
+      assert.ok(!refused.has(seen[2]), `the second attempt began with a token refused before: ${seen.join(', ')}`);
+    } finally {
+      await rx2.close();
+    }
+  });
+
   it('a token endpoint that fails (5xx, bad JSON, no access_token, unreachable) fails the attempt with OAUTH_TOKEN_FAILED and the reason, and the lane goes on', async () => {
     const dead = await startTokenServer();
     const deadUrl = dead.url;
