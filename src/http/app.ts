@@ -165,6 +165,11 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   // What a request no route matches is answered: decided from its method and path alone. Given in preParsing, before
   // its body is read, so that a body a route would refuse (bad JSON, a charset, a Content-Encoding, over the limit)
   // does not hide the 404 EndpointNotInVersion naming the versions that serve it (a probe, 2026-11-29).
+  /** The path of a versioned request after /api/{version}, without its query ('' for any other). */
+  const versionedRest = (url: string): string => {
+    const m = /^\/api\/[^/]+(\/[^?]*)/.exec(url);
+    return m ? m[1].replace(/\/$/, '') : '';
+  };
   const unmatched = (req: FastifyRequest): ApiError => {
     const path = req.url.split('?')[0];
     if (/^\/api\/?$/.test(path)) {
@@ -231,6 +236,13 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
         return done(err as Error);
       }
       return done(unmatched(req));
+    }
+    // A path another version serves as a route of its own (`/crm/customers/bulk`, `…/export`) is that route, not an
+    // {id} of this version's: answered as unmatched (404 EndpointNotInVersion naming the versions), not "customer
+    // "export" not found" or, for a bulk array, "body must be object" (found by a probe).
+    if (req.routeOptions.url.includes(':') && registry.staticPaths.has(versionedRest(req.url))) {
+      const answer = unmatched(req);
+      if (answer.entries[0].errorCode === 'EndpointNotInVersion') return done(answer);
     }
     const coding = req.headers['content-encoding'];
     if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {

@@ -97,6 +97,17 @@ await describeEachDb('versions', (ctx) => {
     assert.equal(r.status, 404);
     assert.deepEqual(errorCodes(r), ['EndpointNotInVersion']);
     assert.match(r.body.errors[0].moreInfo, /2022-08, 2025-04/);
+    // A path that is a route of its own in other versions, where this version has an {id} route for the method: the
+    // route, not an id (until 2026-11-29 "body must be object" for the PUT's array, "customer "export" not found").
+    const put = await api().req('PUT', '/tulip_api/v2/crm/customers/bulk', [{ externalId: 'x' }]);
+    assert.deepEqual([put.status, errorCodes(put)], [404, ['EndpointNotInVersion']], put.text);
+    assert.match(put.body.errors[0].moreInfo, /2022-08/);
+    const exp = await api().withVersion('2025-12').get('/crm/customers/export');
+    assert.deepEqual([exp.status, errorCodes(exp)], [404, ['EndpointNotInVersion']], exp.text);
+    assert.equal(exp.body.errors[0].moreInfo, 'served by versions: 2026-11');
+    // An id is still an id, and a method no version serves at that path is the {id} route's.
+    assert.deepEqual(errorCodes(await api().withVersion('2025-12').get('/crm/customers/no-such-one')), ['NotFound']);
+    assert.deepEqual(errorCodes(await api().withVersion('2026-11').patch('/crm/customers/export', { firstName: 'x' })), ['NotFound']);
   });
 
   it('GET /api/versions needs no auth and lists the versions', async () => {

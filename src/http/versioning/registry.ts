@@ -31,6 +31,8 @@ export class Registry {
   readonly byVersion = new Map<string, VersionedRoute[]>();
   private router = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH });
   private versionsOf = new Map<string, Set<string>>(); // "METHOD path" → versions
+  /** The paths without a parameter (`/crm/customers/bulk`): in a version that lacks one, a `{id}` route would take it. */
+  readonly staticPaths = new Set<string>();
 
   constructor(readonly routes: RouteDef[], readonly changes: VersionChange[]) {
     const ids = new Set<string>();
@@ -58,6 +60,7 @@ export class Registry {
           set = new Set();
           this.versionsOf.set(key, set);
           this.router.on(def.method, def.path, () => {}, { key });
+          if (!def.path.includes(':')) this.staticPaths.add(def.path);
         }
         set.add(v);
       }
