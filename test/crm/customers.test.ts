@@ -36,10 +36,16 @@ await describeEachDb('customers', (ctx) => {
     for (const id of ['export', 'bulk']) {
       const writes = [
         await ctx.srv.api.post('/crm/customers', { externalId: id }),
-        await ctx.srv.api.withVersion('2022-04').put(`/crm/customers/${id}`, { firstName: 'X' }),
-        await ctx.srv.api.put('/tulip_api/v2/crm/customers/' + id, { firstName: 'X' }),
         await ctx.srv.api.patch(`/crm/customers/rsv-1`, { externalId: id }),
       ];
+      // PUT …/export in 2022-04 is its {id} route's; PUT …/bulk is the bulk route of later versions (404
+      // EndpointNotInVersion since 2026-11-29, test/http/versions.test.ts): neither writes anything.
+      const legacy = [
+        await ctx.srv.api.withVersion('2022-04').put(`/crm/customers/${id}`, { firstName: 'X' }),
+        await ctx.srv.api.put('/tulip_api/v2/crm/customers/' + id, { firstName: 'X' }),
+      ];
+      if (id === 'export') writes.push(...legacy);
+      else for (const r of legacy) assert.deepEqual([r.status, r.body.errors[0].errorCode], [404, 'EndpointNotInVersion'], r.text);
       for (const r of writes) {
         assert.equal(r.status, 400, `${id}: ${r.text}`);
         assert.match(r.body.errors[0].message, /is reserved/);
@@ -112,9 +118,11 @@ await describeEachDb('customers', (ctx) => {
       assert.equal(c.excludeFromCampaigns, false);
       for (const k of ['emails', 'phones', 'addresses', 'socialProfiles', 'attributes']) assert.deepEqual(c[k], [], k);
     }
-    // A PUT replaces the whole record: null in a list there is still no list.
+    // A PUT replaces the whole record: null in a list there is the empty list, as in a bulk item that replaces (a 400
+    // until 2026-11-29).
     const put = await api().put('/crm/customers/c-null-patch', { emails: null });
-    assert.equal(put.status, 400);
+    assert.equal(put.status, 200, put.text);
+    assert.deepEqual(put.body.emails, []);
   });
 
   it('bulk upserts with per-item results; a bad item does not stop the others', async () => {

@@ -96,6 +96,22 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
     assert.deepEqual(line, (await api().get('/crm/customers/tulip-1')).body);
   });
 
+  it('POST and PUT take null for the lists and excludeFromCampaigns as the empty value, as a bulk item of the same version does', async () => {
+    // Until 2026-11-29 a bulk PUT item with these nulls was a 200 and the same body to PUT or POST a 400 (found by a probe).
+    const nulls = { excludeFromCampaigns: null, attributes: null, addresses: null, emails: null, phones: null, socialProfiles: null };
+    const empty = { excludeFromCampaigns: false, attributes: [], addresses: [], emails: [], phones: [], socialProfiles: [] };
+    for (const v of ['2025-08', '2022-04']) {
+      const made = await api().withVersion(v).post('/crm/customers', { externalId: `nulls-${v}`, firstName: 'N', ...nulls });
+      assert.equal(made.status, 201, `${v}: ${made.text}`);
+      for (const [k, e] of Object.entries(empty)) assert.deepEqual(made.body[k], e, `${v} POST ${k}`);
+      const full = { firstName: 'N', excludeFromCampaigns: true, emails: [{ email: `n-${v}@example.com` }], addresses: [{ city: 'Oslo', countryCode: 'NO' }] };
+      assert.equal((await api().withVersion(v).put(`/crm/customers/nulls-${v}`, full)).status, 200);
+      const cleared = await api().withVersion(v).put(`/crm/customers/nulls-${v}`, { firstName: 'N', ...nulls });
+      assert.equal(cleared.status, 200, `${v}: ${cleared.text}`);
+      for (const [k, e] of Object.entries(empty)) assert.deepEqual(cleared.body[k], e, `${v} PUT ${k}`);
+    }
+  });
+
   it("Tulip's limits and codes: a too-long field, a non-ISO countryCode, a zoneCode of another country, a non-E.164 phone, an unknown attribute: 400 naming it, nothing written", async () => {
     const base = () => tulipCustomer('tulip-bad');
     // https://docs.tulip.com/tgen/customers — firstName, lastName, prefix, suffix: Max Length 64; externalId 255

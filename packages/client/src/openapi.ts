@@ -1666,14 +1666,15 @@ export interface components {
             lastName?: string | null;
             prefix?: string | null;
             suffix?: string | null;
-            emails?: components["schemas"]["Email"][];
-            phones?: components["schemas"]["Phone"][];
-            addresses?: components["schemas"]["Address"][];
-            socialProfiles?: components["schemas"]["SocialProfile"][];
+            emails?: components["schemas"]["Email"][] | null;
+            phones?: components["schemas"]["Phone"][] | null;
+            addresses?: components["schemas"]["Address"][] | null;
+            socialProfiles?: components["schemas"]["SocialProfile"][] | null;
             loyaltyTier?: string | null;
-            excludeFromCampaigns?: boolean;
+            /** @description null: false */
+            excludeFromCampaigns?: boolean | null;
             image?: string | null;
-            attributes?: components["schemas"]["AttributeValue"][];
+            attributes?: components["schemas"]["AttributeValue"][] | null;
             /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
             disabled?: boolean;
         };
@@ -1883,7 +1884,7 @@ export interface components {
         };
         /**
          * CustomerReplace
-         * @description Full replace: omitted fields are emptied
+         * @description Full replace: omitted fields are emptied (null empties too)
          */
         CustomerReplace: {
             /** @description the integrator's identifier, unique */
@@ -1892,14 +1893,15 @@ export interface components {
             lastName?: string | null;
             prefix?: string | null;
             suffix?: string | null;
-            emails?: components["schemas"]["Email"][];
-            phones?: components["schemas"]["Phone"][];
-            addresses?: components["schemas"]["Address"][];
-            socialProfiles?: components["schemas"]["SocialProfile"][];
+            emails?: components["schemas"]["Email"][] | null;
+            phones?: components["schemas"]["Phone"][] | null;
+            addresses?: components["schemas"]["Address"][] | null;
+            socialProfiles?: components["schemas"]["SocialProfile"][] | null;
             loyaltyTier?: string | null;
-            excludeFromCampaigns?: boolean;
+            /** @description null: false */
+            excludeFromCampaigns?: boolean | null;
             image?: string | null;
-            attributes?: components["schemas"]["AttributeValue"][];
+            attributes?: components["schemas"]["AttributeValue"][] | null;
             /** @description true deactivates the customer (no merge); false re-activates one deactivated that way; omitted: unchanged */
             disabled?: boolean;
         };

@@ -94,14 +94,15 @@ const writable = {
 // externalId is optional, as Tulip documents it (docs.tulip.com/tgen/customers: "Required: No"): a customer created
 // without one is found by its uuid, and may be given one later by PUT or PATCH (docs.tulip.com/integrating/webhooks/
 // automatingexternalidassignment). Bulk items still need it: it is their upsert key.
-export const CustomerCreate = Type.Object({ externalId: Type.Optional(ExternalId), ...writable }, { ...closed, title: 'CustomerCreate', description: 'A new customer' });
-export const CustomerPut = Type.Object(
-  { externalId: Type.Optional(ExternalId), ...writable },
-  { ...closed, title: 'CustomerReplace', description: 'Full replace: omitted fields are emptied' },
-);
 /** A list as a patch takes it: null empties it, as it does a text field. */
 const List = <T extends import('@sinclair/typebox').TSchema>(t: T, maxItems = 50) => Type.Union([Type.Array(t, { maxItems }), Type.Null()]);
-/** The writable fields of a patch (PATCH, 2026-11 bulk items and import lines): omitted kept, null clears any of them. */
+/**
+ * The writable fields, each of which null empties (a list [], excludeFromCampaigns false): a patch (PATCH, 2026-11
+ * bulk items and import lines) clears them so; a create and a full replace (POST, PUT, and the bulk items of older
+ * versions) take null as the empty value too. Until 2026-11-29 a POST or PUT refused the null lists and flag a bulk
+ * item of the same version took (found by a probe; Tulip's partial update says attributes and addresses "Support
+ * SET_AS_NULL").
+ */
 export const clearable = {
   ...writable,
   emails: Type.Optional(List(Email)),
@@ -111,6 +112,11 @@ export const clearable = {
   excludeFromCampaigns: Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { description: 'null: false' })),
   attributes: Type.Optional(List(AttributeValue, 100)),
 };
+export const CustomerCreate = Type.Object({ externalId: Type.Optional(ExternalId), ...clearable }, { ...closed, title: 'CustomerCreate', description: 'A new customer' });
+export const CustomerPut = Type.Object(
+  { externalId: Type.Optional(ExternalId), ...clearable },
+  { ...closed, title: 'CustomerReplace', description: 'Full replace: omitted fields are emptied (null empties too)' },
+);
 export const CustomerPatch = Type.Object(
   { externalId: Type.Optional(ExternalId), ...clearable },
   { ...closed, minProperties: 1, title: 'CustomerPatch', description: 'Only the fields sent change; null clears a field' },
