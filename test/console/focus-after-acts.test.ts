@@ -75,6 +75,39 @@ describeConsole('focus after acts', (ctx) => {
     assert.deepEqual([sub.isActive, sub.eventTypes.includes('customerUpdate')], [false, true]);
   });
 
+  it('a failed act leaves focus on its button; a dialog opened by one gives it back there; an undo preview\'s Cancel too', async () => {
+    // A probe (2026-11-29): the busy button was disabled, which moved the focus to the body; a failure left it there,
+    // and the secret dialog, opened meanwhile, returned it there.
+    const { page, srv } = ctx;
+    await ctx.go('Webhooks');
+    const row = page.locator('tr', { hasText: 'https://93.184.215.14/focus' });
+    await page.route('**/integrations/webhooks/subscriptions/*', (route) => (route.request().method() === 'PATCH'
+      ? route.fulfill({ status: 429, headers: { 'content-type': 'application/json', 'retry-after': '1' }, body: JSON.stringify({ errors: [{ message: 'slow down', errorCode: 'RateLimited', moreInfo: '' }] }) })
+      : route.continue()));
+    try {
+      await row.getByRole('button', { name: /^Activate / }).press('Enter');
+      await page.getByText('Could not change the state: slow down').waitFor();
+      assert.match(await focused(page), /^button: Activate .*93\.184\.215\.14\/focus/, 'after the refused act');
+    } finally {
+      await page.unroute('**/integrations/webhooks/subscriptions/*');
+    }
+    await row.getByRole('button', { name: /^Reveal secret / }).press('Enter');
+    const secret = page.getByRole('dialog', { name: /secret/i });
+    await secret.waitFor();
+    await page.keyboard.press('Escape');
+    await secret.waitFor({ state: 'detached' });
+    assert.match(await focused(page), /^button: Reveal secret .*93\.184\.215\.14\/focus/, 'after the secret dialog');
+
+    for (const externalId of ['fc-pri', 'fc-sec']) assert.equal((await srv.api.post('/crm/customers', { externalId })).status, 201);
+    assert.equal((await srv.api.withVersion('2026-11').post('/crm/customers/fc-pri/merge', { mergeWithCustomerIds: ['fc-sec'] })).status, 200);
+    await page.goto('/admin/#/customers/fc-pri');
+    const undo = page.getByRole('region', { name: 'Merge history' }).getByRole('button', { name: 'Undo merge of fc-sec' });
+    await undo.press('Enter');
+    await page.getByRole('region', { name: /Undo preview/ }).getByRole('button', { name: 'Cancel' }).press('Enter');
+    assert.equal(await focused(page), 'button: Undo merge of fc-sec', 'after cancelling the undo preview');
+    assert.deepEqual(ctx.pageErrors.splice(0), []);
+  });
+
   it('API Keys: "Done, hide it" leaves focus on the list of keys', async () => {
     const { page } = ctx;
     await ctx.go('API Keys');

@@ -9,6 +9,9 @@ function s(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** "1 attempt", "2 attempts". */
+const attemptsText = (n) => `${n} attempt${n === 1 ? '' : 's'}`;
+
 /** Totals of hourly buckets [{hour, attempts, successes}]. */
 export function totals(buckets) {
   const attempts = buckets.reduce((n, b) => n + b.attempts, 0);
@@ -19,7 +22,7 @@ export function totals(buckets) {
 /** "24 h: 120 attempts, 97% successful" (also the chart's accessible name). */
 export function summary(buckets, hours = buckets.length) {
   const t = totals(buckets);
-  return t.attempts === 0 ? `Last ${hours} hours: no attempts` : `Last ${hours} hours: ${t.attempts} attempts, ${t.rate}% successful`;
+  return t.attempts === 0 ? `Last ${hours} hours: no attempts` : `Last ${hours} hours: ${attemptsText(t.attempts)}, ${t.rate}% successful`;
 }
 
 const hourLabel = (iso) => `${String(new Date(iso).getHours()).padStart(2, '0')}:00`;
@@ -50,7 +53,7 @@ export function hourlyChart(buckets, { width = 168, height = 32, axis = false, l
     const x = padL + i * step;
     const total = (b.attempts / max) * hgt;
     const okH = (b.successes / max) * hgt;
-    const g = s('g', { class: 'chart-bar' }, s('title', {}, `${hourLabel(b.hour)}: ${b.attempts} attempts, ${b.successes} successful`));
+    const g = s('g', { class: 'chart-bar' }, s('title', {}, `${hourLabel(b.hour)}: ${attemptsText(b.attempts)}, ${b.successes} successful`));
     // A transparent column over the whole height so the hour's figures show on hover even without attempts.
     g.append(s('rect', { x, y: padT, width: step, height: hgt, class: 'chart-hit' }));
     if (b.attempts > 0) {

@@ -241,13 +241,17 @@ export function secretField(label, value) {
 
 /** Runs an action from a button: disables it meanwhile; shows the API's error as an alert toast. */
 export async function busy(button, fn) {
-  button.disabled = true;
+  // At work already: a second click or Enter does nothing (the act runs once).
+  if (button.getAttribute('aria-busy') === 'true') return undefined;
+  // aria-disabled, not disabled: a disabled button loses the focus (Chromium moves it to the body), so a failed act
+  // left it there and a dialog opened meanwhile returned it there on closing (found by a probe, 2026-11-29).
   button.setAttribute('aria-busy', 'true');
+  button.setAttribute('aria-disabled', 'true');
   try {
     return await fn();
   } finally {
-    button.disabled = false;
     button.removeAttribute('aria-busy');
+    button.removeAttribute('aria-disabled');
   }
 }
 

@@ -113,13 +113,16 @@ function credentialsPage(kind) {
             const page = await get(kind.path, { limit: 100, cursor }, { signal });
             items = items.concat(page.data);
             cursor = page.nextCursor;
-            renderList(!!cursor);
+            // Redrawn: focus on the new Load more, or on the list's heading once all is in (it fell to the body).
+            (renderList(!!cursor) ?? main.querySelector(`#${kind.id}-list-h`))?.focus();
           } catch (err) {
             listBox.append(errorBox(err, 'Could not load more'));
           }
         }));
         listBox.append(h('div', { class: 'actions' }, btn));
+        return btn;
       }
+      return null;
     }
     function refresh(focusHeading = false) {
       return load(listBox, kind.listHeading.toLowerCase(), () => get(kind.path, { limit: 100 }, { signal }), (page) => {

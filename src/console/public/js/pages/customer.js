@@ -223,6 +223,7 @@ function mergeSection(c, navigate) {
       clear(out);
       ids.focus();
     });
+    let failure = null; // the last failure's box: a new one replaces it (they stacked up; found by a probe)
     confirm.addEventListener('click', async () => {
       const ok = await confirmDialog({
         title: `Merge ${list.length} customer${list.length === 1 ? '' : 's'} into ${into}?`,
@@ -240,7 +241,9 @@ function mergeSection(c, navigate) {
           navigate(`#/customers/${encodeURIComponent(result?.primary?.uuid || c.uuid)}`, true);
           document.querySelector('#main h1')?.focus(); // the page was drawn again: focus would fall to the body
         } catch (err) {
-          out.append(errorBox(err, err instanceof ApiError && (err.status === 403 || err.status === 409) ? 'The merge was refused' : 'The merge failed'));
+          failure?.remove();
+          failure = errorBox(err, err instanceof ApiError && (err.status === 403 || err.status === 409) ? 'The merge was refused' : 'The merge failed');
+          out.append(failure);
         }
       });
     });

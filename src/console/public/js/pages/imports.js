@@ -2,7 +2,7 @@
 // lines that failed; recent imports below, each opening its own page (#/imports/{uuid}: progress, live while
 // it runs, and its failed lines). The file is sent as the raw request body (never parsed here).
 import { ApiError, get, post, refusal, session } from '../api.js';
-import { announce, badge, clear, dl, errorBox, field, h, load, table, time } from '../dom.js';
+import { announce, badge, busy, clear, dl, errorBox, field, h, load, table, time } from '../dom.js';
 
 const BASE = '/api/2026-11/crm/imports';
 const FINISHED = new Set(['completed', 'failed', 'cancelled']);
@@ -124,26 +124,30 @@ export function importsPage({ main, signal }) {
 
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
+    if (start.getAttribute('aria-busy') === 'true') return; // an upload is under way
     clear(message);
     const f = file.files && file.files[0];
     if (!f) {
       message.append(errorBox({ errors: [{ message: 'Choose a file to import.', errorCode: '', moreInfo: '' }] }, 'No file'));
       return;
     }
-    start.disabled = true;
+    // The progress shown is the last import's: hidden until this one is accepted (a refused file was shown above the
+    // progress of the import before it, as if it had been imported; found by a probe).
+    progress.hidden = true;
     start.textContent = 'Uploading…';
-    try {
-      const imp = await upload(f, events.checked, signal);
-      announce('Import started');
-      progress.hidden = false;
-      await watchImport(progressBody, imp, signal, listRecent);
-    } catch (err) {
-      if (err && err.name === 'AbortError') return;
-      message.append(errorBox(err, 'The import was refused'));
-    } finally {
-      start.disabled = false;
-      start.textContent = 'Start import';
-    }
+    await busy(start, async () => {
+      try {
+        const imp = await upload(f, events.checked, signal);
+        announce('Import started');
+        progress.hidden = false;
+        await watchImport(progressBody, imp, signal, listRecent);
+      } catch (err) {
+        if (err && err.name === 'AbortError') return;
+        message.append(errorBox(err, 'The import was refused'));
+      } finally {
+        start.textContent = 'Start import';
+      }
+    });
   });
 
   const listRecent = () => load(recent, 'imports', () => get(BASE, { limit: 20 }, { signal }), (page) => {

@@ -58,7 +58,7 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
       clear(out);
       try {
         const dry = await post(`${V}/crm/merges/${encodeURIComponent(m.uuid)}/undo`, undefined, { query: { dryRun: 'true' } });
-        showPreview(m, dry);
+        showPreview(m, dry, btn);
       } catch (err) {
         out.append(errorBox(err, 'This merge cannot be undone'));
         out.focus();
@@ -67,7 +67,7 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
     return btn;
   }
 
-  function showPreview(m, dry) {
+  function showPreview(m, dry, opener) {
     const confirm = h('button', { type: 'button', class: 'btn btn-danger' }, 'Confirm undo');
     const cancel = h('button', { type: 'button', class: 'btn' }, 'Cancel');
     // Each id closed where it ends: the list goes into sentences, and an unclosed override reversed their rest.
@@ -79,7 +79,12 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
       h('p', { class: 'muted' }, 'Data added to the primary after the merge stays with it.'),
       h('div', { class: 'actions' }, confirm, cancel)));
     out.focus();
-    cancel.addEventListener('click', () => clear(out));
+    // Back to the Undo button that opened it (focus fell to the body with the preview; found by a probe).
+    cancel.addEventListener('click', () => {
+      clear(out);
+      if (opener.isConnected) opener.focus();
+    });
+    let failure = null; // the last failure's box: a new one replaces it (they stacked up)
     confirm.addEventListener('click', async () => {
       const ok = await confirmDialog({
         title: `Undo the merge of ${who} into ${refName(m.primary)}?`,
@@ -96,7 +101,9 @@ export function historySection({ c, kinds, signal, navigate, customerLink, list 
           navigate(`#/customers/${encodeURIComponent(c.uuid)}`, true);
           document.querySelector('#main h1')?.focus(); // the page was drawn again: focus would fall to the body
         } catch (err) {
-          out.append(errorBox(err, err instanceof ApiError && err.status === 409 ? 'The undo was refused' : 'The undo failed'));
+          failure?.remove();
+          failure = errorBox(err, err instanceof ApiError && err.status === 409 ? 'The undo was refused' : 'The undo failed');
+          out.append(failure);
         }
       });
     });

@@ -71,7 +71,7 @@ export function replayDialog(sub) {
   const skipped = sub.eventTypes.filter((t) => !replayable(t));
   const msg = h('div');
   const start = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Start replay');
-  const progress = h('section', { 'aria-label': 'Replay progress', 'aria-live': 'polite', hidden: true });
+  const progress = h('section', { 'aria-label': 'Replay progress', 'aria-live': 'polite', hidden: true, tabindex: '-1' });
   const recent = h('div');
   const form = h('form', { class: 'form-stack', novalidate: true, 'aria-label': 'Replay events' },
     h('p', null, 'Sends every event of the window again, one new delivery each, whether or not it was delivered before (events from before the subscription existed included, as long as they are kept). Live deliveries go first.'),
@@ -102,6 +102,7 @@ export function replayDialog(sub) {
         const r = await post(`/integrations/webhooks/subscriptions/${sub.uuid}/replay`, body, { headers: { 'Idempotency-Key': key } });
         form.hidden = true;
         progress.hidden = false;
+        progress.focus(); // the form that held the focus is hidden (it fell to the body; found by a probe)
         watchReplay(progress, r, signal, () => loadRecent());
       } catch (err) {
         msg.append(errorBox(err, 'Could not start the replay'));
