@@ -73,6 +73,17 @@ export function lineOf(line: number, value: unknown): StagedLine {
 }
 
 /**
+ * A TGEN record naming its customer by uuid alone, staged by the externalId the customer has (`externalId`, resolved,
+ * not written): checked as the record is, so that a stored externalId new writes refuse (`export`, `bulk`, kept from
+ * before they were reserved) does not fail a record that never gave it, as PATCH and PUT by uuid take it (found by a
+ * probe, 2026-11-29).
+ */
+export function resolvedLineOf(line: number, value: Record<string, unknown>, externalId: string): StagedLine {
+  const errors = itemErrors({ ...value, externalId: '-' });
+  return errors.length ? { line, item: null, errors } : { line, item: { ...value, externalId } as BulkItemT, errors: null };
+}
+
+/**
  * A TGEN customers record without an externalId (Tulip's is optional): checked as a bulk item is, but for the key, and
  * staged by `uuid` (the customer with it, or the one created with it) or, with none, as a new customer.
  */

@@ -4,7 +4,7 @@
 // The import machinery (staging, chunks, resume, events) takes the items as it takes NDJSON lines; docs/imports-tgen.md.
 import { Transform } from 'node:stream';
 import { ApiError, type ErrorEntry } from '../http/errors.ts';
-import { boundHeader, capProblems, csvRecords, duplicateColumn, keylessLineOf, lineOf, type StagedLine } from './parse.ts';
+import { boundHeader, capProblems, csvRecords, duplicateColumn, keylessLineOf, lineOf, resolvedLineOf, type StagedLine } from './parse.ts';
 import { wholeAddress } from '../crm/customers/wire.ts';
 import { UUID } from '../http/formats.ts';
 
@@ -419,7 +419,7 @@ function resolved(l: TgenLine, found: Map<string, string | null>): StagedLine {
   // An addresses record naming a customer without an externalId (the API allows it, as Tulip does): staged by its uuid.
   if (customerRef && externalId === null) return keylessLineOf(line.line, { addresses: item.addresses }, customerUuid.toLowerCase());
   // An addresses record's customer: the customer with that uuid, else the one with that externalId.
-  if (customerRef) return lineOf(line.line, { ...item, externalId: externalId ?? customerUuid });
+  if (customerRef) return typeof externalId === 'string' ? resolvedLineOf(line.line, item, externalId) : lineOf(line.line, { ...item, externalId: customerUuid });
   // A record without an externalId whose uuid is a customer's without one (updated), or no customer's (in a full
   // update, created with it): staged by the uuid.
   if (item.externalId === undefined && (externalId === null || (externalId === undefined && creates))) return keylessLineOf(line.line, item, customerUuid.toLowerCase());
@@ -433,7 +433,7 @@ function resolved(l: TgenLine, found: Map<string, string | null>): StagedLine {
   if (item.externalId !== undefined && item.externalId !== externalId) {
     return { line: line.line, item: null, errors: [cellError(`the customer with uuid ${customerUuid} has the externalId "${externalId}", not "${String(item.externalId).slice(0, 100)}"`, 'externalId')] };
   }
-  return lineOf(line.line, { ...item, externalId });
+  return item.externalId === undefined ? resolvedLineOf(line.line, item, externalId) : lineOf(line.line, { ...item, externalId });
 }
 
 /** How an import shows its TGEN file (imports.tgen_file): "customers partialupdate 2025-08". */

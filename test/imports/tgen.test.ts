@@ -185,6 +185,23 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.match(errs[0].errors[0].message, /no customer has the uuid/);
   });
 
+  it('a record naming by uuid a customer whose stored externalId is now reserved updates it, as PATCH by uuid does', async () => {
+    // Stored before "export" was reserved (every write refuses it now): the record never gives it, so it is not
+    // refused for it (it was, on customers and addresses files: found by a probe).
+    assert.equal((await api().post('/crm/customers', { externalId: 'rsv-tgen', firstName: 'Old' })).status, 201);
+    await ctx.tdb.db.query(`UPDATE customers SET external_id = 'export' WHERE external_id = 'rsv-tgen'`);
+    const uuid = (await ctx.tdb.db.query<{ uuid: string }>(`SELECT uuid FROM customers WHERE external_id = 'export'`)).rows[0].uuid;
+    const { done } = await tgen('TGEN_customers_partialupdate_2025-08_rsv.csv', `uuid,firstName\n${uuid},New\n`);
+    assert.deepEqual([done.status, done.updated, done.failed], ['completed', 1, 0]);
+    const addr = await tgen('TGEN_addresses_fullupdate_2025-08_rsv.csv', `customer,address1,city,countryCode,postCode,type\n${uuid},1 Main St,Oslo,NO,0150,home\n`);
+    assert.deepEqual([addr.done.status, addr.done.failed], ['completed', 0]);
+    const c = (await api().get(`/crm/customers/${uuid}`)).body;
+    assert.deepEqual([c.externalId, c.firstName, c.addresses.map((a: any) => a.city)], ['export', 'New', ['Oslo']]);
+    // A record that writes a reserved externalId itself is still refused.
+    const sent = await tgen('TGEN_customers_partialupdate_2025-08_rsv2.csv', 'externalId,firstName\nbulk,X\n');
+    assert.deepEqual([sent.done.failed, (await errorsOf(sent.created.uuid))[0].errors[0].moreInfo], [1, 'externalId']);
+  });
+
   // https://docs.tulip.com/tgen/customers_partialupdate : "addresses[0].uuid: Unique Tulip identifier of the address. Required for patching."
   it('a partial update naming an address by uuid patches that address (its other fields kept); a full update gives it whole', async () => {
     const home = { externalId: 'pa-home', address1: '12 Byron St', address2: 'Flat 2', city: 'London', countryCode: 'GB', zoneCode: 'GB-LND', postCode: 'W1 1AA', type: 'home' };
