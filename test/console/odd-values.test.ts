@@ -176,6 +176,22 @@ describeConsole('odd but valid values', (ctx) => {
     assert.match(details, /restoredCustomerIds: \["aud-\u202Eevil\u202C","aud-2"\]/);
   });
 
+  it('an override in a new API key\'s name or a search term is closed where it ends, not after the console\'s words', async () => {
+    // A probe (2026-11-29): "API key “\u202eSOME KEY” created" read "API key “detaerc ”YEK EMOS".
+    const { page } = ctx;
+    await ctx.go('API Keys');
+    await page.getByLabel('Name').fill(RTL);
+    await page.getByRole('button', { name: 'Create API key' }).click();
+    const heading = page.locator('[id$="-created-h"]');
+    await heading.waitFor();
+    assert.equal(await heading.evaluate((el) => el.textContent), `API key “${RTL}\u202C” created`);
+    await page.getByRole('button', { name: 'Done, hide it' }).click();
+    await page.goto(`/admin/#/customers?q=${encodeURIComponent(RTL)}`);
+    const results = page.locator('#results-h');
+    await results.waitFor();
+    assert.equal(await results.evaluate((el) => el.textContent), `Results for “${RTL}\u202C”`);
+  });
+
   it('a 255-character externalId wraps in the merge and undo previews and their confirmations, at 390 px', async () => {
     const { page, srv } = ctx;
     const long = `W${'y'.repeat(254)}`;

@@ -1,6 +1,6 @@
 // Integrations → API Keys and Auth Clients: create (the secret is shown once, with a copy button), list, revoke.
 import { del, get, post, session } from '../api.js';
-import { announce, badge, busy, clear, confirmDialog, empty, errorBox, field, h, load, secretField, table, time } from '../dom.js';
+import { announce, badge, busy, clear, closeBidi, confirmDialog, empty, errorBox, field, h, load, secretField, table, time } from '../dom.js';
 
 const SCOPES = [
   ['read', 'read — GET only'],
@@ -54,7 +54,7 @@ function credentialsPage(kind) {
     function showCreated(created) {
       clear(createdBox,
         h('div', { class: 'card card-success', role: 'region', 'aria-labelledby': `${kind.id}-created-h` },
-          h('h2', { id: `${kind.id}-created-h` }, `${kind.Noun} “${created.name}” created`),
+          h('h2', { id: `${kind.id}-created-h` }, `${kind.Noun} “${closeBidi(created.name)}” created`),
           h('p', { class: 'warning' }, `Copy the secret now: it is shown only this once and cannot be recovered. Anyone with it has the ${created.scopes.join(', ')} scope.`),
           kind.secrets(created).map(([label, value]) => secretField(label, value)),
           h('div', { class: 'actions' }, h('button', { type: 'button', class: 'btn', onclick: () => {
@@ -69,10 +69,10 @@ function credentialsPage(kind) {
     // ---- list ----
     const rowsOf = (items) =>
       items.map((item) => {
-        const revoke = h('button', { type: 'button', class: 'btn btn-danger-quiet', 'aria-label': `Revoke ${item.name}` }, 'Revoke');
+        const revoke = h('button', { type: 'button', class: 'btn btn-danger-quiet', 'aria-label': `Revoke ${closeBidi(item.name)}` }, 'Revoke');
         revoke.addEventListener('click', async () => {
           const ok = await confirmDialog({
-            title: `Revoke ${kind.noun} “${item.name}”?`,
+            title: `Revoke ${kind.noun} “${closeBidi(item.name)}”?`,
             message: kind.revokeWarning(item),
             confirmLabel: 'Revoke',
             danger: true,
@@ -81,7 +81,7 @@ function credentialsPage(kind) {
           await busy(revoke, async () => {
             try {
               await del(`${kind.path}/${item.uuid}`);
-              announce(`${kind.Noun} “${item.name}” revoked`, 'success');
+              announce(`${kind.Noun} “${closeBidi(item.name)}” revoked`, 'success');
               refresh(true);
             } catch (err) {
               announce(`Could not revoke: ${err.message}`, 'error');

@@ -69,7 +69,7 @@ export function customersPage({ main, query, signal, navigate }) {
     h('h1', null, 'Customers'),
     form,
     h('section', { 'aria-labelledby': 'results-h' },
-      h('h2', { id: 'results-h', tabindex: '-1' }, term ? `Results for “${term}”` : { active: 'Active customers', disabled: 'Disabled (merged) customers', all: 'All customers' }[status.value] ?? 'Customers'),
+      h('h2', { id: 'results-h', tabindex: '-1' }, term ? `Results for “${closeBidi(term)}”` : { active: 'Active customers', disabled: 'Disabled (merged) customers', all: 'All customers' }[status.value] ?? 'Customers'),
       results));
 
   if (term) {
