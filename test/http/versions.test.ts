@@ -110,6 +110,18 @@ await describeEachDb('versions', (ctx) => {
     assert.deepEqual(errorCodes(await api().withVersion('2026-11').patch('/crm/customers/export', { firstName: 'x' })), ['NotFound']);
   });
 
+  it("Tulip's 2025-08 and 2025-12 documents give their bulk's own limits: 1,000 items, a body of 10 MiB (Bulb's: 100, 1 MiB)", async () => {
+    // The texts said 1–100 and 1 MiB in every version, though the schema and the server take 1,000 and 10 MiB there.
+    for (const [v, items, mib] of [['2025-08', 1000, 10], ['2025-12', 1000, 10], ['2026-11', 100, 1]] as const) {
+      const doc = (await api().withToken(undefined).get(`/api/${v}/openapi.json`)).body;
+      const op = doc.paths[`/api/${v}/crm/customers/bulk`].post;
+      assert.equal(op.responses['413'].description, `Body over ${mib} MiB`, v);
+      const body = op.requestBody.content['application/json'].schema;
+      const resolved = body.$ref ? doc.components.schemas[body.$ref.split('/').pop()] : body;
+      assert.equal(resolved.maxItems, items, v);
+    }
+  });
+
   it('GET /api/versions needs no auth and lists the versions', async () => {
     const r = await api().withToken(undefined).get('/api/versions');
     assert.equal(r.status, 200);

@@ -111,7 +111,7 @@ export interface paths {
         put: operations["customersBulkPut"];
         /**
          * Upsert 1–100 customers by externalId (an item for an existing customer is a patch; Tulip's 2025-08 and 2025-12 take 1,000 and create only); one result per item
-         * @description A JSON array of 1–100 customers, upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `403` for a disabled customer, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept). In Tulip's 2025-08 and 2025-12 it creates only, as docs.tulip.com "Single vs. Bulk Endpoints" says: an item whose `externalId` exists (or repeats an earlier item's) is that item's `409 Conflict` and changes nothing; `PUT …/bulk` upserts.
+         * @description A JSON array of 1–100 customers (up to 1,000, in a body of up to 10 MiB, in Tulip's 2025-08 and 2025-12), upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `403` for a disabled customer, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept). In Tulip's 2025-08 and 2025-12 it creates only, as docs.tulip.com "Single vs. Bulk Endpoints" says: an item whose `externalId` exists (or repeats an earlier item's) is that item's `409 Conflict` and changes nothing; `PUT …/bulk` upserts.
          */
         post: operations["customersBulk"];
         delete?: never;
@@ -2903,7 +2903,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3124,7 +3124,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3280,7 +3280,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3533,7 +3533,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3773,7 +3773,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -3911,7 +3911,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4132,7 +4132,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4288,7 +4288,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4485,7 +4485,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4682,7 +4682,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4820,7 +4820,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -4958,7 +4958,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5179,7 +5179,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5335,7 +5335,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5496,7 +5496,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5740,7 +5740,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -5901,7 +5901,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6145,7 +6145,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6306,7 +6306,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6550,7 +6550,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6711,7 +6711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -6955,7 +6955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7116,7 +7116,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7360,7 +7360,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7521,7 +7521,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7765,7 +7765,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -7926,7 +7926,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -8170,7 +8170,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -8391,7 +8391,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -8547,7 +8547,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -8787,7 +8787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9034,7 +9034,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9215,7 +9215,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9470,7 +9470,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9663,7 +9663,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9838,7 +9838,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -9996,7 +9996,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10193,7 +10193,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10407,7 +10407,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10565,7 +10565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10762,7 +10762,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -10976,7 +10976,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11129,7 +11129,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11291,7 +11291,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11512,7 +11512,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11688,7 +11688,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -11902,7 +11902,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -12142,7 +12142,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -12338,7 +12338,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -12574,7 +12574,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -12810,7 +12810,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13030,7 +13030,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13194,7 +13194,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13430,7 +13430,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13612,7 +13612,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -13782,7 +13782,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14026,7 +14026,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14207,7 +14207,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14383,7 +14383,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14619,7 +14619,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14782,7 +14782,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -14951,7 +14951,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -15143,7 +15143,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -15398,7 +15398,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -15604,7 +15604,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -15780,7 +15780,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -16046,7 +16046,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -16210,7 +16210,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */
@@ -16405,7 +16405,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again */
+            /** @description The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk) */
             503: {
                 headers: {
                     /** @description seconds to wait */

@@ -55,7 +55,7 @@ const ERROR_EXAMPLES: Record<number, [string, string, string, string]> = {
   415: ['Body is not JSON', 'request body must be application/json', 'UnsupportedMediaType', ''],
   429: ['Rate limit reached', 'too many requests for this token', 'RateLimited', 'retry after 1 s'],
   500: ['Internal error (no internals are disclosed)', 'internal error', 'InternalError', ''],
-  503: ['The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry merges, undos and replays with the same Idempotency-Key, customers as an upsert (PUT, bulk), and check for a note, order or message before sending it again', 'the database is unavailable (restarting or failing over); retry shortly', 'ServiceUnavailable', ''],
+  503: ['The database is unavailable (restarting or failing over): retry after Retry-After; a write cut off at its commit may have landed: retry creates, merges, undos and replays with the same Idempotency-Key, customers also as an upsert (PUT, bulk)', 'the database is unavailable (restarting or failing over); retry shortly', 'ServiceUnavailable', ''],
 };
 
 function errorResponse(status: number, components: Components, description?: string): Json {
@@ -121,6 +121,8 @@ function operation(vr: VersionedRoute, components: Components, deprecated: boole
   if (!Object.keys(responses).some((s) => s.startsWith('2'))) responses['200'] = { description: 'Success (no response schema declared)' };
   const hasBody = def.method !== 'GET';
   const generic = [400, 401, ...(def.scope === 'read' ? [] : [403]), ...(def.path.includes(':') ? [404] : []), ...(hasBody ? [413, 415] : []), ...(def.idempotencyKey ? [409] : []), 429, 500, 503];
+  // A route whose body may be larger in this version (Tulip's bulk of 1,000: 10 MiB) says its own limit.
+  if (hasBody && schema.bodyLimitScale) responses['413'] ??= errorResponse(413, components, `Body over ${schema.bodyLimitScale} MiB`);
   for (const code of generic) responses[String(code)] ??= errorResponse(code, components);
   const body = schema.documentedBody ?? schema.body;
   const scopes = def.scope === 'read' ? ['read'] : def.scope === 'write' ? ['write'] : ['admin'];
