@@ -157,9 +157,9 @@ async function untilAvailable<T>(config: Config, step: () => Promise<T>): Promis
 
 const unavailableWords = (err: unknown) => (err as Error).message || (err as { code?: string }).code;
 
-/** How long a SIGTERM waits for HTTP requests in flight, then for the whole drain; under SPEC §9's 25 s. */
 /** How long the server goes on listening and answering with Connection: close after SIGTERM (when connections are open). */
 const DRAIN_GRACE_MS = 2_000;
+/** How long a SIGTERM waits for HTTP requests in flight, then for the whole drain; under SPEC §9's 25 s. */
 const HTTP_DRAIN_MS = 18_000;
 const DRAIN_MS = 22_000;
 

@@ -162,14 +162,14 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
   const limiter = new RateLimiter(s.config.rateLimitPerSec, s.config.rateLimitBurst);
   const failures = new AuthFailures(s.config.authFailuresPerSec, s.config.authFailuresBurst);
 
-  // What a request no route matches is answered: decided from its method and path alone. Given in preParsing, before
-  // its body is read, so that a body a route would refuse (bad JSON, a charset, a Content-Encoding, over the limit)
-  // does not hide the 404 EndpointNotInVersion naming the versions that serve it (a probe, 2026-11-29).
   /** The path of a versioned request after /api/{version}, without its query ('' for any other). */
   const versionedRest = (url: string): string => {
     const m = /^\/api\/[^/]+(\/[^?]*)/.exec(url);
     return m ? m[1].replace(/\/$/, '') : '';
   };
+  // What a request no route matches is answered: decided from its method and path alone. Given in preParsing, before
+  // its body is read, so that a body a route would refuse (bad JSON, a charset, a Content-Encoding, over the limit)
+  // does not hide the 404 EndpointNotInVersion naming the versions that serve it (a probe, 2026-11-29).
   const unmatched = (req: FastifyRequest): ApiError => {
     const path = req.url.split('?')[0];
     if (/^\/api\/?$/.test(path)) {
