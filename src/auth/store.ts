@@ -68,7 +68,6 @@ export async function listApiKeys(db: Queryable, afterId: string | null, limit: 
   return r.rows;
 }
 
-/** Revokes a key and notifies AUTH_CHANNEL in the same statement (so on commit). */
 /** Revokes a key and notifies AUTH_CHANNEL in the same statement (so on commit); its name, or undefined if none was live. */
 export async function revokeApiKey(db: Queryable, uuid: string): Promise<string | undefined> {
   const r = await db.query<{ name: string }>(
@@ -118,8 +117,7 @@ export async function listAuthClients(db: Queryable, afterId: string | null, lim
   return r.rows;
 }
 
-/** Revokes the client and every access token issued to it (one statement), notifying AUTH_CHANNEL. */
-/** Revokes a client and its tokens; its name, or undefined if none was live. */
+/** Revokes the client and every access token issued to it (one statement), notifying AUTH_CHANNEL; its name, or undefined if none was live. */
 export async function revokeAuthClient(db: Queryable, uuid: string): Promise<string | undefined> {
   const r = await db.query<{ name: string }>(
     `WITH c AS (UPDATE auth_clients SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING id, name),
