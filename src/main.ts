@@ -150,7 +150,7 @@ async function untilAvailable<T>(config: Config, step: () => Promise<T>): Promis
       if (!databaseUnavailable(err) || left <= 0) throw err;
       const wait = Math.min(500 * 2 ** attempt, 10_000, left);
       console.log(`database not reachable (${unavailableWords(err)}); trying again in ${(wait / 1000).toFixed(1)} s (BULB_DATABASE_WAIT_MS: ${Math.ceil(left / 1000)} s left)`);
-      await new Promise((r) => setTimeout(r, wait));
+      await sleep(wait);
     }
   }
 }
