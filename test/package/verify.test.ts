@@ -90,5 +90,20 @@ describe('verifyWebhook (@bulb/client/verify)', () => {
     assert.throws(() => verifyWebhook(body, headers([secret]), secret.slice(6)), TypeError);
     assert.throws(() => verifyWebhook(body, headers([secret]), 'whsec_!!!'), TypeError);
     assert.throws(() => verifyWebhook(body, headers([secret]), []), TypeError);
+    // an empty key, and a secret pasted with whitespace (atob would skip it, the hex header would not)
+    assert.throws(() => verifyWebhook(body, headers([secret]), 'whsec_'), TypeError);
+    assert.throws(() => verifyWebhook(body, headers([secret]), `${secret}\n`), TypeError);
+    assert.throws(() => verifyWebhook(body, headers([secret]), `${secret.slice(0, 10)} ${secret.slice(10)}`), TypeError);
+    // a setup mistake whatever the request: not reported as a forged one when the headers are missing
+    assert.throws(() => verifyWebhook(body, {}, 'whsec_a'), TypeError);
+  });
+
+  it('a tolerance or "now" that is not a finite number ≥ 0 is a TypeError, never a check that passes', () => {
+    const stale = { ...headers([secret]), 'webhook-timestamp': String(ts - 10 * 365 * 86400) };
+    assert.throws(() => verifyWebhook(body, stale, secret), WebhookVerificationError);
+    assert.throws(() => verifyWebhook(body, stale, secret, { toleranceSec: Number(undefined) }), TypeError);
+    assert.throws(() => verifyWebhook(body, stale, secret, { toleranceSec: -1 }), TypeError);
+    assert.throws(() => verifyWebhook(body, headers([secret]), secret, { nowSec: NaN }), TypeError);
+    assert.throws(() => verifyWebhook(body, headers([secret]), secret, { toleranceSec: Infinity }), TypeError);
   });
 });

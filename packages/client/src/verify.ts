@@ -76,15 +76,28 @@ function hex(bytes: Uint8Array): string {
   return s;
 }
 
-/** The Standard Webhooks key: base64-decode of what follows whsec_. */
+/**
+ * The Standard Webhooks key: base64-decode of what follows whsec_. Strict: atob would skip whitespace (a secret
+ * pasted with a newline), and the hex header is keyed with the string as given, so such a secret would pass one
+ * check and fail the other with a message pointing away from the cause; an empty key is no key.
+ */
 function standardKey(secret: string): Uint8Array {
-  let bin: string;
-  try {
-    bin = g.atob(secret.slice(SECRET_PREFIX.length));
-  } catch {
-    throw new TypeError('signing secret: not whsec_ followed by base64');
+  const b64 = secret.slice(SECRET_PREFIX.length);
+  let bin = '';
+  if (/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) {
+    try {
+      bin = g.atob(b64);
+    } catch {
+      bin = '';
+    }
   }
+  if (!bin) throw new TypeError('signing secret: expected "whsec_" followed by base64, as Bulb shows it');
   return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+/** A finite number ≥ 0 or undefined: NaN would make the timestamp check pass whatever the timestamp. */
+function finiteOption(name: string, v: number | undefined): void {
+  if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v >= 0)) throw new TypeError(`${name}: expected a finite number ≥ 0`);
 }
 
 /** Equal strings, in time independent of where they differ. */
@@ -104,6 +117,10 @@ export function verifyWebhook(rawBody: string | Uint8Array, headers: WebhookHead
   const secrets = typeof secret === 'string' ? [secret] : [...secret];
   if (!secrets.length) throw new TypeError('no signing secret given');
   for (const s of secrets) if (typeof s !== 'string' || !s.startsWith(SECRET_PREFIX)) throw new TypeError('signing secret: expected "whsec_…" as Bulb shows it');
+  // Setup mistakes are TypeErrors whatever the request: checked before anything is read from it.
+  const keys = secrets.map(standardKey);
+  finiteOption('toleranceSec', opts.toleranceSec);
+  finiteOption('nowSec', opts.nowSec);
   const body = typeof rawBody === 'string' ? utf8(rawBody) : rawBody;
   const h = headerMap(headers);
   const id = h.get('webhook-id');
@@ -116,8 +133,8 @@ export function verifyWebhook(rawBody: string | Uint8Array, headers: WebhookHead
 
   const offered = sigs.split(' ').filter((s) => s.startsWith('v1,')).map((s) => s.slice(3));
   const signedPrefix = utf8(`${id}.${ts}.`);
-  const standardOk = secrets.some((s) => {
-    const mine = base64(hmacSha256(standardKey(s), signedPrefix, body));
+  const standardOk = keys.some((key) => {
+    const mine = base64(hmacSha256(key, signedPrefix, body));
     return offered.some((o) => same(o, mine));
   });
   if (!standardOk) throw new WebhookVerificationError('no matching webhook-signature');
