@@ -33,8 +33,12 @@ export function createBulbClient({ baseUrl, token, headers, ...rest }: BulbClien
 export async function fetchToken(baseUrl: string, clientId: string, clientSecret: string, scope?: string, fetchImpl: typeof fetch = fetch): Promise<TokenResponse> {
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, ...(scope ? { scope } : {}) });
   const r = await fetchImpl(`${baseUrl.replace(/\/+$/, '')}/auth/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
-  const body = (await r.json()) as TokenResponse | Schemas['OAuthError'];
-  if (!r.ok || !('access_token' in body)) throw new Error(`token endpoint answered ${r.status}: ${'error' in body ? body.error : ''}`);
+  // Not JSON (a wrong base URL, a proxy's error page, an empty answer): the status says more than a SyntaxError.
+  const body = (await r.json().catch(() => null)) as TokenResponse | Schemas['OAuthError'] | null;
+  if (!r.ok || !body || typeof body !== 'object' || !('access_token' in body)) {
+    const error = body && typeof body === 'object' && 'error' in body ? body.error : 'no access_token in the answer';
+    throw new Error(`token endpoint answered ${r.status}: ${error}`);
+  }
   return body;
 }
 
