@@ -15,23 +15,50 @@ const options = { allErrors: true, removeAdditional: false, useDefaults: true, a
  */
 const RFC3339 = fullFormats['date-time'] as { validate: (s: string) => boolean; compare: (a: string, b: string) => number | undefined };
 const FIRST_MS = Date.parse('0001-01-01T00:00:00Z');
-const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z');
+const END_MS = Date.UTC(10000, 0, 1);
 /**
  * Its instant, in UTC, within years 0001–9999 too: the API answers every time in UTC with a four-digit year
  * (`9999-12-31T23:30:00-01:00` had been stored, and served as `+010000-01-01T00:30:00.000Z`, which no client parses
- * and this API refused when sent back). A leap second is read as the second before it.
+ * and this API refused when sent back), read as PostgreSQL stores it (instantOf): `9999-12-31T23:59:59.9999999Z`
+ * and `9999-12-31T23:59:60Z` are year 10000 there.
  */
 const inUtcYears = (s: string) => {
-  const t = instantOf(s);
-  return Number.isNaN(t) || (t >= FIRST_MS && t <= LAST_MS);
+  const t = secondOf(s);
+  return t !== null && t.ms >= FIRST_MS && t.ms < END_MS;
 };
 
+const PARTS = /^(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d):(\d\d)(?:\.(\d+))?([Zz]|[+-]\d\d(?::?\d\d)?)$/;
+/** Round half to even, as PostgreSQL's rint does with a fraction's microseconds. */
+function rint(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
 /**
- * The instant (ms) of a date-time the validator took, a leap second read as the second before it, as above
- * (Date.parse gives NaN for `23:59:60Z`, which PostgreSQL takes: a replay's window became "Invalid time value", a 500).
+ * A date-time as PostgreSQL reads it: its whole second (ms since the epoch) and the microseconds within it, the
+ * fraction rounded to microseconds (half to even; a carry moves to the next second), a leap second `:60` read as the
+ * next second, and null for what PostgreSQL refuses (a leap second with a fraction: "out of range", a 400 that named
+ * no field). Kept apart because one double cannot hold a year-9999 instant to the microsecond.
+ */
+function secondOf(s: string): { ms: number; us: number } | null {
+  const m = PARTS.exec(s);
+  if (!m) return null;
+  const [, date, hm, sec, frac = '', zone] = m;
+  const us = frac ? rint(Number(`0.${frac}`) * 1e6) : 0;
+  if (sec === '60' && us !== 0) return null;
+  const offset = /^[Zz]$/.test(zone) ? 'Z' : `${zone.slice(0, 3)}:${zone.length > 3 ? zone.slice(-2) : '00'}`;
+  const ms = Date.parse(`${date}T${hm}:${sec === '60' ? '59' : sec}${offset}`) + (sec === '60' || us === 1e6 ? 1000 : 0);
+  return Number.isNaN(ms) ? null : { ms, us: us % 1e6 };
+}
+
+/**
+ * The instant (ms) of a date-time the validator took, as PostgreSQL stores it (secondOf); NaN for one it refuses.
+ * Date.parse alone cut the fraction to milliseconds, read `:60` as NaN (a replay's window became "Invalid time
+ * value", a 500) and an offset `+05` as NaN.
  */
 export function instantOf(s: string): number {
-  return Date.parse(s.replace(/:60(?=[.Zz+-])/, ':59'));
+  const t = secondOf(s);
+  return t === null ? NaN : t.ms + t.us / 1000;
 }
 const dateTime = {
   type: 'string' as const,

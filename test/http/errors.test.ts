@@ -361,6 +361,14 @@ await describeEachDb('errors', (ctx) => {
       ['followUps', { dueAt: '0001-01-01T00:00:00+01:00', subject: 'x' }, 'dueAt', 400],
       ['orders', { externalId: 'o-dt-2', currency: 'EUR', total: '1.00', orderedAt: '9999-12-31T23:59:59.999Z' }, 'orderedAt', 201],
       ['followUps', { dueAt: '0001-01-01T00:00:00-01:00', subject: 'x' }, 'dueAt', 201],
+      // read as PostgreSQL stores them: the fraction rounded to microseconds, a leap second as the next second, so
+      // each of these is year 10000 (taken before, and served as +010000-01-01T00:00:00.000Z)
+      ['orders', { externalId: 'o-dt-3', currency: 'EUR', total: '1.00', orderedAt: '9999-12-31T23:59:59.9999999Z' }, 'orderedAt', 400],
+      ['orders', { externalId: 'o-dt-4', currency: 'EUR', total: '1.00', orderedAt: '9999-12-31T23:59:60Z' }, 'orderedAt', 400],
+      ['followUps', { dueAt: '9999-12-31T23:59:59.9999996Z', subject: 'x' }, 'dueAt', 400],
+      // a leap second with a fraction, which PostgreSQL refuses (a 400 naming no field before)
+      ['followUps', { dueAt: '2016-12-31T23:59:60.5Z', subject: 'x' }, 'dueAt', 400],
+      ['orders', { externalId: 'o-dt-5', currency: 'EUR', total: '1.00', orderedAt: '9999-12-31T23:59:59.9999994Z' }, 'orderedAt', 201],
     ] as const) {
       const r = await api().withVersion('2026-11').post(`/crm/customers/${c.uuid}/${kind}`, body);
       assert.equal(r.status, status, `${kind}: ${r.text}`);
@@ -372,6 +380,8 @@ await describeEachDb('errors', (ctx) => {
     }
     const leap = await api().get(`/crm/customers?updatedSince=${encodeURIComponent('2016-12-31T23:59:60Z')}`);
     assert.equal(leap.status, 200, 'a leap second is taken');
+    const leapFraction = await api().get(`/crm/customers?updatedSince=${encodeURIComponent('2016-12-31T23:59:60.5Z')}`);
+    assert.deepEqual([leapFraction.status, leapFraction.body.errors?.[0].moreInfo], [400, 'querystring.updatedSince'], leapFraction.text);
   });
 
   it('a huge query string and malformed HTTP get 400 in the error shape from the parser level', async () => {
