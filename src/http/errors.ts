@@ -37,6 +37,8 @@ const STATUS_OF: Record<string, number> = {
   InternalError: 500,
   ServiceUnavailable: 503,
 };
+/** Every errorCode of an error body, for the OpenAPI document's description of ErrorEntry.errorCode. */
+export const ERROR_CODES = Object.keys(STATUS_OF);
 
 export class ApiError extends Error {
   readonly status: number;

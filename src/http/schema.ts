@@ -6,6 +6,7 @@
 // named item is named `${item}Page`. (Not `$id`: Ajv, which validates requests, treats `$id` as a URI and
 // refuses the same one twice in a schema.)
 import { Type, type TUnsafe } from '@sinclair/typebox';
+import { ERROR_CODES } from './errors.ts';
 
 /** A string enum as JSON Schema `enum` (one clear validation error instead of an anyOf of consts). */
 export function StringEnum<T extends string[]>(values: [...T], options: { default?: T[number]; description?: string; title?: string } = {}): TUnsafe<T[number]> {
@@ -19,7 +20,7 @@ export const NoContent = Type.Unsafe<undefined>({ description: 'no body' });
 export const ErrorEntry = Type.Object(
   {
     message: Type.String({ description: 'what went wrong, in English' }),
-    errorCode: Type.String({ description: 'InvalidParameterError, InvalidJson, Unauthorized, Forbidden, NotFound, UnsupportedApiVersion, EndpointNotInVersion, MethodNotAllowed, RequestTimeout, Conflict, CustomerDisabled, PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError' }),
+    errorCode: Type.String({ description: `${ERROR_CODES.join(', ')}; in a bulk item's errors also invalidResourceMissingRequiredFields` }),
     moreInfo: Type.String({ description: 'the field or detail concerned (may be empty)' }),
   },
   { title: 'ErrorEntry', description: 'one problem' },

@@ -56,3 +56,25 @@ describe('OpenAPI documents pass redocly lint (recommended)', () => {
     for (const r of reports) assert.equal(r.totals.errors + r.totals.warnings, 0);
   });
 });
+
+describe('OpenAPI documents name every errorCode the server answers', () => {
+  it('each code a refusal in src/ can carry is listed in ErrorEntry.errorCode of every version', async () => {
+    // the codes as the server's source writes them (the console's own are the browser's, never answered):
+    // new ApiError('Code', …), ApiError.many('Code', …), errorCode: 'Code'
+    const { stdout } = await promisify(execFile)('grep', ['-rhoE', '--exclude-dir=console', "(new ApiError\\(|ApiError\\.many\\(|errorCode: )'[A-Za-z]+'", path.join(ROOT, 'src')]);
+    const codes = new Set(stdout.split('\n').filter(Boolean).map((l) => /'([A-Za-z]+)'/.exec(l)![1]));
+    assert.ok(codes.has('MergeNotUndoable') && codes.has('InvalidParameterError'), [...codes].join());
+    const tdb = await freshDb('pglite');
+    const srv = await startServer(tdb.db);
+    try {
+      for (const v of VERSION_IDS) {
+        const doc = (await srv.api.withToken(undefined).get(`/api/${v}/openapi.json`)).body;
+        const listed = new Set(String(doc.components.schemas.ErrorEntry.properties.errorCode.description).split(/[^A-Za-z]+/));
+        assert.deepEqual([...codes].filter((c) => !listed.has(c)), [], v);
+      }
+    } finally {
+      await srv.close();
+      await tdb.close();
+    }
+  });
+});

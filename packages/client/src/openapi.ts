@@ -2029,7 +2029,7 @@ export interface components {
         ErrorEntry: {
             /** @description what went wrong, in English */
             message: string;
-            /** @description InvalidParameterError, InvalidJson, Unauthorized, Forbidden, NotFound, UnsupportedApiVersion, EndpointNotInVersion, MethodNotAllowed, RequestTimeout, Conflict, CustomerDisabled, PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError */
+            /** @description InvalidParameterError, InvalidJson, Unauthorized, Forbidden, NotFound, UnsupportedApiVersion, EndpointNotInVersion, MethodNotAllowed, RequestTimeout, Conflict, CustomerDisabled, MergeNotUndoable, PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError, ServiceUnavailable; in a bulk item's errors also invalidResourceMissingRequiredFields */
             errorCode: string;
             /** @description the field or detail concerned (may be empty) */
             moreInfo: string;
