@@ -1,10 +1,15 @@
 // What the background jobs say (src/scheduler.ts), logged as the HTTP server logs: JSON lines (pino) at BULB_LOG_LEVEL,
 // an error with its stack and fields in its one line. Until 2026-11-28 they went to console.error: multi-line dumps
 // between the JSON lines (692 lines in an 8 s database restart, found by probing), and BULB_LOG_LEVEL did not reach them.
+import os from 'node:os';
 import pino from 'pino';
 import type { Config } from './config.ts';
 
-export type JobLog = (message: string, err?: unknown) => void;
+/** A job's line: an error (with its stack) when `err` is given, else a notice; `warn`: a warning with its fields. */
+export interface JobLog {
+  (message: string, err?: unknown): void;
+  warn?(message: string, fields: Record<string, unknown>): void;
+}
 
 /** An error a job says again within this long of its last line is counted, not logged (then said with the count). */
 export const REPEAT_EVERY_MS = 5_000;
@@ -14,20 +19,37 @@ export const REPEAT_EVERY_MS = 5_000;
  * (`repeated`): while the database is down every loop fails on each turn, and the log took ~18 lines of ~700 bytes a
  * second per process (found by a probe, 2026-11-29), as the 503 warnings of requests are bounded (docs/operations.md).
  */
-export function jobLog(config: Pick<Config, 'logLevel' | 'role'>, destination?: pino.DestinationStream, now: () => number = Date.now): JobLog {
-  const logger = pino({ level: config.logLevel, base: { pid: process.pid, role: config.role } }, destination);
-  const last = new Map<string, { at: number; repeated: number }>();
-  return (m, e) => {
+export function jobLog(
+  config: Pick<Config, 'logLevel' | 'role'>,
+  destination?: pino.DestinationStream,
+  now: () => number = Date.now,
+  later: (fn: () => void, ms: number) => void = (fn, ms) => void setTimeout(fn, ms).unref(),
+): JobLog {
+  // hostname as pino has it by default: several workers (each pid 1 in its container) are told apart by it
+  const logger = pino({ level: config.logLevel, base: { pid: process.pid, hostname: os.hostname(), role: config.role } }, destination);
+  const last = new Map<string, { at: number; repeated: number; err: unknown }>();
+  const withCount = (m: string, n: number, err: unknown) => logger.error({ err, repeated: n }, `${m} (${n} more since the last such line)`);
+  const log: JobLog = (m, e) => {
     if (e === undefined) return logger.info(m);
     const t = now();
     const seen = last.get(m);
     if (seen && t - seen.at < REPEAT_EVERY_MS) {
-      seen.repeated++;
+      seen.err = e;
+      // The window's count is said at its end even if no failure follows (an outage's last errors were never counted).
+      if (seen.repeated++ === 0) {
+        later(() => {
+          if (last.get(m) !== seen || seen.repeated === 0) return;
+          withCount(m, seen.repeated, seen.err);
+          last.set(m, { at: now(), repeated: 0, err: undefined });
+        }, seen.at + REPEAT_EVERY_MS - t);
+      }
       return;
     }
     if (last.size >= 1000) last.clear(); // the messages are the jobs' own, a handful: a bound all the same
-    last.set(m, { at: t, repeated: 0 });
-    if (seen?.repeated) logger.error({ err: e, repeated: seen.repeated }, `${m} (${seen.repeated} more since the last such line)`);
+    last.set(m, { at: t, repeated: 0, err: undefined });
+    if (seen?.repeated) withCount(m, seen.repeated, e);
     else logger.error({ err: e }, m);
   };
+  log.warn = (m, fields) => logger.warn(fields, m);
+  return log;
 }

@@ -3,6 +3,7 @@
 // nothing else runs work on a timer of its own (the webhook dispatcher included: its housekeeping is a job here).
 import type { Config, Role } from './config.ts';
 import type { Db } from './db/db.ts';
+import type { JobLog } from './job-log.ts';
 import { startAutovacuum } from './db/autovacuum.ts';
 import { startTimeMarks } from './events/time-marks.ts';
 import { startHousekeeping } from './housekeeping.ts';
@@ -22,10 +23,8 @@ export interface Job {
   start(): Promise<Stop>;
 }
 
-/** err: undefined for a notice. */
-type Log = (message: string, err?: unknown) => void;
 
-export function backgroundJobs(db: Db, config: Config, log: Log): Job[] {
+export function backgroundJobs(db: Db, config: Config, log: JobLog): Job[] {
   const failed = (name: string) => (err: unknown) => log(`${name} failed`, err);
   return [
     // PGlite has no autovacuum daemon: Bulb vacuums and analyzes its tables itself (a no-op on PostgreSQL).
@@ -36,7 +35,7 @@ export function backgroundJobs(db: Db, config: Config, log: Log): Job[] {
     {
       name: 'webhook delivery', runs: 'worker',
       start: async () => {
-        const dispatcher = new Dispatcher(db, config, { log: (m, e) => log(`webhooks: ${m}`, e) });
+        const dispatcher = new Dispatcher(db, config, { log: (m, e) => log(`webhooks: ${m}`, e), warn: (m, f) => log.warn?.(`webhooks: ${m}`, f) });
         await dispatcher.start();
         return () => dispatcher.stop();
       },

@@ -64,6 +64,8 @@ export interface DispatcherOptions {
   leaseMs?: number;
   attemptBudgetMs?: number;
   log?: (msg: string, err?: unknown) => void;
+  /** A warning with its fields: a delivery failed for good, a subscription disabled (docs/operations.md, Logs). */
+  warn?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
 interface InFlight {
@@ -97,6 +99,7 @@ export class Dispatcher {
   private readonly pollMs: number;
   private readonly drainMs: number;
   private readonly log: (msg: string, err?: unknown) => void;
+  private readonly warn: (msg: string, fields: Record<string, unknown>) => void;
   private lanes = new Map<string, Lane<InFlight>>();
   /** Lanes whose next waiting delivery may not start yet (its rate-cap slot, its due time, a pause): the timer that starts it then. */
   private slotTimers = new Map<Lane<InFlight>, { at: number; timer: NodeJS.Timeout }>();
@@ -151,6 +154,7 @@ export class Dispatcher {
     this.pollMs = opts.pollMs ?? 2_000;
     this.drainMs = opts.drainMs ?? Math.min(config.webhookTimeoutMs + 500, 15_000);
     this.log = opts.log ?? ((m, e) => console.error(`webhooks: ${m}`, e ?? ''));
+    this.warn = opts.warn ?? (() => {});
   }
 
   async start(): Promise<void> {
@@ -650,8 +654,9 @@ export class Dispatcher {
   private async flushOnce(): Promise<void> {
     const batch = this.results.splice(0, 500);
     try {
-      const states = await recordOutcomes(this.db, this.config, await this.withVersions(batch));
+      const { states, notices } = await recordOutcomes(this.db, this.config, await this.withVersions(batch));
       const answered = Date.now();
+      for (const n of notices) this.warn(n.message, n.fields);
       // Counted per outcome once per batch (a labelled increment per delivery hashed its labels each time).
       const outcomes = new Map<string, number>();
       for (const st of states) {

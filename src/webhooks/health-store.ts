@@ -73,3 +73,34 @@ export async function emitOperational(db: Queryable, failed: FailedDelivery[], d
   );
   return Number(r.rows[0]?.events ?? 0);
 }
+
+/** What an operator's log says of a batch's ends (docs/operations.md, Logs): a line each, with the ids the API shows. */
+export interface Notice {
+  message: string;
+  fields: Record<string, unknown>;
+}
+
+/**
+ * The log lines of the deliveries among `failed` that are failed now (their schedule used up, or a manual retry's one
+ * attempt failed) and of the subscriptions disabled (`disabledIds`), with their uuids; `lastError` by delivery id.
+ * Read only in a batch that has either, in its transaction.
+ */
+export async function noticesOf(db: Queryable, failed: FailedDelivery[], disabledIds: string[], lastError: Map<string, string>): Promise<Notice[]> {
+  if (failed.length === 0 && disabledIds.length === 0) return [];
+  const r = await db.query<{ kind: string; id: string; uuid: string; subscription_uuid: string; detail: string | null }>(
+    `SELECT 'failed' AS kind, d.id, d.uuid, s.uuid AS subscription_uuid, e.event_type AS detail
+       FROM unnest($1::bigint[], $2::timestamptz[]) AS x(id, created_at)
+         CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries d WHERE d.id = x.id AND d.created_at = x.created_at LIMIT 1) d
+         JOIN webhook_subscriptions s ON s.id = d.subscription_id
+         JOIN events e ON ${eventOfDelivery('d', 'e')}
+      WHERE d.status = 'failed'
+     UNION ALL
+     SELECT 'disabled', s.id, s.uuid, s.uuid, s.disabled_reason FROM webhook_subscriptions s WHERE s.id = ANY($3::bigint[])`,
+    [failed.map((f) => f.id), failed.map((f) => f.createdAt), disabledIds],
+  );
+  return r.rows.map((x) =>
+    x.kind === 'failed'
+      ? { message: 'delivery failed: no attempts left', fields: { deliveryUuid: x.uuid, subscriptionUuid: x.subscription_uuid, eventType: x.detail, lastError: lastError.get(String(x.id)) ?? null } }
+      : { message: 'subscription disabled', fields: { subscriptionUuid: x.uuid, reason: x.detail } },
+  );
+}

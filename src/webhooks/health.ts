@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import { wireNames } from '../config.ts';
 import { recordResults, type AttemptResult, type DeliveryState, type SubOutcome } from './queue-store.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
-import { disableFailing, emitOperational } from './health-store.ts';
+import { disableFailing, emitOperational, noticesOf, type Notice } from './health-store.ts';
 import { auditSubscriptionsDisabled } from '../audit/store.ts';
 import { notifySubscriptionsChanged } from './store.ts';
 
@@ -56,8 +56,8 @@ export function outcomesBySubscription(rs: AttemptResult[]): SubOutcome[] {
  * healthy endpoint) is that one statement alone, its own transaction; any other batch runs in one transaction
  * with what follows. Returns the deliveries' new states.
  */
-export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]): Promise<DeliveryState[]> {
-  if (rs.length === 0) return [];
+export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]): Promise<{ states: DeliveryState[]; notices: Notice[] }> {
+  if (rs.length === 0) return { states: [], notices: [] };
   const outs = outcomesBySubscription(rs);
   // Whether a failure is a delivery's last is decided by the statement (it reads the subscription's schedule as it
   // stands then): any failure not deferred by Retry-After may be one.
@@ -65,7 +65,7 @@ export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]
   // A failing streak ends at a silence as long as the disable window (docs/delivery.md (failing streak)).
   const gap = config.webhookDisableAfterHours;
   const policy = { defaultSchedule: config.webhookRetrySchedule, unitMs: config.webhookRetryUnitMs };
-  if (!mayFollow) return recordResults(db, rs, outs, gap, policy);
+  if (!mayFollow) return { states: await recordResults(db, rs, outs, gap, policy), notices: [] };
   return db.transaction(async (tx) => {
     const final = await recordResults(tx, rs, outs, gap, policy);
     const disabled = await disableFailing(tx, outs, config.webhookDisableAfterHours);
@@ -75,6 +75,7 @@ export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]
     const createdAt = new Map(rs.map((r) => [String(r.deliveryId), r.deliveryCreatedAt]));
     const failed = final.filter((s) => s.status === 'failed').map((s) => ({ id: s.id, createdAt: createdAt.get(String(s.id))! }));
     await emitOperational(tx, failed, disabled, wireNames(config.serviceName).sourceApi, NO_MORE_RETRIES);
-    return final;
+    const lastError = new Map(rs.map((r) => [String(r.deliveryId), r.statusCode === null ? (r.errorCode ?? 'unknown') : `${r.errorCode ?? 'HTTP_STATUS'} ${r.statusCode}`]));
+    return { states: final, notices: await noticesOf(tx, failed, disabled, lastError) };
   });
 }

@@ -1,6 +1,7 @@
 // Background jobs log JSON lines at BULB_LOG_LEVEL (src/job-log.ts), like the HTTP server: an error, however many lines
 // its stack and fields take, is one line. Until 2026-11-28 they wrote multi-line console dumps between the JSON lines.
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import { Writable } from 'node:stream';
 import { it } from 'node:test';
 import { jobLog } from '../../src/job-log.ts';
@@ -62,6 +63,28 @@ it('an error said again and again (a database down) is one line every REPEAT_EVE
   assert.equal(queue[1].err.message, 'ECONNREFUSED');
   assert.equal(json.filter((l) => l.msg === 'import worker: will retry').length, 1, 'another message has its own count');
   assert.equal(json.filter((l) => l.msg === 'said').length, 2);
+});
+
+it('the count of a window is said at its end when no failure follows (an outage\'s last errors were never counted); lines name the host', async () => {
+  const { lines, stream } = capture();
+  let t = 0;
+  const timers: { fn: () => void; ms: number }[] = [];
+  const log = jobLog({ logLevel: 'info', role: 'worker' }, stream, () => t, (fn, ms) => void timers.push({ fn, ms }));
+  for (let i = 0; i < 4; i++, t += 1000) log('webhooks: sweep failed; retrying', new Error(`ECONNREFUSED ${i}`));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(lines.length, 1, 'the first line only, so far');
+  assert.deepEqual(timers.map((x) => x.ms), [4000], 'one timer, for the end of the window');
+  t = 5000;
+  timers[0].fn();
+  await new Promise((r) => setImmediate(r));
+  const [first, counted] = lines.map((l) => JSON.parse(l));
+  assert.equal(first.hostname, os.hostname());
+  assert.deepEqual([counted.level, counted.repeated, counted.err.message], [50, 3, 'ECONNREFUSED 3']);
+  assert.match(counted.msg, /\(3 more since the last such line\)$/);
+  // the count line opened a new window: a failure right after it is counted, not said
+  log('webhooks: sweep failed; retrying', new Error('again'));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(lines.length, 2, 'within the new window: counted, not said');
 });
 
 it('BULB_LOG_LEVEL reaches the jobs: error drops their messages, silent everything; an unknown level is a configuration error', async () => {
