@@ -4,6 +4,7 @@ import client from 'prom-client';
 import { registry } from '../http/metrics.ts';
 import type { Db } from '../db/db.ts';
 import { queueStats } from './queue-store.ts';
+import { ERROR_CODES } from './outcome.ts';
 
 export const attemptsTotal = new client.Counter({
   name: 'bulb_webhook_attempts_total',
@@ -26,6 +27,13 @@ export const attemptDuration = new client.Histogram({
   buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
   registers: [registry],
 });
+
+// Every series starts at 0 in every process, so that a rate or a ratio over them answers 0, not nothing, after a
+// restart (an alert on failed deliveries had no series to read until the first failure).
+for (const outcome of ['delivered', 'retry', 'failed']) deliveriesTotal.labels(outcome).inc(0);
+attemptsTotal.labels('success', '').inc(0);
+for (const code of ERROR_CODES) attemptsTotal.labels('failure', code).inc(0);
+for (const outcome of ['success', 'failure']) attemptDuration.zero({ outcome });
 
 const attemptMetrics = new Map<string, { count: client.Counter.Internal; duration: client.Histogram.Internal<string> }>();
 

@@ -10,7 +10,10 @@
 export type BrokerErrorCode = 'BROKER_UNREACHABLE' | 'BROKER_REFUSED' | 'BROKER_TIMEOUT' | 'NO_ROUTE';
 export const BROKER_ERROR_CODES: readonly BrokerErrorCode[] = ['BROKER_UNREACHABLE', 'BROKER_REFUSED', 'BROKER_TIMEOUT', 'NO_ROUTE'];
 
-export type ErrorCode = 'TIMEOUT' | 'CONNECTION' | 'DNS' | 'TLS' | 'HTTP_STATUS' | 'BLOCKED_ADDRESS' | 'SECRET_UNREADABLE' | 'OAUTH_TOKEN_FAILED' | BrokerErrorCode;
+const HTTP_ERROR_CODES = ['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS', 'SECRET_UNREADABLE', 'OAUTH_TOKEN_FAILED'] as const;
+export type ErrorCode = (typeof HTTP_ERROR_CODES)[number] | BrokerErrorCode;
+/** Every errorCode an attempt can record (the metrics' error_code label values). */
+export const ERROR_CODES: readonly ErrorCode[] = [...HTTP_ERROR_CODES, ...BROKER_ERROR_CODES];
 
 export interface SendResult {
   ok: boolean;

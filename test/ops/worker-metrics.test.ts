@@ -20,6 +20,11 @@ it('a worker with BULB_METRICS_PORT serves /metrics (its queue and delivery seri
   const text = await m.text();
   assert.match(text, /^bulb_webhook_queue_depth \d+$/m);
   assert.match(text, /^# TYPE bulb_webhook_attempts_total counter$/m);
+  // Every series exists from the start at 0, so that a rate or a ratio answers 0 after a restart, not nothing.
+  for (const outcome of ['delivered', 'retry', 'failed']) assert.match(text, new RegExp(`^bulb_webhook_deliveries_total\\{outcome="${outcome}"\\} 0$`, 'm'));
+  assert.match(text, /^bulb_webhook_attempts_total\{outcome="success",error_code=""\} 0$/m);
+  assert.match(text, /^bulb_webhook_attempts_total\{outcome="failure",error_code="TIMEOUT"\} 0$/m);
+  assert.match(text, /^bulb_webhook_attempt_duration_seconds_count\{outcome="failure"\} 0$/m);
   const h = await fetch(`${base}/health`);
   assert.deepEqual([h.status, await h.json()], [200, { status: 'ok' }]);
   assert.equal((await fetch(`${base}/api/2026-11/crm/customers`)).status, 404, 'not the API');
