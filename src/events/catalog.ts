@@ -59,7 +59,7 @@ const DECLARED: Record<EventType, Declared> = {
     resource: 'the failed delivery', externalId: 'null', exampleExternalId: null,
   },
   webhookSubscriptionDisabled: {
-    resourceType: 'WebhookSubscription', description: 'Another subscription was disabled automatically after failing for too long (never sent to the subscription it is about).',
+    resourceType: 'WebhookSubscription', description: 'Another subscription was disabled automatically: its attempts kept failing for BULB_WEBHOOK_DISABLE_AFTER_HOURS, or its endpoint answered 410 Gone (never sent to the subscription it is about).',
     resource: 'the disabled subscription', externalId: 'null', exampleExternalId: null,
   },
 };

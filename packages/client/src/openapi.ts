@@ -1233,7 +1233,7 @@ export interface webhooks {
         put?: never;
         /**
          * webhookSubscriptionDisabled (WebhookSubscription)
-         * @description Another subscription was disabled automatically after failing for too long (never sent to the subscription it is about). Sent as a signed POST to every subscription listening for webhookSubscriptionDisabled (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
+         * @description Another subscription was disabled automatically: its attempts kept failing for BULB_WEBHOOK_DISABLE_AFTER_HOURS, or its endpoint answered 410 Gone (never sent to the subscription it is about). Sent as a signed POST to every subscription listening for webhookSubscriptionDisabled (`Authorization` as the subscription's authMethod says). Delivered at least once: dedupe on `uuid`.
          */
         post: operations["webhookSubscriptionDisabledEvent"];
         delete?: never;
@@ -2700,7 +2700,7 @@ export interface components {
         };
         /**
          * WebhookSubscriptionDisabledEvent
-         * @description The body of a webhookSubscriptionDisabled delivery. Another subscription was disabled automatically after failing for too long (never sent to the subscription it is about).
+         * @description The body of a webhookSubscriptionDisabled delivery. Another subscription was disabled automatically: its attempts kept failing for BULB_WEBHOOK_DISABLE_AFTER_HOURS, or its endpoint answered 410 Gone (never sent to the subscription it is about).
          */
         WebhookSubscriptionDisabledEvent: {
             /**
