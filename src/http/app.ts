@@ -1,7 +1,8 @@
 // Builds the Fastify application: error shape, versioned routes, auth, rate limit, docs, operations.
 import crypto from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -20,7 +21,7 @@ import './context.ts';
 import { consolePlugin } from '../console/plugin.ts';
 import { IMPORT_TYPES } from '../imports/routes.ts';
 import { coercingAjv, strictAjv } from './validator.ts';
-import { REDACTED_VALUE, requestForLog } from './log-redact.ts';
+import { REDACTED_VALUE, redactUrl, requestForLog } from './log-redact.ts';
 
 /** How long `GET /ready` waits for the database's answer before saying 503. */
 export const READY_DEADLINE_MS = 2000;
@@ -81,6 +82,12 @@ function requestIdOf(req: { headers: Record<string, string | string[] | undefine
   return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : crypto.randomUUID();
 }
 
+/** The `request completed` line and the request metric of an answer no Fastify hook saw (Fastify's own line's shape). */
+function completed(log: FastifyBaseLogger, method: string, statusCode: number, elapsedMs: number): void {
+  log.info({ res: { statusCode }, responseTime: elapsedMs }, 'request completed');
+  httpRequests.observe({ method, route: 'unmatched', status: String(statusCode) }, elapsedMs / 1000);
+}
+
 /** Trusts the first `n` proxies counted from the server (proxy-addr's hop rule, as Fastify's own number form). */
 const hopsOf = (n: number) => (_address: string, hop: number) => hop < n;
 
@@ -105,15 +112,27 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
-    // Errors Fastify raises before routing (bad percent-encoding, over-long segment) and Node's parser errors.
-    frameworkErrors: errorHandler,
+    // Errors Fastify raises before routing (bad percent-encoding, over-long segment): no hook runs for them, so their
+    // completion is logged and counted here (they went unlogged and uncounted until 2026-11-29).
+    frameworkErrors: (err, req, reply) => {
+      reply.raw.once('finish', () => completed(req.log, req.method, reply.statusCode, reply.elapsedTime));
+      return errorHandler(err, req, reply);
+    },
     clientErrorHandler,
     rewriteUrl: (req) => (req.url!.startsWith(legacyPrefix) ? `/api/${LEGACY_VERSION}/` + req.url!.slice(legacyPrefix.length) : req.url!),
     // Node answers an HTTP/1.1 request without Host, and an Expect it does not know, itself with an empty body: both
     // are answered in the error shape instead (the hook below, expectationFailed).
     http: { requireHostHeader: false } as object,
   });
-  app.server.on('checkExpectation', expectationFailed);
+  // Answered by Node's server before Fastify sees the request: logged and counted as Fastify would.
+  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const started = performance.now();
+    const reqId = requestIdOf(req);
+    const log = app.log.child({ reqId });
+    log.info({ req: { method: req.method, url: redactUrl(req.url ?? ''), remoteAddress: req.socket.remoteAddress, remotePort: req.socket.remotePort } }, 'incoming request');
+    res.once('finish', () => completed(log, req.method ?? '', res.statusCode, performance.now() - started));
+    expectationFailed(req, res, reqId);
+  });
   app.addHook('onRequest', (req, _reply, done) =>
     done(req.raw.httpVersion === '1.1' && req.headers.host === undefined ? invalid('an HTTP/1.1 request must have a Host header (RFC 9112 §3.2)', 'Host') : undefined));
   app.setErrorHandler(errorHandler);

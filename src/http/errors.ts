@@ -195,8 +195,9 @@ export function toApiError(err: unknown, bodyLimit = 1048576): { status: number;
 
 export function sendError(reply: FastifyReply, status: number, entries: ErrorEntry[], headers: Record<string, string> = {}) {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
-  // Set here too: errors raised before the onRequest hooks (bad URL) skip the hook that sets it.
+  // Set here too: errors raised before the onRequest hooks (bad URL, no Host) skip the hook that sets them.
   reply.header('content-language', 'en');
+  reply.header('x-request-id', reply.request.id);
   return reply.code(status).type('application/json; charset=utf-8').send(errorBody(entries));
 }
 
@@ -260,9 +261,9 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: import('n
  * A request whose Expect is not 100-continue. Node answered it 417 with an empty body: now the error shape, 400 as the
  * other header errors (the SPEC maps InvalidParameterError to 400). The connection closes (the body was not read).
  */
-export function expectationFailed(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) {
+export function expectationFailed(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, requestId: string) {
   const body = JSON.stringify(errorBody([{ message: `Expect: only "100-continue" is supported, not "${String(req.headers.expect).slice(0, 50)}"`, errorCode: 'InvalidParameterError', moreInfo: 'Expect' }]));
-  res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-language': 'en', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body), connection: 'close' });
+  res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-language': 'en', 'cache-control': 'no-store', 'x-request-id': requestId, 'content-length': Buffer.byteLength(body), connection: 'close' });
   res.end(body);
 }
 

@@ -2,6 +2,7 @@
 // token, else a new UUID. Until 2026-11-28 no answer carried one and the log's ids were req-1, req-2… in each process
 // (found by probing): a client reporting an error could not point at its log lines.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { startServer } from '../helpers/server.ts';
@@ -30,6 +31,48 @@ await describeEachDb('request ids', (ctx) => {
       for (const id of [ida, idb, 'lb-7f3a:42.1_x']) {
         assert.ok(lines.some((l) => l.reqId === id && l.res?.statusCode), `the answer to ${id} is logged with its id`);
       }
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('answers refused before routing carry it too, and are logged and counted: bad percent-encoding, an unknown Expect, no Host', async () => {
+    const log: string[] = [];
+    const srv = await startServer(ctx.tdb.db, { BULB_LOG_LEVEL: 'info' }, { log });
+    /** One request over a raw socket (fetch would mend or refuse these), its status line and headers. */
+    const raw = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const sock = net.connect(Number(new URL(srv.url).port), '127.0.0.1', () => sock.write(request));
+        let got = '';
+        sock.on('data', (d) => (got += d));
+        sock.on('end', () => resolve(got));
+        sock.on('error', reject);
+        setTimeout(() => sock.end(), 1500);
+      });
+    /** The requests answered 400 so far, whatever their route (the metric is the process's). */
+    const count400 = async () =>
+      ((await (await fetch(`${srv.url}/metrics`)).text()).match(/^bulb_http_request_duration_seconds_count\{[^}]*status="400"[^}]*\} \d+$/gm) ?? [])
+        .reduce((a, l) => a + Number(l.split(' ').pop()), 0);
+    try {
+      const before400 = await count400();
+      const cases = [
+        ['bad-url-1', 'GET /api/2026-11/crm/%ZZ HTTP/1.1\r\nHost: x\r\nX-Request-Id: bad-url-1\r\nConnection: close\r\n\r\n'],
+        ['expect-1', 'POST /api/2026-11/crm/customers HTTP/1.1\r\nHost: x\r\nX-Request-Id: expect-1\r\nExpect: 200-ok\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}'],
+        ['no-host-1', 'GET /api/2026-11/crm/customers HTTP/1.1\r\nX-Request-Id: no-host-1\r\nConnection: close\r\n\r\n'],
+      ];
+      for (const [id, request] of cases) {
+        const answer = await raw(request);
+        assert.match(answer, /^HTTP\/1\.1 400 /, `${id}: ${answer.slice(0, 200)}`);
+        assert.match(answer, new RegExp(`\r\nx-request-id: ${id}\r\n`, 'i'), `${id}: ${answer.slice(0, 400)}`);
+        assert.match(answer, /"errorCode":"InvalidParameterError"/);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      const lines = log.map((l) => JSON.parse(l));
+      for (const [id] of cases) {
+        assert.equal(lines.filter((l) => l.reqId === id && l.msg === 'request completed' && l.res?.statusCode === 400).length, 1, `${id}: one completion line`);
+      }
+      const after400 = await count400();
+      assert.equal(after400 - before400, cases.length, 'each counted once in bulb_http_request_duration_seconds');
     } finally {
       await srv.close();
     }
