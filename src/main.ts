@@ -26,15 +26,20 @@ async function main() {
   config = loadConfig();
   if (!['serve', 'migrate', 'reencrypt'].includes(cmd)) throw new ConfigError(`unknown command "${cmd}" (use serve, migrate or reencrypt)`);
   const keys = cmd === 'migrate' ? undefined : resolveSecretBox(config); // refuses before touching the database
-  const { db, applied } = await openAndMigrate(config);
+  // What a server says as it runs is JSON lines at BULB_LOG_LEVEL, as its requests and jobs are (a log pipeline took
+  // the plain lines apart until 2026-11-29); the start banner and the first admin key stay plain text, for a person. The
+  // one-off commands (migrate, reencrypt) talk to the person running them: plain text.
+  const log = cmd === 'serve' ? jobLog(config) : undefined;
+  const say = log ?? ((line: string) => console.log(line));
+  const { db, applied } = await openAndMigrate(config, say);
   if (cmd === 'migrate') {
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
     await db.close();
     return;
   }
   const c = config;
-  const secrets = await untilAvailable(c, () => prepareSecrets(db, c, keys));
-  if (secrets.sealed) console.log(`sealed ${secrets.sealed} secret value(s) stored in clear by an older Bulb`);
+  const secrets = await untilAvailable(c, say, () => prepareSecrets(db, c, keys));
+  if (secrets.sealed) say(`sealed ${secrets.sealed} secret value(s) stored in clear by an older Bulb`);
   if (cmd === 'reencrypt') {
     const n = await reencryptAll(db, secrets.box);
     console.log(`re-encrypted ${n} secret value(s); every stored secret is now under key id ${secrets.box.currentKeyId}`);
@@ -43,7 +48,7 @@ async function main() {
   }
 
   const services = makeServices(db, config);
-  const { created, revokedAt } = await untilAvailable(c, () => bootstrapAdminKey(db, c.adminKey));
+  const { created, revokedAt } = await untilAvailable(c, say, () => bootstrapAdminKey(db, c.adminKey));
   const stops: Stop[] = [];
   let address = '';
   if (config.role !== 'worker') {
@@ -71,7 +76,7 @@ async function main() {
     stops.push(m.close);
   }
   // Background jobs (delivery, housekeeping, duplicates, imports, replays, …): one scheduler, src/scheduler.ts; JSON logs.
-  stops.push(...(await startJobs(backgroundJobs(db, config, jobLog(config)), config.role)));
+  stops.push(...(await startJobs(backgroundJobs(db, config, log!), config.role)));
   const where = config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`;
   // Fastify answers a wildcard HOST with one of the machine's addresses (127.0.0.1): say what was asked for.
   const shown = address && isWildcard(config.host) ? `${address.replace(/\/\/[^/]+:/, `//${config.host.includes(':') ? `[${config.host}]` : config.host}:`)} (every interface)` : address;
@@ -84,7 +89,7 @@ async function main() {
   if (config.role === 'api' && !config.databaseUrl) {
     console.warn('warning: BULB_ROLE=api on the embedded database: no other process can open it, so nothing will send webhooks, apply imports or run housekeeping. Use BULB_ROLE=all, or PostgreSQL (DATABASE_URL) for separate workers.');
   }
-  console.log(secrets.notice);
+  say(secrets.notice);
   if (created) {
     console.log(`\nFirst start: created an admin API key. It is shown only this once; keep it safe:\n\n  ${created}\n` +
       (address ? `\nTry:  curl -H "Authorization: Bearer ${created}" ${browsable(address)}/api/${LATEST}/crm/customers\n` : ''));
@@ -98,15 +103,16 @@ async function main() {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`${signal}: draining`);
+    say(`${signal}: draining`);
     const force = setTimeout(() => process.exit(1), 25_000);
     force.unref();
     // HTTP and the webhook worker drain in parallel (the worker finishes or releases its attempts). A drain waiting on
     // a database that stopped answering (a statement in flight waits up to its deadline, 60 s) is cut at DRAIN_MS: what
     // it holds is left to its leases, which run out, and another worker (or this one restarted) takes it; exit 0, as
     // SPEC §9 asks. Before, the 25 s kill ended it with exit 1.
-    const drained = await within(Promise.all(stops.map((stop) => stop().catch((err) => console.error(err)))), DRAIN_MS);
-    if (!drained) console.warn(`${signal}: the drain was cut after ${DRAIN_MS / 1000} s (the database did not answer); what is held is left to its leases`);
+    const drained = await within(Promise.all(stops.map((stop) => stop().catch((err) => log!(`${signal}: a part failed to drain`, err)))), DRAIN_MS);
+    if (!drained) log!.warn?.(`${signal}: the drain was cut after ${DRAIN_MS / 1000} s (the database did not answer); what is held is left to its leases`, {});
+    else say(`${signal}: drained; exiting`);
     await within(db.close().catch(() => {}), 1_000);
     clearTimeout(force);
     process.exit(0);
@@ -120,9 +126,9 @@ async function main() {
  * way: databaseUnavailable) is tried again (untilAvailable), so that a deployment starting Bulb beside its database
  * does not depend on which comes up first.
  */
-function openAndMigrate(config: Config): Promise<{ db: Db; applied: string[] }> {
-  return untilAvailable(config, async () => {
-    const db = await openDb({ ...config, log: (line) => console.log(line) });
+function openAndMigrate(config: Config, say: (line: string) => void): Promise<{ db: Db; applied: string[] }> {
+  return untilAvailable(config, say, async () => {
+    const db = await openDb({ ...config, log: say });
     try {
       return { db, applied: await migrate(db) };
     } catch (err) {
@@ -139,7 +145,7 @@ function openAndMigrate(config: Config): Promise<{ db: Db; applied: string[] }> 
  * refused logins after a restart (08P01, its server_login_retry), and the next step's refusal ended the start (a probe,
  * 2026-11-29).
  */
-async function untilAvailable<T>(config: Config, step: () => Promise<T>): Promise<T> {
+async function untilAvailable<T>(config: Config, say: (line: string) => void, step: () => Promise<T>): Promise<T> {
   let giveUpAt: number | undefined;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -149,7 +155,7 @@ async function untilAvailable<T>(config: Config, step: () => Promise<T>): Promis
       const left = giveUpAt - Date.now();
       if (!databaseUnavailable(err) || left <= 0) throw err;
       const wait = Math.min(500 * 2 ** attempt, 10_000, left);
-      console.log(`database not reachable (${unavailableWords(err)}); trying again in ${(wait / 1000).toFixed(1)} s (BULB_DATABASE_WAIT_MS: ${Math.ceil(left / 1000)} s left)`);
+      say(`database not reachable (${unavailableWords(err)}); trying again in ${(wait / 1000).toFixed(1)} s (BULB_DATABASE_WAIT_MS: ${Math.ceil(left / 1000)} s left)`);
       await sleep(wait);
     }
   }
