@@ -90,6 +90,10 @@ describe('process', () => {
     if (alive) process.kill(pid, 'SIGKILL');
     assert.equal(alive, false, `the server (pid ${pid}) outlived npm:\n${npm.output()}`);
     assert.match(npm.output(), /SIGTERM: draining/);
+    // said as JSON lines, as the requests' and jobs' lines are (plain text until 2026-11-29), the drain's end included
+    const said = npm.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    assert.ok(said.some((l) => l.msg === 'SIGTERM: draining' && l.pid === pid), npm.output());
+    assert.ok(said.some((l) => l.msg === 'SIGTERM: drained; exiting'), npm.output());
   });
 
   it('JSON logs never contain bearer tokens, keys or client secrets; SIGTERM finishes the request in flight and exits 0', async () => {
