@@ -165,19 +165,20 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
   // order. Written as a plain filter, the planner (which cannot tell how many customers share an email: 0.5% of the
   // table assumed) walked the primary key in id order for a page of matches, reading the whole table for one.
   if (q.email !== undefined) add('c.id = ANY (ARRAY(SELECT e.id FROM customers e WHERE e.email_keys @> ARRAY[?]::text[]))', q.email.toLowerCase());
-  // q: the trigram index customers_search_folded (migrations 038, 074) finds the rows whose name, externalId and emails hold the
+  // q: the trigram index customers_search_keys (migrations 038, 074, 075) finds the rows whose name, externalId and emails hold the
   // term; the three exact conditions then keep those where one of them does. Planned for the term's value (not
   // prepared: see below), so a rare term reads the index and a common one walks the primary key for a page.
   // The term is lower-cased by the database, as the stored text is (lower() in JavaScript made 'İ' 'i̇' and a final 'Σ'
-  // 'ς', where PostgreSQL's are 'i' and 'σ': a name typed as stored was not found), and a final 'ς' folded into 'σ' on
-  // both sides (customer_search_fold, migration 074: 'ΝΙΚΌΛΑΟΣ' did not find 'Νικόλαος'). A term whose composed and
+  // 'ς', where PostgreSQL's are 'i' and 'σ': a name typed as stored was not found), and a final 'ς' folded into 'σ', a
+  // dotless 'ı' into 'i' and 'ß' into 'ss' on both sides (customer_search_key, migrations 074 and 075: 'ΝΙΚΌΛΑΟΣ' did not
+  // find 'Νικόλαος', 'IŞIK' 'Işık', 'GROSSMANN' 'Großmann'). A term whose composed and
   // decomposed forms differ (é as one code point or two) is looked for in both, as names are stored as sent.
   // Emails are joined by a newline in the exact condition, so a term never matches across two of them.
   if (q.q !== undefined) {
     const like = (t: string) => '%' + t.replace(/[\\%_]/g, (ch) => '\\' + ch) + '%';
-    const exact = `(customer_search_fold(coalesce(c.first_name, '') || ' ' || coalesce(c.last_name, '')) LIKE customer_search_fold(?)
-      OR customer_search_fold(c.external_id) LIKE customer_search_fold(?) OR customer_search_fold(array_to_string(c.email_keys, E'\\n')) LIKE customer_search_fold(?))`;
-    const term = `customer_search_folded(c.first_name, c.last_name, c.external_id, c.email_keys) LIKE customer_search_fold(?) AND ${exact}`;
+    const exact = `(customer_search_key(coalesce(c.first_name, '') || ' ' || coalesce(c.last_name, '')) LIKE customer_search_key(?)
+      OR customer_search_key(c.external_id) LIKE customer_search_key(?) OR customer_search_key(array_to_string(c.email_keys, E'\\n')) LIKE customer_search_key(?))`;
+    const term = `customer_search_keys(c.first_name, c.last_name, c.external_id, c.email_keys) LIKE customer_search_key(?) AND ${exact}`;
     const [nfc, nfd] = [q.q.normalize('NFC'), q.q.normalize('NFD')];
     if (nfc === nfd) add(term, like(nfc));
     else {
