@@ -21,6 +21,9 @@ describe('duplicate signals', () => {
     assert.equal(normalizePhone('01 42 68 53 00', 'FR'), '+33142685300');
     assert.equal(normalizePhone('+33 1 42 68 53 00', 'US'), '+33142685300');
     assert.equal(normalizePhone('not a phone', 'US'), null);
+    // Full-width digits and plus, as a Japanese input method types them: the same number (read as +1 8131… before).
+    assert.equal(normalizePhone('＋８１３１２３４５６７８', 'US'), '+81312345678');
+    assert.equal(normalizePhone('０３－１２３４－５６７８', 'JP'), '+81312345678');
     const p = profileOf({ id: '1', first_name: ' Zoë ', last_name: "O'Brien-Smith", emails: [{ email: 'A@B.C' }], phones: [{ number: '555' }], addresses: [{ address1: '12, Park Ave.', city: ' New  York', postCode: '100 01' }] }, 'US');
     assert.deepEqual(p, { customerId: '1', name: 'zoe o brien smith', emails: ['a@b.c'], phones: [], postalCodes: ['10001'], cities: ['new york'], streets: ['12 park ave|10001'] });
     // A word of the name with the postal code and the street address (the city only without a postal code).
@@ -33,6 +36,8 @@ describe('duplicate signals', () => {
     assert.equal(p.name, 'lukasz orsted thorsson');
     assert.deepEqual(p.cities, ['lodz']);
     assert.equal(profileOf({ id: '2', first_name: 'Æsa', last_name: 'Strauß', emails: [], phones: [], addresses: [] }, 'US').name, 'aesa strauss');
+    // Format characters pasted with a name (zero-width space and joiner, soft hyphen, a bidi mark) are no word break.
+    assert.equal(profileOf({ id: '5', first_name: 'An\u200bna', last_name: 'Schm\u200did\u00adt\u200e', emails: [], phones: [], addresses: [] }, 'US').name, 'anna schmidt');
     // Initials (one Latin letter) are no blocking key; a one-character Han name is a whole name.
     const han = profileOf({ id: '3', first_name: '伟', last_name: '王', emails: [], phones: [], addresses: [{ postCode: '100000' }] }, 'US');
     assert.deepEqual(keysOf(han).sort(), ['n:伟|z:100000', 'n:王|z:100000']);

@@ -33,7 +33,9 @@ const UNSTROKED: Record<string, string> = { ø: 'o', ł: 'l', đ: 'd', ð: 'd', 
 
 /** Lower case, accents stripped, anything but letters and digits a single space. */
 export function foldText(s: string): string {
-  return s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().replace(/[øłđðħŧıßæœþ]/g, (c) => UNSTROKED[c])
+  // Format characters (zero-width space and joiners, soft hyphen, bidi marks: \p{Cf}) are dropped, not word breaks:
+  // "An\u200bna" pasted from a web page is "anna" (it was "an na", no pair found; a probe, 2026-11-29).
+  return s.normalize('NFKD').replace(/\p{M}|\p{Cf}/gu, '').toLowerCase().replace(/[øłđðħŧıßæœþ]/g, (c) => UNSTROKED[c])
     .replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
 }
 
@@ -45,7 +47,9 @@ export function normalizeEmail(raw: string): string | null {
 /** E.164, or null when the number cannot be a phone number. */
 export function normalizePhone(raw: string, region: string): string | null {
   try {
-    const p = parsePhoneNumberFromString(raw.trim(), { defaultCountry: region as CountryCode, extract: false });
+    // NFKC first: a full-width number ("＋８１３…", typed with a Japanese input method) was read with a US
+    // country code, the full-width plus not being one to libphonenumber (a probe, 2026-11-29).
+    const p = parsePhoneNumberFromString(raw.normalize('NFKC').trim(), { defaultCountry: region as CountryCode, extract: false });
     return p && p.isPossible() ? p.number : null;
   } catch {
     return null;
