@@ -9,7 +9,24 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '57P03', // cannot_connect_now (starting up, recovering)
   '25006', // read_only_sql_transaction: connected to a standby (not yet promoted)
   '53300', // too_many_connections
+  '53100', // disk_full: no write succeeds until space is freed (a 500 per write until 2026-11-29, /ready 200)
+  '53200', // out_of_memory
 ]);
+
+/** When a statement last failed for a full disk (Date.now()), for /ready: a server whose disk is full is not ready. */
+let diskFullAt = 0;
+/** How long after its last disk-full failure /ready says 503 (a write that succeeds meanwhile does not end it early). */
+export const DISK_FULL_UNREADY_MS = 10_000;
+export function isDiskFull(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '53100';
+}
+export function noteDiskFull(now = Date.now()): void {
+  diskFullAt = now;
+}
+/** How many ms ago a statement failed for a full disk, when that is within DISK_FULL_UNREADY_MS; else null. */
+export function diskFullRecently(now = Date.now()): number | null {
+  return diskFullAt > 0 && now - diskFullAt < DISK_FULL_UNREADY_MS ? now - diskFullAt : null;
+}
 
 /** Socket-level failures of the connection to the database. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);

@@ -9,6 +9,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Services } from '../services.ts';
 import { allows, type Principal } from '../auth/principal.ts';
 import { bindCursors } from './cursor-scope.ts';
+import { diskFullRecently } from '../db/unavailable.ts';
 import { ApiError, clientErrorHandler, errorHandler, expectationFailed, invalid, MAX_PARAM_LENGTH, rejectUnstorable, sendError, toApiError } from './errors.ts';
 import { AuthFailures, RateLimiter, tooManyFailures } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
@@ -376,6 +377,9 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     // Draining (SIGTERM): not ready, so that a load balancer stops sending new work here while the open connections
     // are answered (it said 200 through the drain's grace; found by a probe).
     if (draining) return sendError(reply, 503, [{ message: 'draining: this process is shutting down', errorCode: 'ServiceUnavailable', moreInfo: '' }]);
+    // A full disk answers SELECT 1 but refuses every write: not ready while writes keep failing for it.
+    const full = diskFullRecently();
+    if (full !== null) return sendError(reply, 503, [{ message: `the database's disk is full (a write failed for it ${Math.round(full / 1000)} s ago)`, errorCode: 'ServiceUnavailable', moreInfo: '' }]);
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), READY_DEADLINE_MS)));
     try {

@@ -1,6 +1,6 @@
 // The one error shape of SPEC §3, and the mapping of every failure (ours and Fastify's) onto it.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { databaseUnavailable, NO_CONNECTION_IN_TIME, statementDeadlinePassed } from '../db/unavailable.ts';
+import { databaseUnavailable, isDiskFull, NO_CONNECTION_IN_TIME, noteDiskFull, statementDeadlinePassed } from '../db/unavailable.ts';
 
 export interface ErrorEntry {
   message: string;
@@ -175,11 +175,17 @@ export function toApiError(err: unknown, bodyLimit = 1048576): { status: number;
   }
   if (databaseUnavailable(e)) {
     // node-postgres says this both when no pooled connection came free in time and when a new one could not connect.
+    if (isDiskFull(e)) {
+      noteDiskFull(); // /ready says 503 for a while (DISK_FULL_UNREADY_MS)
+      return { ...simple('ServiceUnavailable', 'the database\'s disk is full: nothing can be written until space is freed; retry later'), headers: { 'retry-after': '5' } };
+    }
     const why = NO_CONNECTION_IN_TIME.test(String((e as any)?.message))
       ? 'no database connection came free in time (all busy, or the database is restarting or failing over); retry shortly'
       : (e as any)?.code === '53300'
         ? 'the database has no connection left for Bulb (too many clients: max_connections); retry shortly'
-        : 'the database is unavailable (restarting or failing over); retry shortly';
+        : (e as any)?.code === '53200'
+          ? 'the database is out of memory; retry shortly'
+          : 'the database is unavailable (restarting or failing over); retry shortly';
     return { ...simple('ServiceUnavailable', why), headers: { 'retry-after': '1' } };
   }
   // Safety net for input the schemas let through but PostgreSQL refuses: a client error, never a 500.
