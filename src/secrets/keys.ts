@@ -13,6 +13,8 @@ export interface ResolvedBox {
   box: SecretBox;
   /** One line for the start-up message: where the key comes from. */
   notice: string;
+  /** The key file this start created (the embedded default), removed again if the database refuses its key. */
+  createdKeyFile?: string;
 }
 
 export function resolveSecretBox(config: Config): ResolvedBox {
@@ -34,10 +36,11 @@ export function resolveSecretBox(config: Config): ResolvedBox {
     return { box: new AesGcmBox(crypto.randomBytes(KEY_BYTES)), notice: 'secrets sealed under an in-memory key (memory:// database: both vanish at exit)' };
   }
   const file = path.join(config.dataDir, KEY_FILE);
+  const existed = fs.existsSync(file);
   const key = readOrCreateKeyFile(file);
   const mode = fs.statSync(file).mode & 0o777;
   const loose = mode & 0o077 ? `; WARNING: ${file} is readable by other users (mode 0${mode.toString(8)}): chmod 600 it` : '';
-  return { box: new AesGcmBox(key), notice: `secrets sealed under the key in ${file} (set BULB_SECRET_KEY to keep the key elsewhere)${loose}` };
+  return { box: new AesGcmBox(key), notice: `secrets sealed under the key in ${file} (set BULB_SECRET_KEY to keep the key elsewhere)${loose}`, createdKeyFile: existed ? undefined : file };
 }
 
 /** Reads the key file, or creates it (0600) atomically: two processes starting at once agree on one key. */

@@ -1,6 +1,7 @@
 // At start: choose the secret box, refuse to start if stored values are sealed under a key this process
 // does not have, seal clear text left by an older Bulb (once, under an advisory lock), install the box.
 // `npm run reencrypt` moves every value to the current key after a key rotation.
+import fs from 'node:fs';
 import type { Db, Queryable } from '../db/db.ts';
 import { ConfigError, type Config } from '../config.ts';
 import { installSecretBox } from './active.ts';
@@ -25,6 +26,15 @@ export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedB
     await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
     const unknown = (await store.keyIdsInUse(tx)).filter((k) => !box.keyIds.includes(k));
     if (unknown.length) {
+      // A key file this start made for a database whose secrets were sealed under another: the folder's own key file
+      // is missing (a partial copy or restore). The new file goes again (left, it would read as the folder's key).
+      if (resolved.createdKeyFile) {
+        fs.rmSync(resolved.createdKeyFile, { force: true });
+        throw new ConfigError(
+          `stored secrets are sealed under key id ${unknown.join(', ')}, but ${resolved.createdKeyFile} was missing (this start made a new key, removed again): ` +
+            'restore that file from the backup of the data folder, or set BULB_SECRET_KEY to the key it held',
+        );
+      }
       throw new ConfigError(
         `stored secrets are sealed under key id ${unknown.join(', ')}, which ${box.plaintext ? 'needs BULB_SECRET_KEY' : 'is neither BULB_SECRET_KEY nor BULB_SECRET_KEY_PREVIOUS'}: ` +
           'start with the key they were sealed under (as BULB_SECRET_KEY, or as BULB_SECRET_KEY_PREVIOUS beside a new key, then npm run reencrypt)',

@@ -87,6 +87,27 @@ describe('secret key configuration', () => {
     assert.throws(() => resolveSecretBox(loadConfig({ BULB_DATA_DIR: dataDir })), ConfigError);
   });
 
+  it('a key file missing from a folder whose secrets were sealed under it: the refusal says so, and the new key is not left', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-key-'));
+    dirs.push(dir);
+    const config = loadConfig({ BULB_DATA_DIR: path.join(dir, 'data') });
+    const file = path.join(config.dataDir, KEY_FILE);
+    const tdb = await freshDb('pglite');
+    try {
+      const first = resolveSecretBox(config);
+      assert.equal(first.createdKeyFile, file, 'the first start makes it');
+      await prepareSecrets(tdb.db, config, first);
+      await tdb.db.query(`INSERT INTO webhook_subscriptions (url, event_types, signing_secret) VALUES ('https://example.com/k', '{customerCreate}', $1)`, [first.box.seal('whsec_a2V5')]);
+      assert.equal(resolveSecretBox(config).createdKeyFile, undefined, 'kept: not made again');
+      fs.rmSync(file); // a partial copy or restore of the folder
+      const again = resolveSecretBox(config);
+      await assert.rejects(prepareSecrets(tdb.db, config, again), (e: Error) => e instanceof ConfigError && new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} was missing`).test(e.message) && /restore that file from the backup/.test(e.message));
+      assert.equal(fs.existsSync(file), false, 'the key made by the refused start is removed');
+    } finally {
+      await tdb.close();
+    }
+  });
+
   it('the process refuses to start on PostgreSQL without a key, or with a bad key, with a clear message', async () => {
     const run = runBulb;
     const noKey = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/unreachable' });
