@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { openDb } from './db/open.ts';
+import { DataDirUnusable, openDb } from './db/open.ts';
 import type { Db } from './db/db.ts';
 import { databaseUnavailable } from './db/unavailable.ts';
 import { DataDirInUse } from './db/data-dir-lock.ts';
@@ -189,7 +189,7 @@ main().catch((err) => {
     console.error(`configuration error: ${err.message}`);
     process.exit(2);
   }
-  if (err instanceof DataDirInUse) {
+  if (err instanceof DataDirInUse || err instanceof DataDirUnusable) {
     console.error(err.message);
     process.exit(2);
   }

@@ -1,5 +1,6 @@
 // Opens the configured database: PostgreSQL when a URL is given, else embedded PGlite.
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Db } from './db.ts';
 import { PgDb } from './pg.ts';
 import { decidePooling, type PreparedSetting } from './pooler.ts';
@@ -32,7 +33,10 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   ownerOnly(opts.dataDir, opts.log);
   const release = lockDataDir(opts.dataDir);
   try {
-    const db = await PgliteDb.open(opts.dataDir);
+    refuseHeadless(opts.dataDir);
+    const db = await PgliteDb.open(opts.dataDir).catch((err) => {
+      throw new DataDirUnusable(`the embedded database in BULB_DATA_DIR ${opts.dataDir} could not be opened (${(err as Error)?.message ?? err})${whyNotOpened(opts.dataDir)}`);
+    });
     const close = db.close.bind(db);
     db.close = async () => {
       await close();
@@ -43,6 +47,46 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
     release();
     throw err;
   }
+}
+
+/** A data folder Bulb will not start on: the start says why and exits 2 (main.ts). */
+export class DataDirUnusable extends Error {}
+
+/**
+ * A folder holding a database's files but not its PG_VERSION (a partial copy or restore) is refused: PGlite creates a
+ * new, empty database wherever PG_VERSION is missing, and the start served it over the old files (found by a probe,
+ * 2026-11-29: 63,796 customers gone, the admin key made again from BULB_ADMIN_KEY, nothing said).
+ */
+function refuseHeadless(dir: string): void {
+  if (fs.existsSync(path.join(dir, 'PG_VERSION'))) return;
+  const held = ['base', 'global', 'pg_wal'].filter((f) => fs.existsSync(path.join(dir, f)));
+  if (held.length === 0) return;
+  throw new DataDirUnusable(
+    `BULB_DATA_DIR ${dir} holds a database (${held.join(', ')}) without its PG_VERSION file, as a partial copy or restore leaves it: ` +
+      'Bulb does not start on it (the embedded database would make a new, empty one over it). Restore the whole folder from its backup',
+  );
+}
+
+/** What can be said of a folder PGlite failed to open (its own error says only that it failed). */
+function whyNotOpened(dir: string): string {
+  try {
+    const free = fs.statfsSync(dir);
+    const mib = Math.floor((free.bavail * free.bsize) / 2 ** 20);
+    if (mib < 256) return `: its disk has ${mib} MiB free; free some space and start again`;
+  } catch {
+    // no figure: say the rest
+  }
+  try {
+    if (fs.readFileSync(path.join(dir, 'PG_VERSION'), 'utf8').trim() === '') return ': its PG_VERSION file is empty; restore the folder from its backup';
+  } catch {
+    // unreadable: said below
+  }
+  try {
+    fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
+  } catch {
+    return ': the folder cannot be read and written by this user';
+  }
+  return ': it may be damaged (a file missing or cut short); restore the folder from its backup';
 }
 
 /**
