@@ -161,7 +161,9 @@ export function isIpLiteral(host: string): boolean {
 export class BlockedAddressError extends Error {
   readonly code = 'EBLOCKEDADDRESS';
   constructor(readonly host: string, readonly address: string, readonly reason: string) {
-    super(`${host} resolves to ${address}, a ${reason} address: refused`);
+    // A name's address is not said: the message reaches the logs API, and an API key would map internal names to
+    // their addresses through it (a probe, 2026-11-29). `address` stays on the error for the process's own use.
+    super(isIpLiteral(host) ? `${host} is a ${reason} address: refused` : `${host} resolves to a ${reason} address: refused`);
   }
 }
 
@@ -199,7 +201,7 @@ export async function checkHost(host: string): Promise<{ blocked?: string; unres
     const addrs = await dns.promises.lookup(h, { all: true });
     for (const x of addrs) {
       const r = blockedReason(x.address);
-      if (r) return { blocked: `${host} resolves to ${x.address}, a ${r} address` };
+      if (r) return { blocked: `${host} resolves to a ${r} address` }; // not which (BlockedAddressError)
     }
     return {};
   } catch (err) {

@@ -2,7 +2,8 @@
 // BLOCKED_ADDRESS at delivery time for a subscription whose host (later) points at a private address.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockedReason, guardedLookup, parseLegacyIPv4 } from '../../src/webhooks/address.ts';
+import { blockedReason, checkHost, guardedLookup, parseLegacyIPv4 } from '../../src/webhooks/address.ts';
+import { guardedAddress } from '../../src/webhooks/destinations/publisher.ts';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
 import { useWorkerAndReceiver } from '../helpers/worker.ts';
@@ -36,6 +37,20 @@ describe('address classifier', () => {
     assert.equal(parseLegacyIPv4('256.1.1.1'), undefined);
     assert.equal(parseLegacyIPv4('1.2.3.4.5'), undefined);
   });
+  it('a broker host written in a legacy form is dialled as the address checked, dotted; a refused name\'s address is not said', async () => {
+    // Given to the client as written, "1.0x" (checked as 1.0.0.0) went to the system resolver, which reads it as a
+    // name: whatever DNS answered was dialled, past the guard (a probe, 2026-11-29).
+    assert.equal(await guardedAddress('1.0x', false), '1.0.0.0');
+    assert.equal(await guardedAddress('0x7f.1', true), '127.0.0.1');
+    assert.equal(await guardedAddress('[2606:4700:4700::1111]', false), '2606:4700:4700::1111');
+    const refused = await guardedAddress('localhost', false).then(() => null, (e: Error) => e);
+    assert.equal((refused as any)?.code, 'EBLOCKEDADDRESS');
+    assert.match(refused!.message, /^localhost resolves to a loopback address: refused$/);
+    const checked = await checkHost('localhost');
+    assert.match(checked.blocked ?? '', /^localhost resolves to a loopback address$/);
+    assert.match((await checkHost('127.1')).blocked ?? '', /^127\.1 is a loopback address$/, 'a literal is said as given');
+  });
+
   it('the connect-time lookup refuses a name resolving to loopback, and passes it when allowed', async () => {
     const look = (allow: boolean) =>
       new Promise<{ err: any; addr: any }>((r) => guardedLookup(allow)('localhost', { all: true } as any, (err, addr) => r({ err, addr })));

@@ -113,6 +113,27 @@ await describeEachDb('broker destinations', (ctx) => {
     }
   });
 
+  it_('a server that is no AMQP broker (an SSH banner) is BROKER_UNREACHABLE saying so, not spelling its first bytes', async () => {
+    const socks = new Set<net.Socket>();
+    const banner = net.createServer((sock) => {
+      socks.add(sock);
+      sock.write('SSH-2.0-OpenSSH_9.6 internal-bastion\r\n');
+    });
+    await new Promise<void>((r) => banner.listen(0, '127.0.0.1', r));
+    try {
+      const sub = await subscribe(`amqp://guest:guest@127.0.0.1:${(banner.address() as net.AddressInfo).port}?exchange=x`, 'webhookTest');
+      assert.equal((await api().post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`, {})).status, 202);
+      await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
+      const a = (await attemptsOf(sub.uuid)).at(-1);
+      assert.equal(a.errorCode, 'BROKER_UNREACHABLE', a.responseBody);
+      assert.equal(a.responseBody, 'the server did not answer as an AMQP 0-9-1 broker');
+      await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
+    } finally {
+      for (const sock of socks) sock.destroy(); // amqplib keeps its socket until its idle timeout (BULB_WEBHOOK_TIMEOUT_MS)
+      await new Promise((r) => banner.close(r));
+    }
+  });
+
   it_('refusals, missing routes and unreachable brokers are failed attempts with their errorCode; a replay delivers once fixed', async () => {
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));

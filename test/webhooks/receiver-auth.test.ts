@@ -573,7 +573,8 @@ await describeEachDb('receiver auth: egress through an HTTP CONNECT proxy (BULB_
       await api.post(`${SUBS}/${p.body.uuid}/test`);
       const [a] = await attemptsOf(ctx, p.body.uuid, 1);
       assert.equal(a.errorCode, 'BLOCKED_ADDRESS', JSON.stringify(a));
-      assert.match(a.responseBody, /localhost resolves to 127\.0\.0\.1, a loopback address/);
+      assert.match(a.responseBody, /localhost resolves to a loopback address/);
+      assert.doesNotMatch(a.responseBody, /127\.0\.0\.1/, 'which address a name resolves to is not said');
       assert.equal(proxy.targets.length, seen, 'the proxy was not asked');
       assert.equal(rx.received.length, n);
     } finally {

@@ -134,6 +134,11 @@ export class AmqpPublisher implements Publisher {
     const message = String(err?.message ?? err);
     if (typeof err?.code === 'string') return socketFailure(err);
     if (/ETIMEDOUT/.test(message)) return failure('BROKER_TIMEOUT', message);
+    // Something other than an AMQP server answered: amqplib reads its first bytes as a frame size and says the number,
+    // which spells them ("-2.0" of an SSH banner): not said, so the logs API tells nothing of the service (a probe).
+    if (/^Frame size \d+ exceeds|Expected AMQP|Unexpected frame|not an AMQP/i.test(message)) {
+      return failure('BROKER_UNREACHABLE', 'the server did not answer as an AMQP 0-9-1 broker');
+    }
     // RabbitMQ answers connection.open for a vhost that does not exist, or that the user may not use, by closing the
     // connection (530 NOT_ALLOWED); amqplib reports only the unexpected frame, not its reason.
     if (/Expected ConnectionOpenOk; got <ConnectionClose/.test(message)) {

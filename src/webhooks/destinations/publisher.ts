@@ -1,8 +1,9 @@
 // What a broker publisher (amqp.ts, nats.ts) offers the registry, the outcomes of a publish and their errorCodes,
 // and the address guard for broker hosts (the same rule as HTTP: SPEC §7, unless BULB_WEBHOOK_ALLOW_PRIVATE).
 import dns from 'node:dns';
+import net from 'node:net';
 import tls from 'node:tls';
-import { blockedReason, BlockedAddressError, isIpLiteral } from '../address.ts';
+import { blockedReason, BlockedAddressError, isIpLiteral, parseLegacyIPv4 } from '../address.ts';
 import { tlsFailure, type ClientTls } from '../sender.ts';
 import type { BrokerErrorCode } from '../outcome.ts';
 import { openTunnel, type Tunnel } from './tunnel.ts';
@@ -123,7 +124,10 @@ export async function guardedAddress(host: string, allowPrivate: boolean): Promi
   if (isIpLiteral(h)) {
     const reason = allowPrivate ? undefined : blockedReason(h);
     if (reason) throw new BlockedAddressError(host, h, reason);
-    return h;
+    // The address as checked, dotted: a legacy form ("1.0x", "0x7f.1") given to the client as written was looked up
+    // again by the system resolver, which reads such forms otherwise (or as a name: DNS), past the guard (a probe,
+    // 2026-11-29: "1.0x" checked as 1.0.0.0 and dialled as whatever a DNS answer said).
+    return net.isIP(h) !== 0 ? h : parseLegacyIPv4(h)!;
   }
   const all = await dns.promises.lookup(h, { all: true });
   if (!allowPrivate) {
