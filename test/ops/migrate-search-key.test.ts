@@ -29,7 +29,7 @@ for (const backend of await backends()) {
         await t.db.query(`INSERT INTO customers (first_name, last_name, email_keys) VALUES ('Zorroalpha', 'Noext', '{zorro@example.com}')`);
         const broken = await t.db.query(`SELECT count(*)::int AS n FROM customers WHERE customer_search_folded(first_name, last_name, external_id, email_keys) LIKE '%zorroalpha%'`);
         assert.equal(broken.rows[0].n, 0, 'the state this migration mends: the keyless customer has no search text');
-        assert.deepEqual(await migrate(t.db), ['075_search_key_folds.sql']);
+        assert.equal((await migrate(t.db))[0], '075_search_key_folds.sql');
         const srv = await startServer(t.db);
         try {
           const api = srv.api.withVersion('2026-11');
