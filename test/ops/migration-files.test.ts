@@ -25,4 +25,7 @@ it('every migration file is byte for byte as released (its SHA-256 held in migra
   const unheld = files.filter((m) => !HELD.has(m.name)).map((m) => m.name);
   assert.deepEqual(unheld, [], 'a new migration: add its line (sha256sum src/db/migrations/<file> | sed "s| .*/|  |")');
   assert.deepEqual([...HELD.keys()].filter((n) => !files.some((m) => m.name === n)), [], 'a released migration was removed or renamed');
+  // A database records the number only: a second file of one number is never run where the first was (065, 2026-11-28).
+  const numbers = files.map((m) => m.version);
+  assert.deepEqual(numbers.filter((v, i) => numbers.indexOf(v) !== i), [], 'two migrations share a number');
 });
