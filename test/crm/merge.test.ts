@@ -117,6 +117,33 @@ await describeEachDb('customer merge', (ctx) => {
     void x; void y;
   });
 
+  it('the survivor\'s externalId changed: its merged-away customers show it, are marked changed and get a customerUpdate each', async () => {
+    await makeCustomer(db(), 'rn-p');
+    await makeCustomer(db(), 'rn-s1');
+    await makeCustomer(db(), 'rn-s2');
+    assert.equal((await merge('rn-p', ['rn-s1', 'rn-s2'])).status, 200);
+    const v = ctx.srv.api.withVersion('2026-11');
+    const before = (await v.get('/crm/customers/rn-s1')).body.updatedAt;
+    const ev0 = await lastEventId();
+    const since = new Date(Date.now() - 1).toISOString();
+    for (const [path, body] of [['/crm/customers/rn-p', { externalId: 'rn-p2' }], ['/crm/customers/rn-p2', { externalId: 'rn-p3', firstName: 'P' }]] as const) {
+      const r = path.endsWith('p2') ? await v.patch(path, body) : await v.put(path, body);
+      assert.equal(r.status, 200, r.text);
+    }
+    const s1 = (await v.get('/crm/customers/rn-s1')).body;
+    assert.deepEqual(s1.mergedInto?.externalId, 'rn-p3');
+    assert.ok(s1.updatedAt > before, 'its updatedAt moved with what it shows');
+    const synced = (await v.get(`/crm/customers?status=all&updatedSince=${encodeURIComponent(since)}&limit=50`)).body.data.map((c: any) => c.externalId).sort();
+    assert.deepEqual(synced, ['rn-p3', 'rn-s1', 'rn-s2'], 'an updatedSince sync sees them');
+    const evs = await eventsOf(ev0);
+    assert.deepEqual(evs.filter((e) => e === 'customerUpdate:rn-s1').length, 2, evs.join());
+    assert.deepEqual(evs.filter((e) => e === 'customerUpdate:rn-s2').length, 2, evs.join());
+    // a change that leaves the externalId as it was marks nobody else
+    const ev1 = await lastEventId();
+    assert.equal((await v.patch('/crm/customers/rn-p3', { firstName: 'Q' })).status, 200);
+    assert.deepEqual(await eventsOf(ev1), ['customerUpdate:rn-p3']);
+  });
+
   it('dry run computes the same counts and changes nothing', async () => {
     await trio('dry', 2);
     const snap = await snapshot(db());

@@ -2,7 +2,7 @@
 import type { Queryable } from '../../db/db.ts';
 import { sqlState } from '../../db/db.ts';
 import { ApiError, conflict, invalid } from '../../http/errors.ts';
-import { emitEvent } from '../../events/emit.ts';
+import { emitEvent, emitEvents } from '../../events/emit.ts';
 import type { CustomerInput } from './schema.ts';
 import * as store from './store.ts';
 import { customerName, WRITABLE, withPatchedAddresses } from './wire.ts';
@@ -60,6 +60,11 @@ export async function replaceExisting(tx: Queryable, current: store.CustomerRow,
   if (!changed) return current;
   const row = await store.findCustomerById(tx, current.id);
   if (events) await emitEvent(tx, customerEvent('customerUpdate', row, source));
+  // The customers merged into this one show its externalId (mergedInto): theirs changed too.
+  if (row.external_id !== current.external_id) {
+    const shown = await store.touchMergedInto(tx, current.id);
+    if (events && shown.length) await emitEvents(tx, shown.map((c) => ({ eventType: 'customerUpdate', resourceType: 'Customer', resource: { uuid: c.uuid, externalId: c.external_id }, source })));
+  }
   return row;
 }
 

@@ -122,6 +122,19 @@ export async function replaceCustomer(db: Queryable, internalId: string, input: 
 }
 
 /**
+ * The customers merged into `internalId`, marked changed (updated_at) because the survivor's externalId, which they
+ * show as `mergedInto.externalId`, changed: a sync by updatedSince, the export's resume and the events then carry it
+ * (it changed with no trace until 2026-11-29; found by a probe). Their uuid and externalId, for their events.
+ */
+export async function touchMergedInto(db: Queryable, internalId: string): Promise<{ uuid: string; external_id: string | null }[]> {
+  const r = await db.query<{ uuid: string; external_id: string | null }>(
+    `UPDATE customers SET updated_at = clock_timestamp() WHERE merged_into = $1 RETURNING uuid::text AS uuid, external_id`,
+    [internalId],
+  );
+  return r.rows;
+}
+
+/**
  * Where a walk of the customers changed since a time stands: the last one served, by its updated_at (exact to
  * the microsecond, in UTC: SYNC_AT) and id. Such a walk is in (updated_at, id) order, read from that index
  * (customers_updated) whatever the number changed (see docs/scaling.md "updatedSince").
