@@ -6,7 +6,7 @@ import zlib from 'node:zlib';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { ADMIN_KEY, errorCodes } from '../helpers/server.ts';
-import { exportsInProgress, MAX_EXPORTS } from '../../src/crm/customers/export-stream.ts';
+import { exportsInProgress, MAX_EMBEDDED_EXPORTS, MAX_EXPORTS } from '../../src/crm/customers/export-stream.ts';
 
 /** A raw GET that gives the response as a stream (fetch would decode gzip itself). */
 function open(url: string, headers: Record<string, string> = {}): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
@@ -161,6 +161,24 @@ await describeEachDb('customers export', (ctx) => {
       assert.equal(over.headers.get('retry-after'), '10');
       for (const r of held) r.req.destroy();
       await waitUntil(() => exportsInProgress() === 0, 'the exports to end');
+      const again = await open(url('?updatedSince=2999-01-01T00:00:00Z'));
+      assert.equal(again.res.statusCode, 200);
+      await readAll(again.res);
+    });
+  }
+
+  if (ctx.backend === 'pglite') {
+    it(`runs at most ${MAX_EMBEDDED_EXPORTS} export at once on the embedded database (its one session): another is 429 with Retry-After`, async () => {
+      await ensureBig();
+      const held = await open(url('?status=all'));
+      assert.equal(held.res.statusCode, 200);
+      held.res.pause();
+      const over = await api().get('/crm/customers/export?status=all');
+      assert.equal(over.status, 429, over.text.slice(0, 200));
+      assert.deepEqual(errorCodes(over), ['RateLimited']);
+      assert.equal(over.headers.get('retry-after'), '10');
+      held.req.destroy();
+      await waitUntil(() => exportsInProgress() === 0, 'the export to end');
       const again = await open(url('?updatedSince=2999-01-01T00:00:00Z'));
       assert.equal(again.res.statusCode, 200);
       await readAll(again.res);

@@ -62,23 +62,43 @@ function output(stallMs: number, onDestroy: () => void) {
   return { out, wanted, ended: () => ended };
 }
 
-export async function openCopyExport(url: string, sql: string, stallMs = STALL_MS): Promise<Readable> {
-  if (inProgress >= MAX_EXPORTS) {
-    throw new ApiError('RateLimited', `at most ${MAX_EXPORTS} exports run at once; try again when one has finished`, 'export').withHeader('Retry-After', '10');
+/**
+ * A place among the exports that run at once (`limit`), taken before the export touches the database (on the embedded
+ * one, a request waiting for the session behind a running export took its place only once that export ended), or 429
+ * with Retry-After. Returns its release (once; later calls do nothing).
+ */
+export function takeExportSlot(limit: number): () => void {
+  if (inProgress >= limit) {
+    throw new ApiError('RateLimited', `at most ${limit} export${limit === 1 ? '' : 's'} run${limit === 1 ? 's' : ''} at once; try again when one has finished`, 'export').withHeader('Retry-After', '10');
   }
   inProgress++;
+  let released = false;
+  return () => {
+    if (!released) (released = true), inProgress--;
+  };
+}
+
+/**
+ * Exports at once on the embedded database: one. Its transaction holds the only session while the reader reads, so
+ * every other request waits behind it; queued exports held it in turn without end (20 at once: a GET waited 32 s;
+ * found by a probe, 2026-11-29).
+ */
+export const MAX_EMBEDDED_EXPORTS = 1;
+
+/** `release`: the place takeExportSlot gave it, released when the export ends or fails. */
+export async function openCopyExport(url: string, sql: string, release: () => void, stallMs = STALL_MS): Promise<Readable> {
   let client: pg.Client;
   try {
     client = await connectClient(url, 'bulb-export'); // a dead connection surfaces as the copy stream's error
   } catch (err) {
-    inProgress--;
+    release();
     throw err;
   }
   let closed = false;
   const close = () => {
     if (closed) return;
     closed = true;
-    inProgress--;
+    release();
     client.end().catch(() => {}); // closing the connection ends its transaction (and a running COPY)
   };
   const { out, wanted, ended } = output(stallMs, close);
@@ -123,12 +143,11 @@ export async function openCopyExport(url: string, sql: string, stallMs = STALL_M
   return out;
 }
 
-export async function openCursorExport(db: Db, sql: string, params: unknown[], stallMs = STALL_MS): Promise<Readable> {
+export async function openCursorExport(db: Db, sql: string, params: unknown[], release: () => void, stallMs = STALL_MS): Promise<Readable> {
   const { out, wanted, ended } = output(stallMs, () => {});
   let begun = false;
   let opened!: () => void;
   const ready = new Promise<void>((r) => (opened = () => ((begun = true), r())));
-  inProgress++;
   const run = db
     .transaction(async (tx) => {
       await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
@@ -152,7 +171,7 @@ export async function openCursorExport(db: Db, sql: string, params: unknown[], s
       }
       await tx.query('CLOSE bulb_export');
     })
-    .finally(() => inProgress--);
+    .finally(release);
   run.then(
     () => out.push(null),
     (err) => {

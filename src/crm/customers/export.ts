@@ -9,7 +9,7 @@ import '../../http/formats.ts';
 import pg from 'pg';
 import type { Db } from '../../db/db.ts';
 import { PgDb } from '../../db/pg.ts';
-import { openCopyExport, openCursorExport } from './export-stream.ts';
+import { MAX_EMBEDDED_EXPORTS, MAX_EXPORTS, openCopyExport, openCursorExport, takeExportSlot } from './export-stream.ts';
 import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { StringEnum } from '../../http/schema.ts';
@@ -60,14 +60,20 @@ export function exportSql(q: ExportQueryT, horizon: string | null = null): { sql
  * before that reject (the caller answers an error status); later ones cut the response off.
  */
 export async function openExport(db: Db, q: ExportQueryT): Promise<{ stream: Readable; resumeSince: string }> {
-  // Before the export's snapshot (its statement must see every writer that committed after this one).
-  const horizon = await writeHorizon(db, 'customers');
-  const resumeSince = iso(horizon ?? (await db.query<{ at: string }>('SELECT clock_timestamp()::text AS at')).rows[0].at)!;
-  const { sql, params } = exportSql(q, horizon);
-  const stream = db instanceof PgDb
-    ? await openCopyExport(db.sessionUrl, sql.replace(/\$(\d+)/g, (_, i) => pg.escapeLiteral(String(params[Number(i) - 1]))))
-    : await openCursorExport(db, sql, params);
-  return { stream, resumeSince };
+  const release = takeExportSlot(db instanceof PgDb ? MAX_EXPORTS : MAX_EMBEDDED_EXPORTS);
+  try {
+    // Before the export's snapshot (its statement must see every writer that committed after this one).
+    const horizon = await writeHorizon(db, 'customers');
+    const resumeSince = iso(horizon ?? (await db.query<{ at: string }>('SELECT clock_timestamp()::text AS at')).rows[0].at)!;
+    const { sql, params } = exportSql(q, horizon);
+    const stream = db instanceof PgDb
+      ? await openCopyExport(db.sessionUrl, sql.replace(/\$(\d+)/g, (_, i) => pg.escapeLiteral(String(params[Number(i) - 1]))), release)
+      : await openCursorExport(db, sql, params, release);
+    return { stream, resumeSince };
+  } catch (err) {
+    release();
+    throw err;
+  }
 }
 
 /** True when Accept-Encoding allows gzip (q > 0), explicitly or through `*`. */
