@@ -27,8 +27,12 @@ export async function lockRefresher(tx: Queryable, key: number): Promise<void> {
  * (the update trigger locks it: migration 070) is left for a later batch, read once that write has committed.
  */
 export async function claimDirty(tx: Queryable, limit: number): Promise<string[]> {
+  // The batch taken once (an InitPlan), then deleted by the primary key. As `IN (subquery)`, a queue never analysed
+  // (PostgreSQL without autovacuum, after a big import) was planned under lockRefresher's settings as a nested loop
+  // running the locking LIMIT once per queued row: past the statement deadline every time, holding the queue rows
+  // that writers wait for (a probe, 2026-11-29: PATCHes waited 40–55 s).
   const r = await tx.query<{ customer_id: string }>(
-    `DELETE FROM duplicate_dirty WHERE customer_id IN (SELECT customer_id FROM duplicate_dirty ORDER BY customer_id LIMIT $1 FOR UPDATE SKIP LOCKED)
+    `DELETE FROM duplicate_dirty WHERE customer_id = ANY (ARRAY(SELECT customer_id FROM duplicate_dirty ORDER BY customer_id LIMIT $1 FOR UPDATE SKIP LOCKED))
      RETURNING customer_id`,
     [limit],
   );
