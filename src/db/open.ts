@@ -37,6 +37,8 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
     const db = await PgliteDb.open(opts.dataDir).catch((err) => {
       throw new DataDirUnusable(`the embedded database in BULB_DATA_DIR ${opts.dataDir} could not be opened (${(err as Error)?.message ?? err})${whyNotOpened(opts.dataDir)}`);
     });
+    const mark = path.join(opts.dataDir, OPENED_MARK);
+    if (!fs.existsSync(mark)) fs.writeFileSync(mark, 'the embedded database opened here; without PG_VERSION beside this file Bulb refuses the folder\n', { mode: 0o600 });
     const close = db.close.bind(db);
     db.close = async () => {
       await close();
@@ -49,6 +51,9 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   }
 }
 
+/** Written once the embedded database has opened in the folder: from then on a missing PG_VERSION is damage. */
+export const OPENED_MARK = 'bulb.opened';
+
 /** A data folder Bulb will not start on: the start says why and exits 2 (main.ts). */
 export class DataDirUnusable extends Error {}
 
@@ -59,6 +64,9 @@ export class DataDirUnusable extends Error {}
  */
 function refuseHeadless(dir: string): void {
   if (fs.existsSync(path.join(dir, 'PG_VERSION'))) return;
+  // Only a folder that has been opened (OPENED_MARK): a first start cut short (kill, Ctrl-C) leaves base/, global/ and
+  // pg_wal/ before PG_VERSION, and must initialise again, as it did (a review probe, 2026-11-29).
+  if (!fs.existsSync(path.join(dir, OPENED_MARK))) return;
   const held = ['base', 'global', 'pg_wal'].filter((f) => fs.existsSync(path.join(dir, f)));
   if (held.length === 0) return;
   throw new DataDirUnusable(

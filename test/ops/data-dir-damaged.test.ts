@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { DataDirUnusable, openDb } from '../../src/db/open.ts';
+import { DataDirUnusable, OPENED_MARK, openDb } from '../../src/db/open.ts';
 import { runBulb } from '../helpers/process.ts';
 
 const folder = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bulb-damaged-')), 'data');
@@ -30,6 +30,19 @@ describe('a damaged embedded data folder', () => {
     const again = await openDb({ dataDir: dir });
     assert.deepEqual((await again.query('SELECT x FROM kept')).rows, [{ x: 42 }]);
     await again.close();
+  });
+
+  it('a first start cut short (base/ and global/ written, no PG_VERSION yet, never opened) initialises again', async () => {
+    const dir = folder();
+    const db = await openDb({ dataDir: dir });
+    await db.close();
+    // As a first start killed before PGlite wrote PG_VERSION leaves it: never opened, so no mark either.
+    fs.rmSync(path.join(dir, 'PG_VERSION'));
+    fs.rmSync(path.join(dir, OPENED_MARK));
+    const again = await openDb({ dataDir: dir });
+    assert.deepEqual((await again.query('SELECT 1 AS one')).rows, [{ one: 1 }]);
+    await again.close();
+    assert.ok(fs.existsSync(path.join(dir, 'PG_VERSION')) && fs.existsSync(path.join(dir, OPENED_MARK)));
   });
 
   it('the process says why and exits 2: no PG_VERSION, or an empty one', async () => {
