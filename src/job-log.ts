@@ -28,18 +28,21 @@ export function jobLog(
   // hostname as pino has it by default: several workers (each pid 1 in its container) are told apart by it
   const logger = pino({ level: config.logLevel, base: { pid: process.pid, hostname: os.hostname(), role: config.role } }, destination);
   const last = new Map<string, { at: number; repeated: number; err: unknown }>();
-  const withCount = (m: string, n: number, err: unknown) => logger.error({ err, repeated: n }, `${m} (${n} more since the last such line)`);
-  const log: JobLog = (m, e) => {
-    if (e === undefined) return logger.info(m);
+  /**
+   * Said at most once every REPEAT_EVERY_MS per message: `line` writes one, with the count of those left out since
+   * (0 for the first). Errors and warnings alike: a receiver down at volume failed 10,000 deliveries in a minute, a
+   * warn line each (a review probe, 2026-11-29).
+   */
+  const throttled = (m: string, detail: unknown, line: (detail: unknown, leftOut: number) => void) => {
     const t = now();
     const seen = last.get(m);
     if (seen && t - seen.at < REPEAT_EVERY_MS) {
-      seen.err = e;
+      seen.err = detail;
       // The window's count is said at its end even if no failure follows (an outage's last errors were never counted).
       if (seen.repeated++ === 0) {
         later(() => {
           if (last.get(m) !== seen || seen.repeated === 0) return;
-          withCount(m, seen.repeated, seen.err);
+          line(seen.err, seen.repeated);
           last.set(m, { at: now(), repeated: 0, err: undefined });
         }, seen.at + REPEAT_EVERY_MS - t);
       }
@@ -47,9 +50,14 @@ export function jobLog(
     }
     if (last.size >= 1000) last.clear(); // the messages are the jobs' own, a handful: a bound all the same
     last.set(m, { at: t, repeated: 0, err: undefined });
-    if (seen?.repeated) withCount(m, seen.repeated, e);
-    else logger.error({ err: e }, m);
+    line(detail, seen?.repeated ?? 0);
   };
-  log.warn = (m, fields) => logger.warn(fields, m);
+  const counted = (m: string, n: number) => (n ? `${m} (${n} more since the last such line)` : m);
+  const log: JobLog = (m, e) => {
+    if (e === undefined) return logger.info(m);
+    throttled(m, e, (err, n) => logger.error(n ? { err, repeated: n } : { err }, counted(m, n)));
+  };
+  // The fields are the last one's (a line per window names one delivery, and says how many more there were).
+  log.warn = (m, fields) => throttled(m, fields, (f, n) => logger.warn(n ? { ...(f as object), repeated: n } : (f as object), counted(m, n)));
   return log;
 }

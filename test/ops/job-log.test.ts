@@ -87,6 +87,23 @@ it('the count of a window is said at its end when no failure follows (an outage\
   assert.equal(lines.length, 2, 'within the new window: counted, not said');
 });
 
+it('warnings are held to one line a window too, the count said with the last one\'s fields (a receiver down failed 10,000 deliveries, a line each)', async () => {
+  const { lines, stream } = capture();
+  let t = 0;
+  const timers: (() => void)[] = [];
+  const log = jobLog({ logLevel: 'info', role: 'worker' }, stream, () => t, (fn) => void timers.push(fn));
+  for (let i = 0; i < 1000; i++, t += 1) log.warn!('webhooks: delivery failed: no attempts left', { deliveryUuid: `d-${i}` });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(lines.length, 1);
+  t = 5000;
+  timers[0]();
+  await new Promise((r) => setImmediate(r));
+  const [first, counted] = lines.map((l) => JSON.parse(l));
+  assert.deepEqual([first.level, first.deliveryUuid, first.repeated], [40, 'd-0', undefined]);
+  assert.deepEqual([counted.level, counted.deliveryUuid, counted.repeated], [40, 'd-999', 999]);
+  assert.match(counted.msg, /\(999 more since the last such line\)$/);
+});
+
 it('BULB_LOG_LEVEL reaches the jobs: error drops their messages, silent everything; an unknown level is a configuration error', async () => {
   for (const [level, want] of [['error', 1], ['silent', 0]] as const) {
     const { lines, stream } = capture();
