@@ -36,8 +36,13 @@ describe('duplicate signals', () => {
     assert.equal(p.name, 'lukasz orsted thorsson');
     assert.deepEqual(p.cities, ['lodz']);
     assert.equal(profileOf({ id: '2', first_name: 'Æsa', last_name: 'Strauß', emails: [], phones: [], addresses: [] }, 'US').name, 'aesa strauss');
-    // Format characters pasted with a name (zero-width space and joiner, soft hyphen, a bidi mark) are no word break.
-    assert.equal(profileOf({ id: '5', first_name: 'An\u200bna', last_name: 'Schm\u200did\u00adt\u200e', emails: [], phones: [], addresses: [] }, 'US').name, 'anna schmidt');
+    // Format characters pasted with a name (a joiner, a soft hyphen, bidi marks and isolates) are no word break; a
+    // zero-width space is one (Thai separates words with it).
+    assert.equal(profileOf({ id: '5', first_name: 'An\u2066na\u2069', last_name: 'Schm\u200did\u00adt\u200e', emails: [], phones: [], addresses: [] }, 'US').name, 'anna schmidt');
+    const thai = (first: string) => profileOf({ id: '6', first_name: first, last_name: '', emails: [], phones: [], addresses: [] }, 'US').name;
+    assert.equal(thai('สมชาย\u200bใจดี'), thai('สมชาย ใจดี'));
+    assert.equal(thai('สมชาย\u200bใจดี').split(' ').length, 2, 'two words');
+    assert.equal(profileOf({ id: '7', first_name: 'Mary\u200bAnn', last_name: 'Smithers', emails: [], phones: [], addresses: [] }, 'US').name, 'mary ann smithers');
     // Initials (one Latin letter) are no blocking key; a one-character Han name is a whole name.
     const han = profileOf({ id: '3', first_name: '伟', last_name: '王', emails: [], phones: [], addresses: [{ postCode: '100000' }] }, 'US');
     assert.deepEqual(keysOf(han).sort(), ['n:伟|z:100000', 'n:王|z:100000']);

@@ -28,5 +28,25 @@ for (const backend of await backends()) {
         await t.close();
       }
     });
+
+    it('077 queues the active customers with any format character in the name or the addresses (isolates, tags, a street\'s joiner)', async () => {
+      const t = await emptyDb(backend);
+      try {
+        await migrate(t.db, 76);
+        const add = async (first: string, addresses: unknown[] = []) =>
+          String((await t.db.query<{ id: string }>(`INSERT INTO customers (first_name, last_name, addresses) VALUES ($1, 'X', $2) RETURNING id`, [first, JSON.stringify(addresses)])).rows[0].id);
+        const isolate = await add('An\u2066na\u2069');
+        const street = await add('Jo', [{ address1: 'Main\u200dstreet 1', city: 'Berlin' }]);
+        const tag = await add('Flag\u{e0067}');
+        const thai = await add('สมชาย\u200bใจดี');
+        await add('Plain', [{ address1: 'Main street 1', city: 'Berlin' }]);
+        await t.db.query('DELETE FROM duplicate_dirty');
+        assert.equal((await migrate(t.db))[0], '077_duplicates_format_chars_again.sql');
+        const queued = (await t.db.query<{ customer_id: string }>('SELECT customer_id FROM duplicate_dirty ORDER BY customer_id')).rows.map((r) => String(r.customer_id));
+        assert.deepEqual(queued, [isolate, street, tag, thai]);
+      } finally {
+        await t.close();
+      }
+    });
   });
 }

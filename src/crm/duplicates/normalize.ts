@@ -33,9 +33,10 @@ const UNSTROKED: Record<string, string> = { ø: 'o', ł: 'l', đ: 'd', ð: 'd', 
 
 /** Lower case, accents stripped, anything but letters and digits a single space. */
 export function foldText(s: string): string {
-  // Format characters (zero-width space and joiners, soft hyphen, bidi marks: \p{Cf}) are dropped, not word breaks:
-  // "An\u200bna" pasted from a web page is "anna" (it was "an na", no pair found; a probe, 2026-11-29).
-  return s.normalize('NFKD').replace(/\p{M}|\p{Cf}/gu, '').toLowerCase().replace(/[øłđðħŧıßæœþ]/g, (c) => UNSTROKED[c])
+  // Format characters (joiners, soft hyphen, bidi marks and isolates: \p{Cf}) are dropped, not word breaks:
+  // "Schm\u200didt" pasted from a web page is "schmidt" (it was "schm idt", no pair found; a probe, 2026-11-29). But
+  // the zero-width space, U+200B, stays a word break: it is how Thai, Khmer, Lao and Burmese separate words.
+  return s.normalize('NFKD').replace(/\p{M}|(?!\u200b)\p{Cf}/gu, '').toLowerCase().replace(/[øłđðħŧıßæœþ]/g, (c) => UNSTROKED[c])
     .replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
 }
 
