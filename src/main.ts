@@ -30,7 +30,10 @@ async function main() {
   // the plain lines apart until 2026-11-29); the start banner and the first admin key stay plain text, for a person. The
   // one-off commands (migrate, reencrypt) talk to the person running them: plain text.
   const log = cmd === 'serve' ? jobLog(config) : undefined;
-  const say = log ?? ((line: string) => console.log(line));
+  // Warnings (a key file others can read, a folder left open to them, a database not reachable yet) at warn, so that
+  // BULB_LOG_LEVEL=warn still shows them (info until 2026-11-29's review).
+  const WARNS = /^warning\b|\bWARNING\b|^database not reachable/;
+  const say = log ? (line: string) => (WARNS.test(line) ? log.warn?.(line, {}) : log(line)) : (line: string) => console.log(line);
   const { db, applied } = await openAndMigrate(config, say);
   if (cmd === 'migrate') {
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');

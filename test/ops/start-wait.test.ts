@@ -60,6 +60,9 @@ describe('a start while PostgreSQL does not serve yet', { skip: !enabled }, () =
     try {
       assert.equal(d.dropped(), 3);
       assert.equal((proc.output().match(/database not reachable \(.+\); trying again in [\d.]+ s/g) ?? []).length, 3, proc.output());
+      // warn lines, so that BULB_LOG_LEVEL=warn shows them
+      const tries = proc.output().split('\n').filter((l) => l.startsWith('{') && l.includes('database not reachable')).map((l) => JSON.parse(l).level);
+      assert.deepEqual(tries, [40, 40, 40], proc.output());
       const api = new Client(proc.url, KEY).withVersion('2026-11');
       const made = await api.post('/crm/customers', { externalId: 'after-wait', firstName: 'Late' });
       assert.equal(made.status, 201, made.text);
