@@ -22,7 +22,7 @@ import './context.ts';
 import { consolePlugin } from '../console/plugin.ts';
 import { IMPORT_TYPES } from '../imports/routes.ts';
 import { coercingAjv, strictAjv } from './validator.ts';
-import { REDACTED_VALUE, redactUrl, requestForLog } from './log-redact.ts';
+import { REDACTED_VALUE, requestForLog } from './log-redact.ts';
 
 /** How long `GET /ready` waits for the database's answer before saying 503. */
 export const READY_DEADLINE_MS = 2000;
@@ -130,7 +130,8 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     const started = performance.now();
     const reqId = requestIdOf(req);
     const log = app.log.child({ reqId });
-    log.info({ req: { method: req.method, url: redactUrl(req.url ?? ''), remoteAddress: req.socket.remoteAddress, remotePort: req.socket.remotePort } }, 'incoming request');
+    // In the shape requestForLog reads of a Fastify request (the `req` serializer), so the line carries the client.
+    log.info({ req: { method: req.method, originalUrl: req.url ?? '', host: req.headers.host, ip: req.socket.remoteAddress, socket: req.socket } }, 'incoming request');
     res.once('finish', () => completed(log, req.method ?? '', res.statusCode, performance.now() - started));
     expectationFailed(req, res, reqId);
   });

@@ -157,13 +157,16 @@ export function isIpLiteral(host: string): boolean {
   return net.isIP(h) !== 0 || parseLegacyIPv4(h) !== undefined;
 }
 
+/** A refusal's reason without the IPv4 address an IPv6 one embeds ("NAT64 private (embeds 10.0.0.23)"): for names. */
+const withoutAddress = (reason: string) => reason.replace(/ \(embeds [^)]*\)/, '');
+
 /** An error whose code tells the sender this was the address guard, not the network. */
 export class BlockedAddressError extends Error {
   readonly code = 'EBLOCKEDADDRESS';
   constructor(readonly host: string, readonly address: string, readonly reason: string) {
     // A name's address is not said: the message reaches the logs API, and an API key would map internal names to
     // their addresses through it (a probe, 2026-11-29). `address` stays on the error for the process's own use.
-    super(isIpLiteral(host) ? `${host} is a ${reason} address: refused` : `${host} resolves to a ${reason} address: refused`);
+    super(isIpLiteral(host) ? `${host} is a ${reason} address: refused` : `${host} resolves to a ${withoutAddress(reason)} address: refused`);
   }
 }
 
@@ -201,7 +204,7 @@ export async function checkHost(host: string): Promise<{ blocked?: string; unres
     const addrs = await dns.promises.lookup(h, { all: true });
     for (const x of addrs) {
       const r = blockedReason(x.address);
-      if (r) return { blocked: `${host} resolves to a ${r} address` }; // not which (BlockedAddressError)
+      if (r) return { blocked: `${host} resolves to a ${withoutAddress(r)} address` }; // not which (BlockedAddressError)
     }
     return {};
   } catch (err) {

@@ -70,6 +70,9 @@ await describeEachDb('request ids', (ctx) => {
       const lines = log.map((l) => JSON.parse(l));
       for (const [id] of cases) {
         assert.equal(lines.filter((l) => l.reqId === id && l.msg === 'request completed' && l.res?.statusCode === 400).length, 1, `${id}: one completion line`);
+        const incoming = lines.filter((l) => l.reqId === id && l.msg === 'incoming request');
+        assert.equal(incoming.length, 1, `${id}: one incoming line`);
+        assert.equal(incoming[0].req?.remoteAddress, '127.0.0.1', `${id}: the client address: ${JSON.stringify(incoming[0])}`);
       }
       const after400 = await count400();
       assert.equal(after400 - before400, cases.length, 'each counted once in bulb_http_request_duration_seconds');

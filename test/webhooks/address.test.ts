@@ -2,7 +2,7 @@
 // BLOCKED_ADDRESS at delivery time for a subscription whose host (later) points at a private address.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockedReason, checkHost, guardedLookup, parseLegacyIPv4 } from '../../src/webhooks/address.ts';
+import { BlockedAddressError, blockedReason, checkHost, guardedLookup, parseLegacyIPv4 } from '../../src/webhooks/address.ts';
 import { guardedAddress } from '../../src/webhooks/destinations/publisher.ts';
 import { describeEachDb } from '../helpers/suite.ts';
 import { errorCodes } from '../helpers/server.ts';
@@ -49,6 +49,9 @@ describe('address classifier', () => {
     const checked = await checkHost('localhost');
     assert.match(checked.blocked ?? '', /^localhost resolves to a loopback address$/);
     assert.match((await checkHost('127.1')).blocked ?? '', /^127\.1 is a loopback address$/, 'a literal is said as given');
+    // a name resolving to an IPv6 address that embeds a private IPv4 one (DNS64): the embedded address is not said
+    const err = new BlockedAddressError('db.internal.example', '64:ff9b::a00:17', blockedReason('64:ff9b::a00:17')!);
+    assert.equal(err.message, 'db.internal.example resolves to a NAT64 private address: refused');
   });
 
   it('the connect-time lookup refuses a name resolving to loopback, and passes it when allowed', async () => {
