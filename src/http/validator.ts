@@ -27,7 +27,7 @@ const inUtcYears = (s: string) => {
   return t !== null && t.ms >= FIRST_MS && t.ms < END_MS;
 };
 
-const PARTS = /^(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d):(\d\d)(?:\.(\d+))?([Zz]|[+-]\d\d(?::?\d\d)?)$/;
+const PARTS = /^(\d{4}-\d\d-\d\d)[Tt\s](\d\d:\d\d):(\d\d)(?:\.(\d+))?([Zz]|[+-]\d\d(?::?\d\d)?)$/;
 /** Round half to even, as PostgreSQL's rint does with a fraction's microseconds. */
 function rint(x: number): number {
   const r = Math.round(x);

@@ -378,6 +378,8 @@ await describeEachDb('errors', (ctx) => {
         assert.match(r.body[field], /^\d{4}-/, 'a four-digit year');
       }
     }
+    // Any separator RFC 3339's format check takes (T, t, a space, a tab), as before 2026-11-29.
+    for (const sep of ['T', 't', ' ', '\t']) assert.equal((await api().get(`/crm/customers?updatedSince=${encodeURIComponent(`2020-01-01${sep}10:00:00Z`)}`)).status, 200, JSON.stringify(sep));
     const leap = await api().get(`/crm/customers?updatedSince=${encodeURIComponent('2016-12-31T23:59:60Z')}`);
     assert.equal(leap.status, 200, 'a leap second is taken');
     const leapFraction = await api().get(`/crm/customers?updatedSince=${encodeURIComponent('2016-12-31T23:59:60.5Z')}`);
