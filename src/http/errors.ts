@@ -174,11 +174,11 @@ export function toApiError(err: unknown, bodyLimit = 1048576): { status: number;
     return { ...simple('ServiceUnavailable', 'the database did not answer within the statement deadline (BULB_DATABASE_STATEMENT_DEADLINE_MS): it is overloaded, waiting on a lock, unreachable or failing over; retry shortly'), headers: { 'retry-after': '1' } };
   }
   if (databaseUnavailable(e)) {
-    // node-postgres says this both when no pooled connection came free in time and when a new one could not connect.
     if (isDiskFull(e)) {
       noteDiskFull(); // /ready says 503 for a while (DISK_FULL_UNREADY_MS)
       return { ...simple('ServiceUnavailable', 'the database\'s disk is full: nothing can be written until space is freed; retry later'), headers: { 'retry-after': '5' } };
     }
+    // node-postgres says this both when no pooled connection came free in time and when a new one could not connect.
     const why = NO_CONNECTION_IN_TIME.test(String((e as any)?.message))
       ? 'no database connection came free in time (all busy, or the database is restarting or failing over); retry shortly'
       : (e as any)?.code === '53300'
