@@ -11,6 +11,8 @@ const V4: [string, number, string][] = [
   ['100.64.0.0', 10, 'CGNAT'],
   ['127.0.0.0', 8, 'loopback'],
   ['169.254.169.254', 32, 'cloud metadata'],
+  // Azure's wireserver (a public address every Azure VM reaches: its metadata, agent and DNS endpoint).
+  ['168.63.129.16', 32, 'cloud metadata (Azure wireserver)'],
   ['169.254.0.0', 16, 'link-local'],
   ['172.16.0.0', 12, 'private'],
   ['192.0.0.0', 24, 'reserved'],

@@ -16,7 +16,7 @@ describe('address classifier', () => {
     ['127.0.0.1', /loopback/], ['127.255.0.9', /loopback/], ['2130706433', /loopback/], ['0177.0.0.1', /loopback/],
     ['0x7f.0.0.1', /loopback/], ['0x7f000001', /loopback/], ['127.1', /loopback/], ['10.0.0.1', /private/],
     ['172.16.5.4', /private/], ['192.168.0.1', /private/], ['100.64.0.1', /CGNAT/], ['100.127.255.255', /CGNAT/],
-    ['169.254.169.254', /metadata/], ['169.254.1.1', /link-local/], ['0.0.0.0', /unspecified/], ['0', /unspecified/],
+    ['169.254.169.254', /metadata/], ['168.63.129.16', /Azure wireserver/], ['169.254.1.1', /link-local/], ['0.0.0.0', /unspecified/], ['0', /unspecified/],
     ['224.0.0.251', /multicast/], ['239.1.1.1', /multicast/], ['255.255.255.255', /reserved/], ['192.88.99.1', /6to4 relay/],
     ['::1', /loopback/], ['[::1]', /loopback/], ['::', /unspecified/], ['fc00::1', /unique local/], ['fd00:ec2::254', /unique local/],
     ['fe80::1', /link-local/], ['fe80::1%eth0', /link-local/], ['ff02::1', /multicast/],
@@ -27,7 +27,7 @@ describe('address classifier', () => {
   for (const [ip, re] of refused) {
     it(`refuses ${ip}`, () => assert.match(blockedReason(ip) ?? 'ALLOWED', re));
   }
-  for (const ip of ['8.8.8.8', '1.1.1.1', '100.63.255.255', '100.128.0.1', '172.32.0.1', '192.88.100.1', '192.88.98.255', '11.0.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2001:3::1', 'example.com']) {
+  for (const ip of ['8.8.8.8', '1.1.1.1', '100.63.255.255', '100.128.0.1', '172.32.0.1', '192.88.100.1', '192.88.98.255', '168.63.129.15', '168.63.129.17', '11.0.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2001:3::1', 'example.com']) {
     it(`allows ${ip}`, () => assert.equal(blockedReason(ip), undefined));
   }
   it('parses inet_aton forms', () => {
