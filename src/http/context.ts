@@ -29,6 +29,13 @@ declare module 'fastify' {
 /** Header the admin console sends so that its changes carry the {SERVICE}_APP source. */
 export const CLIENT_HEADER = 'x-bulb-client';
 
+/**
+ * {SERVICE}_APP for the console's requests, {SERVICE}_API for every other. The console signs in with an admin key
+ * only, so the header counts only with an admin principal: a read or write key sending it (an integration) stays
+ * {SERVICE}_API, and cannot pass its writes off as staff actions to receivers that tell the two apart (to break
+ * sync loops). Until 2026-11-29 any key's header counted (found by a probe).
+ */
 export function sourceOf(req: FastifyRequest, s: Services): string {
-  return req.headers[CLIENT_HEADER] === 'console' ? s.names.sourceApp : s.names.sourceApi;
+  const fromConsole = req.headers[CLIENT_HEADER] === 'console' && req.principal !== undefined && req.principal.scopes.includes('admin');
+  return fromConsole ? s.names.sourceApp : s.names.sourceApi;
 }

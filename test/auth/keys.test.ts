@@ -127,6 +127,25 @@ await describeEachDb('auth: scopes and API keys', (ctx) => {
     assert.equal((await api().withVersion('2026-11').post('/integrations/apiKeys', { name: 'System', scopes: ['read'] })).status, 201, 'another case is another name');
   });
 
+  it('X-Bulb-Client: console tags events {SERVICE}_APP for an admin key only (the console signs in with one)', async () => {
+    const console = { 'x-bulb-client': 'console' };
+    const write = api().withToken((await newKey(['write'], 'integration')).key);
+    const admin = api().withToken((await newKey(['admin'], 'console user')).key);
+    const made: Record<string, string> = {};
+    for (const [who, client, headers] of [['write-console', write, console], ['write', write, {}], ['admin-console', admin, console], ['admin', admin, {}]] as const) {
+      const r = await client.post('/crm/customers', { externalId: `source-${who}` }, headers);
+      assert.equal(r.status, 201, r.text);
+      made[r.body.uuid] = who;
+    }
+    const sources: Record<string, string> = {};
+    for (const uuid of Object.keys(made)) {
+      const ev = await api().withVersion('2026-11').get(`/events?resourceUuid=${uuid}&eventType=customerCreate`);
+      assert.equal(ev.body.data.length, 1, ev.text);
+      sources[made[uuid]] = ev.body.data[0].source;
+    }
+    assert.deepEqual(sources, { 'write-console': 'TULIP_API', write: 'TULIP_API', 'admin-console': 'TULIP_APP', admin: 'TULIP_API' });
+  });
+
   it('the BULB_ADMIN_KEY bootstrap is idempotent; a revoked BULB_ADMIN_KEY stays revoked across starts', async () => {
     const count = async (key: string) => (await ctx.tdb.db.query(`SELECT count(*)::int AS n FROM api_keys WHERE secret_hash = $1`, [sha256(key)])).rows[0].n;
     assert.equal(await count(ADMIN_KEY), 1);
