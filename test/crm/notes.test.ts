@@ -130,17 +130,29 @@ await describeEachDb('customer notes (Tulip shape)', (ctx) => {
     for (const [i, type] of TYPES.entries()) {
       made.push((await api().post('/crm/customerNotes', { customer: 'n-s', type, comments: `s ${i}`, externalId: `n-s-${i}`, isPrivate: i % 2 === 0 })).body.uuid);
     }
+    const before = (await api().get('/crm/customerNotes/n-s-0')).body.updatedAt;
     const m = await api().post('/crm/customers/n-p/merge', { mergeWithCustomerIds: ['n-s'] });
     assert.equal(m.status, 200, m.text);
     assert.equal(m.body.moved.notes, 5);
     for (const [i, uuid] of made.entries()) {
       const n = (await api().get(`/crm/customerNotes/n-s-${i}`)).body;
       assert.deepEqual([n.uuid, n.customer, n.type, n.isPrivate], [uuid, p.uuid, TYPES[i], i % 2 === 0]);
+      // Its customer changed: a client syncing notes by updatedAt sees it (it stayed as created until 2026-11-29).
+      assert.ok(n.updatedAt > before, `${n.updatedAt} renewed by the merge (was ${before})`);
     }
+    // The note's former customer names it still: a source system re-sending its notes after the merge (400 until 2026-11-29).
+    const resent = await api().put('/crm/customerNotes/n-s-0', { customer: 'n-s', type: TYPES[0], comments: 'resent', isPrivate: true });
+    assert.equal(resent.status, 200, resent.text);
+    assert.deepEqual([resent.body.customer, resent.body.comments], [p.uuid, 'resent']);
+    const merged = (await api().get('/crm/customerNotes/n-s-1')).body.updatedAt;
     const undo = await api().withVersion('2026-11').post(`/crm/merges/${m.body.mergeUuid}/undo`);
     assert.equal(undo.status, 200, undo.text);
     assert.equal(undo.body.movedBack.notes, 5);
-    for (const i of TYPES.keys()) assert.equal((await api().get(`/crm/customerNotes/n-s-${i}`)).body.customer, s.uuid);
+    for (const i of TYPES.keys()) {
+      const n = (await api().get(`/crm/customerNotes/n-s-${i}`)).body;
+      assert.equal(n.customer, s.uuid);
+      assert.ok(n.updatedAt > merged, `undo renews updatedAt too: ${n.updatedAt} > ${merged}`);
+    }
   });
 });
 

@@ -535,6 +535,21 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual(events, ['customerNoteCreate', 'customerNoteCreate', 'customerNoteUpdate']);
   });
 
+  // The source system's notes file sent again after a merge names each note's customer as it knows it: the merged-away one.
+  it('a notes file sent again after a merge updates the moved notes named with their former customer; another customer is still refused', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'rm-p' }, { externalId: 'rm-s' }, { externalId: 'rm-o' }]);
+    const lines = (comments: string, customer = 'rm-s') => ['externalId,customer,comments,type', `rm-n1,${customer},${comments},CUSTOMER_OPTIN_LOG`].join('\n');
+    const first = await tgen('TGEN_customerNotes_fullupdate_2025-08_rm1.csv', lines('first'));
+    assert.deepEqual([first.done.created, first.done.failed, await errorsOf(first.created.uuid)], [1, 0, []]);
+    assert.equal((await api().post('/crm/customers/rm-p/merge', { mergeWithCustomerIds: ['rm-s'] })).status, 200);
+    const again = await tgen('TGEN_customerNotes_fullupdate_2025-08_rm2.csv', lines('again'));
+    assert.deepEqual([again.done.updated, again.done.failed, await errorsOf(again.created.uuid)], [1, 0, []]);
+    const note = (await api().get('/crm/customerNotes/rm-n1')).body;
+    assert.deepEqual([note.comments, note.customer], ['again', (await api().get('/crm/customers/rm-p')).body.uuid]);
+    const other = await tgen('TGEN_customerNotes_fullupdate_2025-08_rm3.csv', lines('moved?', 'rm-o'));
+    assert.deepEqual((await errorsOf(other.created.uuid)).map((e: any) => [e.line, e.errors[0].moreInfo]), [[2, 'customer']]);
+  });
+
   // One file's records are applied in line order, each seeing the ones before it (a chunk is applied as a set).
   it('a notes file\'s records see the earlier ones: create then update, an externalId moved on, a swap, conflicts', async () => {
     await api().post('/crm/customers/bulk', [{ externalId: 'sq-1' }, { externalId: 'sq-2' }, { externalId: 'sq-3' }]);

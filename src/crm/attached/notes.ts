@@ -95,7 +95,7 @@ export async function createNote(tx: Queryable, pathRef: string | undefined, bod
   const ref = pathRef ?? body.customer!;
   const customer = await customers.findCustomer(tx, ref, 'share');
   if (!customer) throw pathRef ? notFound(`customer "${ref}" not found`, 'id') : invalid(`no customer "${ref}"`, 'customer');
-  if (pathRef !== undefined && body.customer !== undefined && !(await namesCustomer(tx, body.customer, customer.id))) {
+  if (pathRef !== undefined && body.customer !== undefined && !(await namesCustomer(tx, body.customer, { customer_id: customer.id, customer_uuid: customer.uuid }))) {
     throw invalid(`"customer" ("${body.customer}") is not the customer of the path ("${pathRef}")`, 'customer');
   }
   if (customer.status === 'disabled') throw customerDisabled(customer);
@@ -111,8 +111,14 @@ export async function createNote(tx: Queryable, pathRef: string | undefined, bod
   return row;
 }
 
-async function namesCustomer(tx: Queryable, ref: string, customerId: string): Promise<boolean> {
-  return String((await customers.findCustomer(tx, ref))?.id) === String(customerId);
+/**
+ * Whether `ref` names the note's customer: that customer, or one merged into it (the note's former customer, which
+ * the merge moved it from: a source system re-sending its notes names the customer it knows; refused until
+ * 2026-11-29, a probe).
+ */
+async function namesCustomer(tx: Queryable, ref: string, note: { customer_id: string; customer_uuid: string }): Promise<boolean> {
+  const named = await customers.findCustomer(tx, ref);
+  return named !== undefined && (String(named.id) === String(note.customer_id) || named.merged_into_uuid === note.customer_uuid);
 }
 
 export async function getNote(db: Queryable, ref: string): Promise<any> {
@@ -129,7 +135,7 @@ export async function replaceNote(tx: Queryable, ref: string, body: NoteBody, so
   // before 2026-11-28, with its customerNoteUpdate. Locked (shared) so that a deactivation waits for the edit or it for it.
   const customer = await customers.findCustomer(tx, note.customer_uuid, 'share');
   if (customer?.status === 'disabled') throw customerDisabled(customer);
-  if (body.customer !== undefined && !(await namesCustomer(tx, body.customer, note.customer_id))) {
+  if (body.customer !== undefined && !(await namesCustomer(tx, body.customer, note))) {
     throw invalid(`"customer" ("${body.customer}") is not the note's customer: a note stays with its customer`, 'customer');
   }
   const associateId = await employeeId(tx, body.employee);

@@ -59,13 +59,19 @@ export const MOVED_TABLES: [keyof Moved, string][] = [
 ];
 
 /**
+ * `, updated_at = …` for the moved tables whose rows show an `updatedAt` (notes): a row whose customer a merge or its
+ * undo changes has changed, for a client syncing notes by `updatedAt` (it stayed as it was until 2026-11-29; a probe).
+ */
+export const renewedStamp = (table: string) => (table === 'notes' ? ', updated_at = clock_timestamp()' : '');
+
+/**
  * Moves every row of the secondaries to the primary and, in the same statement, journals the ids moved
  * per former customer (one merge_moves row per (table, secondary) with an array of ids).
  */
 export async function moveRows(tx: Queryable, mergeId: string, table: string, primary: string, secondaries: string[]): Promise<number> {
   const r = await tx.query<{ n: number }>(
     `WITH moved AS (
-       UPDATE ${table} t SET customer_id = $1 FROM unnest($2::bigint[]) AS s(cid)
+       UPDATE ${table} t SET customer_id = $1${renewedStamp(table)} FROM unnest($2::bigint[]) AS s(cid)
        WHERE t.customer_id = s.cid RETURNING t.id, s.cid
      ), journal AS (
        INSERT INTO merge_moves (merge_id, table_name, from_customer, row_ids)

@@ -1,6 +1,7 @@
 // SQL of the merge undo (SPEC §13): reads a merge's journal and puts back exactly what it moved,
 // removed and re-pointed. Every statement is set-based (one per table, whatever the row count).
 import type { Queryable } from '../../db/db.ts';
+import { renewedStamp } from './store.ts';
 
 export interface MergeToUndo {
   id: string;
@@ -46,7 +47,7 @@ export async function moveBack(tx: Queryable, mergeId: string, table: string, pr
   // say the primary has no rows there, and with that index as the outer side, every moved row was compared
   // with every id array (EXPLAINed at 100k: 3.7 s per table instead of 0.3 s).
   const r = await tx.query(
-    `UPDATE ${table} t SET customer_id = j.from_customer
+    `UPDATE ${table} t SET customer_id = j.from_customer${renewedStamp(table)}
      FROM merge_moves j
      WHERE j.merge_id = $1 AND j.table_name = $2 AND t.id = ANY(j.row_ids) AND t.customer_id + 0 = $3`,
     [mergeId, table, primary],
