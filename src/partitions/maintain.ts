@@ -3,16 +3,15 @@
 import { sqlState, type Db, type Queryable } from '../db/db.ts';
 import { startLoop } from '../loop.ts';
 import { DAYS_AHEAD, EVENTS, PARTITIONED, type RetentionConfig } from './tables.ts';
-import { addDays, createPartition, databaseNow, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingNeedingEvents, rangeFor, replaysNeedingEvents, retirePartition, type Partition, type Retirement } from './store.ts';
+import { addDays, createPartition, databaseNow, dayOf, daysInDefault, dropRetired, partitionName, partitions, pendingNeedingEvents, rangeFor, replaysNeedingEvents, retirePartition, RETIRED_PREFIX, type Partition, type Retirement } from './store.ts';
 
 /**
  * Creates the partitions of today and the DAYS_AHEAD days after it that are missing, and of every day the DEFAULT
  * partition holds rows of (moving them in). Each partition spans `spanDays` days (BULB_PARTITION_DAYS; aligned,
  * cut at the partitions already there: store.ts rangeFor). Days before a table's cutover belong to its legacy
- * partition. Returns the partitions created.
+ * partition. Returns the partitions created (`created`, filled as they are: what a pass that fails partway made).
  */
-export async function ensurePartitions(db: Db, now = new Date(), busy: string[] = [], spanDays = 1): Promise<string[]> {
-  const created: string[] = [];
+export async function ensurePartitions(db: Db, now = new Date(), busy: string[] = [], spanDays = 1, created: string[] = []): Promise<string[]> {
   for (const t of PARTITIONED) {
     for (const range of rangesToCreate(await partitions(db, t), now, await daysInDefault(db, t), spanDays)) {
       const name = partitionName(t, range.from);
@@ -53,6 +52,8 @@ export interface RetentionResult {
   deferred: { partition: string; pending: number; replays: number }[];
   /** Partitions left for the next pass: the table was busy past lock_timeout. */
   busy: string[];
+  /** Detached tables an earlier pass left (it stopped between the detach and the drop), dropped by this one. */
+  leftover?: string[];
 }
 
 /**
@@ -79,10 +80,9 @@ async function orBusy(fn: () => Promise<unknown>, name: string, busy: string[]):
  * phases: every partition due is detached first (retirePartition: catalog work, so a day leaves the three tables within
  * milliseconds of each other), then the detached tables are dropped (dropRetired: the removal of their files, which
  * follows their size and holds no lock on a parent). The benches (bench/retention.ts, bench/volume*.ts) time this call
- * and each phase.
+ * and each phase. `result` is filled as the pass goes (what a pass that fails partway did).
  */
-export async function runRetention(db: Db, config: RetentionConfig, now = new Date()): Promise<RetentionResult> {
-  const result: RetentionResult = { dropped: [], deferred: [], busy: [] };
+export async function runRetention(db: Db, config: RetentionConfig, now = new Date(), result: RetentionResult = { dropped: [], deferred: [], busy: [] }): Promise<RetentionResult> {
   for (const t of PARTITIONED) {
     const horizon = addDays(now, -t.keepDays(config));
     for (const p of await partitions(db, t)) {
@@ -101,7 +101,7 @@ export async function runRetention(db: Db, config: RetentionConfig, now = new Da
       else if (done.state === 'kept') result.deferred.push({ partition: p.name, pending, replays });
     }
   }
-  await dropRetired(db); // this pass's, and any a pass stopped before dropping
+  result.leftover = (await dropRetired(db)).filter((name) => !result.dropped.some((d) => `${RETIRED_PREFIX}${d.partition}` === name)); // this pass's, and any a pass stopped before dropping
   return result;
 }
 
@@ -112,20 +112,28 @@ export type PartitionConfig = RetentionConfig & { partitionDays?: number };
 export async function maintainPartitions(db: Db, config: PartitionConfig, log: (message: string) => void, now?: Date): Promise<RetentionResult & { created: string[] }> {
   now ??= await databaseNow(db);
   const busy: string[] = [];
-  // Retention runs whatever became of the creation; the creation's failure is reported once it has.
-  let created: string[] = [];
+  const created: string[] = [];
+  const r: RetentionResult = { dropped: [], deferred: [], busy: [] };
+  // Retention runs whatever became of the creation; the creation's failure is reported once it has. What the pass did
+  // is said even when it stops partway (a connection lost mid-pass: its creations and detaches are committed, one
+  // transaction each; until 2026-11-29 they went unsaid, pending deliveries expired included; a probe).
   let failed: { err: unknown } | undefined;
   try {
-    created = await ensurePartitions(db, now, busy, config.partitionDays);
+    await ensurePartitions(db, now, busy, config.partitionDays, created);
   } catch (err) {
     failed = { err };
   }
-  const r = await runRetention(db, config, now);
+  try {
+    await runRetention(db, config, now, r);
+  } catch (err) {
+    failed ??= { err };
+  }
   r.busy.push(...busy);
   // What a pass did is said (only when it did something): that retention ran, and which days it dropped.
   if (created.length) log(`partitions: created ${created.join(', ')}`);
-  if (r.dropped.length) log(`retention: dropped ${r.dropped.map((d) => d.partition).join(', ')}`);
-  if (r.busy.length) log(`partitions: ${r.busy.join(', ')} left for the next pass (the table was busy for 2 s)`);
+  if (r.dropped.length) log(`retention: ${failed ? 'detached (dropped by the next pass if not by this one)' : 'dropped'} ${r.dropped.map((d) => d.partition).join(', ')}`);
+  if (r.leftover?.length) log(`retention: dropped ${r.leftover.join(', ')}, detached by an earlier pass that stopped`);
+  if (r.busy.length) log(`partitions: ${r.busy.join(', ')} left for the next pass (the table was busy: a lock not had in time, or a deadlock)`);
   for (const d of r.dropped) if (d.pendingExpired > 0) log(`retention: ${d.pendingExpired} pending deliveries past BULB_WEBHOOK_RETENTION_DAYS expired with ${d.partition}`);
   for (const d of r.deferred) log(`retention: ${d.partition} kept, ${d.pending} pending deliveries and ${d.replays} unfinished replays need its events`);
   if (failed) throw failed.err;

@@ -184,13 +184,16 @@ export async function pendingIn(db: Queryable, partition: string): Promise<numbe
   return Number(r.rows[0].n);
 }
 
+/** How long the detach of a partition due waits for its parent's lock (retirePartition). */
+export const RETIRE_LOCK_TIMEOUT = '100ms';
+
 /** What a detached partition is renamed to until it is dropped (RETIRED_PREFIX + its name). */
 export const RETIRED_PREFIX = 'bulb_retired_';
 
 /**
  * Detaches a partition and renames it RETIRED_PREFIX + its name: catalog work only, whatever its rows (no DELETE, no
  * WAL per row). DETACH … CONCURRENTLY is refused on a table with a DEFAULT partition, so the detach takes the
- * parent's strong lock: under lock_timeout (a busy moment is skipped and the next pass tries again), and only for the
+ * parent's strong lock: under a short lock_timeout (a busy moment is skipped and the next pass tries again), and only for the
  * detach and the rename, committed at once. The renamed table is dropped by dropRetired, after the pass has retired
  * every partition due: the removal of its files, whose time follows their size (the filesystem freeing them, 0.4–1 s
  * per GB on the bench machine, BENCHMARKS.md), holds nothing of the parent, and no detach waits behind it.
@@ -198,7 +201,9 @@ export const RETIRED_PREFIX = 'bulb_retired_';
  */
 export async function retirePartition(db: Db, t: PartitionedTable, partition: string, keep?: (tx: Queryable) => Promise<boolean>): Promise<Retirement> {
   return db.transaction(async (tx): Promise<Retirement> => {
-    await tx.query(`SET LOCAL lock_timeout = '2s'`);
+    // What a statement queued behind the detach may wait: 2 s stalled every write and claim of the table each pass
+    // (30 s apart) while a dump or a report read it (a probe, 2026-11-29). A day due waits hours without harm.
+    await tx.query(`SET LOCAL lock_timeout = '${RETIRE_LOCK_TIMEOUT}'`);
     // Two workers' passes at once: one retires the partition, the other finds it gone (its pass failed with 42P01
     // halfway; found by a probe). The key createPartition takes: one change to a table's partitions at a time.
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`bulb:partition:${t.table}`]);
