@@ -435,9 +435,12 @@ export interface DeliveryState {
  *   subscription's retry schedule as it stands at this write (a PATCH applies to the next retry of pending deliveries),
  *   jittered by its retryJitter, counted from the attempt's end (and no sooner than a Retry-After past the deferrals
  *   asks: the subscription's pause), and past the schedule's end the delivery is failed; a deferring Retry-After
- *   keeps the step and is due when the subscription's pause ends; a manual retry of a pending delivery (resume_at set)
- *   that does not deliver goes back to the schedule it interrupted (the manual attempt consumed nothing), and its
- *   log row shows that next attempt; a delivered one forgets the saved schedule;
+ *   keeps the step and is due when the subscription's pause ends; a manual retry of a pending delivery (resume_pos
+ *   set) that does not deliver goes back to the schedule it interrupted (the manual attempt consumed nothing: a
+ *   replayed one never attempted goes back to its replay's queue, resume_at null), and its log row shows that next
+ *   attempt; a delivered one forgets the saved schedule; the single attempt of a delivery delivered before (a manual
+ *   re-send) that fails leaves it delivered (it was failed, its deliveredAt kept, until 2026-11-29: listed as failed
+ *   and sent again by a recover; a probe);
  * - the attempt rows, lean: no uuid (rebuilt from the id), no event (the delivery's), and the request as `request`
  *   says (attempt-request.ts).
  * Returns the new states. The one place attempt results reach the database.
@@ -487,15 +490,18 @@ export async function recordResults(
        SELECT pg_notify('${WEBHOOK_CHANNEL}', string_agg('-' || id, ',')) FROM health WHERE paused HAVING count(*) > 0
      ), upd AS (
        UPDATE webhook_deliveries d SET
-         status = CASE WHEN r.ok THEN 'delivered' WHEN d.resume_at IS NOT NULL OR r.retry_after_ms IS NOT NULL OR r.delay_ms IS NOT NULL THEN 'pending' ELSE 'failed' END,
+         status = CASE WHEN r.ok THEN 'delivered' WHEN d.resume_pos IS NOT NULL OR r.retry_after_ms IS NOT NULL OR r.delay_ms IS NOT NULL THEN 'pending'
+           WHEN d.delivered_at IS NOT NULL THEN 'delivered' ELSE 'failed' END,
          attempt_count = d.attempt_count + 1,
-         schedule_pos = CASE WHEN r.ok THEN d.schedule_pos WHEN d.resume_at IS NOT NULL THEN d.resume_pos
+         schedule_pos = CASE WHEN r.ok THEN d.schedule_pos WHEN d.resume_pos IS NOT NULL THEN d.resume_pos
            WHEN r.retry_after_ms IS NULL AND r.delay_ms IS NOT NULL THEN d.schedule_pos + 1 ELSE d.schedule_pos END,
          next_attempt_at = CASE WHEN r.ok THEN NULL
            -- A manual retry's failure resumes the schedule where it stood, never before this attempt's end: a retry asked
            -- for while the scheduled attempt was under way is made right after it (that attempt's log row said it was
            -- due before it started; found by probing, 2026-11-28).
-           WHEN d.resume_at IS NOT NULL THEN greatest(d.resume_at, r.ended_at)
+           -- A replayed delivery never attempted (next_attempt_at null when the retry was asked) goes back to its queue:
+           -- it took a schedule step and left the replay's queue until 2026-11-29 (a probe).
+           WHEN d.resume_pos IS NOT NULL THEN CASE WHEN d.resume_at IS NOT NULL THEN greatest(d.resume_at, r.ended_at) END
            -- Retry-After: when the subscription's pause (the longest Retry-After of its results, from now) ends.
            WHEN r.retry_after_ms IS NOT NULL THEN h.paused_until
            WHEN r.delay_ms IS NOT NULL THEN greatest(r.ended_at + r.delay_ms * interval '1 millisecond',

@@ -253,8 +253,21 @@ export async function makeWaitingDue(db: Queryable, subscriptionId: string): Pro
  * on the subscription in the transaction (the row lock first: two such acts at once wait, they do not deadlock).
  */
 export async function liftPause(db: Queryable, subscriptionUuid: string): Promise<void> {
+  // The deliveries the pause deferred (due at its end, or before it: a longer Retry-After extends it) are due now too:
+  // the one that met the 429 or 503 stayed due at the old end, up to an hour, and went out last (a probe, 2026-11-29).
+  // Not those under a lease (their attempt's result decides), as makeWaitingDue.
   const r = await db.query<{ id: string }>(
-    `UPDATE webhook_subscriptions SET paused_until = NULL WHERE uuid = $1 AND paused_until > clock_timestamp() RETURNING id`,
+    `WITH was AS (
+       SELECT id, paused_until FROM webhook_subscriptions WHERE uuid = $1 AND paused_until > clock_timestamp() FOR NO KEY UPDATE
+     ), lifted AS (
+       UPDATE webhook_subscriptions s SET paused_until = NULL FROM was WHERE s.id = was.id RETURNING s.id
+     ), due AS (
+       UPDATE webhook_deliveries d SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
+       FROM was WHERE d.subscription_id = was.id AND d.status = 'pending'
+         AND d.next_attempt_at > clock_timestamp() AND d.next_attempt_at <= was.paused_until
+         AND (d.locked_until IS NULL OR d.locked_until <= clock_timestamp())
+     )
+     SELECT id FROM lifted`,
     [subscriptionUuid],
   );
   if (r.rows.length > 0) await notifySubscriptionsChanged(db, [r.rows[0].id]);

@@ -268,6 +268,18 @@ await describeEachDb('webhook delivery', (ctx) => {
       assert.equal(fail.received.length, 5);
       assert.equal((await deliveriesOf(sub.uuid))[0].attemptCount, 5);
 
+      // A manual re-send of the delivered delivery that fails: its one attempt, and it stays delivered (until 2026-11-29
+      // it became failed with its deliveredAt, listed as failed, and the recover below sent it again; a probe).
+      const deliveredAt = (await deliveriesOf(sub.uuid))[0].deliveredAt;
+      assert.ok(deliveredAt);
+      fail.behave(status(500, 'again'));
+      assert.equal((await api().post(`/integrations/webhooks/deliveries/${d.uuid}/retry`)).status, 202);
+      const resent = await waitFor(async () => {
+        const [x] = await deliveriesOf(sub.uuid);
+        return x.attemptCount === 6 ? x : null;
+      }, 'the re-send attempted');
+      assert.deepEqual([resent.status, resent.deliveredAt, resent.nextAttemptAt, fail.received.length], ['delivered', deliveredAt, null, 6]);
+
       // Recover: two more failures, then recover since a time before them.
       fail.behave(status(503));
       const since = new Date(Date.now() - 1000).toISOString();
@@ -279,6 +291,35 @@ await describeEachDb('webhook delivery', (ctx) => {
       assert.equal(rec.status, 202);
       assert.equal(rec.body.requeued, 2);
       await waitFor(async () => (await deliveriesOf(sub.uuid)).every((x) => x.status === 'delivered'), 'all delivered after recover');
+      await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
+    } finally {
+      await fail.close();
+    }
+  });
+
+  it('a manual retry of a replayed delivery never attempted that fails goes back to the replay queue, no schedule step taken', async () => {
+    const fail = await startReceiver(status(500));
+    try {
+      // A rate-capped subscription with 50 replayed deliveries (next_attempt_at null) queued: the last waits ~50 s.
+      const sub = await createSubscription(api().withVersion('2026-11'), { url: fail.url, eventTypes: ['customerCreate'], maxPerSecond: 1 });
+      await ctx.tdb.db.query(
+        `WITH e AS (
+           INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source)
+           SELECT 'customerCreate', 'Customer', gen_random_uuid(), 'replayed-' || g, 'TULIP_API' FROM generate_series(1, 50) g RETURNING id, created_at
+         )
+         INSERT INTO webhook_deliveries (event_id, event_created_at, subscription_id, status, next_attempt_at)
+         SELECT e.id, e.created_at, s.id, 'pending', NULL FROM e, webhook_subscriptions s WHERE s.uuid = $1 ORDER BY e.id`,
+        [sub.uuid],
+      );
+      const last = (await deliveriesOf(sub.uuid))[0]; // newest first
+      assert.deepEqual([last.attemptCount, last.nextAttemptAt], [0, null]);
+      assert.equal((await api().post(`/integrations/webhooks/deliveries/${last.uuid}/retry`)).status, 202);
+      const row = async () => (await ctx.tdb.db.query(`SELECT status, attempt_count, schedule_pos, next_attempt_at FROM webhook_deliveries WHERE uuid = $1`, [last.uuid])).rows[0];
+      const after = await waitFor(async () => ((await row()).attempt_count === 1 ? row() : null), 'the manual attempt made');
+      // Back in the replay's queue (it took a schedule step and was due on the schedule until 2026-11-29; a probe).
+      assert.deepEqual([after.status, after.schedule_pos, after.next_attempt_at], ['pending', 0, null]);
+      const [log] = (await api().get(`/integrations/webhooks/logs?delivery=${last.uuid}`)).body.data;
+      assert.deepEqual([log.outcome, log.nextAttemptAt], ['failure', null]);
       await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
     } finally {
       await fail.close();

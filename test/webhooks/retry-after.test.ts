@@ -206,6 +206,8 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
       limit = false;
       assert.equal((await api().post(`${path}/test`)).status, 202);
       await waitFor(async () => rx.received.some((r) => r.body?.eventType === 'webhookTest') || null, 'the test sent now', 20_000);
+      // The delivery the 429 deferred is due now as well: it stayed due at the pause's old end, an hour on (a probe).
+      await waitFor(async () => (await deliveries(sub.uuid)).every((x) => x.status === 'delivered') || null, 'the deferred delivery sent once the test lifted the pause', 20_000);
       // 3. Re-activated, its waiting deliveries go out at once (the one the 429 deferred too).
       limit = true;
       await ctx.tdb.db.transaction((tx) => emitEvents(tx, [ev()]));
