@@ -105,12 +105,12 @@ export interface paths {
         };
         get?: never;
         /**
-         * Tulip's bulk update: the same upsert of 1–100 customers by externalId (1,000 in Tulip's 2025-08 and 2025-12; an unknown one is created); one result per item
+         * Tulip's bulk update of 1–100 customers by externalId (1,000 in Tulip's 2025-08 and 2025-12), one result per item: an item for an existing customer replaces it (from 2026-11 it is a patch), an unknown one is created
          * @description Tulip's `PUT …/bulk` (docs.tulip.com "Single vs. Bulk Endpoints"): the same upsert as `POST …/bulk`, item for item; an unknown `externalId` is created.
          */
         put: operations["customersBulkPut"];
         /**
-         * Upsert 1–100 customers by externalId (an item for an existing customer is a patch; Tulip's 2025-08 and 2025-12 take 1,000 and create only); one result per item
+         * Create or update 1–100 customers by externalId, one result per item: until 2025-04 an item for an existing customer replaces it; in Tulip's 2025-08 and 2025-12 (1,000 items) POST creates only (409 for an existing one); from 2026-11 an item is a patch
          * @description A JSON array of 1–100 customers (up to 1,000, in a body of up to 10 MiB, in Tulip's 2025-08 and 2025-12), upserted by `externalId`; one result per item (`201` created, `200` updated, `400`, `403` for a disabled customer, `409`) and one bad item does not stop the others. Until 2025-04 an existing customer is replaced by the item; from 2026-11 the item is a patch (fields it omits are kept). In Tulip's 2025-08 and 2025-12 it creates only, as docs.tulip.com "Single vs. Bulk Endpoints" says: an item whose `externalId` exists (or repeats an earlier item's) is that item's `409 Conflict` and changes nothing; `PUT …/bulk` upserts.
          */
         post: operations["customersBulk"];

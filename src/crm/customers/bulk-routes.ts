@@ -58,7 +58,9 @@ export function bulkRoutes(s: Services): RouteDef[] {
     },
   };
   return [
-    { ...bulk, id: 'customers.bulk', method: 'POST', summary: "Upsert 1–100 customers by externalId (an item for an existing customer is a patch; Tulip's 2025-08 and 2025-12 take 1,000 and create only); one result per item" },
-    { ...bulk, id: 'customers.bulkPut', method: 'PUT', summary: "Tulip's bulk update: the same upsert of 1–100 customers by externalId (1,000 in Tulip's 2025-08 and 2025-12; an unknown one is created); one result per item" },
+    // One summary for every version's document, so it says what each version does (it said "a patch" everywhere, which
+    // only 2026-11 does; a probe).
+    { ...bulk, id: 'customers.bulk', method: 'POST', summary: "Create or update 1–100 customers by externalId, one result per item: until 2025-04 an item for an existing customer replaces it; in Tulip's 2025-08 and 2025-12 (1,000 items) POST creates only (409 for an existing one); from 2026-11 an item is a patch" },
+    { ...bulk, id: 'customers.bulkPut', method: 'PUT', summary: "Tulip's bulk update of 1–100 customers by externalId (1,000 in Tulip's 2025-08 and 2025-12), one result per item: an item for an existing customer replaces it (from 2026-11 it is a patch), an unknown one is created" },
   ];
 }
