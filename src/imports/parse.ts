@@ -242,19 +242,33 @@ function checkHeader(header: string[]): string[] {
 /**
  * Where the lines of a CSV file end, as byte offsets (LF, CR LF or a lone CR each end one line), for the line numbers
  * of records: csv-parse's own count (info.lines) takes a CR LF inside a quoted field for two lines, so every record
- * after such a field was reported one line late. `input` takes the decoded text and passes it on as bytes.
+ * after such a field was reported one line late. `input` takes the decoded text and passes it on as bytes. The ends
+ * of blank lines (which csv-parse skips) are kept too, until the parser is past them, for `openedAt`.
  */
-function lineCounter(): { input: Transform; lineAt: (end: number) => number } {
+function lineCounter(): { input: Transform; lineAt: (end: number) => number; openedAt: (at: number) => number } {
   const ends: number[] = [];
+  const blank = new Set<number>(); // ends of blank lines not yet behind the parser
   let head = 0; // ends before head are behind the parser
   let behind = 0; // how many
   let offset = 0;
   let pendingCr = -1; // a CR at the end of a chunk: a line end unless the next chunk starts with LF
   let headerSeen = false; // the first line's end
+  let lineStart = 0; // where the line after the last end noted begins
+  let lastByte = -1; // the previous chunk's last byte
+  /** Notes the blank lines among ends[from…] (bytes: the chunk that starts at `base`, or none). */
+  const noteBlanks = (from: number, buf: Buffer | null, base: number) => {
+    const byteAt = (x: number) => (buf !== null && x >= base ? buf[x - base] : x === base - 1 ? lastByte : -1);
+    for (let k = from; k < ends.length; k++) {
+      const e = ends[k];
+      if (e === lineStart || (e === lineStart + 1 && byteAt(e) === 10 && byteAt(lineStart) === 13)) blank.add(e);
+      lineStart = e + 1;
+    }
+  };
   const input = new Transform({
     writableObjectMode: true,
     transform(chunk: string, _enc, cb) {
       const buf = Buffer.from(chunk, 'utf8');
+      const from = ends.length;
       if (pendingCr !== -1 && buf.length > 0) {
         if (buf[0] !== 10) ends.push(pendingCr);
         pendingCr = -1;
@@ -269,7 +283,9 @@ function lineCounter(): { input: Transform; lineAt: (end: number) => number } {
         const mine = ends.splice(at).sort((a, b) => a - b);
         for (const e of mine) ends.push(e);
       }
+      noteBlanks(from, buf, offset);
       offset += buf.length;
+      if (buf.length > 0) lastByte = buf[buf.length - 1];
       // The header row is at least the first line: when that alone is over the bound, refuse before csv-parse reads it
       // (parsing a 689 KB header of 100,000 columns took csv-parse ~0.9 s of event loop).
       if (!headerSeen) {
@@ -280,13 +296,17 @@ function lineCounter(): { input: Transform; lineAt: (end: number) => number } {
       cb(null, buf);
     },
     flush(cb) {
-      if (pendingCr !== -1) ends.push(pendingCr);
+      if (pendingCr !== -1) {
+        ends.push(pendingCr);
+        noteBlanks(ends.length - 1, null, offset);
+      }
       cb();
     },
   });
   /** The (1-based) line on which a record or error ending at byte `end` (csv-parse's info.bytes) ends. */
   const lineAt = (end: number) => {
     while (head < ends.length && ends[head] < end - 1) {
+      if (blank.size) blank.delete(ends[head]);
       head++;
       behind++;
     }
@@ -296,7 +316,17 @@ function lineCounter(): { input: Transform; lineAt: (end: number) => number } {
     }
     return behind + 1;
   };
-  return { input, lineAt };
+  /**
+   * The line of the first byte after `at` (csv-parse's info.bytes when a quote opened: the delimiter before the quoted
+   * field, or the start of its record's line) that is not a blank line's: the line where the quote opened.
+   */
+  const openedAt = (at: number) => {
+    lineAt(at + 1);
+    let i = head;
+    while (i < ends.length && blank.has(ends[i])) i++;
+    return behind + 1 + (i - head);
+  };
+  return { input, lineAt, openedAt };
 }
 
 /**
@@ -306,6 +336,8 @@ function lineCounter(): { input: Transform; lineAt: (end: number) => number } {
  * as text (relax_quotes): strict, csv-parse reported such a record twice under one line number (a 409 for the whole
  * file) and read on in quoting mode, swallowing the records after it. A record over 1 MiB (in practice an unclosed
  * quote) refuses the file: csv-parse cannot skip it (it dropped the rest of the chunk and reported the line again per chunk).
+ * So does a quote left open at the end of a smaller file, naming the line where it opened: skipped as a bad record, it
+ * took every line after it along unreported, and the import completed (a probe, 2026-11-29).
  * A record's line is the one it ends on.
  */
 export function csvRows(): Transform[] {
@@ -343,9 +375,11 @@ export function csvRecords(header: (names: string[]) => string[], toLine: (recor
     max_record_size: MAX_LINE,
     // (The record's info is on_record's second argument: `info: true` would build it a second time per record.)
     on_record: (record: Record<string, string>, info: { bytes: number }) => ({ record, line: next(lines.lineAt(info.bytes)) }),
-    // A skipped record becomes an error row, flagged by record: null.
+    // A skipped record becomes an error row, flagged by record: null. A quote still open at the end of the file is no
+    // bad record but the rest of the file read as one field: the file is refused, as one over 1 MiB is.
     on_skip: (err: any) => {
       if (err?.code === 'CSV_MAX_RECORD_SIZE') throw err;
+      if (err?.code === 'CSV_QUOTE_NOT_CLOSED') throw unclosedQuote(lines.openedAt(Number(err?.bytes) || 0));
       output.write({ record: null, line: next(lines.lineAt(Number(err?.bytes) || 0)), reason: csvReason(err) });
     },
   } as any);
@@ -360,6 +394,10 @@ export function csvRecords(header: (names: string[]) => string[], toLine: (recor
   });
   return [lines.input, parser, output];
 }
+
+/** The 400 of a file whose quote opened on `line` is still open at its end. */
+const unclosedQuote = (line: number) =>
+  new ApiError('InvalidParameterError', `the file is not CSV: the quote opened on line ${line} is never closed, so every line after it would be one field; close it (a quote inside a quoted field is written twice: "")`, `line ${line}`);
 
 /**
  * csv-parse's reason for refusing a record ("Invalid Record Length: columns length is 2, got 3"), without its line
