@@ -361,7 +361,9 @@ export async function retryNow(db: Db, uuid: string) {
     const sub = await store.findSubscription(tx, d.subscription_uuid, 'share');
     if (!sub) throw new ApiError('Conflict', 'the subscription of this delivery is deleted', 'subscriptionUuid');
     if (!sub.is_active) throw new ApiError('Conflict', 'the subscription is inactive: activate it to retry its deliveries', 'isActive');
-    await store.retryDelivery(tx, d, NO_MORE_RETRIES);
+    if (!(await store.retryDelivery(tx, d, NO_MORE_RETRIES))) {
+      throw new ApiError('Conflict', 'the attempt an earlier retry of this delivery asked for is under way: ask again once it is logged', 'status');
+    }
     return shapeDelivery((await store.findDelivery(tx, uuid))!);
   });
 }

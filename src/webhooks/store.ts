@@ -462,10 +462,12 @@ export async function findDelivery(db: Queryable, uuid: string): Promise<Deliver
 
 /**
  * Queues one delivery for an attempt now. A pending one remembers where its schedule stood (resume_at /
- * resume_pos, restored by outcomes.ts if the manual attempt fails); any other gets a single attempt.
+ * resume_pos, restored by outcomes.ts if the manual attempt fails); any other gets a single attempt. False (nothing
+ * changed) while the attempt an earlier manual retry asked for is under way: its result restores the saved schedule,
+ * which would undo this one's "now" (a second retry answered 202 and sent nothing until 2026-11-29; a probe).
  */
-export async function retryDelivery(db: Queryable, d: Pick<DeliveryRow, 'id' | 'created_at'>, noMoreRetries: number): Promise<void> {
-  await db.query(
+export async function retryDelivery(db: Queryable, d: Pick<DeliveryRow, 'id' | 'created_at'>, noMoreRetries: number): Promise<boolean> {
+  const r = await db.query(
     `UPDATE webhook_deliveries SET
        resume_at = CASE WHEN status = 'pending' THEN coalesce(resume_at, next_attempt_at) END,
        resume_pos = CASE WHEN status = 'pending' THEN coalesce(resume_pos, schedule_pos) END,
@@ -473,10 +475,13 @@ export async function retryDelivery(db: Queryable, d: Pick<DeliveryRow, 'id' | '
        status = 'pending', next_attempt_at = clock_timestamp(),
        locked_until = CASE WHEN status = 'pending' THEN locked_until END,
        lock_token = CASE WHEN status = 'pending' THEN lock_token END, updated_at = clock_timestamp()
-     WHERE id = $1 AND created_at = $3::timestamptz`, // its partition's key: one partition (docs/partitioning.md)
+     WHERE id = $1 AND created_at = $3::timestamptz -- its partition's key: one partition (docs/partitioning.md)
+       AND NOT (status = 'pending' AND resume_pos IS NOT NULL AND lock_token IS NOT NULL AND locked_until > clock_timestamp())`,
     [d.id, noMoreRetries, d.created_at],
   );
+  if (r.rowCount === 0) return false;
   await notifyWorkers(db);
+  return true;
 }
 
 /** Re-queues every failed delivery of a subscription created since `since`. Returns how many. */

@@ -37,4 +37,25 @@ await describeEachDb('a manual retry while an attempt is under way', (ctx) => {
     assert.deepEqual([done.status, done.attemptCount], ['delivered', 2]);
     for (const res of held) res.destroy();
   });
+
+  it('a second retry while the first retry\'s attempt is under way is a 409 (it answered 202 and sent nothing); once logged, a retry goes', async () => {
+    const held: http.ServerResponse[] = [];
+    const sub = await createSubscription(api(), { url: rx.url, eventTypes: ['webhookTest'], retrySchedule: [600, 600] });
+    rx.behave((_q, res) => void res.writeHead(500).end());
+    const before = rx.received.length;
+    assert.equal((await api().post(`${HOOKS}/subscriptions/${sub.uuid}/test`)).status, 202);
+    const [d] = (await api().get(`${HOOKS}/deliveries?subscription=${sub.uuid}`)).body.data;
+    await waitFor(async () => (await api().get(`${HOOKS}/logs?delivery=${d.uuid}`)).body.data.length === 1 || null, 'the first attempt logged, the next 600 s away');
+    rx.behave((_q, res) => void held.push(res)); // the manual attempt hangs until its deadline
+    assert.equal((await api().post(`${HOOKS}/deliveries/${d.uuid}/retry`)).status, 202);
+    await waitFor(() => rx.received.length === before + 2, 'the manual attempt, under way');
+    const second = await api().post(`${HOOKS}/deliveries/${d.uuid}/retry`);
+    assert.equal(second.status, 409, second.text);
+    assert.equal(second.body.errors[0].moreInfo, 'status');
+    await waitFor(async () => (await api().get(`${HOOKS}/logs?delivery=${d.uuid}`)).body.data.length === 2 || null, 'the manual attempt logged');
+    rx.behave(ok);
+    assert.equal((await api().post(`${HOOKS}/deliveries/${d.uuid}/retry`)).status, 202);
+    await waitFor(async () => (await api().get(`${HOOKS}/deliveries?subscription=${sub.uuid}`)).body.data[0].status === 'delivered' || null, 'the retry asked once the attempt was logged, made');
+    for (const res of held) res.destroy();
+  });
 }, ENV);
