@@ -18,16 +18,16 @@ export async function applyCustomerChunk(tx: Queryable, imp: Parameters<typeof s
     await tx.query('RELEASE SAVEPOINT bulb_fold');
     return r;
   }
-  const refused = await refusedInTurn(tx, imp.id, folded);
+  const refused = await refusedInTurn(tx, imp, span, folded);
   await tx.query('ROLLBACK TO SAVEPOINT bulb_fold');
   await store.recordErrors(tx, imp.id, refused);
   return store.applyChunk(tx, imp, span);
 }
 
 /** The lines that, applied one after another onto their customer (in line order), are refused at their turn. */
-async function refusedInTurn(tx: Queryable, id: string, lines: string[]): Promise<{ line: string; errors: unknown[] }[]> {
+async function refusedInTurn(tx: Queryable, imp: Parameters<typeof store.linesToFold>[1], span: number, lines: string[]): Promise<{ line: string; errors: unknown[] }[]> {
   const byCustomer = new Map<string, Awaited<ReturnType<typeof store.linesToFold>>>();
-  for (const l of await store.linesToFold(tx, id, lines)) byCustomer.set(l.key, [...(byCustomer.get(l.key) ?? []), l]);
+  for (const l of await store.linesToFold(tx, imp, span, lines)) byCustomer.set(l.key, [...(byCustomer.get(l.key) ?? []), l]);
   const refused: { line: string; errors: unknown[] }[] = [];
   for (const [key, group] of byCustomer) {
     let current = key.startsWith('l:') ? null : await store.currentAddresses(tx, key);

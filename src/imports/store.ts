@@ -210,14 +210,58 @@ const addressError = (addresses: string) => {
 const folded = (c: string, bit: number) => `(array_agg(${c} ORDER BY line DESC) FILTER (WHERE fields & ${bit} <> 0))[1]`;
 
 /**
- * The customer an import line names (`ckey`), over the lines of one query: its externalId; else, named by a uuid another
- * of the lines gives with an externalId (a TGEN file creating a customer, then updating it by its uuid), that customer
- * (it was a second customer, with Bulb's uuid, when both lines fell in one chunk: a probe, 2026-11-29; staging names
- * customers that exist by their externalId already); else its uuid; else the line itself.
+ * The lines of an import in `range` (a condition on import_rows r), with `cols`, `refused` (staged with errors), `ckey`
+ * (the customer the line names) and `taken` (a line refused when applying, below).
+ *
+ * Lines of NDJSON and CSV files name their customer by externalId (`e:`; a refused line: itself, `l:`). A TGEN customers
+ * record may name it by uuid, which staging resolved against the customers as they were at upload, before the file's
+ * earlier records were applied (docs/imports-tgen.md). Here, when the chunk is applied, a line's uuid (`new_uuid`) is the
+ * customer the earlier lines left with it, whatever the chunks (a probe, 2026-11-29: the outcome changed with where a
+ * chunk boundary fell):
+ * - `held`, `holder`: a customer has the uuid when the chunk starts (from before the file, or from an earlier chunk),
+ *   with that externalId (or none);
+ * - `creates`: else, a line that creates its customer and so gives it the uuid: one without an externalId, or the first
+ *   line of the chunk naming an externalId no customer has; the first of them (`taker_*`) takes the uuid;
+ * - `ckey` of a line without an externalId: the customer with the uuid (by its externalId if it has one), else the one
+ *   the taker creates (the taker's externalId, or the uuid itself). It folded into a later line giving the uuid with an
+ *   externalId until 2026-11-29, giving a customer without an externalId one;
+ * - `taken`: a line giving an externalId beside a uuid that is, at its turn, a customer's without an externalId (one an
+ *   earlier line of the file created), refused as staging refuses it when that customer existed before the upload.
+ * One query per line naming a uuid (on customers' unique indexes), and two sorts of the chunk, for TGEN files only.
  */
-const LINE_KEY = `CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id
-  WHEN new_uuid IS NOT NULL THEN coalesce('e:' || min(external_id) OVER (PARTITION BY new_uuid), 'u:' || new_uuid)
-  ELSE 'l:' || line END`;
+function keyedLines(uuids: boolean, cols: string, range: string): string {
+  if (!uuids) {
+    return `SELECT ${cols}, line, external_id, new_uuid, errors IS NOT NULL AS refused, false AS taken,
+        CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id ELSE 'l:' || line END AS ckey
+      FROM import_rows r WHERE ${range}`;
+  }
+  return `SELECT *, CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id WHEN new_uuid IS NULL THEN 'l:' || line
+        WHEN held THEN coalesce('e:' || holder, 'u:' || new_uuid) ELSE coalesce('e:' || taker_external_id, 'u:' || new_uuid) END AS ckey,
+      NOT refused AND external_id IS NOT NULL AND new_uuid IS NOT NULL
+        AND CASE WHEN held THEN holder IS NULL ELSE taker_creates AND taker_external_id IS NULL AND taker_line < line END AS taken
+    FROM (
+      SELECT *, first_value(line) OVER w AS taker_line, first_value(external_id) OVER w AS taker_external_id, first_value(creates) OVER w AS taker_creates
+      FROM (
+        SELECT *, NOT refused AND new_uuid IS NOT NULL AND NOT held
+            AND (external_id IS NULL OR (NOT named AND line = min(line) FILTER (WHERE NOT refused) OVER (PARTITION BY external_id))) AS creates
+        FROM (
+          SELECT ${cols}, line, external_id, new_uuid, errors IS NOT NULL AS refused,
+            CASE WHEN new_uuid IS NULL THEN false ELSE EXISTS (SELECT 1 FROM customers h WHERE h.uuid = r.new_uuid) END AS held,
+            CASE WHEN new_uuid IS NULL THEN NULL ELSE (SELECT h.external_id FROM customers h WHERE h.uuid = r.new_uuid) END AS holder,
+            CASE WHEN new_uuid IS NULL OR external_id IS NULL THEN false ELSE EXISTS (SELECT 1 FROM customers n WHERE n.external_id = r.external_id) END AS named
+          FROM import_rows r WHERE ${range}
+        ) a
+      ) b
+      WINDOW w AS (PARTITION BY new_uuid ORDER BY NOT creates, line)
+    ) c`;
+}
+
+/** Whether an import's lines may name customers by uuid (a TGEN file; its customers step is the one applyChunk runs). */
+const namesUuids = (imp: Pick<ImportRow, 'format'>) => imp.format === 'tgen';
+
+/** The error of a `taken` line, as staging words it (tgen.ts resolved). */
+const TAKEN_ERROR = `jsonb_build_object('message', format('the customer with uuid %s has no externalId, not "%s" (an import does not give a customer an externalId: PATCH it)', new_uuid, left(external_id, 100)),
+  'errorCode', 'InvalidParameterError', 'moreInfo', 'externalId')`;
 
 /**
  * Applies the next chunk of an import with 2026-11 bulk semantics, set-based, in the caller's transaction, without
@@ -225,15 +269,16 @@ const LINE_KEY = `CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id
  * the primary key, so its read costs the same whatever the planner believes of import_rows' size (a LIMIT after
  * `line > applied_line` was planned as a scan and sort of every remaining line while the statistics were stale).
  * A range holds at most `span` lines, fewer where the file has blank lines or multi-line CSV records.
- * - `chunk`: the lines of the range, refused ones included;
- * - `ckey`: the customer a line names: its externalId, else (a TGEN record of a customer without one, docs/imports-tgen.md)
- *   its uuid (`new_uuid`: the customer with it, or the one created with it), else (a record with neither key) the line
- *   itself: a new customer;
+ * - `chunk`: the lines of the range, refused ones included, with `ckey`, the customer a line names (keyedLines): its
+ *   externalId, else (a TGEN record of a customer without one, docs/imports-tgen.md) the customer its uuid (`new_uuid`)
+ *   names, or the one created with it, else (a record with neither key) the line itself: a new customer; `taken`
+ *   lines are refused (listed in `errors`);
  * - `grp`: one patch per customer; several lines naming one fold in line order (a later line's field wins; their
  *   address lists are kept, `address_lists`, to be applied one after another);
  * - `locked`, `cur`: the existing customers (by externalId, or by uuid for the lines without one), locked in id order (as bulk
  *   does, so concurrent writers queue, never deadlock);
- * - `plan`: the customers to create, each with its uuid chosen before the insert; their customerCreate events are written
+ * - `plan`: the customers to create, each with its uuid chosen before the insert (`given`: a uuid goes to the first
+ *   customer created with it, if no customer has it by now); their customerCreate events are written
  *   from it, not from what `ins` returns: a chunk that inserts fewer than `plan` holds is rolled back and retried (the
  *   caller's lostRace), so whenever it commits, `plan` is what was inserted. Joined to `ins` instead (by externalId
  *   until 2026-11-28), the planner, which believes every CTE holds one row, looped over one for each row of the other:
@@ -249,7 +294,7 @@ const LINE_KEY = `CASE WHEN external_id IS NOT NULL THEN 'e:' || external_id
  * - with events: customerCreate per created customer (in line order), then customerUpdate per changed one,
  *   with their deliveries (outboxCtes).
  */
-export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'applied_line' | 'with_events' | 'source'>, span: number): Promise<ChunkResult> {
+export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'format' | 'applied_line' | 'with_events' | 'source'>, span: number): Promise<ChunkResult> {
   const events = imp.with_events
     ? `, ${outboxCtes(`SELECT t, 'Customer', uuid, external_id, $4::text FROM (
           SELECT 0 AS k, p.line AS o, 'customerCreate' AS t, p.new_id AS uuid, p.external_id FROM plan p
@@ -257,33 +302,35 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
     : '';
   const r = await tx.query<ChunkResult>(
     `WITH chunk AS MATERIALIZED (
-       SELECT line, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, errors IS NOT NULL AS refused,
-         ${LINE_KEY} AS ckey
-       FROM import_rows WHERE import_id = $1 AND line > $2 AND line <= $2 + $3
+       ${keyedLines(namesUuids(imp), `fields, ${STAGED.join(', ')}, email_keys`, 'r.import_id = $1 AND r.line > $2 AND r.line <= $2 + $3')}
      ), dup AS MATERIALIZED (
-       SELECT ckey FROM chunk WHERE NOT refused GROUP BY ckey HAVING count(*) > 1
+       SELECT ckey FROM chunk WHERE NOT refused AND NOT taken GROUP BY ckey HAVING count(*) > 1
      ), grp AS MATERIALIZED (
        SELECT line, ARRAY[line] AS lines, ckey, external_id, fields, ${STAGED.join(', ')}, email_keys, new_uuid, NULL::jsonb AS address_lists
-       FROM chunk WHERE NOT refused AND ckey NOT IN (SELECT ckey FROM dup)
+       FROM chunk WHERE NOT refused AND NOT taken AND ckey NOT IN (SELECT ckey FROM dup)
        UNION ALL
+       -- The uuid of its first line (a later line's uuid beside an externalId a customer has by then names that customer
+       -- and gives it no uuid, as across chunks; keyedLines).
        SELECT min(line), array_agg(line ORDER BY line), ckey, min(external_id), bit_or(fields), ${FIELD_BITS.map(([c, bit]) => folded(c, bit)).join(', ')},
          ARRAY(SELECT jsonb_array_elements_text(${folded('to_jsonb(email_keys)', EMAILS)})),
-         (array_agg(new_uuid ORDER BY line) FILTER (WHERE new_uuid IS NOT NULL))[1],
+         (array_agg(new_uuid ORDER BY line))[1],
          jsonb_agg(coalesce(addresses, 'null') ORDER BY line) FILTER (WHERE fields & ${ADDRESSES} <> 0)
-       FROM chunk WHERE NOT refused AND ckey IN (SELECT ckey FROM dup) GROUP BY ckey
-     ), given AS MATERIALIZED (
-       -- A given uuid goes to the first line giving it, if no customer has it by now (else Bulb's own uuid).
-       SELECT DISTINCT ON (new_uuid) new_uuid, line FROM grp WHERE new_uuid IS NOT NULL ORDER BY new_uuid, line
+       FROM chunk WHERE NOT refused AND NOT taken AND ckey IN (SELECT ckey FROM dup) GROUP BY ckey
      ), locked AS MATERIALIZED (
        SELECT id, uuid, external_id, status, merged_into, ${COLUMNS.join(', ')}, email_keys
        FROM customers WHERE external_id = ANY (ARRAY(SELECT external_id FROM grp WHERE external_id IS NOT NULL))
          OR uuid = ANY (ARRAY(SELECT new_uuid FROM grp WHERE external_id IS NULL AND new_uuid IS NOT NULL))
        ORDER BY id FOR UPDATE
      ), cur AS MATERIALIZED (
-       -- Each found customer's key: its externalId if a line names it so (a hash join, not a search of the chunk's keys
-       -- per customer), else its uuid.
-       SELECT l.*, CASE WHEN k.external_id IS NOT NULL THEN 'e:' || l.external_id ELSE 'u:' || l.uuid END AS ckey
-       FROM locked l LEFT JOIN (SELECT external_id FROM grp WHERE external_id IS NOT NULL) k ON k.external_id = l.external_id
+       -- Each found customer's key: its externalId if a line's key is that (a hash join, not a search of the chunk's keys
+       -- per customer; keyedLines names a customer with one so), else its uuid.
+       SELECT l.*, CASE WHEN k.ckey IS NOT NULL THEN 'e:' || l.external_id ELSE 'u:' || l.uuid END AS ckey
+       FROM locked l LEFT JOIN (SELECT ckey FROM grp) k ON k.ckey = 'e:' || l.external_id
+     ), given AS MATERIALIZED (
+       -- A given uuid goes to the first customer created with it, if no customer has it by now (else Bulb's own uuid);
+       -- a customer a line updates takes none (it took the uuid from a new one until 2026-11-29).
+       SELECT DISTINCT ON (new_uuid) new_uuid, line FROM grp g
+       WHERE new_uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cur WHERE cur.ckey = g.ckey) ORDER BY new_uuid, line
      ), plan0 AS MATERIALIZED (
        -- A new customer's folded address lists checked as they will be stored, as an existing one's are (nv): two lines
        -- of a new customer, the second changing the first's country, stored a zoneCode outside it (until 2026-11-29).
@@ -331,25 +378,29 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'app
        (SELECT count(*) FROM upd)::int AS updated,
        coalesce((SELECT jsonb_agg(jsonb_build_object('line', s.line::text, 'uuid', cur.uuid, 'external_id', cur.external_id,
            'merged_into_uuid', m.uuid, 'merged_into_external_id', m.external_id) ORDER BY s.line)
-         FROM chunk s JOIN cur ON cur.ckey = s.ckey AND NOT s.refused AND cur.merged_into IS NOT NULL
+         FROM chunk s JOIN cur ON cur.ckey = s.ckey AND NOT s.refused AND NOT s.taken AND cur.merged_into IS NOT NULL
          LEFT JOIN customers m ON m.id = cur.merged_into), '[]') AS disabled,
        -- A refused customer refuses every line folded into it, not only its first: the group's own lines (joined to the
        -- chunk through cur instead, the planner looped over nv for each line). \`folded\`: refused as a group of several
        -- lines, which the caller then applies one after another instead (applyCustomerChunk).
        coalesce((SELECT jsonb_agg(jsonb_build_object('line', l::text, 'errors', jsonb_build_array(x.bad), 'folded', cardinality(x.lines) > 1) ORDER BY l)
-         FROM (SELECT lines, bad FROM nv WHERE bad IS NOT NULL UNION ALL SELECT lines, bad FROM plan0 WHERE bad IS NOT NULL) x, unnest(x.lines) AS l), '[]') AS errors`,
+         FROM (SELECT lines, bad FROM nv WHERE bad IS NOT NULL UNION ALL SELECT lines, bad FROM plan0 WHERE bad IS NOT NULL
+           UNION ALL SELECT ARRAY[line], ${TAKEN_ERROR} FROM chunk WHERE taken) x, unnest(x.lines) AS l), '[]') AS errors`,
     imp.with_events ? [imp.id, imp.applied_line, span, imp.source] : [imp.id, imp.applied_line, span],
   );
   return r.rows[0];
 }
 
-/** Lines of an import with what applying them one after another needs: the customer they name, and their addresses. */
-export async function linesToFold(tx: Queryable, id: string, lines: string[]): Promise<{ line: string; key: string; has_addresses: boolean; addresses: unknown }[]> {
+/**
+ * Lines of a chunk with what applying them one after another needs: the customer they name (keyed over the chunk's
+ * range, as applyChunk keys them), and their addresses.
+ */
+export async function linesToFold(tx: Queryable, imp: Pick<ImportRow, 'id' | 'format' | 'applied_line'>, span: number, lines: string[]): Promise<{ line: string; key: string; has_addresses: boolean; addresses: unknown }[]> {
   const r = await tx.query<{ line: string; key: string; has_addresses: boolean; addresses: unknown }>(
-    `SELECT line::text, ${LINE_KEY} AS key,
-       fields & ${ADDRESSES} <> 0 AS has_addresses, addresses
-     FROM import_rows WHERE import_id = $1 AND line = ANY($2::bigint[]) ORDER BY line`,
-    [id, lines],
+    `SELECT line::text, ckey AS key, fields & ${ADDRESSES} <> 0 AS has_addresses, addresses
+     FROM (${keyedLines(namesUuids(imp), 'fields, addresses', 'r.import_id = $1 AND r.line > $2 AND r.line <= $2 + $3')}) k
+     WHERE line = ANY($4::bigint[]) ORDER BY line`,
+    [imp.id, imp.applied_line, span, lines],
   );
   return r.rows;
 }

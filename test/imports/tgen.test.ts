@@ -343,6 +343,66 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.equal(Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM customers WHERE last_name = 'Twicely'`)).rows[0].n), 1, 'one customer');
   });
 
+  // A probe (2026-11-29): a record with a uuid no customer had and no externalId, then one with that uuid and an
+  // externalId, made two customers when a chunk boundary fell between them (the uuid's keyless one, and the externalId's
+  // with a uuid of Bulb's) and, in one chunk, one customer with that uuid AND that externalId: the import gave a
+  // customer without an externalId one. Uuids were resolved at upload, before the file's earlier records were applied.
+  // Each file below runs in one chunk, and again with 100 padding records at each gap (a chunk is 100 lines here).
+  it('records naming one uuid give the same customers whatever the chunks: a record\'s uuid is the customer an earlier record left with it', async () => {
+    let n = 0;
+    const next = () => `0190bbbb-0000-7000-8000-${String(++n).padStart(12, '0')}`;
+    const byLast = async (last: string) => (await ctx.tdb.db.query(`SELECT uuid::text, external_id, first_name FROM customers WHERE last_name = $1 ORDER BY id`, [last])).rows;
+    /** `records(x, tag)` with x a fresh uuid, in one chunk and then split at each gap; `check` sees each outcome. */
+    const eachSplit = async (records: (x: string, tag: string) => string[], check: (x: string, tag: string, errors: any[], done: any) => Promise<void>, setup?: (tag: string) => Promise<unknown>) => {
+      for (let gap = 0; gap < records('', '').length; gap++) {
+        const x = next();
+        const tag = `ch${n}`;
+        await setup?.(tag);
+        const lines = records(x, tag);
+        const pads = gap === 0 ? [] : Array.from({ length: 100 }, (_, i) => `,${tag}-pad${i},P,Pad`);
+        const file = ['uuid,externalId,firstName,lastName', ...lines.slice(0, gap), ...pads, ...lines.slice(gap)].join('\n');
+        const { created, done } = await tgen(`TGEN_customers_fullupdate_2025-08_${tag}.csv`, file);
+        assert.equal(done.status, 'completed');
+        const errors = (await errorsOf(created.uuid)).map((e) => ({ ...e, line: e.line > 1 + gap ? e.line - pads.length : e.line }));
+        await check(x, tag, errors, done).catch((err) => {
+          err.message = `${gap === 0 ? 'one chunk' : `split before record ${gap + 1}`}: ${err.message}`;
+          throw err;
+        });
+      }
+    };
+    // The probe's file: the first record creates customer x without an externalId; the second gives x an externalId,
+    // which an import never does (a line error, as when x existed before the file).
+    await eachSplit((x, t) => [`${x},,Keyless,${t}`, `${x},${t}-e2,WithExt,${t}`], async (x, t, errors, done) => {
+      assert.deepEqual([done.failed, done.created + done.updated + done.unchanged + done.failed], [1, done.rowsDone]);
+      assert.deepEqual((await byLast(t)).map((c: any) => [c.uuid, c.external_id, c.first_name]), [[x, null, 'Keyless']]);
+      assert.deepEqual(errors.map((e) => [e.line, e.errors[0].moreInfo]), [[3, 'externalId']]);
+      assert.match(errors[0].errors[0].message, new RegExp(`^the customer with uuid ${x} has no externalId, not "${t}-e2"`));
+    });
+    // The other order: the keyless record updates the customer the first one created with x.
+    await eachSplit((x, t) => [`${x},${t}-e1,First,${t}`, `${x},,Second,${t}`], async (x, t, errors) => {
+      assert.deepEqual((await byLast(t)).map((c: any) => [c.uuid, c.external_id, c.first_name]), [[x, `${t}-e1`, 'Second']]);
+      assert.deepEqual(errors, []);
+    });
+    // A customer named by externalId in the chunk after the one that created it with x, then by x alone: one customer.
+    await eachSplit((x, t) => [`${x},${t}-f,First,${t}`, `,${t}-f,Again,${t}`, `${x},,ByUuid,${t}`], async (x, t, errors) => {
+      assert.deepEqual((await byLast(t)).map((c: any) => [c.uuid, c.external_id, c.first_name]), [[x, `${t}-f`, 'ByUuid']]);
+      assert.deepEqual(errors, []);
+    });
+    // x beside the externalId of a customer that exists: that customer is updated, keeping its uuid; x is still no
+    // customer's, so the record naming x alone creates it.
+    await eachSplit((x, t) => [`${x},${t}-old,Updated,${t}`, `${x},,Keyless,${t}`], async (x, t, errors) => {
+      assert.deepEqual((await byLast(t)).map((c: any) => [c.uuid === x, c.external_id, c.first_name]), [[false, `${t}-old`, 'Updated'], [true, null, 'Keyless']]);
+      assert.deepEqual(errors, []);
+    }, (t) => api().post('/crm/customers', { externalId: `${t}-old`, firstName: 'Old', lastName: t }));
+    // A customer an earlier record created without x (a uuid of Bulb's) keeps it when a later record names it beside x;
+    // x is still no customer's.
+    await eachSplit((x, t) => [`,${t}-g,First,${t}`, `${x},${t}-g,Second,${t}`, `${x},,Keyless,${t}`], async (x, t, errors) => {
+      const rows = await byLast(t);
+      assert.deepEqual(rows.map((c: any) => [c.uuid === x, c.external_id, c.first_name]), [[false, `${t}-g`, 'Second'], [true, null, 'Keyless']]);
+      assert.deepEqual(errors, []);
+    });
+  });
+
   it('a file whose name or header does not match its kind is refused with a 400 naming the problem, leaving nothing behind', async () => {
     const before = Number((await ctx.tdb.db.query('SELECT count(*) AS n FROM imports')).rows[0].n);
     const cases: [string, string, RegExp][] = [
