@@ -353,7 +353,10 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'for
      ), nvu AS MATERIALIZED (
        ${NEW_VALUES} JOIN customers cur ON cur.uuid = g.new_uuid
        WHERE g.external_id IS NULL AND g.new_uuid IS NOT NULL AND cur.merged_into IS NULL
-         AND NOT EXISTS (SELECT 1 FROM grp k WHERE k.external_id = cur.external_id) AND (SELECT count(*) FROM locked) >= 0 FOR UPDATE OF cur
+         -- Not a customer another group names by externalId: a hashed NOT IN (as NOT EXISTS, the planner, which believes
+         -- grp holds one row, scanned grp for each customer: 17-57 s of a 5,000-line chunk updating customers by uuid).
+         AND (cur.external_id IS NULL OR cur.external_id NOT IN (SELECT k.external_id FROM grp k WHERE k.external_id IS NOT NULL))
+         AND (SELECT count(*) FROM locked) >= 0 FOR UPDATE OF cur
      ), nv0 AS MATERIALIZED (
        SELECT * FROM nve UNION ALL SELECT * FROM nvu
      ), nv AS MATERIALIZED (
