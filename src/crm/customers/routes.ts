@@ -4,7 +4,7 @@ import type { Services } from '../../services.ts';
 import type { RouteDef } from '../../http/versioning/route.ts';
 import { notFound } from '../../http/errors.ts';
 import { ErrorBody } from '../../http/schema.ts';
-import { decodeCursor, decodeTimeCursor, encodeTimeCursor, pageOf, Page } from '../../http/pagination.ts';
+import { decodeCursor, decodeTimeCursor, encodeCursor, encodeTimeCursor, pageOf, Page } from '../../http/pagination.ts';
 import { sourceOf } from '../../http/context.ts';
 import { withRetry, type Queryable } from '../../db/db.ts';
 import { createOnce } from '../idempotency/service.ts';
@@ -23,7 +23,13 @@ export function customerRoutes(s: Services): RouteDef[] {
       handler: async (req) => {
         const q = req.query as S.ListQueryT;
         const limit = q.limit ?? 50;
-        if (q.updatedSince === undefined) return pageOf(await store.listCustomers(s.db, q, decodeCursor(q.cursor)), limit, shapeCustomer);
+        if (q.updatedSince === undefined) {
+          const rows = await store.listCustomers(s.db, q, decodeCursor(q.cursor));
+          const page = pageOf(rows, limit, shapeCustomer);
+          // A search by a term without a trigram reads a budget of customers per page: it goes on after the last one read.
+          if (page.nextCursor === null && rows.scanEnd !== undefined) page.nextCursor = encodeCursor(rows.scanEnd);
+          return page;
+        }
         // An incremental sync walks in (updated_at, id) order: its cursor holds both (docs/scaling.md "updatedSince").
         const rows = await store.listCustomers(s.db, q, decodeTimeCursor(q.cursor));
         const page = rows.slice(0, limit);
