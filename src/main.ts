@@ -18,6 +18,7 @@ import { backgroundJobs, startJobs, type Stop } from './scheduler.ts';
 import { jobLog } from './job-log.ts';
 import { resolveSecretBox } from './secrets/keys.ts';
 import { prepareSecrets, reencryptAll } from './secrets/startup.ts';
+import { refuseEventsAhead } from './db/restored.ts';
 
 let config: Config | undefined;
 
@@ -41,6 +42,7 @@ async function main() {
     return;
   }
   const c = config;
+  if (cmd === 'serve') await untilAvailable(c, say, () => refuseEventsAhead(db));
   const secrets = await untilAvailable(c, say, () => prepareSecrets(db, c, keys));
   if (secrets.sealed) say(`sealed ${secrets.sealed} secret value(s) stored in clear by an older Bulb`);
   if (cmd === 'reencrypt') {

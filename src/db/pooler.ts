@@ -5,6 +5,7 @@
 // max_prepared_statements).
 import { ConfigError } from '../config.ts';
 import { connectClient } from './pg.ts';
+import { refuseOtherDirectDatabase } from './restored.ts';
 
 const pid = async (c: { query: (sql: string) => Promise<{ rows: { pid: number }[] }> }) =>
   (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
@@ -82,6 +83,7 @@ export async function decidePooling(url: string, directUrl: string | undefined, 
         'the database (or a session-mode pooler), for LISTEN/NOTIFY, the migrations\' lock, imports\' COPY and exports\' snapshots',
     );
   }
+  if (directUrl !== undefined && directUrl !== url) await refuseOtherDirectDatabase(url, directUrl);
   const preparedStatements = prepared === 'on' || (prepared === 'auto' && !pooler);
   const summary = pooler
     ? `DATABASE_URL is a transaction-mode pooler: sessions use BULB_DATABASE_DIRECT_URL; prepared statements ${preparedStatements ? 'on (BULB_DATABASE_PREPARED_STATEMENTS=on)' : 'off (set BULB_DATABASE_PREPARED_STATEMENTS=on for PgBouncer ≥ 1.21 with max_prepared_statements)'}`

@@ -7,7 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, it } from 'node:test';
-import { skippedWithoutPostgres, TEST_SECRET_KEY } from '../helpers/db.ts';
+import { freshDb, skippedWithoutPostgres, TEST_SECRET_KEY } from '../helpers/db.ts';
 import { runBulb } from '../helpers/process.ts';
 
 const dirs: string[] = [];
@@ -82,4 +82,37 @@ it('a user the server refuses: one line naming DATABASE_URL, its password not re
   assert.equal(r.code, 2, r.out);
   assert.match(r.out, /start failed: DATABASE_URL's user or password is refused by the server/);
   assert.doesNotMatch(r.out, /s3cretpw|\n\s+at /);
+});
+
+it('a BULB_DATABASE_DIRECT_URL reaching another database than DATABASE_URL: a configuration error naming both, exit 2', async (t) => {
+  if (await skippedWithoutPostgres(t)) return;
+  // A restore drill's mistake: an export served the other database's customers, an import failed with a 500 (a probe).
+  const tdb = await freshDb('pg');
+  try {
+    const other = new URL(tdb.url!);
+    other.pathname = '/postgres';
+    const r = await run({ DATABASE_URL: tdb.url!, BULB_DATABASE_DIRECT_URL: other.toString(), BULB_SECRET_KEY: TEST_SECRET_KEY });
+    assert.equal(r.code, 2, r.out);
+    assert.match(r.out, /configuration error: BULB_DATABASE_DIRECT_URL reaches database "postgres" .*DATABASE_URL "bulb_t_[^"]+" .*both must reach the same database/);
+  } finally {
+    await tdb.close();
+  }
+});
+
+it('events written by transactions the cluster has not reached (a dump restored into another cluster): refused with the way out, exit 2', async (t) => {
+  if (await skippedWithoutPostgres(t)) return;
+  // The events API orders by the writing transaction's id: it hid every restored event and skipped new ones (a probe).
+  const tdb = await freshDb('pg');
+  try {
+    await tdb.db.query(
+      `INSERT INTO events (event_type, resource_type, resource_uuid, resource_external_id, source, xid)
+       VALUES ('customerCreate', 'Customer', gen_random_uuid(), 'restored', 'TULIP_API', (pg_current_xact_id()::text::bigint + 5000000)::text::xid8)`,
+    );
+    const r = await run({ DATABASE_URL: tdb.url!, BULB_SECRET_KEY: TEST_SECRET_KEY, BULB_DATA_DIR: 'memory://' });
+    assert.equal(r.code, 2, r.out);
+    assert.match(r.out, /configuration error: the events in this database were written by transactions up to \d+, which this PostgreSQL cluster has not reached .*pg_resetwal -x \d+ -e \d+/);
+    await tdb.db.query(`DELETE FROM events WHERE resource_external_id = 'restored'`);
+  } finally {
+    await tdb.close();
+  }
 });
