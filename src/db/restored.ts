@@ -26,10 +26,19 @@ export async function refuseEventsAhead(db: Queryable): Promise<void> {
   );
 }
 
-/** pg_resetwal's -x (the 32-bit next transaction id) and -e (its epoch) for a full transaction id past `xid`. */
-const past = (xid: string) => BigInt(xid) + 1_000_000n;
-const nextXidOf = (xid: string) => String(past(xid) & 0xffffffffn);
-const epochOf = (xid: string) => String(past(xid) >> 32n);
+/**
+ * pg_resetwal's -x (the 32-bit next transaction id) and -e (its epoch) for a full transaction id past `xid`: at the
+ * start of a commit-log segment (a multiple of 1,048,576, as pg_resetwal's documentation asks: another value leaves the
+ * server unable to start, "could not access status of transaction"), never 0 in its epoch.
+ */
+export function resetwalPast(xid: string): { x: string; e: string } {
+  const SEGMENT = 0x100000n;
+  let next = (BigInt(xid) / SEGMENT + 1n) * SEGMENT;
+  if ((next & 0xffffffffn) === 0n) next += SEGMENT;
+  return { x: String(next & 0xffffffffn), e: String(next >> 32n) };
+}
+const nextXidOf = (xid: string) => resetwalPast(xid).x;
+const epochOf = (xid: string) => resetwalPast(xid).e;
 
 /**
  * Refuses a BULB_DATABASE_DIRECT_URL that reaches another database than DATABASE_URL: sessions (LISTEN, exports'

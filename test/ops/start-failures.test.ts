@@ -9,6 +9,7 @@ import path from 'node:path';
 import { after, it } from 'node:test';
 import { freshDb, skippedWithoutPostgres, TEST_SECRET_KEY } from '../helpers/db.ts';
 import { runBulb } from '../helpers/process.ts';
+import { resetwalPast } from '../../src/db/restored.ts';
 
 const dirs: string[] = [];
 after(() => {
@@ -115,4 +116,11 @@ it('events written by transactions the cluster has not reached (a dump restored 
   } finally {
     await tdb.close();
   }
+});
+
+it('the pg_resetwal values a refusal gives start a commit-log segment past the events (another value leaves PostgreSQL unable to start)', () => {
+  assert.deepEqual(resetwalPast('335194'), { x: '1048576', e: '0' });
+  assert.deepEqual(resetwalPast('1048576'), { x: '2097152', e: '0' });
+  assert.deepEqual(resetwalPast(String(2n ** 32n - 5n)), { x: '1048576', e: '1' }, 'never 0 in its epoch');
+  assert.deepEqual(resetwalPast(String(3n * 2n ** 32n + 7n)), { x: '1048576', e: '3' });
 });
