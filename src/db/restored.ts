@@ -13,12 +13,15 @@ import { connectClient } from './pg.ts';
  */
 export async function refuseEventsAhead(db: Queryable): Promise<void> {
   const r = await db.query<{ max: string | null; next: string }>(
-    `SELECT (SELECT max(xid) FROM events)::text AS max, pg_snapshot_xmax(pg_current_snapshot())::text AS next`,
+    // The time marks too (they bound since/until, and are written every minute, events or none): a dump whose marks
+    // were ahead hid new events from `since` (the review of this check, 2026-11-29).
+    `SELECT greatest((SELECT max(xid) FROM events), (SELECT max(mark_xid) FROM event_time_marks),
+       (SELECT max(oldest_xid) FROM event_time_marks))::text AS max, pg_snapshot_xmax(pg_current_snapshot())::text AS next`,
   );
   const { max, next } = r.rows[0];
   if (max === null || BigInt(max) < BigInt(next)) return;
   throw new ConfigError(
-    `the events in this database were written by transactions up to ${max}, which this PostgreSQL cluster has not reached ` +
+    `the events in this database (and their time marks) were written by transactions up to ${max}, which this PostgreSQL cluster has not reached ` +
       `(its next is ${next}): a logical dump restored into another cluster? The events API orders events by that id and would ` +
       `hide them and skip new ones. Stop the cluster, set its next transaction id past the dump's ` +
       `(pg_resetwal -x ${nextXidOf(max)} -e ${epochOf(max)} on the stopped data directory), start it and Bulb again ` +

@@ -253,7 +253,7 @@ export async function makeWaitingDue(db: Queryable, subscriptionId: string): Pro
  * on the subscription in the transaction (the row lock first: two such acts at once wait, they do not deadlock).
  */
 export async function liftPause(db: Queryable, subscriptionUuid: string): Promise<void> {
-  // The deliveries the pause deferred (due at its end, or before it: a longer Retry-After extends it) are due now too:
+  // The deliveries the pause deferred (due at its end) are due now too:
   // the one that met the 429 or 503 stayed due at the old end, up to an hour, and went out last (a probe, 2026-11-29).
   // Not those under a lease (their attempt's result decides), as makeWaitingDue.
   const r = await db.query<{ id: string }>(
@@ -264,7 +264,10 @@ export async function liftPause(db: Queryable, subscriptionUuid: string): Promis
      ), due AS (
        UPDATE webhook_deliveries d SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
        FROM was WHERE d.subscription_id = was.id AND d.status = 'pending'
-         AND d.next_attempt_at > clock_timestamp() AND d.next_attempt_at <= was.paused_until
+         -- Due at the pause's end: those it deferred (recordResults gives them that end). Not those due before it on
+         -- their own schedule (<= pulled them forward too, a retry step each; the review, 2026-11-29); one deferred
+         -- to an earlier end before a longer Retry-After extended the pause goes at that earlier end.
+         AND d.next_attempt_at = was.paused_until
          AND (d.locked_until IS NULL OR d.locked_until <= clock_timestamp())
      )
      SELECT id FROM lifted`,
@@ -476,7 +479,9 @@ export async function retryDelivery(db: Queryable, d: Pick<DeliveryRow, 'id' | '
        locked_until = CASE WHEN status = 'pending' THEN locked_until END,
        lock_token = CASE WHEN status = 'pending' THEN lock_token END, updated_at = clock_timestamp()
      WHERE id = $1 AND created_at = $3::timestamptz -- its partition's key: one partition (docs/partitioning.md)
-       AND NOT (status = 'pending' AND resume_pos IS NOT NULL AND lock_token IS NOT NULL AND locked_until > clock_timestamp())`,
+       -- Under way: an attempt a retry (or a recover) asked for: a pending delivery's (its schedule saved) or a single
+       -- attempt's (a failed or delivered one's, schedule_pos past the end).
+       AND NOT (status = 'pending' AND (resume_pos IS NOT NULL OR schedule_pos = $2) AND lock_token IS NOT NULL AND locked_until > clock_timestamp())`,
     [d.id, noMoreRetries, d.created_at],
   );
   if (r.rowCount === 0) return false;

@@ -111,8 +111,16 @@ it('events written by transactions the cluster has not reached (a dump restored 
     );
     const r = await run({ DATABASE_URL: tdb.url!, BULB_SECRET_KEY: TEST_SECRET_KEY, BULB_DATA_DIR: 'memory://' });
     assert.equal(r.code, 2, r.out);
-    assert.match(r.out, /configuration error: the events in this database were written by transactions up to \d+, which this PostgreSQL cluster has not reached .*pg_resetwal -x \d+ -e \d+/);
+    assert.match(r.out, /configuration error: the events in this database \(and their time marks\) were written by transactions up to \d+, which this PostgreSQL cluster has not reached .*pg_resetwal -x \d+ -e \d+/);
     await tdb.db.query(`DELETE FROM events WHERE resource_external_id = 'restored'`);
+    // Time marks alone (a dump whose events all went with retention): they bound since/until, so they count too.
+    await tdb.db.query(
+      `INSERT INTO event_time_marks (at, oldest_xid, mark_xid) VALUES (now() - interval '10 minutes',
+         (pg_current_xact_id()::text::bigint + 5000000)::text::xid8, (pg_current_xact_id()::text::bigint + 5000000)::text::xid8)`,
+    );
+    const marks = await run({ DATABASE_URL: tdb.url!, BULB_SECRET_KEY: TEST_SECRET_KEY, BULB_DATA_DIR: 'memory://' });
+    assert.equal(marks.code, 2, marks.out);
+    assert.match(marks.out, /has not reached .*pg_resetwal/);
   } finally {
     await tdb.close();
   }

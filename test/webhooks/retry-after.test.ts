@@ -221,6 +221,34 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
     }
   });
 
+  it('lifting a pause makes due only the deliveries it deferred, not a retry waiting on its own schedule', async () => {
+    // The review (2026-11-29): a test sent while paused pulled a delivery due in 30 min on its schedule forward, a step used.
+    const w = await startWorker(ctx.tdb.db, ENV);
+    try {
+      let tests = 0;
+      const rx = await receiver((_q, res, r) => {
+        if (r.body?.eventType !== 'webhookTest') return void res.writeHead(500).end('down');
+        return void (tests++ === 0 ? res.writeHead(429, { 'retry-after': '3600' }).end('later') : res.writeHead(200).end());
+      });
+      const sub = await subscribe({ url: rx.url, eventTypes: ['customerCreate', 'webhookTest'], retrySchedule: [1800, 1800] });
+      const path = `/integrations/webhooks/subscriptions/${sub.uuid}`;
+      await ctx.tdb.db.transaction((tx) => emitEvents(tx, [ev()]));
+      await waitFor(async () => (await deliveries(sub.uuid))[0]?.schedule_pos === 1 || null, 'the first failure, its retry 30 min away');
+      assert.equal((await api().post(`${path}/test`)).status, 202);
+      await waitFor(async () => (await ctx.tdb.db.query(`SELECT 1 FROM webhook_subscriptions WHERE uuid = $1 AND paused_until > now() + interval '30 minutes'`, [sub.uuid])).rows.length > 0 || null, 'paused an hour');
+      assert.equal((await api().post(`${path}/test`)).status, 202, 'a test lifts the pause');
+      const [d1] = (await ctx.tdb.db.query(
+        `SELECT d.attempt_count, d.next_attempt_at > now() + interval '20 minutes' AS later FROM webhook_deliveries d
+         JOIN webhook_subscriptions s ON s.id = d.subscription_id JOIN events e ON e.id = d.event_id AND e.event_type = 'customerCreate' WHERE s.uuid = $1`,
+        [sub.uuid],
+      )).rows;
+      assert.deepEqual([d1.attempt_count, d1.later], [1, true], 'the retry stays on its schedule');
+      await waitFor(async () => tests >= 3 || null, 'the deferred test and the new one sent');
+    } finally {
+      await w.stop();
+    }
+  });
+
   it('a failure waits its schedule step from the attempt\'s end, however late its result is written', async () => {
     // The worker's failure writes (a transaction: a failure may be a delivery's last) held 800 ms before they start.
     const HOLD_MS = 800;

@@ -58,4 +58,22 @@ await describeEachDb('a manual retry while an attempt is under way', (ctx) => {
     await waitFor(async () => (await api().get(`${HOOKS}/deliveries?subscription=${sub.uuid}`)).body.data[0].status === 'delivered' || null, 'the retry asked once the attempt was logged, made');
     for (const res of held) res.destroy();
   });
+
+  it('so is a second retry of a failed delivery while the first retry\'s single attempt is under way (it answered 202 and sent nothing)', async () => {
+    const held: http.ServerResponse[] = [];
+    const sub = await createSubscription(api(), { url: rx.url, eventTypes: ['webhookTest'], retrySchedule: [1] });
+    rx.behave((_q, res) => void res.writeHead(500).end());
+    assert.equal((await api().post(`${HOOKS}/subscriptions/${sub.uuid}/test`)).status, 202);
+    const d = await waitFor(async () => {
+      const [x] = (await api().get(`${HOOKS}/deliveries?subscription=${sub.uuid}`)).body.data;
+      return x?.status === 'failed' ? x : null;
+    }, 'failed: its schedule used up');
+    const before = rx.received.length;
+    rx.behave((_q, res) => void held.push(res)); // the retry's single attempt hangs until its deadline
+    assert.equal((await api().post(`${HOOKS}/deliveries/${d.uuid}/retry`)).status, 202);
+    await waitFor(() => rx.received.length === before + 1, 'the retry\'s attempt, under way');
+    const second = await api().post(`${HOOKS}/deliveries/${d.uuid}/retry`);
+    assert.equal(second.status, 409, second.text);
+    for (const res of held) res.destroy();
+  });
 }, ENV);
