@@ -170,6 +170,21 @@ describeConsole('sign-in, API keys, auth clients, customers', (ctx) => {
     await page.getByRole('alert').filter({ hasText: /not found/ }).waitFor();
   });
 
+  it('finds a customer by a two-letter name past the first 10,000 customers (the API looks for such a term 10,000 customers a page)', async () => {
+    // The console read the first page only and said "No customer matches" (the review, 2026-11-29).
+    const { page, srv } = ctx;
+    await ctx.tdb.db.query(
+      `INSERT INTO customers (external_id, first_name, last_name) SELECT 'filler-' || g, 'Bo', 'Filler' FROM generate_series(1, 10500) g`,
+    );
+    assert.equal((await srv.api.post('/crm/customers', { externalId: 'ext-wu', firstName: 'Wei', lastName: 'Wu' })).status, 201);
+    await ctx.go('Customers');
+    await page.getByLabel('Name, email or external ID').fill('Wu');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('heading', { name: 'Results for “Wu”' }).waitFor();
+    await page.getByRole('status').filter({ hasText: /match/ }).or(page.getByText(/No customer matches/)).first().waitFor();
+    assert.equal(await page.getByRole('row', { name: /Wei Wu/ }).count(), 1);
+  });
+
   it('signs out, and a revoked session key sends the user back to sign-in', async () => {
     const { page } = ctx;
     await page.getByRole('button', { name: 'Sign out' }).click();

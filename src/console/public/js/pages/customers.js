@@ -9,6 +9,7 @@ export const primaryEmail = (c) => (c.emails || []).find((e) => e.isPrimary)?.em
 export const statusBadge = (status) => badge(status, status === 'active' ? 'ok' : 'muted');
 
 const SCAN_PAGES = 4; // without a server-side name filter, name search looks at this many pages of 250
+const SEARCH_PAGES = 20; // pages of the API's q search followed for a page of matches (a short term: 10,000 customers each)
 
 /**
  * Finds customers matching q. Uses the API's `q` filter when the server offers one; otherwise asks for exact
@@ -16,8 +17,22 @@ const SCAN_PAGES = 4; // without a server-side name filter, name search looks at
  */
 async function search(q, status, signal) {
   if (await supportsQueryParam('/crm/customers', 'q')) {
-    const page = await get('/crm/customers', { q, status, limit: 100 }, { signal });
-    return { data: page.data, partial: !!page.nextCursor, note: page.nextCursor ? 'Showing the first 100 matches; refine the search to see others.' : '' };
+    // A term without three letters or digits in a row (Wu, Li, a.b) is looked for in 10,000 customers per page: a page
+    // may hold few matches, none even, with more to come. Follow the cursor up to a bound (it showed "No customer
+    // matches" for a name the next pages held; the review, 2026-11-29).
+    const data = [];
+    let cursor = null;
+    let pages = 0;
+    do {
+      const page = await get('/crm/customers', { q, status, limit: 100, ...(cursor ? { cursor } : {}) }, { signal });
+      data.push(...page.data);
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor && data.length < 100 && pages < SEARCH_PAGES);
+    const more = !!cursor || data.length > 100;
+    const note = !more ? '' : data.length > 0 ? 'Showing the first matches; refine the search to see others.'
+      : `No match among the first ${(SEARCH_PAGES * 10_000).toLocaleString('en')} customers searched; a longer term searches them all.`;
+    return { data: data.slice(0, 100), partial: more, note };
   }
   const needle = q.toLowerCase();
   const exact = await Promise.all([
