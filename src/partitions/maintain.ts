@@ -132,7 +132,7 @@ export async function maintainPartitions(db: Db, config: PartitionConfig, log: (
   // What a pass did is said (only when it did something): that retention ran, and which days it dropped.
   if (created.length) log(`partitions: created ${created.join(', ')}`);
   if (r.dropped.length) log(`retention: ${failed ? 'detached (dropped by the next pass if not by this one)' : 'dropped'} ${r.dropped.map((d) => d.partition).join(', ')}`);
-  if (r.leftover?.length) log(`retention: dropped ${r.leftover.join(', ')}, detached by an earlier pass that stopped`);
+  if (r.leftover?.length) log(`retention: dropped ${r.leftover.join(', ')}, detached by an earlier pass that stopped (or by another worker's pass meanwhile)`);
   if (r.busy.length) log(`partitions: ${r.busy.join(', ')} left for the next pass (the table was busy: a lock not had in time, or a deadlock)`);
   for (const d of r.dropped) if (d.pendingExpired > 0) log(`retention: ${d.pendingExpired} pending deliveries past BULB_WEBHOOK_RETENTION_DAYS expired with ${d.partition}`);
   for (const d of r.deferred) log(`retention: ${d.partition} kept, ${d.pending} pending deliveries and ${d.replays} unfinished replays need its events`);
