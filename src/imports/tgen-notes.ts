@@ -6,7 +6,7 @@
 // records applied in line order to those notes in memory (each record sees the ones before it: a note created, then
 // updated, an externalId moved on and taken by the next), then one update of the changed notes, one insert of the new
 // ones, and their customerNoteCreate/Update events in line order unless the import has events=false. As the notes API
-// does: a note stays with its customer (named as it, or as a customer merged into it), a new note for a disabled customer is CustomerDisabled, an externalId is one
+// does: a note stays with its customer (named as it, or as a customer merged into it), a new note for a disabled customer and an edit of a deactivated one's note are CustomerDisabled, an externalId is one
 // note's only (Conflict), an omitted externalId keeps the note's. (Until 2026-11-29 each record took 4–6 statements
 // of its own: ~1,200 lines/s, a tenth of a customers file.)
 import { sqlState, type Queryable } from '../db/db.ts';
@@ -69,8 +69,13 @@ export async function applyNoteChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 
     if (note) {
       // The note's customer, or one merged into it (the note's former customer: a source system re-sending its notes
       // file after a merge names the customer it knows; a line error until 2026-11-29), as the notes API.
-      if (note.customerId !== String(customer.id) && note.customerId !== String(customer.merged_into)) {
+      const own = note.customerId === String(customer.id);
+      if (!own && note.customerId !== String(customer.merged_into)) {
         return invalid(`"customer" ("${clip(n.customer)}") is not the note's customer: a note stays with its customer`, 'customer').entries;
+      }
+      // A deactivated customer's notes take no edit, as the notes API refuses them (they were updated until 2026-11-29).
+      if (own ? customer.status === 'disabled' : customer.merged_into_status === 'disabled') {
+        return customerDisabled(own ? customer : { uuid: customer.merged_into_uuid!, external_id: customer.merged_into_external_id, merged_into_uuid: null, merged_into_external_id: null }).entries;
       }
       if (sameValues(note.values, values)) return 'unchanged';
       if (note.values[3] !== null && byExternalId.get(note.values[3]) === note) byExternalId.delete(note.values[3]);

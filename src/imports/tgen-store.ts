@@ -12,13 +12,14 @@ export const chunkRecords = (tx: Queryable, id: string, afterLine: string, span:
 /** The uuids among references (lower case, as the uuid type prints them). */
 export const uuidsOf = (refs: Iterable<string>) => [...new Set([...refs].filter((r) => UUID.test(r)).map((r) => r.toLowerCase()))];
 
-export type NoteCustomer = { id: string; uuid: string; external_id: string | null; status: string; merged_into: string | null; merged_into_uuid: string | null; merged_into_external_id: string | null };
+export type NoteCustomer = { id: string; uuid: string; external_id: string | null; status: string; merged_into: string | null; merged_into_status: string | null; merged_into_uuid: string | null; merged_into_external_id: string | null };
 
 /** The customers references name (by uuid or externalId), locked FOR SHARE in id order (a merge waits). */
 export async function customersByRefs(tx: Queryable, refs: string[]): Promise<NoteCustomer[]> {
   if (refs.length === 0) return [];
   const r = await tx.query<NoteCustomer>(
-    `SELECT c.id, c.uuid, c.external_id, c.status, c.merged_into, ${mergedIntoColumns('c')} FROM customers c
+    `SELECT c.id, c.uuid, c.external_id, c.status, c.merged_into, (SELECT m.status FROM customers m WHERE m.id = c.merged_into) AS merged_into_status,
+       ${mergedIntoColumns('c')} FROM customers c
      WHERE c.uuid = ANY($1::uuid[]) OR c.external_id = ANY($2::text[]) ORDER BY c.id FOR SHARE OF c`,
     [uuidsOf(refs), [...new Set(refs)]],
   );

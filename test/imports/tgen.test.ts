@@ -610,6 +610,19 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual((await errorsOf(other.created.uuid)).map((e: any) => [e.line, e.errors[0].moreInfo]), [[2, 'customer']]);
   });
 
+  it('a notes file editing a deactivated customer\'s note is a CustomerDisabled line error, as the notes API refuses it; re-activated, it goes', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'dn-c' }]);
+    const file = (comments: string) => ['externalId,customer,comments,type', `dn-n1,dn-c,${comments},CUSTOMER_OPTIN_LOG`].join('\n');
+    assert.deepEqual([(await tgen('TGEN_customerNotes_fullupdate_2025-08_dn1.csv', file('first'))).done.created], [1]);
+    assert.equal((await api().patch('/crm/customers/dn-c', { disabled: true })).status, 200);
+    assert.equal((await api().put('/crm/customerNotes/dn-n1', { customer: 'dn-c', comments: 'api', type: 'CUSTOMER_OPTIN_LOG' })).status, 403);
+    const refused = await tgen('TGEN_customerNotes_fullupdate_2025-08_dn2.csv', file('edited'));
+    assert.deepEqual((await errorsOf(refused.created.uuid)).map((e: any) => [e.line, e.errors[0].errorCode]), [[2, 'CustomerDisabled']]);
+    assert.equal((await api().get('/crm/customerNotes/dn-n1')).body.comments, 'first');
+    assert.equal((await api().patch('/crm/customers/dn-c', { disabled: false })).status, 200);
+    assert.deepEqual([(await tgen('TGEN_customerNotes_fullupdate_2025-08_dn3.csv', file('edited'))).done.updated], [1]);
+  });
+
   // One file's records are applied in line order, each seeing the ones before it (a chunk is applied as a set).
   it('a notes file\'s records see the earlier ones: create then update, an externalId moved on, a swap, conflicts', async () => {
     await api().post('/crm/customers/bulk', [{ externalId: 'sq-1' }, { externalId: 'sq-2' }, { externalId: 'sq-3' }]);
