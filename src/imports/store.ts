@@ -246,10 +246,11 @@ function keyedLines(uuids: boolean, cols: string, range: string): string {
             AND (external_id IS NULL OR (NOT named AND line = min(line) FILTER (WHERE NOT refused) OVER (PARTITION BY external_id))) AS creates
         FROM (
           SELECT ${cols}, line, external_id, new_uuid, errors IS NOT NULL AS refused,
-            CASE WHEN new_uuid IS NULL THEN false ELSE EXISTS (SELECT 1 FROM customers h WHERE h.uuid = r.new_uuid) END AS held,
-            CASE WHEN new_uuid IS NULL THEN NULL ELSE (SELECT h.external_id FROM customers h WHERE h.uuid = r.new_uuid) END AS holder,
+            coalesce(h.held, false) AS held, h.holder,
             CASE WHEN new_uuid IS NULL OR external_id IS NULL THEN false ELSE EXISTS (SELECT 1 FROM customers n WHERE n.external_id = r.external_id) END AS named
-          FROM import_rows r WHERE ${range}
+          -- The customer with the line's uuid, looked up once for both (no row for a line without one).
+          FROM import_rows r LEFT JOIN LATERAL (SELECT true AS held, c.external_id AS holder FROM customers c WHERE c.uuid = r.new_uuid) h ON true
+          WHERE ${range}
         ) a
       ) b
       WINDOW w AS (PARTITION BY new_uuid ORDER BY NOT creates, line)
