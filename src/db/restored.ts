@@ -20,11 +20,12 @@ export async function refuseEventsAhead(db: Queryable): Promise<void> {
   );
   const { max, next } = r.rows[0];
   if (max === null || BigInt(max) < BigInt(next)) return;
+  const reset = resetwalPast(max);
   throw new ConfigError(
     `the events in this database (and their time marks) were written by transactions up to ${max}, which this PostgreSQL cluster has not reached ` +
       `(its next is ${next}): a logical dump restored into another cluster? The events API orders events by that id and would ` +
       `hide them and skip new ones. Stop the cluster, set its next transaction id past the dump's ` +
-      `(pg_resetwal -x ${nextXidOf(max)} -e ${epochOf(max)} on the stopped data directory), start it and Bulb again ` +
+      `(pg_resetwal -x ${reset.x} -e ${reset.e} on the stopped data directory), start it and Bulb again ` +
       `(docs/operations.md "Backups")`,
   );
 }
@@ -40,8 +41,6 @@ export function resetwalPast(xid: string): { x: string; e: string } {
   if ((next & 0xffffffffn) === 0n) next += SEGMENT;
   return { x: String(next & 0xffffffffn), e: String(next >> 32n) };
 }
-const nextXidOf = (xid: string) => resetwalPast(xid).x;
-const epochOf = (xid: string) => resetwalPast(xid).e;
 
 /**
  * Refuses a BULB_DATABASE_DIRECT_URL that reaches another database than DATABASE_URL: sessions (LISTEN, exports'
