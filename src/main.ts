@@ -22,6 +22,12 @@ import { refuseEventsAhead } from './db/restored.ts';
 
 let config: Config | undefined;
 
+/** What the start says, at the level each step chooses. */
+interface Say {
+  info(line: string): void;
+  warn(line: string): void;
+}
+
 async function main() {
   const cmd = process.argv[2] ?? 'serve';
   config = loadConfig();
@@ -31,10 +37,11 @@ async function main() {
   // the plain lines apart until 2026-11-29); the start banner and the first admin key stay plain text, for a person. The
   // one-off commands (migrate, reencrypt) talk to the person running them: plain text.
   const log = cmd === 'serve' ? jobLog(config) : undefined;
-  // Warnings (a key file others can read, a folder left open to them, a database not reachable yet) at warn, so that
-  // BULB_LOG_LEVEL=warn still shows them (info until 2026-11-29's review).
-  const WARNS = /^warning\b|\bWARNING\b|^database not reachable/;
-  const say = log ? (line: string) => (WARNS.test(line) ? log.warn?.(line, {}) : log(line)) : (line: string) => console.log(line);
+  // Warnings (a key file others can read, a folder left open to them, a database not reachable yet) are said at warn
+  // by the step that finds them, so that BULB_LOG_LEVEL=warn still shows them.
+  const say: Say = log
+    ? { info: (line) => log(line), warn: (line) => log.warn?.(line, {}) }
+    : { info: (line) => console.log(line), warn: (line) => console.warn(line) };
   const { db, applied } = await openAndMigrate(config, say);
   if (cmd === 'migrate') {
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
@@ -44,7 +51,7 @@ async function main() {
   const c = config;
   if (cmd === 'serve') await untilAvailable(c, say, () => refuseEventsAhead(db));
   const secrets = await untilAvailable(c, say, () => prepareSecrets(db, c, keys));
-  if (secrets.sealed) say(`sealed ${secrets.sealed} secret value(s) stored in clear by an older Bulb`);
+  if (secrets.sealed) say.info(`sealed ${secrets.sealed} secret value(s) stored in clear by an older Bulb`);
   if (cmd === 'reencrypt') {
     const n = await reencryptAll(db, secrets.box);
     console.log(`re-encrypted ${n} secret value(s); every stored secret is now under key id ${secrets.box.currentKeyId}`);
@@ -94,7 +101,7 @@ async function main() {
   if (config.role === 'api' && !config.databaseUrl) {
     console.warn('warning: BULB_ROLE=api on the embedded database: no other process can open it, so nothing will send webhooks, apply imports or run housekeeping. Use BULB_ROLE=all, or PostgreSQL (DATABASE_URL) for separate workers.');
   }
-  say(secrets.notice);
+  (secrets.warning ? say.warn : say.info)(secrets.notice);
   if (created) {
     console.log(`\nFirst start: created an admin API key. It is shown only this once; keep it safe:\n\n  ${created}\n` +
       (address ? `\nTry:  curl -H "Authorization: Bearer ${created}" ${browsable(address)}/api/${LATEST}/crm/customers\n` : ''));
@@ -108,7 +115,7 @@ async function main() {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    say(`${signal}: draining`);
+    say.info(`${signal}: draining`);
     const force = setTimeout(() => process.exit(1), 25_000);
     force.unref();
     // HTTP and the webhook worker drain in parallel (the worker finishes or releases its attempts). A drain waiting on
@@ -117,7 +124,7 @@ async function main() {
     // SPEC §9 asks. Before, the 25 s kill ended it with exit 1.
     const drained = await within(Promise.all(stops.map((stop) => stop().catch((err) => log!(`${signal}: a part failed to drain`, err)))), DRAIN_MS);
     if (!drained) log!.warn?.(`${signal}: the drain was cut after ${DRAIN_MS / 1000} s (the database did not answer); what is held is left to its leases`, {});
-    else say(`${signal}: drained; exiting`);
+    else say.info(`${signal}: drained; exiting`);
     await within(db.close().catch(() => {}), 1_000);
     clearTimeout(force);
     process.exit(0);
@@ -131,9 +138,9 @@ async function main() {
  * way: databaseUnavailable) is tried again (untilAvailable), so that a deployment starting Bulb beside its database
  * does not depend on which comes up first.
  */
-function openAndMigrate(config: Config, say: (line: string) => void): Promise<{ db: Db; applied: string[] }> {
+function openAndMigrate(config: Config, say: Say): Promise<{ db: Db; applied: string[] }> {
   return untilAvailable(config, say, async () => {
-    const db = await openDb({ ...config, log: say });
+    const db = await openDb({ ...config, log: say.info, warn: say.warn });
     try {
       return { db, applied: await migrate(db) };
     } catch (err) {
@@ -150,7 +157,7 @@ function openAndMigrate(config: Config, say: (line: string) => void): Promise<{ 
  * refused logins after a restart (08P01, its server_login_retry), and the next step's refusal ended the start (a probe,
  * 2026-11-29).
  */
-async function untilAvailable<T>(config: Config, say: (line: string) => void, step: () => Promise<T>): Promise<T> {
+async function untilAvailable<T>(config: Config, say: Say, step: () => Promise<T>): Promise<T> {
   let giveUpAt: number | undefined;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -160,7 +167,7 @@ async function untilAvailable<T>(config: Config, say: (line: string) => void, st
       const left = giveUpAt - Date.now();
       if (!databaseUnavailable(err) || left <= 0) throw err;
       const wait = Math.min(500 * 2 ** attempt, 10_000, left);
-      say(`database not reachable (${unavailableWords(err)}); trying again in ${(wait / 1000).toFixed(1)} s (BULB_DATABASE_WAIT_MS: ${Math.ceil(left / 1000)} s left)`);
+      say.warn(`database not reachable (${unavailableWords(err)}); trying again in ${(wait / 1000).toFixed(1)} s (BULB_DATABASE_WAIT_MS: ${Math.ceil(left / 1000)} s left)`);
       await sleep(wait);
     }
   }

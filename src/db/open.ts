@@ -18,6 +18,8 @@ export interface OpenOptions {
   poolSize?: number;
   /** Told how the connection was judged (pooler or not, prepared statements). */
   log?: (line: string) => void;
+  /** Told what went wrong but did not stop the open (a data folder that could not be made private). */
+  warn?: (line: string) => void;
 }
 
 export async function openDb(opts: OpenOptions): Promise<Db> {
@@ -30,7 +32,7 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   }
   if (opts.dataDir.startsWith('memory://')) return PgliteDb.open(opts.dataDir);
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
-  ownerOnly(opts.dataDir, opts.log);
+  ownerOnly(opts.dataDir, opts.warn);
   const release = lockDataDir(opts.dataDir);
   try {
     refuseHeadless(opts.dataDir);
@@ -103,10 +105,10 @@ function whyNotOpened(dir: string): string {
  * and write pg_control (found by probing, 2026-11-28). A folder the process does not own is left as it is, with a
  * warning.
  */
-function ownerOnly(dir: string, log?: (line: string) => void): void {
+function ownerOnly(dir: string, warn?: (line: string) => void): void {
   try {
     if ((fs.statSync(dir).mode & 0o077) !== 0) fs.chmodSync(dir, 0o700);
   } catch (err) {
-    log?.(`warning: could not make BULB_DATA_DIR ${dir} private to its owner (chmod 700): ${(err as Error).message}`);
+    warn?.(`warning: could not make BULB_DATA_DIR ${dir} private to its owner (chmod 700): ${(err as Error).message}`);
   }
 }

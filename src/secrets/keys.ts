@@ -13,6 +13,8 @@ export interface ResolvedBox {
   box: SecretBox;
   /** One line for the start-up message: where the key comes from. */
   notice: string;
+  /** The notice is a warning (secrets in clear, a key file others can read): logged at warn. */
+  warning: boolean;
   /** The key file this start created (the embedded default), removed again if the database refuses its key. */
   createdKeyFile?: string;
 }
@@ -21,11 +23,11 @@ export function resolveSecretBox(config: Config): ResolvedBox {
   const previous = config.secretKeyPrevious ? [config.secretKeyPrevious] : [];
   if (config.secretKey) {
     const box = new AesGcmBox(config.secretKey, previous);
-    return { box, notice: `secrets sealed under BULB_SECRET_KEY (key id ${box.currentKeyId})${previous.length ? ', BULB_SECRET_KEY_PREVIOUS still opens older values' : ''}` };
+    return { box, warning: false, notice: `secrets sealed under BULB_SECRET_KEY (key id ${box.currentKeyId})${previous.length ? ', BULB_SECRET_KEY_PREVIOUS still opens older values' : ''}` };
   }
   if (config.secretKeyPrevious) throw new ConfigError('BULB_SECRET_KEY_PREVIOUS is set without BULB_SECRET_KEY: set the new key too');
   if (config.databaseUrl) {
-    if (config.allowPlaintextSecrets) return { box: new PlaintextBox(), notice: 'WARNING: secrets stored in clear (BULB_ALLOW_PLAINTEXT_SECRETS=true, no BULB_SECRET_KEY)' };
+    if (config.allowPlaintextSecrets) return { box: new PlaintextBox(), warning: true, notice: 'WARNING: secrets stored in clear (BULB_ALLOW_PLAINTEXT_SECRETS=true, no BULB_SECRET_KEY)' };
     throw new ConfigError(
       'DATABASE_URL is set but BULB_SECRET_KEY is not: webhook signing secrets and credentials would be stored in clear. ' +
         'Set BULB_SECRET_KEY to the base64 of 32 random bytes (openssl rand -base64 32), the same in every process, ' +
@@ -33,14 +35,14 @@ export function resolveSecretBox(config: Config): ResolvedBox {
     );
   }
   if (config.dataDir.startsWith('memory://')) {
-    return { box: new AesGcmBox(crypto.randomBytes(KEY_BYTES)), notice: 'secrets sealed under an in-memory key (memory:// database: both vanish at exit)' };
+    return { box: new AesGcmBox(crypto.randomBytes(KEY_BYTES)), warning: false, notice: 'secrets sealed under an in-memory key (memory:// database: both vanish at exit)' };
   }
   const file = path.join(config.dataDir, KEY_FILE);
   const existed = fs.existsSync(file);
   const key = readOrCreateKeyFile(file);
   const mode = fs.statSync(file).mode & 0o777;
   const loose = mode & 0o077 ? `; WARNING: ${file} is readable by other users (mode 0${mode.toString(8)}): chmod 600 it` : '';
-  return { box: new AesGcmBox(key), notice: `secrets sealed under the key in ${file} (set BULB_SECRET_KEY to keep the key elsewhere)${loose}`, createdKeyFile: existed ? undefined : file };
+  return { box: new AesGcmBox(key), warning: loose !== '', notice: `secrets sealed under the key in ${file} (set BULB_SECRET_KEY to keep the key elsewhere)${loose}`, createdKeyFile: existed ? undefined : file };
 }
 
 /** Reads the key file, or creates it (0600) atomically: two processes starting at once agree on one key. */

@@ -15,13 +15,15 @@ const BATCH = 500;
 export interface PreparedSecrets {
   box: SecretBox;
   notice: string;
+  /** The notice is a warning (ResolvedBox's). */
+  warning: boolean;
   /** Clear-text values sealed by this start. */
   sealed: number;
 }
 
 /** `resolved` defaults to resolveSecretBox(config); main resolves it before opening the database (fail fast). */
 export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedBox = resolveSecretBox(config)): Promise<PreparedSecrets> {
-  const { box, notice } = resolved;
+  const { box, notice, warning } = resolved;
   const sealed = await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
     const unknown = (await store.keyIdsInUse(tx)).filter((k) => !box.keyIds.includes(k));
@@ -44,7 +46,7 @@ export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedB
     return rewrite(tx, box, null);
   });
   installSecretBox(box);
-  return { box, notice, sealed };
+  return { box, notice, warning, sealed };
 }
 
 /** Seals every value not yet under the current key. Returns how many values changed. */

@@ -60,6 +60,7 @@ describe('secret key configuration', () => {
     const plain = resolveSecretBox(loadConfig({ DATABASE_URL: pgUrl, BULB_ALLOW_PLAINTEXT_SECRETS: 'true' }));
     assert.equal(plain.box.plaintext, true);
     assert.match(plain.notice, /in clear/);
+    assert.equal(plain.warning, true, 'said at warn');
     const keyed = resolveSecretBox(loadConfig({ DATABASE_URL: pgUrl, BULB_SECRET_KEY: b64key() }));
     assert.equal(keyed.box.plaintext, false);
     assert.throws(() => resolveSecretBox(loadConfig({ DATABASE_URL: pgUrl, BULB_SECRET_KEY_PREVIOUS: b64key() })), /without BULB_SECRET_KEY/);
@@ -81,8 +82,11 @@ describe('secret key configuration', () => {
     assert.equal(second.box.open(first.box.seal('s')), 's');
     assert.deepEqual(fs.readdirSync(dataDir), [KEY_FILE], 'no temporary files left');
     assert.doesNotMatch(second.notice, /WARNING/);
+    assert.equal(second.warning, false);
     fs.chmodSync(file, 0o644);
-    assert.match(resolveSecretBox(loadConfig({ BULB_DATA_DIR: dataDir })).notice, /WARNING: .* is readable by other users \(mode 0644\)/);
+    const loose = resolveSecretBox(loadConfig({ BULB_DATA_DIR: dataDir }));
+    assert.match(loose.notice, /WARNING: .* is readable by other users \(mode 0644\)/);
+    assert.equal(loose.warning, true, 'said at warn');
     fs.writeFileSync(file, 'garbage\n');
     assert.throws(() => resolveSecretBox(loadConfig({ BULB_DATA_DIR: dataDir })), ConfigError);
   });
