@@ -162,13 +162,19 @@ export function isIpLiteral(host: string): boolean {
 /** A refusal's reason without the IPv4 address an IPv6 one embeds ("NAT64 private (embeds 10.0.0.23)"): for names. */
 const withoutAddress = (reason: string) => reason.replace(/ \(embeds [^)]*\)/, '');
 
+/**
+ * What a refusal says: a literal's reason whole; a name's without the address it resolved to (the message reaches the
+ * logs API, and an API key would map internal names to their addresses through it: a probe, 2026-11-29).
+ */
+const blockedWords = (host: string, literal: boolean, reason: string) =>
+  literal ? `${host} is a ${reason} address` : `${host} resolves to a ${withoutAddress(reason)} address`;
+
 /** An error whose code tells the sender this was the address guard, not the network. */
 export class BlockedAddressError extends Error {
   readonly code = 'EBLOCKEDADDRESS';
   constructor(readonly host: string, readonly address: string, readonly reason: string) {
-    // A name's address is not said: the message reaches the logs API, and an API key would map internal names to
-    // their addresses through it (a probe, 2026-11-29). `address` stays on the error for the process's own use.
-    super(isIpLiteral(host) ? `${host} is a ${reason} address: refused` : `${host} resolves to a ${withoutAddress(reason)} address: refused`);
+    // `address` stays on the error for the process's own use; the message does not say a name's (blockedWords).
+    super(`${blockedWords(host, isIpLiteral(host), reason)}: refused`);
   }
 }
 
@@ -200,13 +206,13 @@ export async function checkHost(host: string): Promise<{ blocked?: string; unres
   const h = host.replace(/^\[|\]$/g, '');
   if (isIpLiteral(h)) {
     const r = blockedReason(h);
-    return r ? { blocked: `${host} is a ${r} address` } : {};
+    return r ? { blocked: blockedWords(host, true, r) } : {};
   }
   try {
     const addrs = await dns.promises.lookup(h, { all: true });
     for (const x of addrs) {
       const r = blockedReason(x.address);
-      if (r) return { blocked: `${host} resolves to a ${withoutAddress(r)} address` }; // not which (BlockedAddressError)
+      if (r) return { blocked: blockedWords(host, false, r) };
     }
     return {};
   } catch (err) {
