@@ -232,6 +232,9 @@ export class TooManySecrets extends Error {
 export const RETIRED_SECRETS_SQL = `ARRAY(SELECT rs.secret FROM webhook_retired_secrets rs
   WHERE rs.subscription_id = s.id AND rs.expires_at > now() ORDER BY rs.expires_at, rs.id)`;
 
+/** A delivery (alias `d`) that waits: pending and not under a live lease (its attempt's result decides those). */
+const WAITING_SQL = `d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until <= clock_timestamp())`;
+
 /**
  * A re-activated subscription's waiting deliveries, due now (docs/delivery.md): a retry scheduled while it was
  * inactive comes forward, and its schedule goes on from there if it fails. One under a live lease is left to its
@@ -239,9 +242,8 @@ export const RETIRED_SECRETS_SQL = `ARRAY(SELECT rs.secret FROM webhook_retired_
  */
 export async function makeWaitingDue(db: Queryable, subscriptionId: string): Promise<void> {
   await db.query(
-    `UPDATE webhook_deliveries SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
-     WHERE subscription_id = $1 AND status = 'pending' AND next_attempt_at > clock_timestamp()
-       AND (locked_until IS NULL OR locked_until <= clock_timestamp())`,
+    `UPDATE webhook_deliveries d SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
+     WHERE d.subscription_id = $1 AND ${WAITING_SQL} AND d.next_attempt_at > clock_timestamp()`,
     [subscriptionId],
   );
 }
@@ -255,7 +257,6 @@ export async function makeWaitingDue(db: Queryable, subscriptionId: string): Pro
 export async function liftPause(db: Queryable, subscriptionUuid: string): Promise<void> {
   // The deliveries the pause deferred (due at its end) are due now too:
   // the one that met the 429 or 503 stayed due at the old end, up to an hour, and went out last (a probe, 2026-11-29).
-  // Not those under a lease (their attempt's result decides), as makeWaitingDue.
   const r = await db.query<{ id: string }>(
     `WITH was AS (
        SELECT id, paused_until FROM webhook_subscriptions WHERE uuid = $1 AND paused_until > clock_timestamp() FOR NO KEY UPDATE
@@ -263,12 +264,11 @@ export async function liftPause(db: Queryable, subscriptionUuid: string): Promis
        UPDATE webhook_subscriptions s SET paused_until = NULL FROM was WHERE s.id = was.id RETURNING s.id
      ), due AS (
        UPDATE webhook_deliveries d SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
-       FROM was WHERE d.subscription_id = was.id AND d.status = 'pending'
+       FROM was WHERE d.subscription_id = was.id AND ${WAITING_SQL}
          -- Due at the pause's end: those it deferred (recordResults gives them that end). Not those due before it on
          -- their own schedule (<= pulled them forward too, a retry step each; the review, 2026-11-29); one deferred
          -- to an earlier end before a longer Retry-After extended the pause goes at that earlier end.
          AND d.next_attempt_at = was.paused_until
-         AND (d.locked_until IS NULL OR d.locked_until <= clock_timestamp())
      )
      SELECT id FROM lifted`,
     [subscriptionUuid],
