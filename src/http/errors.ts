@@ -69,8 +69,26 @@ export const invalid = (message: string, moreInfo = '') => new ApiError('Invalid
 export const notFound = (message: string, moreInfo = '') => new ApiError('NotFound', message, moreInfo);
 export const conflict = (message: string, moreInfo = '') => new ApiError('Conflict', message, moreInfo);
 
+/** Where every answer's contract is written: the interactive reference of each version. */
+const REFERENCE = 'see the API reference at /docs (GET /api/versions lists the versions)';
+
+/**
+ * What an entry that names nothing more says in `moreInfo` (Tulip: "more information about the error and/or link to
+ * documentation"). Until 2026-11-30 a 401, an unknown route's 404, a body too large and a 500 answered `""`.
+ */
+const MORE_INFO: Record<string, string> = {
+  Unauthorized: 'send "Authorization: Bearer <API key>"; an admin key makes keys with POST /api/{version}/integrations/apiKeys',
+  InvalidJson: 'send a JSON document with Content-Type: application/json',
+  UnsupportedMediaType: 'send Content-Type: application/json',
+  PayloadTooLarge: "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB",
+  RateLimited: 'wait for the seconds the Retry-After header gives',
+  ServiceUnavailable: 'retry after the seconds the Retry-After header gives',
+  InternalError: "the server logged it under this answer's X-Request-Id",
+};
+
+/** The SPEC §3 body; an entry without `moreInfo` gets its code's (MORE_INFO) or the reference's. */
 export function errorBody(entries: ErrorEntry[]) {
-  return { errors: entries };
+  return { errors: entries.map((e) => (e.moreInfo ? e : { ...e, moreInfo: MORE_INFO[e.errorCode] ?? REFERENCE })) };
 }
 
 /**

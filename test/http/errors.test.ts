@@ -106,6 +106,8 @@ await describeEachDb('errors', (ctx) => {
       const r = await anon.get('/crm/customers', headers);
       assert.equal(r.status, 401, JSON.stringify(headers));
       assert.deepEqual(errorCodes(r), ['Unauthorized']);
+      // moreInfo says how to authenticate (it was "" until 2026-11-30; Tulip: "more information about the error")
+      assert.match(r.body.errors[0].moreInfo, /Authorization: Bearer <API key>/);
       assert.match(r.headers.get('www-authenticate') ?? '', /^Bearer\b/);
       // RFC 6750 §3.1 (no error code before 2026-11-28): none without credentials, invalid_request for a malformed
       // header, invalid_token for an unknown token.
@@ -454,7 +456,7 @@ await describeEachDb('errors', (ctx) => {
       const r = await srv.api.get('/crm/customers');
       assert.equal(r.status, 500);
       assert.deepEqual(errorCodes(r), ['InternalError']);
-      assert.deepEqual(r.body.errors, [{ message: 'internal error', errorCode: 'InternalError', moreInfo: '' }]);
+      assert.deepEqual(r.body.errors, [{ message: 'internal error', errorCode: 'InternalError', moreInfo: "the server logged it under this answer's X-Request-Id" }]);
       assert.doesNotMatch(r.text, /pool|pglite|closed|at |\.ts|sql/i);
       const ready = await srv.api.get('/ready');
       assert.equal(ready.status, 503);

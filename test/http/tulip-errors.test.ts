@@ -37,7 +37,10 @@ await describeEachDb('errors as Tulip documents them', (ctx) => {
     // Named as the client wrote it: the legacy prefix, not the version it is rewritten to.
     const legacy = await fetch(`${ctx.srv.url}/tulip_api/v2/crm/nothing?x=1`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
     assert.equal(legacy.status, 404);
-    assert.equal(((await legacy.json()) as any).errors[0].message, 'no route GET /tulip_api/v2/crm/nothing');
+    const unknown = ((await legacy.json()) as any).errors[0];
+    assert.equal(unknown.message, 'no route GET /tulip_api/v2/crm/nothing');
+    // moreInfo points to the reference (it was "" until 2026-11-30)
+    assert.match(unknown.moreInfo, /API reference at \/docs/);
     assert.equal((await api().get('/crm/customers/')).status, 200);
   });
 

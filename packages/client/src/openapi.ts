@@ -2853,7 +2853,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -2895,7 +2895,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -2917,7 +2917,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -2994,7 +2994,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -3054,7 +3054,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -3074,7 +3074,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -3116,7 +3116,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -3138,7 +3138,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -3210,7 +3210,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -3272,7 +3272,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -3294,7 +3294,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -3383,7 +3383,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -3463,7 +3463,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -3483,7 +3483,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -3525,7 +3525,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -3547,7 +3547,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -3623,7 +3623,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -3703,7 +3703,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -3723,7 +3723,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -3765,7 +3765,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -3787,7 +3787,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -3861,7 +3861,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -3903,7 +3903,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -3925,7 +3925,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -4002,7 +4002,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -4062,7 +4062,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -4082,7 +4082,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -4124,7 +4124,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -4146,7 +4146,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -4218,7 +4218,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -4280,7 +4280,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -4302,7 +4302,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -4375,7 +4375,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -4415,7 +4415,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -4435,7 +4435,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -4477,7 +4477,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -4499,7 +4499,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -4572,7 +4572,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -4612,7 +4612,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -4632,7 +4632,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -4674,7 +4674,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -4696,7 +4696,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -4770,7 +4770,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -4812,7 +4812,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -4834,7 +4834,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -4908,7 +4908,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -4950,7 +4950,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -4972,7 +4972,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -5049,7 +5049,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -5109,7 +5109,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -5129,7 +5129,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -5171,7 +5171,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -5193,7 +5193,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -5265,7 +5265,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -5327,7 +5327,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -5349,7 +5349,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -5426,7 +5426,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -5488,7 +5488,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -5510,7 +5510,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -5590,7 +5590,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -5670,7 +5670,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -5690,7 +5690,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -5732,7 +5732,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -5754,7 +5754,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -5831,7 +5831,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -5893,7 +5893,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -5915,7 +5915,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -5995,7 +5995,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -6075,7 +6075,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -6095,7 +6095,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -6137,7 +6137,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -6159,7 +6159,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -6236,7 +6236,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -6298,7 +6298,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -6320,7 +6320,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -6400,7 +6400,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -6480,7 +6480,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -6500,7 +6500,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -6542,7 +6542,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -6564,7 +6564,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -6641,7 +6641,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -6703,7 +6703,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -6725,7 +6725,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -6805,7 +6805,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -6885,7 +6885,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -6905,7 +6905,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -6947,7 +6947,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -6969,7 +6969,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -7046,7 +7046,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -7108,7 +7108,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -7130,7 +7130,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -7210,7 +7210,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -7290,7 +7290,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -7310,7 +7310,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -7352,7 +7352,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -7374,7 +7374,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -7451,7 +7451,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -7513,7 +7513,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -7535,7 +7535,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -7615,7 +7615,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -7695,7 +7695,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -7715,7 +7715,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -7757,7 +7757,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -7779,7 +7779,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -7856,7 +7856,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -7918,7 +7918,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -7940,7 +7940,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -8020,7 +8020,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -8100,7 +8100,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -8120,7 +8120,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -8162,7 +8162,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -8184,7 +8184,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -8261,7 +8261,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -8321,7 +8321,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -8341,7 +8341,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -8383,7 +8383,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -8405,7 +8405,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -8477,7 +8477,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -8539,7 +8539,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -8561,7 +8561,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -8637,7 +8637,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -8717,7 +8717,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -8737,7 +8737,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -8779,7 +8779,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -8801,7 +8801,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -8884,7 +8884,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -8964,7 +8964,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -8984,7 +8984,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -9026,7 +9026,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -9048,7 +9048,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -9125,7 +9125,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -9207,7 +9207,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -9229,7 +9229,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -9320,7 +9320,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -9400,7 +9400,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -9420,7 +9420,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -9462,7 +9462,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -9484,7 +9484,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -9573,7 +9573,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -9655,7 +9655,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -9677,7 +9677,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -9768,7 +9768,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -9830,7 +9830,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -9852,7 +9852,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -9926,7 +9926,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -9988,7 +9988,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -10010,7 +10010,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -10083,7 +10083,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -10123,7 +10123,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -10143,7 +10143,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -10185,7 +10185,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -10207,7 +10207,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -10277,7 +10277,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -10337,7 +10337,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -10357,7 +10357,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -10399,7 +10399,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -10421,7 +10421,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -10495,7 +10495,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -10557,7 +10557,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -10579,7 +10579,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -10652,7 +10652,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -10692,7 +10692,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -10712,7 +10712,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -10754,7 +10754,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -10776,7 +10776,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -10846,7 +10846,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -10906,7 +10906,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -10926,7 +10926,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -10968,7 +10968,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -10990,7 +10990,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -11059,7 +11059,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -11121,7 +11121,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -11143,7 +11143,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -11221,7 +11221,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -11283,7 +11283,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -11305,7 +11305,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -11382,7 +11382,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -11442,7 +11442,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -11462,7 +11462,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -11504,7 +11504,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -11526,7 +11526,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -11598,7 +11598,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -11680,7 +11680,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -11702,7 +11702,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -11772,7 +11772,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -11832,7 +11832,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -11852,7 +11852,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -11894,7 +11894,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -11916,7 +11916,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -11992,7 +11992,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -12072,7 +12072,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -12092,7 +12092,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -12134,7 +12134,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -12156,7 +12156,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -12228,7 +12228,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -12330,7 +12330,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -12352,7 +12352,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -12424,7 +12424,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -12504,7 +12504,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -12524,7 +12524,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -12566,7 +12566,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -12588,7 +12588,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -12660,7 +12660,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -12740,7 +12740,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -12760,7 +12760,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -12802,7 +12802,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -12824,7 +12824,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -12900,7 +12900,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -12960,7 +12960,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -12980,7 +12980,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -13022,7 +13022,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -13044,7 +13044,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -13124,7 +13124,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -13186,7 +13186,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -13208,7 +13208,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -13280,7 +13280,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -13360,7 +13360,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -13380,7 +13380,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -13422,7 +13422,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -13444,7 +13444,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -13542,7 +13542,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -13604,7 +13604,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -13626,7 +13626,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -13712,7 +13712,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -13774,7 +13774,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -13796,7 +13796,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -13876,7 +13876,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -13956,7 +13956,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -13976,7 +13976,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -14018,7 +14018,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -14040,7 +14040,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -14117,7 +14117,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -14199,7 +14199,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -14221,7 +14221,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -14293,7 +14293,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -14375,7 +14375,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -14397,7 +14397,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -14469,7 +14469,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -14549,7 +14549,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -14569,7 +14569,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -14611,7 +14611,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -14633,7 +14633,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -14732,7 +14732,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -14774,7 +14774,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -14796,7 +14796,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -14881,7 +14881,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -14943,7 +14943,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -14965,7 +14965,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -15073,7 +15073,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -15135,7 +15135,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -15157,7 +15157,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -15268,7 +15268,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -15308,7 +15308,7 @@ export interface operations {
                      *         {
                      *           "message": "request failed",
                      *           "errorCode": "InvalidParameterError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "see the API reference at /docs (GET /api/versions lists the versions)"
                      *         }
                      *       ]
                      *     }
@@ -15328,7 +15328,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -15348,7 +15348,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -15390,7 +15390,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -15412,7 +15412,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -15514,7 +15514,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -15596,7 +15596,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -15618,7 +15618,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -15690,7 +15690,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -15772,7 +15772,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -15794,7 +15794,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -15896,7 +15896,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -15976,7 +15976,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
                      *         }
                      *       ]
                      *     }
@@ -15996,7 +15996,7 @@ export interface operations {
                      *         {
                      *           "message": "request body must be application/json",
                      *           "errorCode": "UnsupportedMediaType",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send Content-Type: application/json"
                      *         }
                      *       ]
                      *     }
@@ -16038,7 +16038,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -16060,7 +16060,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -16140,7 +16140,7 @@ export interface operations {
                      *         {
                      *           "message": "an Authorization: Bearer token is required",
                      *           "errorCode": "Unauthorized",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "send \"Authorization: Bearer <API key>\"; an admin key makes keys with POST /api/{version}/integrations/apiKeys"
                      *         }
                      *       ]
                      *     }
@@ -16202,7 +16202,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -16224,7 +16224,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }
@@ -16397,7 +16397,7 @@ export interface operations {
                      *         {
                      *           "message": "internal error",
                      *           "errorCode": "InternalError",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "the server logged it under this answer's X-Request-Id"
                      *         }
                      *       ]
                      *     }
@@ -16419,7 +16419,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": ""
+                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
                      *         }
                      *       ]
                      *     }

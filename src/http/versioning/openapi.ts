@@ -4,6 +4,7 @@
 import type { Registry, VersionedRoute } from './registry.ts';
 import { versionInfo } from './versions.ts';
 import { ErrorBody } from '../schema.ts';
+import { errorBody } from '../errors.ts';
 import { DESCRIPTIONS, RETRY_AFTER_HEADER, TAGS, TOKEN_PATH, tokenOperation } from './openapi-extras.ts';
 import { WEBHOOK_EVENTS_TAG, webhooksSection } from './openapi-webhooks.ts';
 
@@ -62,7 +63,7 @@ function errorResponse(status: number, components: Components, description?: str
   const [title, message, errorCode, moreInfo] = ERROR_EXAMPLES[status] ?? ['Error', 'request failed', 'InvalidParameterError', ''];
   const res: Json = {
     description: description ?? title,
-    content: { 'application/json': { schema: lift(ErrorBody, components), example: { errors: [{ message, errorCode, moreInfo }] } } },
+    content: { 'application/json': { schema: lift(ErrorBody, components), example: errorBody([{ message, errorCode, moreInfo }]) } },
   };
   if (status === 401) res.headers = { 'WWW-Authenticate': { description: 'Bearer realm="bulb"', schema: { type: 'string' } } };
   if (status === 429 || status === 503) res.headers = RETRY_AFTER_HEADER;
