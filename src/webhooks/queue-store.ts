@@ -271,8 +271,16 @@ function openLane(l: ClaimedLane): {
     const basic_password = opened(l.basic_password);
     which = field.signing_secret;
     const signing_secret = opened(l.signing_secret);
-    which = 'a rotated-out signing secret';
-    const previous_secrets = l.previous_secrets.map(opened);
+    // A rotated-out secret that cannot be opened only leaves its extra signature out: the current one signs. (It
+    // failed the lane's every attempt until its 24 h ran out, rotating again did not help; 2026-11-30.)
+    const previous_secrets = l.previous_secrets.flatMap((p) => {
+      try {
+        return [opened(p)];
+      } catch (err) {
+        if (err instanceof SecretError) return [];
+        throw err;
+      }
+    });
     which = "URL's password";
     const destination_password = opened(l.destination_password);
     return { bearer_token, basic_password, signing_secret, previous_secrets, destination_password, oauth2_client_secret, tls_client_key, error: null };

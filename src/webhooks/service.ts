@@ -308,7 +308,7 @@ export async function revealSecret(db: Db, uuid: string, audit: AuditHook) {
 export async function rotate(db: Db, uuid: string, audit: AuditHook) {
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
-    const rotated = await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC).catch((err) => {
+    const rotated = await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC, !cur.unreadable.signingSecret).catch((err) => {
       if (!(err instanceof store.TooManySecrets)) throw err;
       throw new ApiError('Conflict', `${err.live + 1} secrets sign this subscription's deliveries already (the current one and ${err.live} ` +
         `rotated out within 24 h): the oldest stops signing at ${err.firstExpiresAt}; rotate again after that`, 'signingSecret');

@@ -197,14 +197,15 @@ export async function cancelPending(db: Queryable, subscriptionIds: string[]): P
 
 /**
  * Replaces the signing secret; the one it replaces keeps signing for graceSec after this rotation (its own
- * expiry, whatever rotations follow). Expired rotated-out secrets are deleted here.
+ * expiry, whatever rotations follow), unless `retire` is false (one that cannot be opened signs nothing: kept, it made
+ * every attempt of the grace fail SECRET_UNREADABLE). Expired rotated-out secrets are deleted here.
  */
-export async function rotateSecret(db: Queryable, id: string, secret: string, graceSec: number): Promise<SubscriptionRow> {
+export async function rotateSecret(db: Queryable, id: string, secret: string, graceSec: number, retire = true): Promise<SubscriptionRow> {
   await db.query(`DELETE FROM webhook_retired_secrets WHERE subscription_id = $1 AND expires_at <= clock_timestamp()`, [id]);
   const live = (await db.query<{ n: number; first: string | null }>(
     `SELECT count(*)::int AS n, min(expires_at) AS first FROM webhook_retired_secrets WHERE subscription_id = $1`, [id])).rows[0];
-  if (live.n >= MAX_RETIRED_SECRETS) throw new TooManySecrets(live.n, isoNN(live.first!));
-  await db.query(
+  if (retire && live.n >= MAX_RETIRED_SECRETS) throw new TooManySecrets(live.n, isoNN(live.first!));
+  if (retire) await db.query(
     `INSERT INTO webhook_retired_secrets (subscription_id, secret, expires_at)
      SELECT id, signing_secret, clock_timestamp() + $2 * interval '1 second' FROM webhook_subscriptions WHERE id = $1`,
     [id, graceSec],

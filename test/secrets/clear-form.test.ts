@@ -127,5 +127,21 @@ await describeEachDb('a stored secret that cannot be opened', (ctx) => {
     const rot = await api.post(`${SUBS}/${sec.body.uuid}/rotateSecret`);
     assert.equal(rot.status, 200, rot.text);
     assert.match(rot.body.signingSecret, /^whsec_/);
+    // The unreadable one is not kept signing beside it (nobody can sign with it): until 2026-11-30 it was retired for
+    // 24 h, and every delivery of those 24 h failed SECRET_UNREADABLE, though the 409 above says rotating heals it.
+    assert.equal(rot.body.previousSecretExpiresAt, null);
+    assert.equal((await api.post(`${SUBS}/${sec.body.uuid}/test`)).status, 202);
+    const [signed] = await waitFor(() => { const x = rx.received.filter((q) => q.body?.subscription === sec.body.uuid); return x.length ? x : null; }, 'delivered once rotated');
+    const sig = crypto.createHmac('sha256', rot.body.signingSecret).update(signed.raw).digest('hex');
+    assert.equal(signed.headers['x-tulip-hmac-256'], sig, 'signed with the new secret');
+    // One rotated out before that fix (or sealed under a key declared lost) leaves only its own signature out.
+    await ctx.tdb.db.query(
+      `INSERT INTO webhook_retired_secrets (subscription_id, secret, expires_at) SELECT id, $2, now() + interval '1 day' FROM webhook_subscriptions WHERE uuid = $1`,
+      [sec.body.uuid, new AesGcmBox(crypto.randomBytes(32)).seal('whsec_y')],
+    );
+    const before = rx.received.length;
+    assert.equal((await api.post(`${SUBS}/${sec.body.uuid}/test`)).status, 202);
+    const again = await waitFor(() => rx.received.slice(before).find((q) => q.body?.subscription === sec.body.uuid), 'delivered beside an unreadable rotated-out secret');
+    assert.equal(again.headers['x-tulip-hmac-256'], crypto.createHmac('sha256', rot.body.signingSecret).update(again.raw).digest('hex'));
   });
 }, KEYED);
