@@ -57,6 +57,8 @@ export interface Config {
   secretKey: Buffer | undefined;
   /** BULB_SECRET_KEY_PREVIOUS: still opens values sealed before a key rotation. */
   secretKeyPrevious: Buffer | undefined;
+  /** BULB_SECRET_KEYS_LOST: key ids declared lost for good; a start does not refuse for values sealed under them. */
+  secretKeysLost: string[];
   allowPlaintextSecrets: boolean;
   /** How long after a merge it may be undone (SPEC §13). */
   unmergeWindowDays: number;
@@ -98,6 +100,14 @@ function secretKey(env: NodeJS.ProcessEnv, name: string): Buffer | undefined {
     throw new ConfigError(`${name} must be the base64 of 32 random bytes (make one with: openssl rand -base64 32); the value given is not (${raw.length} characters)`);
   }
   return key;
+}
+
+/** Comma-separated key ids as a refusal names them (16 hex digits each). */
+function keyIds(env: NodeJS.ProcessEnv, name: string): string[] {
+  const ids = (env[name] ?? '').split(',').map((x) => x.trim().toLowerCase()).filter((x) => x !== '');
+  const bad = ids.find((x) => !/^[0-9a-f]{16}$/.test(x));
+  if (bad !== undefined) throw new ConfigError(`${name} must list key ids (16 hex digits each, as a refused start names them), comma-separated; "${bad.slice(0, 40)}" is not one`);
+  return ids;
 }
 
 export function parseRetrySchedule(raw: string): number[] {
@@ -190,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: 1024 * 1024,
     secretKey: secretKey(env, 'BULB_SECRET_KEY'),
     secretKeyPrevious: secretKey(env, 'BULB_SECRET_KEY_PREVIOUS'),
+    secretKeysLost: keyIds(env, 'BULB_SECRET_KEYS_LOST'),
     allowPlaintextSecrets: bool(env, 'BULB_ALLOW_PLAINTEXT_SECRETS', false),
     unmergeWindowDays: int(env, 'BULB_UNMERGE_WINDOW_DAYS', 30, 0, 36500),
     defaultPhoneRegion: phoneRegion(env.BULB_DEFAULT_PHONE_REGION || 'US'),

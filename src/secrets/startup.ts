@@ -8,6 +8,8 @@ import { installSecretBox } from './active.ts';
 import type { SecretBox } from './box.ts';
 import { resolveSecretBox, type ResolvedBox } from './keys.ts';
 import * as store from './store.ts';
+import { auditSubscriptionsDisabled } from '../audit/store.ts';
+import { notifySubscriptionsChanged } from '../webhooks/store.ts';
 
 const LOCK_KEY = 0x62756c63; // one process at a time rewrites secret columns
 const BATCH = 500;
@@ -24,9 +26,12 @@ export interface PreparedSecrets {
 /** `resolved` defaults to resolveSecretBox(config); main resolves it before opening the database (fail fast). */
 export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedBox = resolveSecretBox(config)): Promise<PreparedSecrets> {
   const { box, notice, warning } = resolved;
+  let deactivated = 0;
   const sealed = await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
-    const unknown = (await store.keyIdsInUse(tx)).filter((k) => !box.keyIds.includes(k));
+    const notOpened = (await store.keyIdsInUse(tx)).filter((k) => !box.keyIds.includes(k));
+    const lost = notOpened.filter((k) => config.secretKeysLost.includes(k));
+    const unknown = notOpened.filter((k) => !lost.includes(k));
     if (unknown.length) {
       // A key file this start made for a database whose secrets were sealed under another: the folder's own key file
       // is missing (a partial copy or restore). The new file goes again (left, it would read as the folder's key).
@@ -39,15 +44,32 @@ export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedB
       }
       throw new ConfigError(
         `stored secrets are sealed under key id ${unknown.join(', ')}, which ${box.plaintext ? 'needs BULB_SECRET_KEY' : 'is neither BULB_SECRET_KEY nor BULB_SECRET_KEY_PREVIOUS'}: ` +
-          'start with the key they were sealed under (as BULB_SECRET_KEY, or as BULB_SECRET_KEY_PREVIOUS beside a new key, then npm run reencrypt)',
+          'start with the key they were sealed under (as BULB_SECRET_KEY, or as BULB_SECRET_KEY_PREVIOUS beside a new key, then npm run reencrypt); ' +
+          `if that key is lost for good, BULB_SECRET_KEYS_LOST=${unknown.join(',')} starts without it (docs/security.md: the subscriptions holding such values are deactivated until given them anew)`,
       );
+    }
+    if (lost.length) {
+      const ids = await store.deactivateHolders(tx, lost, lostKeyReason(lost));
+      if (ids.length) {
+        await auditSubscriptionsDisabled(tx, ids);
+        await notifySubscriptionsChanged(tx, ids);
+      }
+      deactivated = ids.length;
     }
     if (box.plaintext) return 0;
     return rewrite(tx, box, null);
   });
   installSecretBox(box);
+  if (deactivated) {
+    return { box, notice: `${notice}; ${deactivated} subscription(s) deactivated: they hold values sealed under key id ${config.secretKeysLost.join(', ')}, declared lost (BULB_SECRET_KEYS_LOST)`, warning: true, sealed };
+  }
   return { box, notice, warning, sealed };
 }
+
+/** What a subscription deactivated for a lost key says (its health's disabledReason), and what heals it. */
+const lostKeyReason = (keyIds: string[]) =>
+  `a credential or the signing secret of this subscription is sealed under key id ${keyIds.join(', ')}, declared lost (BULB_SECRET_KEYS_LOST): ` +
+  'give each credential the subscription reads as unreadable again (PATCH) and rotate the signing secret if it is (POST …/rotateSecret; give the receiver the new one), then re-activate it';
 
 /** Seals every value not yet under the current key. Returns how many values changed. */
 export async function reencryptAll(db: Db, box: SecretBox): Promise<number> {
@@ -70,7 +92,7 @@ async function rewrite(tx: Queryable, box: SecretBox, keyId: string | null, limi
     for (const column of columns) {
       let after = '0';
       for (let done = 0; done < limit; ) {
-        const rows = await store.valuesToSeal(tx, table, column, keyId, after, Math.min(BATCH, limit - done));
+        const rows = await store.valuesToSeal(tx, table, column, keyId, box.keyIds, after, Math.min(BATCH, limit - done));
         for (const r of rows) {
           if (await store.replaceValue(tx, table, column, r.id, r.value, box.seal(box.open(r.value)))) n++;
         }

@@ -23,16 +23,40 @@ export interface StoredValue {
   value: string;
 }
 
-/** Values of one column that are clear text, or (when keyId is given) sealed under another key. */
-export async function valuesToSeal(db: Queryable, table: string, column: string, keyId: string | null, afterId: string, limit: number): Promise<StoredValue[]> {
+/**
+ * Values of one column that are clear text, or (when keyId is given) sealed under another key that `openable` names
+ * (one sealed under a key declared lost stays as it is).
+ */
+export async function valuesToSeal(db: Queryable, table: string, column: string, keyId: string | null, openable: string[], afterId: string, limit: number): Promise<StoredValue[]> {
   const r = await db.query<StoredValue>(
     `SELECT id, ${column} AS value FROM ${table}
-     WHERE ${column} IS NOT NULL AND (${column} !~ '${SEALED_SQL}' OR ($1::text IS NOT NULL AND substr(${column}, 4, 16) <> $1))
+     WHERE ${column} IS NOT NULL
+       AND (${column} !~ '${SEALED_SQL}' OR ($1::text IS NOT NULL AND substr(${column}, 4, 16) <> $1 AND substr(${column}, 4, 16) = ANY($4::text[])))
        AND id > $2
      ORDER BY id LIMIT $3`,
-    [keyId, afterId, limit],
+    [keyId, afterId, limit, openable],
   );
   return r.rows;
+}
+
+/** A secret column `c` holds a value sealed under one of the key ids $1. */
+const sealedUnder = (c: string) => `(${c} ~ '${SEALED_SQL}' AND substr(${c}, 4, 16) = ANY($1::text[]))`;
+
+/**
+ * Deactivates the live, active subscriptions holding a value sealed under one of these key ids (declared lost), with
+ * `reason` as their disabled reason: their deliveries wait instead of failing SECRET_UNREADABLE. Returns their ids.
+ * (A rotated-out secret under such a key leaves only its own signature out: no reason to stop the subscription.)
+ */
+export async function deactivateHolders(db: Queryable, keyIds: string[], reason: string): Promise<string[]> {
+  const own = SECRET_COLUMNS.find((t) => t.table === 'webhook_subscriptions')!.columns.map(sealedUnder);
+  const r = await db.query<{ id: string }>(
+    `UPDATE webhook_subscriptions s SET is_active = false, disabled_reason = $2, updated_at = clock_timestamp()
+     WHERE s.is_active AND s.deleted_at IS NULL
+       AND (${own.join(' OR ')})
+     RETURNING s.id`,
+    [keyIds, reason],
+  );
+  return r.rows.map((x) => x.id);
 }
 
 /** Replaces one value, only if nobody changed it meanwhile. */

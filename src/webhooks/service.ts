@@ -240,6 +240,9 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     if (secretWhy && method === OAUTH2 && patch.oauth2?.clientSecret === undefined) {
       throw unreadable('oauth2.clientSecret', secretWhy, 'give "oauth2" with its "clientSecret" again in this PATCH');
     }
+    // Re-activated with a signing secret nobody can sign with: every delivery would fail SECRET_UNREADABLE.
+    const signingWhy = cur.unreadable.signingSecret;
+    if (signingWhy && patch.isActive === true && !cur.is_active) throw unreadable('signingSecret', signingWhy, 'rotate it (POST …/rotateSecret) before activating the subscription');
     const keyWhy = cur.unreadable['tls.clientKey'];
     if (keyWhy && patch.tls !== null && patch.tls?.clientKey === undefined) throw unreadable('tls.clientKey', keyWhy, 'give "tls" with its "clientKey" again in this PATCH, or "tls": null');
     const w = credentialRules({

@@ -1,0 +1,91 @@
+// A key lost for good (SPEC §15, docs/security.md "A lost key"): a start that finds values sealed under a key it does
+// not have refuses, and says how to start without it (BULB_SECRET_KEYS_LOST). Declared lost, the start deactivates the
+// subscriptions holding such values (their deliveries wait; an audit row each), leaves the values as they are (a key
+// found again still opens them), and the API heals each subscription: a credential given anew, the signing secret
+// rotated, then re-activated. Until 2026-11-30 the only way out was SQL by hand.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { AesGcmBox, keyId, sealedKeyId } from '../../src/secrets/box.ts';
+import { prepareSecrets, reencryptAll } from '../../src/secrets/startup.ts';
+import { keyIdsInUse } from '../../src/secrets/store.ts';
+import { backends, freshDb } from '../helpers/db.ts';
+import { startServer } from '../helpers/server.ts';
+
+const ALLOW = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' };
+const SUBS = '/integrations/webhooks/subscriptions';
+
+for (const backend of await backends()) {
+  describe(`a secret key lost for good [${backend}]`, () => {
+    it('refused with the way out named; declared lost, its holders are deactivated and healed through the API', async () => {
+      const K = crypto.randomBytes(32).toString('base64');
+      const lostKey = crypto.randomBytes(32);
+      const L = keyId(lostKey);
+      const tdb = await freshDb(backend);
+      try {
+        let srv = await startServer(tdb.db, { ...ALLOW, BULB_SECRET_KEY: K });
+        const make = async (body: object) => (await srv.api.post(SUBS, { url: 'http://127.0.0.1:9/x', eventType: 'customerCreate', ...body })).body;
+        const bearer = await make({ authMethod: 'BEARER', bearerToken: 'tok' });
+        const signing = await make({});
+        const healthy = await make({});
+        const idle = await make({ authMethod: 'BEARER', bearerToken: 'tok2', isActive: false });
+        await srv.close();
+        // What a process with the lost key sealed: the bearer tokens of two, the signing secret of one.
+        const underLost = (v: string) => new AesGcmBox(lostKey).seal(v);
+        const set = (uuid: string, column: string, v: string) => tdb.db.query(`UPDATE webhook_subscriptions SET ${column} = $2 WHERE uuid = $1`, [uuid, v]);
+        await set(bearer.uuid, 'bearer_token', underLost('tok'));
+        await set(signing.uuid, 'signing_secret', underLost('whsec_lost'));
+        await set(idle.uuid, 'bearer_token', underLost('tok2'));
+
+        // 1. Refused, naming the key id and the setting that starts without it; nothing changed.
+        await assert.rejects(prepareSecrets(tdb.db, loadConfig({ BULB_SECRET_KEY: K })),
+          (e: Error) => e instanceof ConfigError && e.message.includes(`BULB_SECRET_KEYS_LOST=${L}`));
+        assert.throws(() => loadConfig({ BULB_SECRET_KEY: K, BULB_SECRET_KEYS_LOST: 'not-a-key-id' }), ConfigError);
+        const active = async () => Object.fromEntries((await tdb.db.query<{ uuid: string; is_active: boolean }>(
+          `SELECT uuid, is_active FROM webhook_subscriptions`)).rows.map((r) => [r.uuid, r.is_active]));
+        assert.deepEqual(await active(), { [bearer.uuid]: true, [signing.uuid]: true, [healthy.uuid]: true, [idle.uuid]: false });
+
+        // 2. Declared lost: the start goes on; the active holders are deactivated, with a reason and an audit row each.
+        const lostEnv = { BULB_SECRET_KEY: K, BULB_SECRET_KEYS_LOST: L.toUpperCase() };
+        const first = await prepareSecrets(tdb.db, loadConfig(lostEnv));
+        assert.equal(first.warning, true);
+        assert.match(first.notice, new RegExp(`2 subscription\\(s\\) deactivated: they hold values sealed under key id ${L}`));
+        assert.deepEqual(await active(), { [bearer.uuid]: false, [signing.uuid]: false, [healthy.uuid]: true, [idle.uuid]: false });
+        const audit = (await tdb.db.query<{ target_id: string; actor_type: string; details: { reason: string } }>(
+          `SELECT target_id, actor_type, details FROM audit_log WHERE action = 'subscription.disabled' ORDER BY target_id`)).rows;
+        assert.deepEqual(audit.map((a) => a.target_id).sort(), [bearer.uuid, signing.uuid].sort());
+        for (const a of audit) {
+          assert.equal(a.actor_type, 'system');
+          assert.match(a.details.reason, new RegExp(`sealed under key id ${L}, declared lost`));
+        }
+        // The values stay as they were (the key, if found, still opens them); another start deactivates nothing more.
+        assert.equal(sealedKeyId((await tdb.db.query<{ bearer_token: string }>(`SELECT bearer_token FROM webhook_subscriptions WHERE uuid = $1`, [bearer.uuid])).rows[0].bearer_token), L);
+        const second = await prepareSecrets(tdb.db, loadConfig(lostEnv));
+        assert.equal(second.warning, false);
+        assert.equal((await tdb.db.query(`SELECT 1 FROM audit_log WHERE action = 'subscription.disabled'`)).rows.length, 2);
+        // reencrypt leaves them too (it re-seals what it can open): it does not stop at them.
+        assert.equal(await reencryptAll(tdb.db, second.box), 0);
+
+        // 3. Healed through the API: a credential given anew, the signing secret rotated; each re-activation that would
+        //    fail every delivery is a 409 naming what to give.
+        srv = await startServer(tdb.db, { ...ALLOW, ...lostEnv });
+        const health = (await srv.api.get(`${SUBS}/${bearer.uuid}`)).body.health;
+        assert.match(JSON.stringify(health), /declared lost/);
+        const noToken = await srv.api.patch(`${SUBS}/${bearer.uuid}`, { isActive: true });
+        assert.deepEqual([noToken.status, noToken.body.errors[0].moreInfo], [409, 'bearerToken']);
+        assert.equal((await srv.api.patch(`${SUBS}/${bearer.uuid}`, { isActive: true, bearerToken: 'tok-new' })).status, 200);
+        const noSecret = await srv.api.patch(`${SUBS}/${signing.uuid}`, { isActive: true });
+        assert.deepEqual([noSecret.status, noSecret.body.errors[0].moreInfo], [409, 'signingSecret'], noSecret.text);
+        assert.equal((await srv.api.post(`${SUBS}/${signing.uuid}/rotateSecret`)).status, 200);
+        assert.equal((await srv.api.patch(`${SUBS}/${signing.uuid}`, { isActive: true })).status, 200);
+        await srv.close();
+        assert.deepEqual(await active(), { [bearer.uuid]: true, [signing.uuid]: true, [healthy.uuid]: true, [idle.uuid]: false });
+        // Only the inactive one still holds a value under the lost key.
+        assert.deepEqual((await keyIdsInUse(tdb.db)).sort(), [keyId(Buffer.from(K, 'base64')), L].sort());
+      } finally {
+        await tdb.close();
+      }
+    });
+  });
+}
