@@ -126,25 +126,3 @@ function withRequest(x: StoredAttempt, versions: Map<number, SendingConfig>): At
   const built = rebuildRequest(v ?? { hmacHeader: '', headers: {} }, { signatures: v ? signatures : null, timestampSkew: null }, src, Number(sent_timestamp));
   return { ...row, url: v?.url ?? '', request_headers: built.headers, request_body: built.body };
 }
-
-// ---- the console's 24 h chart ----
-
-export interface StatsRow {
-  subscription_uuid: string;
-  hour: string;
-  attempts: number;
-  successes: number;
-}
-
-/** Attempts and successes per live subscription and hour since `since` (one query, the attempts' time index). */
-export async function attemptStats(db: Queryable, since: string): Promise<StatsRow[]> {
-  const r = await db.query<StatsRow>(
-    `SELECT s.uuid AS subscription_uuid, date_trunc('hour', a.started_at) AS hour, count(*)::int AS attempts,
-       (count(*) FILTER (WHERE a.outcome = 'success'))::int AS successes
-     FROM webhook_attempts a JOIN webhook_subscriptions s ON s.id = a.subscription_id
-     WHERE a.started_at >= $1 AND s.deleted_at IS NULL
-     GROUP BY 1, 2 ORDER BY 1, 2`,
-    [since],
-  );
-  return r.rows;
-}

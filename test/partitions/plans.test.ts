@@ -14,7 +14,8 @@ import { EVENTS } from '../../src/partitions/tables.ts';
 import { listEvents, findEvent } from '../../src/events/store.ts';
 import { claimLanes, releaseClaims } from '../../src/webhooks/queue-store.ts';
 import { listDeliveries, retryDelivery } from '../../src/webhooks/store.ts';
-import { attemptStats, listAttempts } from '../../src/webhooks/attempts-store.ts';
+import { listAttempts } from '../../src/webhooks/attempts-store.ts';
+import { attemptStats } from '../../src/webhooks/stats-store.ts';
 import { emitOperational } from '../../src/webhooks/health-store.ts';
 
 const DAYS = 30;
