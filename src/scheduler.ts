@@ -11,6 +11,7 @@ import { startPartitionMaintenance } from './partitions/maintain.ts';
 import { startKeyBackfill } from './partitions/backfill.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
 import { ReplayWorker } from './webhooks/replay-worker.ts';
+import { startStatsRollup } from './webhooks/stats-rollup.ts';
 import { startDuplicateRefresher } from './crm/duplicates/refresh.ts';
 import { ImportWorker } from './imports/worker.ts';
 
@@ -54,6 +55,8 @@ export function backgroundJobs(db: Db, config: Config, log: JobLog): Job[] {
     },
     // Time marks past retention, expired Idempotency-Keys.
     { name: 'housekeeping', runs: 'worker', start: async () => startHousekeeping(db, config, 3_600_000, (m) => log(m), failed('housekeeping')) },
+    // The webhook stats' hourly rollup: closed hours' attempts per subscription (src/webhooks/stats-rollup.ts).
+    { name: 'webhook stats rollup', runs: 'worker', start: async () => startStatsRollup(db, 300_000, (m) => log(m), failed('webhook stats rollup')) },
     // Possible duplicates: folds changed customers into the pairs table (SPEC §14).
     { name: 'duplicates refresh', runs: 'worker', start: async () => startDuplicateRefresher(db, config.defaultPhoneRegion, 1000, failed('duplicate refresh')) },
     // Imports: applies uploaded files in committed chunks.

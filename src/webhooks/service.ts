@@ -4,7 +4,8 @@
 import type { Db, Queryable } from '../db/db.ts';
 import type { AuditHook } from '../audit/record.ts';
 import { ApiError, invalid, notFound } from '../http/errors.ts';
-import { requeueGuard } from '../partitions/store.ts';
+import { keptSince, requeueGuard } from '../partitions/store.ts';
+import { ATTEMPTS } from '../partitions/tables.ts';
 import { iso, isoNN } from '../http/time.ts';
 import { checkHost } from './address.ts';
 import { newSigningSecret } from './signing.ts';
@@ -12,7 +13,7 @@ import { NO_MORE_RETRIES } from './schedule.ts';
 import { checkPolicy } from './policy.ts';
 import * as store from './store.ts';
 import { type AttemptRow } from './attempts-store.ts';
-import { attemptStats } from './stats-store.ts';
+import { attemptStats, rolledHours } from './stats-store.ts';
 import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, shownUrl, splitCredential, URL_UNSAFE } from './destinations/url.ts';
 import { checkTokenUrl, OAUTH2, receiverAuthRules, sameOrigin, shapeReceiverAuth } from './receiver-auth.ts';
 import type { SubscriptionCreateT, SubscriptionPatchT } from './schema.ts';
@@ -404,7 +405,9 @@ export function shapeAttempt(a: AttemptRow) {
 
 /**
  * Hourly attempts and successes over the last `hours` hours (the current hour included), per subscription with
- * attempts and overall; every bucket present (zeros included), oldest first.
+ * attempts and overall; every bucket present (zeros included), oldest first. The hours the rollup holds are read
+ * from it (stats-rollup.ts), the rest counted from the attempts: the same answer whatever the job's progress. When
+ * the rollup does not reach back to the window's start (no pass yet), every hour is counted.
  */
 export async function stats(db: Queryable, hours: number) {
   const hourMs = 3_600_000;
@@ -413,7 +416,13 @@ export async function stats(db: Queryable, hours: number) {
   const empty = () => slots.map((hour) => ({ hour, attempts: 0, successes: 0 }));
   const overall = empty();
   const bySub = new Map<string, ReturnType<typeof empty>>();
-  for (const r of await attemptStats(db, slots[0])) {
+  const w = await rolledHours(db);
+  const useRollup = w.from !== null && w.until !== null && w.from.getTime() <= first && w.until.getTime() > first;
+  // The rollup's rows of days whose attempts retention has dropped are left out, as those attempts are (a
+  // BULB_WEBHOOK_RETENTION_DAYS under 7).
+  const kept = useRollup ? await keptSince(db, ATTEMPTS) : null;
+  const rolled = useRollup ? { from: new Date(Math.max(first, kept?.getTime() ?? first)).toISOString(), until: w.until!.toISOString() } : undefined;
+  for (const r of await attemptStats(db, rolled?.until ?? slots[0], rolled)) {
     const i = Math.round((Date.parse(isoNN(r.hour)) - first) / hourMs);
     if (i < 0 || i >= hours) continue;
     let b = bySub.get(r.subscription_uuid);
