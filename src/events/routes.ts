@@ -28,7 +28,7 @@ const ListQuery = Type.Object(
     eventType: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: `one event type or several, comma-separated: ${LISTED_TYPES.join(', ')}` })),
     since: Type.Optional(Type.String({ format: 'date-time', description: 'events created at or after this time' })),
     until: Type.Optional(Type.String({ format: 'date-time', description: 'events created before this time' })),
-    resourceUuid: Type.Optional(Type.String({ format: 'uuid', description: 'events of this resource only' })),
+    resourceUuid: Type.Optional(Type.String({ format: 'uuid', description: `events of this resource only; a page reads at most ${store.SCAN_BUDGET} of its events, so with eventType or since/until it may hold fewer than limit, or none, and still give a nextCursor to go on from` })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 250, default: 50, description: 'page size, 1–250' })),
     cursor: Type.Optional(Type.String({ maxLength: 200, description: 'opaque cursor from a previous nextCursor' })),
   },
@@ -50,7 +50,7 @@ export function shapeEvent(r: store.EventRow): EventT {
 }
 
 /** Event cursors carry the (xid, id) position of the last event of the page; opaque to clients. */
-function encodeCursor(r: store.EventRow): string {
+function encodeCursor(r: { xid: string; id: string }): string {
   return Buffer.from(`e1:${r.xid}:${r.id}`, 'utf8').toString('base64url');
 }
 
@@ -87,7 +87,10 @@ export function eventRoutes(s: Services): RouteDef[] {
         const page = rows.slice(0, limit);
         // The cursor of a non-empty page is given even on the last page, so that a client can keep it and
         // ask again later for events committed since; an empty page answers null (keep the previous one).
-        return { data: page.map(shapeEvent), nextCursor: page.length > 0 ? encodeCursor(page[page.length - 1]) : null };
+        // A resource's walk that read its budget (store.SCAN_BUDGET) before the page was full goes on after the last
+        // event it read: that page may be short, or empty, and still has a cursor.
+        const last = rows.length <= limit && rows.scanEnd ? rows.scanEnd : page.at(-1);
+        return { data: page.map(shapeEvent), nextCursor: last ? encodeCursor(last) : null };
       },
     },
     {

@@ -72,16 +72,23 @@ async function xidRange(db: Queryable, since: string | undefined, until: string 
 const NOT_HIDDEN = `event_type <> ALL(ARRAY[${HIDDEN_TYPES.map((t) => `'${t.replaceAll("'", "''")}'`).join(', ')}]::text[])`;
 
 
+/** How many of a resource's events a page with `resourceUuid` reads at most (listEvents). */
+export const SCAN_BUDGET = 5_000;
+
+/** A page of events and, when a resource's walk read its whole budget, the position of the last event it read. */
+export type EventPage = EventRow[] & { scanEnd?: { xid: string; id: string } };
+
 /**
  * Oldest first in (xid, id) order (xid: the writing transaction, see 009_events_api.sql), and only
  * events below the horizon, which can no longer be joined by an earlier-ordered event. Returns up to
  * limit + 1 rows so the caller knows whether more follow.
  *
  * Each shape is an index scan in (xid, id) order that stops after the page, whatever the values:
- * events_xid without filters, events_resource_xid with resourceUuid, and with eventType one scan of
- * events_type_xid per type (merged by the outer ORDER BY), written as a range of that index
- * ((event_type, xid) below (type, horizon), (event_type, xid, id) after (type, cursor)), which only that
- * index serves, so a rare type never walks the table. The texts vary only with which filters are present,
+ * events_xid without filters; with eventType one scan of events_type_xid per type (merged by the outer ORDER BY),
+ * written as a range of that index ((event_type, xid) below (type, horizon), (event_type, xid, id) after (type,
+ * cursor)), which only that index serves, so a rare type never walks the table; with resourceUuid a range of
+ * events_resource_xid the same way ((resource_uuid, xid) below (resource, horizon), ordered by all three), read for
+ * at most SCAN_BUDGET events (resourcePage). The texts vary only with which filters are present,
  * the number of types and the rounded-up page size (a literal: with LIMIT $n the planner assumes 10% of
  * the rows), so they are named statements planned once per connection (generic plan, no per-call
  * planning of the horizon subquery). since and until bound the walk itself, through the time marks
@@ -89,7 +96,7 @@ const NOT_HIDDEN = `event_type <> ALL(ARRAY[${HIDDEN_TYPES.map((t) => `'${t.repl
  * since, and ends after the last that can have written one before until, rather than reading every older
  * (newer) event of the listed types. Without a mark for a date, the best plan depends on it: planned per call.
  */
-export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRow[]> {
+export async function listEvents(db: Queryable, f: EventFilter): Promise<EventPage> {
   const params: unknown[] = [];
   const param = (v: unknown) => `$${params.push(v)}`;
   const fetch = fetchSize(f.limit);
@@ -102,14 +109,25 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
   const { lo, hi } = since !== undefined || f.until !== undefined ? await xidRange(db, since, f.until) : {};
   const after = lo !== undefined ? { xid: lo, id: '0' } : f.after;
   const cursor = after && { xid: param(after.xid), id: param(after.id) };
+  // The end of a range walk: the horizon, or until's mark before it.
+  const end = () => (hi === undefined ? HORIZON : `least(${HORIZON}, ${param(hi)}::xid8)`);
   const where: string[] = [];
-  if (f.resourceUuid !== undefined) where.push(`resource_uuid = ${param(f.resourceUuid)}::uuid`);
   if (f.since !== undefined) where.push(`created_at >= ${param(f.since)}::timestamptz`);
   if (f.until !== undefined) where.push(`created_at < ${param(f.until)}::timestamptz`);
   let sql: string;
-  if (types && f.resourceUuid === undefined) {
+  if (f.resourceUuid !== undefined) {
+    const res = `${param(f.resourceUuid)}::uuid`;
     const range = [
-      `(event_type, xid) < (t.type, ${hi === undefined ? HORIZON : `least(${HORIZON}, ${param(hi)}::xid8)`})`,
+      `(resource_uuid, xid) < (${res}, ${end()})`,
+      cursor ? `(resource_uuid, xid, id) > (${res}, ${cursor.xid}::xid8, ${cursor.id}::bigint)` : `resource_uuid >= ${res}`,
+    ];
+    const hit = [NOT_HIDDEN, ...where];
+    if (types) hit.push(`event_type IN (${types.map(param).join(', ')})`);
+    return resourcePage(db, range, hit, fetch, params, f.limit, open(since, lo, f.until, hi));
+  }
+  if (types) {
+    const range = [
+      `(event_type, xid) < (t.type, ${end()})`,
       cursor ? `(event_type, xid, id) > (t.type, ${cursor.xid}::xid8, ${cursor.id}::bigint)` : 'event_type >= t.type',
       ...where,
     ];
@@ -120,15 +138,43 @@ export async function listEvents(db: Queryable, f: EventFilter): Promise<EventRo
     where.push(NOT_HIDDEN, `xid < ${HORIZON}`);
     if (hi !== undefined) where.push(`xid < ${param(hi)}::xid8`);
     if (cursor) where.push(`(xid, id) > (${cursor.xid}::xid8, ${cursor.id}::bigint)`);
-    if (types) where.push(`event_type = ANY(${param(types)}::text[])`);
     // events.xid: the column (xid8, numeric order), not the xid::text output alias of the same name.
     sql = `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY events.xid, events.id LIMIT ${fetch}`;
   }
-  // A date with no mark beyond it leaves that end of the walk open: then the plan depends on the dates (planned per
-  // call, which may read the created_at index instead). Otherwise the walk is bounded and a named statement.
-  const open = (since !== undefined && lo === undefined) || (f.until !== undefined && hi === undefined);
-  const r = await db.query<EventRow>(sql, params, open ? undefined : statementName('events_list', sql));
+  const r = await db.query<EventRow>(sql, params, open(since, lo, f.until, hi) ? undefined : statementName('events_list', sql));
   return r.rows.slice(0, f.limit + 1);
+}
+
+/**
+ * A date with no mark beyond it leaves that end of the walk open: then the plan depends on the dates (planned per
+ * call, which may read the created_at index instead). Otherwise the walk is bounded and a named statement.
+ */
+const open = (since: string | undefined, lo: string | undefined, until: string | undefined, hi: string | undefined) =>
+  (since !== undefined && lo === undefined) || (until !== undefined && hi === undefined);
+
+/**
+ * A page of one resource's events: the first SCAN_BUDGET of them after the cursor (below the horizon and until's
+ * mark: `range`, a range of events_resource_xid ordered by all its columns, which only that index serves), in
+ * (xid, id) order, and those of them that `hit` keeps (the types asked for, since and until, no hidden type), up to
+ * the page. A resource can have hundreds of thousands of events (a customer updated by every sync) and a type it
+ * rarely or never has: the walk for it stops at the budget, and the page carries `scanEnd`, the last event read, to
+ * go on from (a page may hold fewer events than its limit, none even, with a next cursor). A page of a resource's
+ * every event, or of a type it has often, stops at the page. (An index on (resource_uuid, event_type, xid, id) would read only the
+ * type's events, but one more index on every event written, built over every partition of a running deployment's
+ * table, which no online migration here can do: docs/events.md.)
+ */
+async function resourcePage(db: Queryable, range: string[], hit: string[], fetch: number, params: unknown[], limit: number, planPerCall: boolean): Promise<EventPage> {
+  // Streamed: the resource's events numbered up to the budget; the hits and the budget's last row (its edge) kept, up
+  // to the page. A common type stops after a page of hits; a rare one reads the budget.
+  const sql = `SELECT ${COLUMNS}, hit, k = ${SCAN_BUDGET} AS edge FROM (
+      SELECT events.*, (${hit.join(' AND ')}) AS hit, row_number() OVER (ORDER BY resource_uuid, xid, id) AS k
+      FROM events WHERE ${range.join(' AND ')} ORDER BY resource_uuid, xid, id LIMIT ${SCAN_BUDGET}
+    ) AS events WHERE hit OR k = ${SCAN_BUDGET} ORDER BY events.resource_uuid, events.xid, events.id LIMIT ${fetch}`;
+  const r = await db.query<EventRow & { hit: boolean; edge: boolean }>(sql, params, planPerCall ? undefined : statementName('events_resource', sql));
+  const page: EventPage = r.rows.filter((row) => row.hit).slice(0, limit + 1).map(({ hit, edge, ...row }) => row);
+  const last = r.rows.find((row) => row.edge);
+  if (last) page.scanEnd = { xid: last.xid, id: last.id };
+  return page;
 }
 
 export async function findEvent(db: Queryable, uuid: string): Promise<EventRow | undefined> {

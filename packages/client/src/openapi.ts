@@ -14652,7 +14652,7 @@ export interface operations {
                 since?: string;
                 /** @description events created before this time */
                 until?: string;
-                /** @description events of this resource only */
+                /** @description events of this resource only; a page reads at most 5000 of its events, so with eventType or since/until it may hold fewer than limit, or none, and still give a nextCursor to go on from */
                 resourceUuid?: string;
                 /** @description page size, 1–250 */
                 limit?: number;
