@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
+import type { Res } from '../helpers/server.ts';
 import type { Queryable } from '../../src/db/db.ts';
 import { costOf } from '../helpers/buffers.ts';
 import * as store from '../../src/events/store.ts';
@@ -56,7 +57,7 @@ await describeEachDb('events of a resource with a long history', (ctx) => {
     const sizes: number[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 1000; i++) {
-      const r = await api().get(`/events?limit=${limit}&resourceUuid=${RESOURCE}${query}${cursor ? `&cursor=${cursor}` : ''}`);
+      const r: Res = await api().get(`/events?limit=${limit}&resourceUuid=${RESOURCE}${query}${cursor ? `&cursor=${cursor}` : ''}`);
       assert.equal(r.status, 200, r.text);
       assert.ok(r.body.data.length <= limit);
       seen.push(...r.body.data);
