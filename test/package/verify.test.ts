@@ -35,6 +35,13 @@ describe('verifyWebhook (@bulb/client/verify)', () => {
     assert.equal(verifyWebhook(body, new Headers(headers([secret])), secret).resource.externalId, 'é-1');
     const nodeStyle = Object.fromEntries(Object.entries(headers([secret])).map(([k, v]) => [k.toLowerCase(), k === 'webhook-id' ? [v] : v]));
     assert.equal(verifyWebhook(body, nodeStyle, secret).source, 'TULIP_API');
+    // A Fetch-style framework's `await request.arrayBuffer()`, and a view into a larger buffer (a RangeError until 2026-11-30).
+    const bytes = Buffer.from(body);
+    assert.equal(verifyWebhook(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length), headers([secret]), secret).eventType, 'customerCreate');
+    const padded = Buffer.concat([Buffer.from('xx'), bytes, Buffer.from('yy')]);
+    assert.equal(verifyWebhook(new DataView(padded.buffer, padded.byteOffset + 2, bytes.length), headers([secret]), secret).eventType, 'customerCreate');
+    // Chunks not concatenated are a setup mistake, not a forged request.
+    assert.throws(() => verifyWebhook([bytes] as any, headers([secret]), secret), (e: Error) => e instanceof TypeError && /concatenate chunks/.test(e.message));
   });
 
   // https://docs.tulip.com/integrating/webhooks/authenticationandsecurity: "sign the webhook message using the

@@ -4,8 +4,8 @@
 //   const bulb = createBulbClient({ baseUrl: 'http://127.0.0.1:8080', token: process.env.BULB_KEY! });
 //   const { data, error } = await bulb.POST('/api/2026-11/crm/customers', { body: { externalId: 'ext-1' } });
 // The webhook verifier is '@bulb/client/verify' (./verify.ts), which needs no fetch types.
-import createClient, { type Client, type ClientOptions } from 'openapi-fetch';
-import type { components, operations, paths } from './openapi.ts';
+import createClient, { type Client, type ClientOptions, type Middleware } from 'openapi-fetch';
+import type { components, operations, paths } from './openapi.js'; // .js: the declarations keep it, and TypeScript before 5 reads no .ts there
 
 export type { components, operations, paths };
 export type Schemas = components['schemas'];
@@ -24,10 +24,49 @@ export interface BulbClientOptions extends Omit<ClientOptions, 'baseUrl'> {
   token: string;
 }
 
-/** A client for every route of the latest version (types from the 2026-11 document). */
+/**
+ * A client for every route of the latest version (types from the 2026-11 document). The routes whose bodies are not
+ * JSON work as typed: a string body sent with its own Content-Type (an import's `text/csv` or `application/x-ndjson`)
+ * goes as it is, and an NDJSON or CSV answer (the export, an import's errors) is `data` as a string, as typed
+ * (`parseAs: "stream"` still streams it). openapi-fetch alone sent the string JSON-quoted and parsed the answer as
+ * JSON (a SyntaxError thrown for an export of two customers).
+ */
 export function createBulbClient({ baseUrl, token, headers, ...rest }: BulbClientOptions): BulbClient {
-  return createClient<paths>({ ...rest, baseUrl: baseUrl.replace(/\/+$/, ''), headers: { ...headersObject(headers), authorization: `Bearer ${token}` } });
+  const client = createClient<paths>({
+    bodySerializer: sendAsGiven, ...rest, baseUrl: baseUrl.replace(/\/+$/, ''), headers: { ...headersObject(headers), authorization: `Bearer ${token}` },
+  });
+  client.use(textAnswers);
+  return client;
 }
+
+const isJson = (type: string | null | undefined) => !type || /^application\/(?:[\w.+-]*\+)?json\b/i.test(type.trim());
+
+function contentType(h: unknown): string | undefined {
+  if (h instanceof Headers) return h.get('content-type') ?? undefined;
+  if (h && typeof h === 'object') for (const [k, v] of Object.entries(h)) if (k.toLowerCase() === 'content-type' && v != null) return String(v);
+  return undefined;
+}
+
+/** openapi-fetch's serialisation, except a string sent with a Content-Type that is not JSON: as it is. */
+function sendAsGiven(body: unknown, headers?: unknown): any {
+  const type = contentType(headers);
+  if (typeof body === 'string' && !isJson(type)) return body;
+  if (body instanceof FormData) return body;
+  if (type === 'application/x-www-form-urlencoded') return new URLSearchParams(body as Record<string, string>).toString();
+  return JSON.stringify(body);
+}
+
+/** A successful answer in NDJSON or CSV, read as JSON by default: handed on as the JSON string of its text. */
+const textAnswers: Middleware = {
+  async onResponse({ response, options }) {
+    const type = response.headers.get('content-type');
+    if (!response.ok || isJson(type) || (options.parseAs ?? 'json') !== 'json' || response.status === 204) return undefined;
+    const headers = new Headers(response.headers);
+    headers.set('content-type', 'application/json');
+    headers.delete('content-length');
+    return new Response(JSON.stringify(await response.text()), { status: response.status, statusText: response.statusText, headers });
+  },
+};
 
 /** OAuth 2.0 client credentials: exchanges an auth client's id and secret for an access token. */
 export async function fetchToken(baseUrl: string, clientId: string, clientSecret: string, scope?: string, fetchImpl: typeof fetch = fetch): Promise<TokenResponse> {

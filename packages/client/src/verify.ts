@@ -7,7 +7,7 @@
 //    secret string exactly as shown (the UTF-8 bytes of the whole "whsec_…"), as docs.tulip.com describes it.
 // Synchronous and dependency-free: HMAC-SHA256 in plain TypeScript (./hmac-sha256.ts); the runtime needs only
 // TextEncoder, TextDecoder, atob and btoa (Node 16+, browsers, Deno, Bun, workers). No Node types at compile time.
-import { hmacSha256 } from './hmac-sha256.ts';
+import { hmacSha256 } from './hmac-sha256.js';
 
 export class WebhookVerificationError extends Error {
   override name = 'WebhookVerificationError';
@@ -58,6 +58,18 @@ function headerMap(h: WebhookHeaders): Map<string, string> {
     if (value !== undefined && !out.has(k.toLowerCase())) out.set(k.toLowerCase(), value);
   }
   return out;
+}
+
+/**
+ * The body's bytes; anything else (an array of chunks not concatenated, a parsed object) is a TypeError, a setup
+ * mistake: an ArrayBuffer was a RangeError from deep inside, and an array of chunks read as a forged request.
+ */
+function bytesOf(raw: unknown): Uint8Array {
+  if (typeof raw === 'string') return utf8(raw);
+  if (raw instanceof Uint8Array) return raw;
+  if (raw instanceof ArrayBuffer) return new Uint8Array(raw);
+  if (ArrayBuffer.isView(raw)) return new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength);
+  throw new TypeError('rawBody: expected the body as received, as a string, a Buffer or Uint8Array, or an ArrayBuffer (concatenate chunks first)');
 }
 
 function utf8(s: string): Uint8Array {
@@ -111,9 +123,10 @@ function same(a: string, b: string): boolean {
 /**
  * Throws WebhookVerificationError unless the request was signed with `secret` (or one of `secrets`, e.g. the new
  * and the old one during a rotation) within the tolerance; returns the parsed event. `rawBody` must be the body
- * exactly as received (a Buffer is a Uint8Array); `secret` is the signing secret as Bulb shows it ("whsec_…").
+ * exactly as received (a Buffer is a Uint8Array; `await request.arrayBuffer()`'s ArrayBuffer, or any view of the bytes,
+ * will do); `secret` is the signing secret as Bulb shows it ("whsec_…").
  */
-export function verifyWebhook(rawBody: string | Uint8Array, headers: WebhookHeaders, secret: string | readonly string[], opts: VerifyOptions = {}): WebhookEvent {
+export function verifyWebhook(rawBody: string | Uint8Array | ArrayBuffer | ArrayBufferView, headers: WebhookHeaders, secret: string | readonly string[], opts: VerifyOptions = {}): WebhookEvent {
   const secrets = typeof secret === 'string' ? [secret] : [...secret];
   if (!secrets.length) throw new TypeError('no signing secret given');
   for (const s of secrets) if (typeof s !== 'string' || !s.startsWith(SECRET_PREFIX)) throw new TypeError('signing secret: expected "whsec_…" as Bulb shows it');
@@ -121,7 +134,7 @@ export function verifyWebhook(rawBody: string | Uint8Array, headers: WebhookHead
   const keys = secrets.map(standardKey);
   finiteOption('toleranceSec', opts.toleranceSec);
   finiteOption('nowSec', opts.nowSec);
-  const body = typeof rawBody === 'string' ? utf8(rawBody) : rawBody;
+  const body = bytesOf(rawBody);
   const h = headerMap(headers);
   const id = h.get('webhook-id');
   const ts = h.get('webhook-timestamp');
