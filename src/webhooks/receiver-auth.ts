@@ -77,7 +77,7 @@ export function receiverAuthRules(method: AuthMethodName, url: string, input: { 
   // A stored client key is kept only for the origin it was given for, as the other credentials are (docs/security.md):
   // it authenticated Bulb to any host a change of URL named (found by a probe).
   if (cur?.tls_client_key && input.tls !== null && input.tls?.clientKey === undefined && !sameOrigin(url, cur.url)) {
-    errs.push({ message: '"tls" with its "clientKey" must be given again when "url" names another origin: the stored key stays with the receiver it was given for (or "tls": null to remove it)', moreInfo: 'tls.clientKey' });
+    errs.push({ message: '"tls" with its "clientKey" must be given again when "url" names another origin: the stored key stays with the receiver it was given for (or "tls": null to remove it; fields of version 2026-11, where this change is made)', moreInfo: 'tls.clientKey' });
   }
   // Mutual TLS needs a connection that is TLS: https (sender.ts), amqps, or nats, which then requires TLS of the
   // server (destinations/). Over plain http or amqp no client certificate would be presented, so `tls` (given, or

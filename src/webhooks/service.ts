@@ -231,7 +231,7 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
         }
       }
       if (method === OAUTH2 && cur.auth_method === OAUTH2 && cur.oauth2_client_secret !== null && patch.oauth2?.clientSecret === undefined) {
-        throw invalid('"oauth2" with its "clientSecret" must be given again when "url" names another origin: the stored secret, and the access tokens it obtains, stay with the receiver they were given for', 'oauth2.clientSecret');
+        throw invalid('"oauth2" with its "clientSecret" must be given again when "url" names another origin: the stored secret, and the access tokens it obtains, stay with the receiver they were given for (a field of version 2026-11; or authMethod NONE)', 'oauth2.clientSecret');
       }
     }
     for (const [field, uses] of [['bearerToken', 'BEARER'], ['basicPassword', 'BASIC']] as const) {

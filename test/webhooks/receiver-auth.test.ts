@@ -371,6 +371,11 @@ await describeEachDb('receiver auth: OAuth2 client credentials and mutual TLS', 
     assert.equal(keep.status, 200, keep.text);
     await api().post(`${SUBS}/${s.body.uuid}/test`);
     await waitFor(() => mtls.received.length >= 2, 'a delivery with the kept key');
+    // An older version, which has no tls field, moving the url to another origin: refused, and told where it can be
+    // done (the message named only "tls", a field that version refuses: a probe, 2026-11-30).
+    const old = await ctx.srv.api.withVersion('2022-08').patch(`${SUBS}/${s.body.uuid}`, { url: 'http://127.0.0.1:9/elsewhere', bearerToken: 'tok-elsewhere' });
+    assert.equal(old.status, 400, old.text);
+    assert.match(old.body.errors[0].message, /version 2026-11/);
     const removed = await api().patch(`${SUBS}/${s.body.uuid}`, { tls: null });
     assert.equal(removed.body.tls, null);
   });
