@@ -4,7 +4,7 @@ import { fetchSize, statementName, type Queryable } from '../db/db.ts';
 import { rebuildRequest, type SendingConfig } from './attempt-request.ts';
 import { versionsById } from './versions-store.ts';
 import { deliveryOfAttempt, eventOfDelivery, uuidTimeBound } from '../partitions/keys.ts';
-import { lateral, logScope, pageFirst } from './store.ts';
+import { lateral, logScope, pageFirst, scanEdge, scanned, scannedSql, type ScannedPage } from './store.ts';
 
 export interface AttemptRow {
   id: string;
@@ -40,9 +40,11 @@ export interface LogQuery {
  * Newest first, before the cursor; shapes as listDeliveries': with a delivery, its attempts (the delivery by its
  * uuid, then webhook_attempts_delivery); with an event type that has few events, the ids of their deliveries'
  * attempts, then those; with a subscription, a range of webhook_attempts_sub in its order; else the primary key,
- * walked. Named statements, except with since/until, whose best plan depends on the dates: planned per call.
+ * walked. With a common event type, that walk reads LOG_SCAN.budget attempts a page at most (scanEdge), each joined
+ * to its delivery and event, the other filters tested on each (scannedSql): the page may be short and carry scanEnd.
+ * Named statements, except with since/until, whose best plan depends on the dates: planned per call.
  */
-export async function listAttempts(db: Queryable, q: LogQuery, before: string | null): Promise<AttemptRow[]> {
+export async function listAttempts(db: Queryable, q: LogQuery, before: string | null): Promise<ScannedPage<AttemptRow>> {
   const params: unknown[] = [];
   const param = (v: unknown) => `$${params.push(v)}`;
   // With a delivery, its attempts are few whatever their type: no count.
@@ -65,11 +67,16 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
   } else {
     where.push(`a.id < ${cursor}`);
   }
-  const byType = q.eventType !== undefined && !fewEvents;
-  if (byType) where.push(`e.event_type = ${param(q.eventType)}`);
-  if (q.outcome !== undefined) where.push(`a.outcome = ${param(q.outcome)}`);
-  if (q.since !== undefined) where.push(`a.started_at >= ${param(q.since)}::timestamptz`);
-  if (q.until !== undefined) where.push(`a.started_at < ${param(q.until)}::timestamptz`);
+  // A common event type: the walk above is budgeted (LOG_SCAN), every other filter tested on each row it reads.
+  const byType = q.delivery === undefined && events !== undefined && !fewEvents;
+  const edge = byType ? await scanEdge(db, 'webhook_attempts', 'a', where, order, [...params]) : null;
+  // With a delivery, its few attempts joined, then filtered by the type.
+  const deliveryTyped = q.delivery !== undefined && q.eventType !== undefined;
+  const hit = byType ? [`e.event_type = ${param(q.eventType)}`] : where;
+  if (deliveryTyped) where.push(`e.event_type = ${param(q.eventType)}`);
+  if (q.outcome !== undefined) hit.push(`a.outcome = ${param(q.outcome)}`);
+  if (q.since !== undefined) hit.push(`a.started_at >= ${param(q.since)}::timestamptz`);
+  if (q.until !== undefined) hit.push(`a.started_at < ${param(q.until)}::timestamptz`);
   // The event's fields and the attempt's signed part rebuild a lean row's request (attempt-request.ts); its version is
   // read apart, once per process (versions-store.ts), not joined per row.
   const columns = `a.id, ${ATTEMPT_UUID_SQL} AS uuid, d.uuid AS delivery_uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, a.url,
@@ -77,18 +84,21 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
        a.request_headers, a.request_body, a.response_body, a.version_id, encode(a.signatures, 'hex') AS signatures,
        floor(extract(epoch FROM a.started_at))::bigint + coalesce(a.timestamp_skew, 0) AS sent_timestamp,
        e.created_at::text AS event_created_at, e.resource_type, e.resource_uuid, e.resource_external_id, e.source`;
-  const joins = `JOIN webhook_deliveries d ON ${deliveryOfAttempt('a', 'd')} JOIN events e ON ${eventOfDelivery('d', 'e')}
-       JOIN webhook_subscriptions s ON s.id = a.subscription_id`;
+  const joins = `${lateral('webhook_deliveries', 'd', deliveryOfAttempt('a', 'd'))} ${lateral('events', 'e', eventOfDelivery('d', 'e'))}`;
   const sql = byType
-    ? `SELECT ${columns} FROM webhook_attempts a ${joins} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`
-    : pageFirst('webhook_attempts', 'a', where, order, fetchSize(q.limit), columns,
-      `${lateral('webhook_deliveries', 'd', deliveryOfAttempt('a', 'd'))} ${lateral('events', 'e', eventOfDelivery('d', 'e'))}
-       JOIN webhook_subscriptions s ON s.id = a.subscription_id`);
+    ? scannedSql('webhook_attempts', 'a', where, edge === null ? undefined : param(edge), hit, order, fetchSize(q.limit), columns,
+      `${joins} ${lateral('webhook_subscriptions', 's', 's.id = a.subscription_id')}`)
+    : deliveryTyped
+    ? `SELECT ${columns} FROM webhook_attempts a JOIN webhook_deliveries d ON ${deliveryOfAttempt('a', 'd')} JOIN events e ON ${eventOfDelivery('d', 'e')}
+       JOIN webhook_subscriptions s ON s.id = a.subscription_id WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${fetchSize(q.limit)}`
+    : pageFirst('webhook_attempts', 'a', where, order, fetchSize(q.limit), columns, `${joins} JOIN webhook_subscriptions s ON s.id = a.subscription_id`);
   const dated = q.since !== undefined || q.until !== undefined;
   const r = await db.query<StoredAttempt>(sql, params, dated ? undefined : statementName('webhook_attempts_list', sql));
-  const rows = r.rows.slice(0, q.limit + 1);
+  const rows = scanned(r.rows, q.limit, edge);
   const versions = await versionsById(db, rows.flatMap((x) => (x.version_id === null ? [] : [x.version_id])));
-  return rows.map((x) => withRequest(x, versions));
+  const page: ScannedPage<AttemptRow> = rows.map((x) => withRequest(x, versions));
+  if (rows.scanEnd !== undefined) page.scanEnd = rows.scanEnd;
+  return page;
 }
 
 /**

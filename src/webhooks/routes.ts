@@ -5,7 +5,7 @@ import { ErrorBody, NoContent } from '../http/schema.ts';
 import type { Services } from '../services.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
 import { instantOf } from '../http/validator.ts';
-import { decodeCursor, Page, pageOf } from '../http/pagination.ts';
+import { decodeCursor, encodeCursor, Page, pageOf } from '../http/pagination.ts';
 import { sourceOf } from '../http/context.ts';
 import { CATALOG } from '../events/catalog.ts';
 import * as S from './schema.ts';
@@ -21,6 +21,13 @@ import { conflict, invalid } from '../http/errors.ts';
 const BASE = '/integrations/webhooks';
 const secretDigest = (secret: string) => crypto.createHash('sha256').update(secret).digest('hex');
 const SUBS = `${BASE}/subscriptions`;
+
+/** A log list's page: when its walk stopped at its budget (store.LOG_SCAN), the cursor goes on after the last row read. */
+function scannedPageOf<R extends { id: string }, O>(rows: store.ScannedPage<R>, limit: number, shape: (r: R) => O) {
+  const page = pageOf(rows, limit, shape);
+  if (page.nextCursor === null && rows.scanEnd !== undefined) page.nextCursor = encodeCursor(rows.scanEnd);
+  return page;
+}
 
 
 export function webhookRoutes(s: Services): RouteDef[] {
@@ -139,7 +146,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
       handler: async (req) => {
         const q = req.query as any;
         const rows = await store.listDeliveries(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
-        return pageOf(rows, q.limit ?? 50, svc.shapeDelivery);
+        return scannedPageOf(rows, q.limit ?? 50, svc.shapeDelivery);
       },
     },
     {
@@ -166,7 +173,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
         const q = req.query as any;
         if (q.since !== undefined && q.until !== undefined && instantOf(q.since) > instantOf(q.until)) throw invalid('since must not be after until', 'since');
         const rows = await listAttempts(s.db, { ...q, limit: q.limit ?? 50 }, decodeCursor(q.cursor));
-        return pageOf(rows, q.limit ?? 50, svc.shapeAttempt);
+        return scannedPageOf(rows, q.limit ?? 50, svc.shapeAttempt);
       },
     },
   ];
