@@ -6,6 +6,7 @@ import { it } from 'node:test';
 import { describeConsole } from './browser.ts';
 import { startWorker, type TestWorker } from '../helpers/worker.ts';
 import { startReceiver, status, ok, waitFor, type Receiver } from '../webhooks/receiver.ts';
+import { FEW_EVENTS, LOG_SCAN } from '../../src/webhooks/store.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2', BULB_WEBHOOK_TIMEOUT_MS: '15000' };
 const TOKEN = 'tok-console-secret-42';
@@ -335,6 +336,48 @@ describeConsole('webhooks and logs', (ctx) => {
     await waitFor(async () => (await attempts()) === 121, '121 attempts', 120_000);
     await page.getByLabel('Live refresh').check(); // polls at once
     await waitFor(async () => (await rows.count()) === 121, 'all 121 rows, none missing', 60_000);
+  });
+
+  // Filtered by a common event type (FEW_EVENTS or more), the API looks at LOG_SCAN.budget attempts a page: a page may
+  // be empty and still have a nextCursor. The console showed "No attempts match these filters." for an attempt the
+  // next pages held. The budget is made 2 here (the server runs in this process), the newest 4 attempts are tests.
+  it('follows the cursor past empty pages of a common event type to the attempt that matches', async () => {
+    const { page, srv } = ctx;
+    const api = srv.api.withVersion('2026-11');
+    rx.behave(ok);
+    const sub = await api.post('/integrations/webhooks/subscriptions', { url: `${rx.url}sparse`, eventTypes: ['customerCreate'] });
+    assert.equal(sub.status, 201, sub.text);
+    const logs = async (query = '') => (await api.get(`/integrations/webhooks/logs?subscription=${sub.body.uuid}${query}`)).body;
+    assert.equal((await api.post('/crm/customers', { externalId: 'sparse-1', firstName: 'Sparse' })).status, 201);
+    await waitFor(async () => (await logs()).data.length === 1, 'the customerCreate attempt', 60_000);
+    for (let i = 0; i < 4; i++) assert.equal((await api.post(`/integrations/webhooks/subscriptions/${sub.body.uuid}/test`, {})).status, 202);
+    await waitFor(async () => (await logs()).data.length === 5, 'four test attempts after it', 60_000);
+    // customerCreate made common: events of it without deliveries.
+    await ctx.tdb.db.query(
+      `INSERT INTO events (event_type, resource_type, resource_uuid, source) SELECT 'customerCreate', 'Customer', gen_random_uuid(), 'TULIP_API' FROM generate_series(1, $1::int)`,
+      [FEW_EVENTS],
+    );
+    const shipped = LOG_SCAN.budget;
+    LOG_SCAN.budget = 2;
+    try {
+      const first = await logs('&eventType=customerCreate');
+      assert.deepEqual(first.data, [], 'the first page: two test attempts looked at, none matches');
+      assert.ok(first.nextCursor, 'and a cursor');
+      await page.goto(`/admin#/integrations/webhooks/logs?subscription=${sub.body.uuid}&eventType=customerCreate`);
+      const rows = page.getByRole('table', { name: /Delivery attempts/ }).locator('tbody tr');
+      await rows.first().waitFor();
+      assert.equal(await rows.count(), 1);
+      assert.match(await rows.first().innerText(), /customerCreate/);
+      assert.equal(await page.getByText(/No attempts match/).count(), 0);
+      // A live refresh (nothing new) keeps it.
+      await page.getByLabel('Live refresh').uncheck();
+      await page.getByLabel('Live refresh').check(); // polls at once
+      await page.getByText(/^Updated /).waitFor();
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(await rows.count(), 1);
+    } finally {
+      LOG_SCAN.budget = shipped;
+    }
   });
 }, ENV, {
   started: async (ctx) => {

@@ -6,6 +6,9 @@ import { listSubscriptions } from './webhooks.js';
 
 const PAGE = 50;
 const LIVE_MS = 3000;
+// Pages followed for a page of rows: filtered by a common event type, the API looks at 5,000 attempts a page, so a
+// page may hold few, none even, with more to come (docs/delivery.md "Log lists").
+const SCAN_PAGES = 20;
 
 
 const outcomeBadge = (a) => (a.outcome === 'success' ? badge('Success', 'ok') : badge('Failure', 'bad'));
@@ -85,6 +88,19 @@ export function logsPage({ main, query, signal, navigate }) {
   let cursor = null;
   let tbody;
 
+  /** The attempts from `from` (null: the newest) on, following the cursor up to SCAN_PAGES pages for a page of them. */
+  async function pagesFrom(from) {
+    let data = [];
+    let at = from;
+    for (let n = 0; n < SCAN_PAGES; n++) {
+      const page = await get('/integrations/webhooks/logs', { ...q(), ...(at ? { cursor: at } : {}) }, { signal });
+      data = data.concat(page.data);
+      at = page.nextCursor;
+      if (!at || data.length >= PAGE) break;
+    }
+    return { data, nextCursor: at };
+  }
+
   function rowOf(a) {
     const details = h('button', { type: 'button', class: 'btn btn-small', dataset: { uuid: a.uuid }, 'aria-label': `Details of attempt ${a.attemptNumber} of ${a.eventType} to ${a.url}` }, 'Details');
     details.addEventListener('click', () => showDetails(a));
@@ -103,22 +119,26 @@ export function logsPage({ main, query, signal, navigate }) {
     clear(listBox);
     if (attempts.length === 0) {
       const filtered = Object.values(filters).some(Boolean);
-      listBox.append(empty(filtered ? 'No attempts match these filters.' : 'No delivery attempts yet.', h('p', { class: 'muted' }, live.checked ? 'This list refreshes by itself.' : '')));
+      const text = cursor ? 'No attempts match these filters among the newest looked at.' : filtered ? 'No attempts match these filters.' : 'No delivery attempts yet.';
+      listBox.append(empty(text, h('p', { class: 'muted' }, live.checked ? 'This list refreshes by itself.' : '')));
       tbody = undefined;
-      return;
+    } else {
+      const t = table({ caption: 'Delivery attempts, newest first', columns: ['Started', 'Event type', 'URL', 'Attempt', 'Status', 'Outcome', 'Duration', h('span', { class: 'visually-hidden' }, 'Actions')], rows: attempts.map(rowOf) });
+      tbody = t.querySelector('tbody');
+      listBox.append(t);
     }
-    const t = table({ caption: 'Delivery attempts, newest first', columns: ['Started', 'Event type', 'URL', 'Attempt', 'Status', 'Outcome', 'Duration', h('span', { class: 'visually-hidden' }, 'Actions')], rows: attempts.map(rowOf) });
-    tbody = t.querySelector('tbody');
-    listBox.append(t);
     if (cursor) {
-      const more = h('button', { type: 'button', class: 'btn' }, 'Load older attempts');
+      const more = h('button', { type: 'button', class: 'btn' }, attempts.length ? 'Load older attempts' : 'Look further back');
       more.addEventListener('click', () => busy(more, async () => {
         try {
-          const page = await get('/integrations/webhooks/logs', { ...q(), cursor }, { signal });
+          const page = await pagesFrom(cursor);
           attempts = attempts.concat(page.data);
           cursor = page.nextCursor;
-          tbody.append(...page.data.map(rowOf));
-          if (!cursor) more.remove();
+          if (!tbody) render();
+          else {
+            tbody.append(...page.data.map(rowOf));
+            if (!cursor) more.remove();
+          }
         } catch (err) {
           listBox.append(errorBox(err, 'Could not load older attempts'));
         }
@@ -129,7 +149,7 @@ export function logsPage({ main, query, signal, navigate }) {
 
   const stamp = () => (updated.textContent = `Updated ${fmtTime(new Date().toISOString()).slice(11)}`);
   function initial() {
-    return load(listBox, 'attempts', () => get('/integrations/webhooks/logs', q(), { signal }), (page) => {
+    return load(listBox, 'attempts', () => pagesFrom(null), (page) => {
       attempts = page.data;
       cursor = page.nextCursor;
       render();
@@ -154,10 +174,12 @@ export function logsPage({ main, query, signal, navigate }) {
       for (let n = 1; ; n++) {
         met = page.data.some((a) => known.has(a.uuid));
         fresh = fresh.concat(page.data.filter((a) => !known.has(a.uuid)));
-        if (met || !page.nextCursor || n >= MAX_POLL_PAGES) break;
+        // Nothing shown: an empty page (a common event type's 5,000 newest attempts without a match) ends the look;
+        // following it to the end every few seconds would read the whole list for nothing.
+        if (met || !page.nextCursor || n >= MAX_POLL_PAGES || (known.size === 0 && page.data.length === 0)) break;
         page = await get('/integrations/webhooks/logs', { ...q(), cursor: page.nextCursor }, { signal });
       }
-      if (!met && page.nextCursor && attempts.length > 0) {
+      if (!met && page.nextCursor && (attempts.length > 0 || fresh.length > 0)) {
         attempts = fresh;
         cursor = page.nextCursor;
         render();
