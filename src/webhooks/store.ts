@@ -373,7 +373,7 @@ const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'];
 /**
  * Below this many events of a type, a list filtered by that type starts from them (events_type_xid, then their
  * deliveries by webhook_deliveries_event); from this many on it walks its range (the ids, a subscription's, a
- * status's) in order, joining each row to its event, for at most LOG_SCAN.budget rows a page (scanned, below).
+ * status's) in order, joining each row to its event, for at most LOG_SCAN.budget rows a page (scanEdge, below).
  */
 export const FEW_EVENTS = 2000;
 
