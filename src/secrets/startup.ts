@@ -3,13 +3,15 @@
 // `npm run reencrypt` moves every value to the current key after a key rotation.
 import fs from 'node:fs';
 import type { Db, Queryable } from '../db/db.ts';
-import { ConfigError, type Config } from '../config.ts';
+import { ConfigError, wireNames, type Config } from '../config.ts';
 import { installSecretBox } from './active.ts';
 import type { SecretBox } from './box.ts';
 import { resolveSecretBox, type ResolvedBox } from './keys.ts';
 import * as store from './store.ts';
 import { auditSubscriptionsDisabled } from '../audit/store.ts';
 import { notifySubscriptionsChanged } from '../webhooks/store.ts';
+import { emitOperational } from '../webhooks/health-store.ts';
+import { NO_MORE_RETRIES } from '../webhooks/schedule.ts';
 
 const LOCK_KEY = 0x62756c63; // one process at a time rewrites secret columns
 const BATCH = 500;
@@ -53,6 +55,8 @@ export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedB
       if (ids.length) {
         await auditSubscriptionsDisabled(tx, ids);
         await notifySubscriptionsChanged(tx, ids);
+        // Announced as every subscription Bulb disables is (docs/delivery.md), to the others listening.
+        await emitOperational(tx, [], ids, wireNames(config.serviceName).sourceApi, NO_MORE_RETRIES);
       }
       deactivated = ids.length;
     }
@@ -68,8 +72,8 @@ export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedB
 
 /** What a subscription deactivated for a lost key says (its health's disabledReason), and what heals it. */
 const lostKeyReason = (keyIds: string[]) =>
-  `a credential or the signing secret of this subscription is sealed under key id ${keyIds.join(', ')}, declared lost (BULB_SECRET_KEYS_LOST): ` +
-  'give each credential the subscription reads as unreadable again (PATCH) and rotate the signing secret if it is (POST …/rotateSecret; give the receiver the new one), then re-activate it';
+  ` of this subscription: sealed under key id ${keyIds.join(', ')}, declared lost (BULB_SECRET_KEYS_LOST): ` +
+  'give each credential named again (PATCH), rotate the signing secret if named (POST …/rotateSecret; give the receiver the new one), then re-activate it';
 
 /** Seals every value not yet under the current key. Returns how many values changed. */
 export async function reencryptAll(db: Db, box: SecretBox): Promise<number> {

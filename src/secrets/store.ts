@@ -3,16 +3,23 @@
 import type { Queryable } from '../db/db.ts';
 import { SEALED_SQL } from './box.ts';
 
-/** Every secret column (SPEC §15). Each table has a bigint `id` primary key. Add new secret columns here. */
-export const SECRET_COLUMNS: readonly { table: string; columns: readonly string[] }[] = [
-  { table: 'webhook_subscriptions', columns: ['signing_secret', 'bearer_token', 'basic_password', 'destination_password', 'oauth2_client_secret', 'tls_client_key'] },
-  { table: 'webhook_retired_secrets', columns: ['secret'] },
+/**
+ * Every secret column (SPEC §15). Each table has a bigint `id` primary key. Add new secret columns here. `live`: the
+ * rows whose values can still be used (a deleted subscription's, a rotated-out secret past its expiry, never are).
+ */
+export const SECRET_COLUMNS: readonly { table: string; columns: readonly string[]; live: string }[] = [
+  { table: 'webhook_subscriptions', columns: ['signing_secret', 'bearer_token', 'basic_password', 'destination_password', 'oauth2_client_secret', 'tls_client_key'], live: 'deleted_at IS NULL' },
+  { table: 'webhook_retired_secrets', columns: ['secret'], live: 'expires_at > now()' },
 ];
 
-/** Key ids named by sealed values anywhere. */
+/**
+ * Key ids named by sealed values that can still be used: a start refuses without these keys. Those of a deleted
+ * subscription or an expired rotated-out secret kept a key lost for good "in use" for ever (nothing can clear them;
+ * a probe, 2026-11-30).
+ */
 export async function keyIdsInUse(db: Queryable): Promise<string[]> {
-  const parts = SECRET_COLUMNS.flatMap(({ table, columns }) =>
-    columns.map((c) => `SELECT substr(${c}, 4, 16) AS kid FROM ${table} WHERE ${c} ~ '${SEALED_SQL}'`),
+  const parts = SECRET_COLUMNS.flatMap(({ table, columns, live }) =>
+    columns.map((c) => `SELECT substr(${c}, 4, 16) AS kid FROM ${table} WHERE ${c} ~ '${SEALED_SQL}' AND ${live}`),
   );
   const r = await db.query<{ kid: string }>(`SELECT DISTINCT kid FROM (${parts.join(' UNION ')}) k`);
   return r.rows.map((x) => x.kid);
@@ -48,15 +55,35 @@ const sealedUnder = (c: string) => `(${c} ~ '${SEALED_SQL}' AND substr(${c}, 4, 
  * (A rotated-out secret under such a key leaves only its own signature out: no reason to stop the subscription.)
  */
 export async function deactivateHolders(db: Queryable, keyIds: string[], reason: string): Promise<string[]> {
-  const own = SECRET_COLUMNS.find((t) => t.table === 'webhook_subscriptions')!.columns.map(sealedUnder);
+  const own = SECRET_COLUMNS.find((t) => t.table === 'webhook_subscriptions')!.columns;
+  // The reason names the fields (as the API names them) that hold such a value: the API leaves them out of its answer.
+  const fields = own.map((c) => `CASE WHEN ${sealedUnder(c)} THEN '${(FIELD_OF[c] ?? c).replaceAll("'", "''")}' END`).join(', ');
   const r = await db.query<{ id: string }>(
-    `UPDATE webhook_subscriptions s SET is_active = false, disabled_reason = $2, updated_at = clock_timestamp()
+    `UPDATE webhook_subscriptions s SET is_active = false, updated_at = clock_timestamp(),
+       disabled_reason = concat_ws(', ', ${fields}) || $2
      WHERE s.is_active AND s.deleted_at IS NULL
-       AND (${own.join(' OR ')})
+       AND (${own.map(sealedUnder).join(' OR ')})
      RETURNING s.id`,
     [keyIds, reason],
   );
   return r.rows.map((x) => x.id);
+}
+
+/** The API's name of each secret column of webhook_subscriptions. */
+const FIELD_OF: Record<string, string> = {
+  signing_secret: 'signingSecret', bearer_token: 'bearerToken', basic_password: 'basicPassword',
+  destination_password: "the url's password", oauth2_client_secret: 'oauth2.clientSecret', tls_client_key: 'tls.clientKey',
+};
+
+/**
+ * Deletes a subscription's rotated-out secrets sealed under a key this process cannot open (`openable`: its key ids):
+ * they sign nothing, and kept they kept a lost key in use and the rotation's answer promised their signature.
+ */
+export async function dropUnopenableRetired(db: Queryable, subscriptionId: string, openable: string[]): Promise<void> {
+  await db.query(
+    `DELETE FROM webhook_retired_secrets WHERE subscription_id = $1 AND secret ~ '${SEALED_SQL}' AND substr(secret, 4, 16) <> ALL($2::text[])`,
+    [subscriptionId, openable],
+  );
 }
 
 /** Replaces one value, only if nobody changed it meanwhile. */

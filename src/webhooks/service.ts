@@ -12,6 +12,8 @@ import { newSigningSecret } from './signing.ts';
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { checkPolicy } from './policy.ts';
 import * as store from './store.ts';
+import { dropUnopenableRetired } from '../secrets/store.ts';
+import { activeBox } from '../secrets/active.ts';
 import { type AttemptRow } from './attempts-store.ts';
 import { attemptStats, rolledHours } from './stats-store.ts';
 import { checkBrokerUrl, destinationKind, kindOfScheme, REDACTED_PASSWORD, shownUrl, splitCredential, URL_UNSAFE } from './destinations/url.ts';
@@ -313,6 +315,7 @@ export async function revealSecret(db: Db, uuid: string, audit: AuditHook) {
 export async function rotate(db: Db, uuid: string, audit: AuditHook) {
   return db.transaction(async (tx) => {
     const cur = await mustFind(tx, uuid, true);
+    await dropUnopenableRetired(tx, cur.id, activeBox().keyIds);
     const rotated = await store.rotateSecret(tx, cur.id, newSigningSecret(), ROTATION_GRACE_SEC, !cur.unreadable.signingSecret).catch((err) => {
       if (!(err instanceof store.TooManySecrets)) throw err;
       throw new ApiError('Conflict', `${err.live + 1} secrets sign this subscription's deliveries already (the current one and ${err.live} ` +

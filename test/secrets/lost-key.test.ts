@@ -30,6 +30,8 @@ for (const backend of await backends()) {
         const signing = await make({});
         const healthy = await make({});
         const idle = await make({ authMethod: 'BEARER', bearerToken: 'tok2', isActive: false });
+        const gone = await make({});
+        assert.equal((await srv.api.delete(`${SUBS}/${gone.uuid}`)).status, 204);
         await srv.close();
         // What a process with the lost key sealed: the bearer tokens of two, the signing secret of one.
         const underLost = (v: string) => new AesGcmBox(lostKey).seal(v);
@@ -37,13 +39,20 @@ for (const backend of await backends()) {
         await set(bearer.uuid, 'bearer_token', underLost('tok'));
         await set(signing.uuid, 'signing_secret', underLost('whsec_lost'));
         await set(idle.uuid, 'bearer_token', underLost('tok2'));
+        // Under the lost key too, but never used again: a deleted subscription's value, an expired rotated-out secret
+        // (they kept the key "in use" for ever: a probe), and a live rotated-out secret of `signing`.
+        await set(gone.uuid, 'signing_secret', underLost('whsec_gone'));
+        const retire = (uuid: string, v: string, expires: string) => tdb.db.query(
+          `INSERT INTO webhook_retired_secrets (subscription_id, secret, expires_at) SELECT id, $2, now() + $3::interval FROM webhook_subscriptions WHERE uuid = $1`, [uuid, v, expires]);
+        await retire(healthy.uuid, underLost('whsec_old'), '-1 hour');
+        await retire(signing.uuid, underLost('whsec_older'), '1 day');
 
         // 1. Refused, naming the key id and the setting that starts without it; nothing changed.
         await assert.rejects(prepareSecrets(tdb.db, loadConfig({ BULB_SECRET_KEY: K })),
           (e: Error) => e instanceof ConfigError && e.message.includes(`BULB_SECRET_KEYS_LOST=${L}`));
         assert.throws(() => loadConfig({ BULB_SECRET_KEY: K, BULB_SECRET_KEYS_LOST: 'not-a-key-id' }), ConfigError);
         const active = async () => Object.fromEntries((await tdb.db.query<{ uuid: string; is_active: boolean }>(
-          `SELECT uuid, is_active FROM webhook_subscriptions`)).rows.map((r) => [r.uuid, r.is_active]));
+          `SELECT uuid, is_active FROM webhook_subscriptions WHERE deleted_at IS NULL`)).rows.map((r) => [r.uuid, r.is_active]));
         assert.deepEqual(await active(), { [bearer.uuid]: true, [signing.uuid]: true, [healthy.uuid]: true, [idle.uuid]: false });
 
         // 2. Declared lost: the start goes on; the active holders are deactivated, with a reason and an audit row each.
@@ -59,6 +68,11 @@ for (const backend of await backends()) {
           assert.equal(a.actor_type, 'system');
           assert.match(a.details.reason, new RegExp(`sealed under key id ${L}, declared lost`));
         }
+        // The reason names the fields (the API leaves them out of its answer); announced as Bulb's own disables are.
+        assert.match(audit.find((a) => a.target_id === bearer.uuid)!.details.reason, /^bearerToken of this subscription/);
+        assert.match(audit.find((a) => a.target_id === signing.uuid)!.details.reason, /^signingSecret of this subscription/);
+        const announced = (await tdb.db.query<{ resource_uuid: string }>(`SELECT resource_uuid FROM events WHERE event_type = 'webhookSubscriptionDisabled'`)).rows;
+        assert.deepEqual(announced.map((e) => e.resource_uuid).sort(), [bearer.uuid, signing.uuid].sort());
         // The values stay as they were (the key, if found, still opens them); another start deactivates nothing more.
         assert.equal(sealedKeyId((await tdb.db.query<{ bearer_token: string }>(`SELECT bearer_token FROM webhook_subscriptions WHERE uuid = $1`, [bearer.uuid])).rows[0].bearer_token), L);
         const second = await prepareSecrets(tdb.db, loadConfig(lostEnv));
@@ -77,12 +91,19 @@ for (const backend of await backends()) {
         assert.equal((await srv.api.patch(`${SUBS}/${bearer.uuid}`, { isActive: true, bearerToken: 'tok-new' })).status, 200);
         const noSecret = await srv.api.patch(`${SUBS}/${signing.uuid}`, { isActive: true });
         assert.deepEqual([noSecret.status, noSecret.body.errors[0].moreInfo], [409, 'signingSecret'], noSecret.text);
-        assert.equal((await srv.api.post(`${SUBS}/${signing.uuid}/rotateSecret`)).status, 200);
+        const rotated = await srv.api.post(`${SUBS}/${signing.uuid}/rotateSecret`);
+        assert.equal(rotated.status, 200);
+        // Its rotated-out secret under the lost key goes with the rotation: nothing signs with it, none is promised.
+        assert.equal(rotated.body.previousSecretExpiresAt, null);
         assert.equal((await srv.api.patch(`${SUBS}/${signing.uuid}`, { isActive: true })).status, 200);
-        await srv.close();
         assert.deepEqual(await active(), { [bearer.uuid]: true, [signing.uuid]: true, [healthy.uuid]: true, [idle.uuid]: false });
-        // Only the inactive one still holds a value under the lost key.
+        // Only the inactive one still holds a value under the lost key (not the deleted one, nor the expired secret).
         assert.deepEqual((await keyIdsInUse(tdb.db)).sort(), [keyId(Buffer.from(K, 'base64')), L].sort());
+        assert.equal((await srv.api.delete(`${SUBS}/${idle.uuid}`)).status, 204);
+        await srv.close();
+        assert.deepEqual(await keyIdsInUse(tdb.db), [keyId(Buffer.from(K, 'base64'))]);
+        const clean = await prepareSecrets(tdb.db, loadConfig({ BULB_SECRET_KEY: K }));
+        assert.equal(clean.warning, false, 'the setting can go');
       } finally {
         await tdb.close();
       }
