@@ -154,6 +154,64 @@ export const SCAN_BUDGET = 10_000;
  */
 export const hasTrigram = (term: string) => /[\p{L}\p{N}]{3}/u.test(term);
 
+/**
+ * How many candidates the trigram index may answer for a term before the term is looked for by a budgeted walk instead
+ * (searchRoute). Each is read from the table and rechecked, wherever its row is: 2,000 rows, up to as many pages; the
+ * walk's page reads SCAN_BUDGET rows in id order (~330 pages) and stops at a page of matches.
+ */
+export const INDEX_CANDIDATES = 2_000;
+
+/**
+ * How many customers the trigram index answers for a search term, estimated from how often each of its trigrams
+ * occurs (the statistics customers_search_trigrams, migration 081: the 1,000 most common with their share of the
+ * customers, made by ANALYZE): per word of the term (a run of three or more letters or digits), the share of its
+ * rarest trigram (a word's trigrams come together: every customer at gmail.com has gma, mai and ail), or, for a run
+ * of digits (an id, a number), the product of the shares of its trigrams three digits apart (and of its last), when smaller (digits of
+ * numbers are about independent); the term's is its rarest word's (words come together too: gmail and com), times
+ * the customers. A trigram not among the most common counts as rare. Undefined without statistics (none made yet).
+ * `terms`: the term's forms looked for (composed and decomposed), whose candidates add up.
+ */
+export async function searchCandidates(db: Queryable, terms: string[]): Promise<number | undefined> {
+  // The trigram of a run of three letters or digits is pg_trgm's own (show_trgm: a multibyte one is a hash), found as
+  // the one its two pairs do not give (theirs are padded with the spaces of a word's ends).
+  const r = await db.query<{ customers: number; stats: string; k: string; n: string; word: string; f: number }>(
+    `WITH st AS MATERIALIZED (
+       SELECT s.most_common_elems::text::text[] AS e, s.most_common_elem_freqs AS f FROM pg_stats_ext_exprs s
+       WHERE s.statistics_schemaname = current_schema() AND s.statistics_name = 'customers_search_trigrams' AND NOT s.inherited),
+     w AS (
+       SELECT t.k, m.n, m.w[1] AS word FROM unnest($1::text[]) WITH ORDINALITY t(term, k),
+         regexp_matches(customer_search_key(t.term), '[[:alnum:]]{3,}', 'g') WITH ORDINALITY m(w, n))
+     SELECT (SELECT c.reltuples FROM pg_class c WHERE c.oid = 'customers'::regclass) AS customers, (SELECT count(*) FROM st) AS stats,
+       w.k, w.n, w.word,
+       (SELECT coalesce(max(st.f[array_position(st.e, x.x)]), 0) FROM st,
+          (SELECT unnest(show_trgm(substr(w.word, i, 3))) EXCEPT SELECT unnest(show_trgm(substr(w.word, i, 2)) || show_trgm(substr(w.word, i + 1, 2)))) x(x)) AS f
+     FROM w, generate_series(1, length(w.word) - 2) i ORDER BY w.k, w.n, i`,
+    [terms],
+    'customer_search_candidates',
+  );
+  const customers = Number(r.rows[0]?.customers ?? -1);
+  if (!r.rows.length || r.rows[0].stats === '0' || customers < 0) return undefined;
+  const words = new Map<string, { word: string; f: number[] }>();
+  for (const row of r.rows) {
+    const key = `${row.k}/${row.n}`;
+    const w = words.get(key) ?? words.set(key, { word: row.word, f: [] }).get(key)!;
+    w.f.push(Number(row.f));
+  }
+  const share = new Map<string, number>(); // per form: its rarest word's share
+  for (const [key, { word, f }] of words) {
+    let s = Math.min(...f);
+    for (const run of word.matchAll(/\p{Nd}{3,}/gu)) {
+      const at = [...word.slice(0, run.index)].length;
+      const end = at + [...run[0]].length - 3; // the run's last trigram, taken too when the steps of three miss it
+      const steps = new Set([...Array.from({ length: Math.floor((end - at) / 3) + 1 }, (_, j) => at + 3 * j), end]);
+      s = Math.min(s, [...steps].reduce((a, i) => a * f[i], 1));
+    }
+    const form = key.split('/')[0];
+    share.set(form, Math.min(share.get(form) ?? 1, s));
+  }
+  return [...share.values()].reduce((a, b) => a + b, 0) * customers;
+}
+
 /** A page of customers and, when a search read its whole budget, the last customer it read (the page goes on after it). */
 export type CustomerPage = (CustomerRow & { sync_at?: string })[] & { scanEnd?: string };
 
@@ -227,7 +285,13 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
   // A term with no run of three letters or digits gives the trigram index nothing to look up: it answered every row,
   // each rechecked, the whole table read for a rare one (`q=xq`, `q=%`: 6–13 s at 315,000 customers; a probe,
   // 2026-11-29). Such a term is looked for in at most SCAN_BUDGET customers per page, in id order (scanned, below).
-  const scanned = q.q !== undefined && !sync && !hasTrigram(q.q);
+  // A term whose trigrams are each held by many customers (`mail.gm`, `gmail.com`, `ail.co`: an email domain, a common
+  // name) made the index answer most of the table, every candidate rechecked for a page (13,500 pages and 1.6 s at
+  // 400,000 customers for `mail.gm`, which matches none; a bitmap and a sort of all 160,000 matches of `gmail.com`):
+  // the planner's estimate is of the term, not of the candidates. Such a term is looked for as one without a
+  // trigram is; a term with a rare trigram, through the index (searchCandidates).
+  const forms = q.q === undefined ? [] : [...new Set([q.q.normalize('NFC'), q.q.normalize('NFD')])];
+  const scanned = q.q !== undefined && !sync && (!hasTrigram(q.q) || ((await searchCandidates(db, forms)) ?? 0) > INDEX_CANDIDATES);
   let hit: string | undefined;
   if (q.q !== undefined) {
     const like = (t: string) => '%' + t.replace(/[\\%_]/g, (ch) => '\\' + ch) + '%';
