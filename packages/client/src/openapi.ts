@@ -2790,7 +2790,7 @@ export interface operations {
                 externalId?: string;
                 /** @description email */
                 email?: string;
-                /** @description search: part of the name, an email or the externalId (case-insensitive; not only spaces). A term without three letters or digits in a row is looked for in 10,000 customers per page: such a page may hold fewer than limit customers, none even, and still have a nextCursor */
+                /** @description search: part of the name, an email or the externalId (case-insensitive; not only spaces). A term without three letters or digits in a row, or one whose every word many customers share the letters of (an email domain, a common name), is looked for in 10,000 customers per page: such a page may hold fewer than limit customers, none even, and still have a nextCursor */
                 q?: string;
                 /** @description status */
                 status?: "active" | "disabled" | "all";

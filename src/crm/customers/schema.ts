@@ -166,7 +166,7 @@ export const ListQuery = Type.Object(
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
     externalId: Type.Optional(ExternalId),
     email: Type.Optional(Type.String({ minLength: 1, maxLength: 320 })),
-    q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'search: part of the name, an email or the externalId (case-insensitive; not only spaces). A term without three letters or digits in a row is looked for in 10,000 customers per page: such a page may hold fewer than limit customers, none even, and still have a nextCursor' })),
+    q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'search: part of the name, an email or the externalId (case-insensitive; not only spaces). A term without three letters or digits in a row, or one whose every word many customers share the letters of (an email domain, a common name), is looked for in 10,000 customers per page: such a page may hold fewer than limit customers, none even, and still have a nextCursor' })),
     status: Type.Optional(StringEnum(['active', 'disabled', 'all'], { default: 'active' })),
     updatedSince: Type.Optional(Type.String({ format: 'date-time' })),
   },
