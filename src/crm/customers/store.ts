@@ -167,8 +167,11 @@ export const INDEX_CANDIDATES = 2_000;
  * customers, made by ANALYZE): per word of the term (a run of three or more letters or digits), the share of its
  * rarest trigram (a word's trigrams come together: every customer at gmail.com has gma, mai and ail), or, for a run
  * of digits (an id, a number), the product of the shares of its trigrams three digits apart (and of its last), when smaller (digits of
- * numbers are about independent); the term's is its rarest word's (words come together too: gmail and com), times
- * the customers. A trigram not among the most common counts as rare. Undefined without statistics (none made yet).
+ * numbers are about independent); the term's is the product of its words' (the candidates hold every word: taken as
+ * independent, as a person's first and last name are; words that always come together, gmail and com, are then
+ * under-estimated, by at most the commoner word's share, which is large for such terms anyway), times the customers.
+ * (The rarest word's share alone sent a full name or email of common words, each held by 1% of the customers, to the
+ * budgeted walk, its one match pages away.) A trigram not among the most common counts as rare. Undefined without statistics (none made yet).
  * `terms`: the term's forms looked for (composed and decomposed), whose candidates add up.
  */
 export async function searchCandidates(db: Queryable, terms: string[]): Promise<number | undefined> {
@@ -197,7 +200,7 @@ export async function searchCandidates(db: Queryable, terms: string[]): Promise<
     const w = words.get(key) ?? words.set(key, { word: row.word, f: [] }).get(key)!;
     w.f.push(Number(row.f));
   }
-  const share = new Map<string, number>(); // per form: its rarest word's share
+  const share = new Map<string, number>(); // per form: the product of its words' shares
   for (const [key, { word, f }] of words) {
     let s = Math.min(...f);
     for (const run of word.matchAll(/\p{Nd}{3,}/gu)) {
@@ -207,7 +210,7 @@ export async function searchCandidates(db: Queryable, terms: string[]): Promise<
       s = Math.min(s, [...steps].reduce((a, i) => a * f[i], 1));
     }
     const form = key.split('/')[0];
-    share.set(form, Math.min(share.get(form) ?? 1, s));
+    share.set(form, (share.get(form) ?? 1) * s);
   }
   return [...share.values()].reduce((a, b) => a + b, 0) * customers;
 }
