@@ -5,6 +5,8 @@ import { rebuildRequest, type SendingConfig } from './attempt-request.ts';
 import { versionsById } from './versions-store.ts';
 import { deliveryOfAttempt, eventOfDelivery, uuidTimeBound } from '../partitions/keys.ts';
 import { lateral, logScope, pageFirst, scanEdge, scanned, scannedSql, type ScannedPage } from './store.ts';
+import { partitions } from '../partitions/store.ts';
+import { ATTEMPTS } from '../partitions/tables.ts';
 
 export interface AttemptRow {
   id: string;
@@ -40,9 +42,10 @@ export interface LogQuery {
  * Newest first, before the cursor; shapes as listDeliveries': with a delivery, its attempts (the delivery by its
  * uuid, then webhook_attempts_delivery); with an event type that has few events, the ids of their deliveries'
  * attempts, then those; with a subscription, a range of webhook_attempts_sub in its order; else the primary key,
- * walked. With a common event type, that walk reads LOG_SCAN.budget attempts a page at most (scanEdge), each joined
- * to its delivery and event, the other filters tested on each (scannedSql): the page may be short and carry scanEnd.
- * Named statements, except with since/until, whose best plan depends on the dates: planned per call.
+ * walked. With a common event type, an outcome, since or until (no index holds them in id order), that walk reads
+ * LOG_SCAN.budget attempts a page at most (scanEdge; since/until first prune it to the partitions that hold them),
+ * each joined to its delivery and event, the filters tested on each (scannedSql): the page may be short and carry
+ * scanEnd. Named statements, except the page with since/until, whose best plan depends on the dates: planned per call.
  */
 export async function listAttempts(db: Queryable, q: LogQuery, before: string | null): Promise<ScannedPage<AttemptRow>> {
   const params: unknown[] = [];
@@ -67,12 +70,22 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
   } else {
     where.push(`a.id < ${cursor}`);
   }
-  // A common event type: the walk above is budgeted (LOG_SCAN), every other filter tested on each row it reads.
-  const byType = q.delivery === undefined && events !== undefined && !fewEvents;
-  const edge = byType ? await scanEdge(db, 'webhook_attempts', 'a', where, order, [...params]) : null;
+  // A walk of the subscription's range or the primary key's that tests a filter on each row (a common event type,
+  // the outcome, since, until; no index holds them in id order) is budgeted (LOG_SCAN): the page may be short.
+  const scan = q.delivery === undefined && !fewEvents && (events !== undefined || q.outcome !== undefined || q.since !== undefined || q.until !== undefined);
+  if (scan && (q.since !== undefined || q.until !== undefined)) {
+    // since/until bound the walk to the partitions that hold them (no id bound exists: ids are in the order attempts
+    // were written, started_at is the worker's clock at their start), by the partitions' own bounds, which leave out
+    // no row of a partition kept: the budget counts every row the walk reads.
+    const span = await partitionSpan(db, q.since, q.until);
+    if (span.from) where.push(`a.started_at >= ${param(span.from.toISOString())}::timestamptz`);
+    if (span.to) where.push(`a.started_at < ${param(span.to.toISOString())}::timestamptz`);
+  }
+  const edge = scan ? await scanEdge(db, 'webhook_attempts', 'a', where, order, params) : null;
   // With a delivery, its few attempts joined, then filtered by the type.
   const deliveryTyped = q.delivery !== undefined && q.eventType !== undefined;
-  const hit = byType ? [`e.event_type = ${param(q.eventType)}`] : where;
+  const hit = scan ? [] : where;
+  if (scan && events !== undefined) hit.push(`e.event_type = ${param(q.eventType)}`);
   if (deliveryTyped) where.push(`e.event_type = ${param(q.eventType)}`);
   if (q.outcome !== undefined) hit.push(`a.outcome = ${param(q.outcome)}`);
   if (q.since !== undefined) hit.push(`a.started_at >= ${param(q.since)}::timestamptz`);
@@ -85,7 +98,7 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
        floor(extract(epoch FROM a.started_at))::bigint + coalesce(a.timestamp_skew, 0) AS sent_timestamp,
        e.created_at::text AS event_created_at, e.resource_type, e.resource_uuid, e.resource_external_id, e.source`;
   const joins = `${lateral('webhook_deliveries', 'd', deliveryOfAttempt('a', 'd'))} ${lateral('events', 'e', eventOfDelivery('d', 'e'))}`;
-  const sql = byType
+  const sql = scan
     ? scannedSql('webhook_attempts', 'a', where, edge === null ? undefined : param(edge), hit, order, fetchSize(q.limit), columns,
       `${joins} ${lateral('webhook_subscriptions', 's', 's.id = a.subscription_id')}`)
     : deliveryTyped
@@ -99,6 +112,18 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
   const page: ScannedPage<AttemptRow> = rows.map((x) => withRequest(x, versions));
   if (rows.scanEnd !== undefined) page.scanEnd = rows.scanEnd;
   return page;
+}
+
+/**
+ * The bounds of the partitions of webhook_attempts (docs/partitioning.md) that hold attempts started in [since,
+ * until): the start of the one holding since, the end of the one holding until (none: that side is unbounded). As
+ * conditions they prune every other partition and remove no row of those kept.
+ */
+async function partitionSpan(db: Queryable, since: string | undefined, until: string | undefined): Promise<{ from?: Date; to?: Date }> {
+  const bounds = (await partitions(db, ATTEMPTS)).filter((p) => !p.isDefault).flatMap((p) => [p.from, p.to]).filter((b): b is Date => b !== null).map((b) => b.getTime());
+  const from = since === undefined ? [] : bounds.filter((b) => b <= new Date(since).getTime());
+  const to = until === undefined ? [] : bounds.filter((b) => b >= new Date(until).getTime());
+  return { from: from.length ? new Date(Math.max(...from)) : undefined, to: to.length ? new Date(Math.min(...to)) : undefined };
 }
 
 /**

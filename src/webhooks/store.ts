@@ -408,13 +408,17 @@ export type ScannedPage<R> = R[] & { scanEnd?: string };
  * Where a budgeted walk of `table` (alias `alias`) stops: the id of the LOG_SCAN.budget-th row of its range (`walk`,
  * the conditions of an index range whose order ends with the id, `order`), or null when fewer are left. Read from
  * the index alone, in order; the page then reads that slice of the range (ids from the edge on) and nothing more,
- * whatever plan it gets. `params` are the walk's only.
+ * whatever plan it gets. `params`: the list's so far, those the walk names first.
  */
 export async function scanEdge(db: Queryable, table: string, alias: string, walk: string[], order: string, params: unknown[]): Promise<string | null> {
   // The offset a parameter: planned not knowing it, the planner takes the first rows of an ordered scan to be what
   // counts (10% of its estimate), not a sort of the whole range, which a literal 4,999 of a small table could get.
-  const sql = `SELECT ${alias}.id FROM ${table} ${alias} WHERE ${walk.join(' AND ')} ORDER BY ${order} OFFSET $${params.length + 1}::int LIMIT 1`;
-  const r = await db.query<{ id: string }>(sql, [...params, LOG_SCAN.budget - 1], statementName('webhook_log_edge', sql));
+  const text = `${walk.join(' AND ')} ORDER BY ${order}`;
+  // The walk's own: the parameters it names, the first n of the list's (a range that leaves the subscription to the
+  // per-row test does not name its parameter, which PostgreSQL would refuse to bind).
+  const own = params.slice(0, Math.max(0, ...[...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1]))));
+  const sql = `SELECT ${alias}.id FROM ${table} ${alias} WHERE ${text} OFFSET $${own.length + 1}::int LIMIT 1`;
+  const r = await db.query<{ id: string }>(sql, [...own, LOG_SCAN.budget - 1], statementName('webhook_log_edge', sql));
   return r.rows.length ? String(r.rows[0].id) : null;
 }
 
@@ -426,6 +430,25 @@ export function scannedSql(table: string, alias: string, walk: string[], edge: s
   const range = edge === undefined ? walk : [...walk, `${alias}.id >= ${edge}::bigint`];
   return `SELECT ${columns} FROM (SELECT * FROM ${table} ${alias} WHERE ${range.join(' AND ')} ORDER BY ${order} LIMIT ${LOG_SCAN.budget}) ${alias}
      ${joins} WHERE ${hit.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
+}
+
+/** An index range a log list may walk: its conditions (`where`) and its order, which ends with the id. */
+export interface LogRange { where: string[]; order: string }
+
+/**
+ * Which of a list's index ranges to walk for a page, and its edge (scanEdge): every range holds all the rows the list
+ * shows, so the first that ends within the budget (no edge: walked whole, the page is complete), else the one whose
+ * edge lies furthest back, the longest stretch of ids a budget covers (a subscription's few failed deliveries: the
+ * failed ones' range, not the subscription's; a few deliveries of a subscription among many failed: its range).
+ */
+export async function scanWalk(db: Queryable, table: string, alias: string, ranges: LogRange[], params: unknown[]): Promise<{ range: LogRange; edge: string | null }> {
+  let best: { range: LogRange; edge: string } | undefined;
+  for (const range of ranges) {
+    const edge = await scanEdge(db, table, alias, range.where, range.order, [...params]);
+    if (edge === null) return { range, edge };
+    if (best === undefined || BigInt(edge) < BigInt(best.edge)) best = { range, edge };
+  }
+  return best!;
 }
 
 /** A page's rows cut to limit + 1 (fetchSize may read more); scanEnd, the budget's edge, when it stopped there. */
@@ -458,9 +481,12 @@ export async function logScope(db: Queryable, eventType: string | undefined, sub
  * subscription with few deliveries); with a status that is few (pending, failed, cancelled), a range of the partial
  * webhook_deliveries_status; delivered ones, the partial webhook_deliveries_delivered in id order (migration 038: the
  * primary key walked through every pending delivery newer than them, the whole backlog behind an endpoint that is
- * down); else the primary key, walked. With a common event type (FEW_EVENTS or more) the same ranges are walked,
- * LOG_SCAN.budget rows a page at most (scanEdge), each joined to its event (scannedSql), any other filter tested on
- * each: such a page may hold fewer rows than its limit, none even, and carry scanEnd, where the next one starts.
+ * down); else the primary key, walked. No index holds a subscription's deliveries of a status in id order (the
+ * pending ones of webhook_deliveries_due are in next_attempt_at order): with both, or with a common event type
+ * (FEW_EVENTS or more), one of those ranges is walked, LOG_SCAN.budget rows a page at most (scanWalk: the
+ * subscription's or the status's, whichever ends within the budget or reaches further back), each joined to its
+ * event (scannedSql), any other filter tested on each: such a page may hold fewer rows than its limit, none even,
+ * and carry scanEnd, where the next one starts.
  */
 export async function listDeliveries(
   db: Queryable,
@@ -473,39 +499,44 @@ export async function listDeliveries(
   const status = q.status === undefined ? undefined : `'${q.status}'`; // one of DELIVERY_STATUSES: a literal, so a shape per status
   const { events, fewEvents, cursor, sub } = await logScope(db, q.eventType, q.subscription, before, param);
   if (events === 0) return [];
-  // A common event type: the walk is budgeted (LOG_SCAN), and what its index range does not hold is tested per row.
-  const byType = events !== undefined && !fewEvents;
-  const where: string[] = [];
-  const hit: string[] = [];
-  let order = 'd.id DESC';
   if (fewEvents) {
     // Their ids first, then those deliveries by primary key: as `d.event_id = ANY(…)` the planner, unsure how many
     // deliveries that is, may walk the primary key and filter.
-    where.push(`d.id = ANY(ARRAY(SELECT x.id FROM webhook_deliveries x WHERE x.event_id = ANY(${fewEvents})))`, `d.id < ${cursor}`);
+    const where = [`d.id = ANY(ARRAY(SELECT x.id FROM webhook_deliveries x WHERE x.event_id = ANY(${fewEvents})))`, `d.id < ${cursor}`];
     if (sub) where.push(`d.subscription_id = ${sub}`);
     if (status) where.push(`d.status = ${status}`);
-  } else if (sub) {
-    where.push(`(d.subscription_id, d.id) < (${sub}, ${cursor})`, `d.subscription_id >= ${sub}`);
-    order = 'd.subscription_id DESC, d.id DESC';
-    if (status) (byType ? hit : where).push(`d.status = ${status}`);
-  } else if (status && status !== "'delivered'") {
-    where.push(`d.status <> 'delivered'`, `(d.status, d.id) < (${status}, ${cursor})`, `d.status >= ${status}`);
-    order = 'd.status DESC, d.id DESC';
-  } else {
-    where.push(`d.id < ${cursor}`);
-    if (status) where.push(`d.status = ${status}`); // delivered: a range of the partial webhook_deliveries_delivered
+    return deliveryPage(db, where, 'd.id DESC', q.limit, params);
   }
-  if (!byType) {
-    const sql = pageFirst('webhook_deliveries', 'd', where, order, fetchSize(q.limit), DELIVERY_COLUMNS, DELIVERY_JOINS);
-    const r = await db.query<DeliveryRow>(sql, params, statementName('webhook_deliveries_list', sql));
-    return r.rows.slice(0, q.limit + 1);
-  }
-  const edge = await scanEdge(db, 'webhook_deliveries', 'd', where, order, [...params]);
-  hit.push(`e.event_type = ${param(q.eventType)}`);
-  const sql = scannedSql('webhook_deliveries', 'd', where, edge === null ? undefined : param(edge), hit, order, fetchSize(q.limit), DELIVERY_COLUMNS,
+  // The ranges that hold every row asked for: the subscription's, the status's (delivered ones: the partial
+  // webhook_deliveries_delivered in id order), else the primary key's.
+  const bySub: LogRange | undefined = !sub ? undefined
+    : { where: [`(d.subscription_id, d.id) < (${sub}, ${cursor})`, `d.subscription_id >= ${sub}`], order: 'd.subscription_id DESC, d.id DESC' };
+  const byStatus: LogRange | undefined = !status ? undefined : status !== "'delivered'"
+    ? { where: [`d.status <> 'delivered'`, `(d.status, d.id) < (${status}, ${cursor})`, `d.status >= ${status}`], order: 'd.status DESC, d.id DESC' }
+    : { where: [`d.id < ${cursor}`, `d.status = ${status}`], order: 'd.id DESC' };
+  // The subscription's first: a small one ends within the budget, its page read whole before the status's is looked at.
+  const ranges = [bySub, byStatus].filter((x): x is LogRange => x !== undefined);
+  if (ranges.length === 0) ranges.push({ where: [`d.id < ${cursor}`], order: 'd.id DESC' });
+  // One range that holds exactly the rows asked for: a page of it.
+  if (ranges.length === 1 && events === undefined) return deliveryPage(db, ranges[0].where, ranges[0].order, q.limit, params);
+  // Else (a common event type, a subscription and a status) a budgeted walk (LOG_SCAN) of one of them, what it does
+  // not hold tested per row.
+  const { range, edge } = await scanWalk(db, 'webhook_deliveries', 'd', ranges, params);
+  const hit: string[] = [];
+  if (sub && range !== bySub) hit.push(`d.subscription_id = ${sub}`);
+  if (status && range !== byStatus) hit.push(`d.status = ${status}`);
+  if (events !== undefined) hit.push(`e.event_type = ${param(q.eventType)}`);
+  const sql = scannedSql('webhook_deliveries', 'd', range.where, edge === null ? undefined : param(edge), hit, range.order, fetchSize(q.limit), DELIVERY_COLUMNS,
     `${lateral('events', 'e', eventOfDelivery('d', 'e'))} ${lateral('webhook_subscriptions', 's', 's.id = d.subscription_id')}`);
   const r = await db.query<DeliveryRow>(sql, params, statementName('webhook_deliveries_list', sql));
   return scanned(r.rows, q.limit, edge);
+}
+
+/** A page of deliveries whose range `where` holds exactly the rows asked for. */
+async function deliveryPage(db: Queryable, where: string[], order: string, limit: number, params: unknown[]): Promise<DeliveryRow[]> {
+  const sql = pageFirst('webhook_deliveries', 'd', where, order, fetchSize(limit), DELIVERY_COLUMNS, DELIVERY_JOINS);
+  const r = await db.query<DeliveryRow>(sql, params, statementName('webhook_deliveries_list', sql));
+  return r.rows.slice(0, limit + 1);
 }
 
 export async function findDelivery(db: Queryable, uuid: string): Promise<DeliveryRow | undefined> {

@@ -59,12 +59,21 @@ async function upTo<R extends { id: string }>(list: (before: string | null) => P
   }
 }
 
-/** How many rows the scans of `table` (or of one of its partitions) read in a plan (EXPLAIN's JSON). */
+/**
+ * How many rows the scans of `table` (or of one of its partitions) read in a plan (EXPLAIN's JSON). A bitmap heap
+ * scan reads at least the entries its bitmap index scans found (a BitmapAnd reads each range whole, whatever the
+ * heap keeps): it counts the more of those and of its rows.
+ */
 function rowsScanned(plan: any, table: string): number {
   const name = plan['Relation Name'];
   const loops = plan['Actual Loops'] ?? 1;
-  const own = typeof name === 'string' && (name === table || name.startsWith(`${table}_`)) ? (plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0)) * loops : 0;
-  return own + (plan.Plans ?? []).reduce((n: number, p: any) => n + rowsScanned(p, table), 0);
+  if (typeof name === 'string' && (name === table || name.startsWith(`${table}_`))) {
+    const rows = plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0) + (plan['Rows Removed by Index Recheck'] ?? 0);
+    const entries = (p: any): number => (p['Node Type'] === 'Bitmap Index Scan' ? p['Actual Rows'] * (p['Actual Loops'] ?? 1) : 0)
+      + (p.Plans ?? []).reduce((n: number, c: any) => n + entries(c), 0);
+    return Math.max(rows * loops, entries(plan));
+  }
+  return (plan.Plans ?? []).reduce((n: number, p: any) => n + rowsScanned(p, table), 0);
 }
 
 await describeEachDb('webhook log lists on large tables', (ctx) => {
@@ -289,13 +298,65 @@ await describeEachDb('webhook log lists on large tables', (ctx) => {
       const attempts = await attemptsBefore(db, { subscription: subs.u, eventType: COMMON_TYPE, limit: 100 }, null);
       assert.equal(attempts.length, 10);
       assert.deepEqual(logs.map((a) => a.deliveryUuid), ids.rows.map((r) => r.uuid), 'one attempt each, the last written first');
-      // None match (u has no failed delivery): empty pages with a cursor, to its end.
-      const none = await walk(`/integrations/webhooks/deliveries?subscription=${subs.u}&eventType=${COMMON_TYPE}&status=failed`);
-      assert.equal(none.length, 0);
+      // None match (u has no failed delivery): the failed deliveries' range ends within the budget (369 of them), so
+      // the walk takes it, not u's, and one page says so.
+      const none = await api().get(`/integrations/webhooks/deliveries?subscription=${subs.u}&eventType=${COMMON_TYPE}&status=failed&limit=3`);
+      assert.deepEqual(none.body, { data: [], nextCursor: null });
     } finally {
       LOG_SCAN.budget = shipped;
     }
   });
+
+  it("pages a subscription's failed deliveries and failed attempts over HTTP across budget boundaries: each once, in order", async () => {
+    const db = ctx.tdb.db;
+    const shipped = LOG_SCAN.budget;
+    const walk = async (path: string, limit: number) => {
+      const seen: any[] = [];
+      const sizes: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const r: Res = await api().get(`${path}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(r.status, 200, r.text);
+        seen.push(...r.body.data);
+        sizes.push(r.body.data.length);
+        cursor = r.body.nextCursor;
+        assert.ok(sizes.length < 200, 'ends');
+      } while (cursor);
+      assert.ok(sizes.slice(0, -1).some((n) => n < limit), `a short page with a cursor: ${sizes}`);
+      return seen;
+    };
+    try {
+      // ~370 failed deliveries, ~124 of them a's: at a budget of 100 neither range ends within it, the failed ones'
+      // reaches furthest back (a's 100 newest span 100 events), a third of its rows are a's.
+      LOG_SCAN.budget = 100;
+      const failed = await walk(`/integrations/webhooks/deliveries?subscription=${subs.a}&status=failed`, 40);
+      const all = await deliveriesBefore(db, { subscription: subs.a, status: 'failed', limit: 1000 }, null);
+      assert.ok(all.length > 100, `${all.length}`);
+      const ids = await db.query<{ uuid: string }>(`SELECT uuid FROM webhook_deliveries WHERE id = ANY($1::bigint[]) ORDER BY id DESC`, [all]);
+      assert.deepEqual(failed.map((d) => d.uuid), ids.rows.map((x) => x.uuid), 'every one once, newest first');
+      assert.ok(failed.every((d) => d.status === 'failed' && d.subscriptionUuid === subs.a));
+      // b's ~124 failed attempts among its 12,000: pages of 700 attempts, ~7 failed in each.
+      LOG_SCAN.budget = 700;
+      const logs = await walk(`/integrations/webhooks/logs?subscription=${subs.b}&outcome=failure`, 10);
+      const attempts = await attemptsBefore(db, { subscription: subs.b, outcome: 'failure', limit: 1000 }, null);
+      assert.ok(attempts.length > 100, `${attempts.length}`);
+      assert.equal(logs.length, attempts.length);
+      assert.ok(logs.every((a) => a.outcome === 'failure' && a.subscriptionUuid === subs.b));
+      assert.equal(new Set(logs.map((a) => a.uuid)).size, logs.length, 'each once');
+    } finally {
+      LOG_SCAN.budget = shipped;
+    }
+  });
+
+  /** At a budget, the rows a call's plans read of `table` (the most of one statement) and its buffers stay under its bounds. */
+  const bounded = async (budget: number, what: string, table: string, call: (q: Queryable) => Promise<unknown>, perRow: number) => {
+    const { buffers, plans, statements } = await costOf(ctx.tdb.db, call);
+    // Per statement (the budget's edge, read from the index; the page, from it on).
+    const read = Math.max(...plans.split('\n').map((p) => rowsScanned(JSON.parse(p), table)));
+    console.log(`# [${ctx.backend}] ${what} (budget ${budget}): ${read} rows of ${table}, ${buffers} buffers, ${statements} statement(s)`);
+    assert.ok(read <= budget + 1, `${what}: ${read} rows read: ${plans}`);
+    assert.ok(buffers < budget * perRow + 200, `${what}: ${buffers} buffers: ${plans}`);
+  };
 
   it('reads at most a budget of a subscription per page for a common type it holds few of (not the whole subscription)', async () => {
     // Subscription u has 6,010 deliveries and attempts, 10 of customerCreate: the walk joined each of them to its
@@ -305,25 +366,62 @@ await describeEachDb('webhook log lists on large tables', (ctx) => {
     try {
       for (const budget of [shipped, 500]) {
         LOG_SCAN.budget = budget;
-        const bounded = async (what: string, table: string, call: (q: Queryable) => Promise<unknown>, perRow: number) => {
-          const { buffers, plans, statements } = await costOf(ctx.tdb.db, call);
-          // Per statement (the budget's edge, read from the index; the page, from it on).
-          const read = Math.max(...plans.split('\n').map((p) => rowsScanned(JSON.parse(p), table)));
-          console.log(`# [${ctx.backend}] ${what} (budget ${budget}): ${read} rows of ${table}, ${buffers} buffers, ${statements} statement(s)`);
-          assert.ok(read <= budget + 1, `${what}: ${read} rows read: ${plans}`);
-          assert.ok(buffers < budget * perRow + 200, `${what}: ${buffers} buffers: ${plans}`);
-        };
-        await bounded(`deliveries?subscription=u&eventType=${COMMON_TYPE}`, 'webhook_deliveries',
+        await bounded(budget, `deliveries?subscription=u&eventType=${COMMON_TYPE}`, 'webhook_deliveries',
           (q) => listDeliveries(q, { subscription: subs.u, eventType: COMMON_TYPE, limit: 50 }, null), 6);
-        await bounded(`deliveries?subscription=u&eventType=${COMMON_TYPE}&status=delivered`, 'webhook_deliveries',
+        await bounded(budget, `deliveries?subscription=u&eventType=${COMMON_TYPE}&status=delivered`, 'webhook_deliveries',
           (q) => listDeliveries(q, { subscription: subs.u, eventType: COMMON_TYPE, status: 'delivered', limit: 50 }, null), 6);
-        await bounded(`logs?subscription=u&eventType=${COMMON_TYPE}`, 'webhook_attempts',
+        await bounded(budget, `logs?subscription=u&eventType=${COMMON_TYPE}`, 'webhook_attempts',
           (q) => listAttempts(q, { subscription: subs.u, eventType: COMMON_TYPE, limit: 50 }, null), 12);
-        await bounded(`logs?subscription=u&eventType=${COMMON_TYPE}&outcome=failure`, 'webhook_attempts',
+        await bounded(budget, `logs?subscription=u&eventType=${COMMON_TYPE}&outcome=failure`, 'webhook_attempts',
           (q) => listAttempts(q, { subscription: subs.u, eventType: COMMON_TYPE, outcome: 'failure', limit: 50 }, null), 12);
       }
     } finally {
       LOG_SCAN.budget = shipped;
     }
+  });
+
+  it('reads at most a budget per page for a subscription and a status, an outcome, since or until without a type (not the whole range)', async () => {
+    // No index holds a subscription's deliveries of a status, or attempts of an outcome or a time, in id order: the
+    // walk of one range tested the rest on each row, u's 6,010 rows for a status or an outcome it has none of, every
+    // attempt newer than an until. Now the budget bounds each page; a subscription and a status walk the range whose
+    // budget reaches furthest back (here the status's, which ends within it: the page is whole).
+    const db = ctx.tdb.db;
+    const r = await db.query<{ oldest: string; after: string; early: string }>(
+      `SELECT (SELECT min(a.id) FROM webhook_attempts a WHERE a.subscription_id <> (SELECT id FROM webhook_subscriptions WHERE uuid = $1))::text AS oldest,
+         (SELECT max(a.started_at) + interval '1 second' FROM webhook_attempts a WHERE a.subscription_id = (SELECT id FROM webhook_subscriptions WHERE uuid = $1)) AS after,
+         (SELECT started_at FROM webhook_attempts ORDER BY id OFFSET 100 LIMIT 1) AS early`,
+      [subs.u],
+    );
+    const oldest = r.rows[0].oldest; // u's attempts are all older: a cursor that leaves only them
+    const after = new Date(r.rows[0].after).toISOString(); // after u's last attempt: none of u's match
+    const early = new Date(r.rows[0].early).toISOString(); // until: the 100 oldest attempts match
+    // Every shape is measured, then the ones over their bounds named.
+    const over: string[] = [];
+    const each = async (...args: Parameters<typeof bounded>) => bounded(...args).catch((err) => void over.push(`${args[1]} (budget ${args[0]}): ${String(err.message).slice(0, 80)}`));
+    const shipped = LOG_SCAN.budget;
+    try {
+      for (const budget of [shipped, 500]) {
+        LOG_SCAN.budget = budget;
+        await each(budget, 'deliveries?subscription=u&status=failed', 'webhook_deliveries',
+          (q) => listDeliveries(q, { subscription: subs.u, status: 'failed', limit: 50 }, null), 6);
+        await each(budget, 'deliveries?subscription=u&status=delivered', 'webhook_deliveries',
+          (q) => listDeliveries(q, { subscription: subs.u, status: 'delivered', limit: 50 }, null), 6);
+        await each(budget, 'deliveries?subscription=rare&status=delivered', 'webhook_deliveries',
+          (q) => listDeliveries(q, { subscription: subs.rare, status: 'delivered', limit: 50 }, null), 6);
+        await each(budget, 'deliveries?subscription=a&status=pending (before the middle)', 'webhook_deliveries',
+          (q) => listDeliveries(q, { subscription: subs.a, status: 'pending', limit: 50 }, middleDelivery), 6);
+        await each(budget, 'logs?subscription=u&outcome=failure', 'webhook_attempts',
+          (q) => listAttempts(q, { subscription: subs.u, outcome: 'failure', limit: 50 }, null), 12);
+        await each(budget, "logs?outcome=failure (before u's attempts)", 'webhook_attempts',
+          (q) => listAttempts(q, { outcome: 'failure', limit: 50 }, oldest), 12);
+        await each(budget, "logs?subscription=u&since=(after u's last)", 'webhook_attempts',
+          (q) => listAttempts(q, { subscription: subs.u, since: after, limit: 50 }, null), 12);
+        await each(budget, 'logs?until=(the 100th oldest)', 'webhook_attempts',
+          (q) => listAttempts(q, { until: early, limit: 50 }, null), 12);
+      }
+    } finally {
+      LOG_SCAN.budget = shipped;
+    }
+    assert.deepEqual(over, []);
   });
 });
