@@ -22,8 +22,8 @@ const BASE = '/integrations/webhooks';
 const secretDigest = (secret: string) => crypto.createHash('sha256').update(secret).digest('hex');
 const SUBS = `${BASE}/subscriptions`;
 
-/** What a page of a log list filtered by a common event type holds (store.LOG_SCAN), for the OpenAPI document. */
-const scanNote = (rows: string, of: string) => `With an eventType of ${store.FEW_EVENTS.toLocaleString('en')} events or more, a page looks at ${store.LOG_SCAN.budget.toLocaleString('en')} ${rows} at most `
+/** What a page of a log list holds when its walk is budgeted (store.LOG_SCAN), for the OpenAPI document. */
+const scanNote = (rows: string, when: string, of: string) => `With ${when}, a page looks at ${store.LOG_SCAN.budget.toLocaleString('en')} ${rows} at most `
   + `(${of}) and keeps those that match every filter: it may hold fewer than \`limit\` ${rows}, none even, and still have a \`nextCursor\`; `
   + 'follow it until `nextCursor` is null.';
 
@@ -147,7 +147,7 @@ export function webhookRoutes(s: Services): RouteDef[] {
     {
       ...base, id: 'webhooks.deliveries.list', method: 'GET', path: `${BASE}/deliveries`,
       summary: 'List deliveries, newest first (filter by status, subscription, eventType)',
-      description: `List deliveries, newest first (filter by status, subscription, eventType). ${scanNote('deliveries', 'the subscription\'s when one is given, else those of the status')}`,
+      description: `List deliveries, newest first (filter by status, subscription, eventType). ${scanNote('deliveries', `an eventType of ${store.FEW_EVENTS.toLocaleString('en')} events or more, or a subscription and a status`, 'the subscription\'s or the status\'s when given')}`,
       schema: { querystring: S.DeliveryListQuery, response: { 200: Page(S.Delivery) } },
       handler: async (req) => {
         const q = req.query as any;
@@ -175,7 +175,8 @@ export function webhookRoutes(s: Services): RouteDef[] {
       ...base, id: 'webhooks.logs', method: 'GET', path: `${BASE}/logs`,
       summary: 'Delivery attempts, the last written first (an attempt is written when it ends); filters subscription, eventType, outcome, since, until',
       description: 'One row per attempt, newest first, with request headers (credentials redacted), request body and the first 4 KiB of the response. '
-        + scanNote('attempts', 'the subscription\'s when one is given'),
+        + scanNote('attempts', `an eventType of ${store.FEW_EVENTS.toLocaleString('en')} events or more, an outcome, since or until`,
+          'the subscription\'s when one is given; with since or until, of the days they fall in'),
       schema: { querystring: S.LogQuery, response: { 200: Page(S.Attempt) } },
       handler: async (req) => {
         const q = req.query as any;

@@ -745,7 +745,7 @@ export interface paths {
         };
         /**
          * List deliveries, newest first (filter by status, subscription, eventType)
-         * @description List deliveries, newest first (filter by status, subscription, eventType). With an eventType of 2,000 events or more, a page looks at 5,000 deliveries at most (the subscription's when one is given, else those of the status) and keeps those that match every filter: it may hold fewer than `limit` deliveries, none even, and still have a `nextCursor`; follow it until `nextCursor` is null.
+         * @description List deliveries, newest first (filter by status, subscription, eventType). With an eventType of 2,000 events or more, or a subscription and a status, a page looks at 5,000 deliveries at most (the subscription's or the status's when given) and keeps those that match every filter: it may hold fewer than `limit` deliveries, none even, and still have a `nextCursor`; follow it until `nextCursor` is null.
          */
         get: operations["webhooksDeliveriesList"];
         put?: never;
@@ -805,7 +805,7 @@ export interface paths {
         };
         /**
          * Delivery attempts, the last written first (an attempt is written when it ends); filters subscription, eventType, outcome, since, until
-         * @description One row per attempt, newest first, with request headers (credentials redacted), request body and the first 4 KiB of the response. With an eventType of 2,000 events or more, a page looks at 5,000 attempts at most (the subscription's when one is given) and keeps those that match every filter: it may hold fewer than `limit` attempts, none even, and still have a `nextCursor`; follow it until `nextCursor` is null.
+         * @description One row per attempt, newest first, with request headers (credentials redacted), request body and the first 4 KiB of the response. With an eventType of 2,000 events or more, an outcome, since or until, a page looks at 5,000 attempts at most (the subscription's when one is given; with since or until, of the days they fall in) and keeps those that match every filter: it may hold fewer than `limit` attempts, none even, and still have a `nextCursor`; follow it until `nextCursor` is null.
          */
         get: operations["webhooksLogs"];
         put?: never;
