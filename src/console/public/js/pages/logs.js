@@ -6,8 +6,8 @@ import { listSubscriptions } from './webhooks.js';
 
 const PAGE = 50;
 const LIVE_MS = 3000;
-// Pages followed for a page of rows: filtered by a common event type, the API looks at 5,000 attempts a page, so a
-// page may hold few, none even, with more to come (docs/delivery.md "Log lists").
+// Pages followed for a page of rows: filtered by a common event type, an outcome or a time range, the API looks at
+// 5,000 attempts a page, so a page may hold few, none even, with more to come (docs/delivery.md "Log lists").
 const SCAN_PAGES = 20;
 
 
