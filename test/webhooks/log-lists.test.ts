@@ -424,4 +424,45 @@ await describeEachDb('webhook log lists on large tables', (ctx) => {
     }
     assert.deepEqual(over, []);
   });
+
+  it('prunes a dated walk to the partitions that hold since and until, by their bounds (answers as the catch-all, every row once)', async () => {
+    // Attempts in the day partitions ahead (the rest of the table is in the legacy one): four a day, three days.
+    const db = ctx.tdb.db;
+    const day = await db.query<{ d: string }>(`SELECT (date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '2 days')::text AS d`);
+    const first = new Date(day.rows[0].d);
+    await db.query(
+      `INSERT INTO webhook_attempts (delivery_id, delivery_created_at, subscription_id, event_id, attempt_number, url, started_at, duration_ms, status_code,
+         outcome, request_headers, request_body)
+       SELECT d.id, d.created_at, d.subscription_id, d.event_id, 4, 'https://hooks.example/', $2::timestamptz + g * interval '6 hours' + interval '1 hour', 12, 200,
+         CASE WHEN g % 2 = 0 THEN 'failure' ELSE 'success' END, '{}', '{}'
+       FROM webhook_deliveries d CROSS JOIN generate_series(0, 11) g WHERE d.uuid = $1 ORDER BY g DESC`,
+      [rareDelivery, first.toISOString()],
+    );
+    const at = (hours: number) => new Date(first.getTime() + hours * 3_600_000).toISOString();
+    // since in the second day, until in the third: the walk reads those two days' partitions, nothing else.
+    const { plans } = await costOf(db, (q) => listAttempts(q, { since: at(30), until: at(50), limit: 50 }, null));
+    const read = [...plans.matchAll(/"Relation Name":"(webhook_attempts_[^"]+)"/g)].map((m) => m[1]);
+    const days = [1, 2].map((n) => `webhook_attempts_p${new Date(first.getTime() + n * 86_400_000).toISOString().slice(0, 10).replaceAll('-', '')}`);
+    const shipped = LOG_SCAN.budget;
+    try {
+      assert.deepEqual([...new Set(read)].sort(), days, plans);
+      for (const budget of [shipped, 2]) {
+        LOG_SCAN.budget = budget;
+        for (const dated of [{ since: at(30) }, { until: at(40) }, { since: at(13), until: at(55) }, { since: at(24), until: at(48) }]) {
+          for (const subscription of [undefined, subs.rare]) {
+            for (const outcome of [undefined, 'failure']) {
+              const q = { subscription, outcome, ...dated, limit: 3 };
+              for (const before of [null, middleAttempt]) {
+                const got = await upTo((c) => listAttempts(db, q, c), q.limit, before);
+                assert.deepEqual(got, await attemptsBefore(db, q, before), JSON.stringify({ q, before, budget }));
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      LOG_SCAN.budget = shipped;
+      await db.query(`DELETE FROM webhook_attempts WHERE started_at >= $1::timestamptz`, [first.toISOString()]);
+    }
+  });
 });
