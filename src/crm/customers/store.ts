@@ -163,7 +163,7 @@ export const INDEX_CANDIDATES = 2_000;
 
 /**
  * How many customers the trigram index answers for a search term, estimated from how often each of its trigrams
- * occurs (the statistics customers_search_trigrams, migration 081: the 1,000 most common with their share of the
+ * occurs (the statistics customers_search_trigrams, migration 079: the 1,000 most common with their share of the
  * customers, made by ANALYZE): per word of the term (a run of three or more letters or digits), the share of its
  * rarest trigram (a word's trigrams come together: every customer at gmail.com has gma, mai and ail), or, for a run
  * of digits (an id, a number), the product of the shares of its trigrams three digits apart (and of its last), when smaller (digits of
