@@ -107,7 +107,7 @@ export async function listAttempts(db: Queryable, q: LogQuery, before: string | 
     : pageFirst('webhook_attempts', 'a', where, order, fetchSize(q.limit), columns, `${joins} JOIN webhook_subscriptions s ON s.id = a.subscription_id`);
   const dated = q.since !== undefined || q.until !== undefined;
   const r = await db.query<StoredAttempt>(sql, params, dated ? undefined : statementName('webhook_attempts_list', sql));
-  const rows = scanned(r.rows, q.limit, edge);
+  const rows = scanned(r.rows, q.limit);
   const versions = await versionsById(db, rows.flatMap((x) => (x.version_id === null ? [] : [x.version_id])));
   const page: ScannedPage<AttemptRow> = rows.map((x) => withRequest(x, versions));
   if (rows.scanEnd !== undefined) page.scanEnd = rows.scanEnd;

@@ -423,13 +423,19 @@ export async function scanEdge(db: Queryable, table: string, alias: string, walk
 }
 
 /**
- * A budgeted page: the rows of `table` in the range `walk` from `edge` on (scanEdge), in order, each joined to what
- * `hit` needs (`joins`: LATERAL probes, one per row), those `hit` holds, up to `limit`.
+ * A budgeted page: the first LOG_SCAN.budget rows of `table` in the range `walk` from `edge` on (scanEdge: it bounds
+ * the read whatever the plan), in order, each joined to what `hit` needs (`joins`: LATERAL probes, one per row), those
+ * `hit` holds, up to `limit`, and the budget's last row read (`scan_edge`), where the next page starts (scanned). That
+ * row is this statement's own: rows that entered the range after scanEdge pushed scanEdge's row out of the LIMIT, and
+ * a next page started below it never listed the rows pushed out (the review of 2026-11-30).
  */
 export function scannedSql(table: string, alias: string, walk: string[], edge: string | undefined, hit: string[], order: string, limit: number, columns: string, joins: string): string {
   const range = edge === undefined ? walk : [...walk, `${alias}.id >= ${edge}::bigint`];
-  return `SELECT ${columns} FROM (SELECT * FROM ${table} ${alias} WHERE ${range.join(' AND ')} ORDER BY ${order} LIMIT ${LOG_SCAN.budget}) ${alias}
-     ${joins} WHERE ${hit.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
+  const budget = LOG_SCAN.budget;
+  const kept = hit.length ? hit.join(' AND ') : 'true';
+  return `SELECT ${columns}, (${kept}) AS scan_hit, ${alias}.scan_k = ${budget} AS scan_edge
+     FROM (SELECT *, row_number() OVER (ORDER BY ${order}) AS scan_k FROM ${table} ${alias} WHERE ${range.join(' AND ')} ORDER BY ${order} LIMIT ${budget}) ${alias}
+     ${joins} WHERE (${kept}) OR ${alias}.scan_k = ${budget} ORDER BY ${order} LIMIT ${limit}`;
 }
 
 /** An index range a log list may walk: its conditions (`where`) and its order, which ends with the id. */
@@ -451,10 +457,14 @@ export async function scanWalk(db: Queryable, table: string, alias: string, rang
   return best!;
 }
 
-/** A page's rows cut to limit + 1 (fetchSize may read more); scanEnd, the budget's edge, when it stopped there. */
-export function scanned<R>(rows: R[], limit: number, edge: string | null): ScannedPage<R> {
-  const page: ScannedPage<R> = rows.slice(0, limit + 1);
-  if (edge !== null) page.scanEnd = edge;
+/**
+ * A page's rows cut to limit + 1 (fetchSize may read more), without the budget's last row when it is there only to
+ * say where the walk stopped (scannedSql): then its id is scanEnd.
+ */
+export function scanned<R extends { id: string }>(rows: (R & { scan_hit?: boolean; scan_edge?: boolean })[], limit: number): ScannedPage<R> {
+  const page: ScannedPage<R> = rows.filter((r) => r.scan_hit !== false).slice(0, limit + 1).map(({ scan_hit: _h, scan_edge: _e, ...r }) => r as unknown as R);
+  const edge = rows.find((r) => r.scan_edge === true);
+  if (edge) page.scanEnd = String(edge.id);
   return page;
 }
 
@@ -529,7 +539,7 @@ export async function listDeliveries(
   const sql = scannedSql('webhook_deliveries', 'd', range.where, edge === null ? undefined : param(edge), hit, range.order, fetchSize(q.limit), DELIVERY_COLUMNS,
     `${lateral('events', 'e', eventOfDelivery('d', 'e'))} ${lateral('webhook_subscriptions', 's', 's.id = d.subscription_id')}`);
   const r = await db.query<DeliveryRow>(sql, params, statementName('webhook_deliveries_list', sql));
-  return scanned(r.rows, q.limit, edge);
+  return scanned(r.rows, q.limit);
 }
 
 /** A page of deliveries whose range `where` holds exactly the rows asked for. */

@@ -78,6 +78,22 @@ function rowsScanned(plan: any, table: string): number {
 
 await describeEachDb('webhook log lists on large tables', (ctx) => {
   const api = () => ctx.srv.api.withVersion('2026-11');
+  /** Every row of a list over HTTP, following nextCursor to its end; with `short`, one page before the last was short. */
+  const walkPages = async (path: string, limit: number, short = false) => {
+    const seen: any[] = [];
+    const sizes: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const r: Res = await api().get(`${path}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(r.status, 200, r.text);
+      seen.push(...r.body.data);
+      sizes.push(r.body.data.length);
+      cursor = r.body.nextCursor;
+      assert.ok(sizes.length < 200, 'ends');
+    } while (cursor);
+    if (short) assert.ok(sizes.slice(0, -1).some((n) => n < limit), `a short page with a cursor: ${sizes}`);
+    return seen;
+  };
   const subs: Record<'a' | 'b' | 'c' | 'rare' | 'u', string> = { a: '', b: '', c: '', rare: '', u: '' };
   let rareDelivery = ''; // a delivery of the rare subscription, in the middle of the table: 3 attempts
   let middleDelivery = ''; // a cursor half-way down the deliveries
@@ -211,17 +227,7 @@ await describeEachDb('webhook log lists on large tables', (ctx) => {
   });
 
   it('pages through a rare subscription, a rare event type and a delivery over HTTP (cursors as before)', async () => {
-    const walk = async (path: string, limit: number) => {
-      const seen: any[] = [];
-      let cursor: string | null = null;
-      do {
-        const r: Res = await api().get(`${path}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
-        assert.equal(r.status, 200, r.text);
-        seen.push(...r.body.data);
-        cursor = r.body.nextCursor;
-      } while (cursor);
-      return seen;
-    };
+    const walk = (path: string, limit: number) => walkPages(path, limit);
     const rare = await walk(`/integrations/webhooks/deliveries?subscription=${subs.rare}`, 3);
     assert.equal(rare.length, 4);
     assert.ok(rare.every((d) => d.subscriptionUuid === subs.rare));
@@ -272,21 +278,7 @@ await describeEachDb('webhook log lists on large tables', (ctx) => {
     const shipped = LOG_SCAN.budget;
     LOG_SCAN.budget = 700; // u's 6,010 deliveries (and attempts): 9 budgets, its 10 customerCreate ones spread over them
     try {
-      const walk = async (path: string) => {
-        const seen: any[] = [];
-        const sizes: number[] = [];
-        let cursor: string | null = null;
-        do {
-          const r: Res = await api().get(`${path}&limit=3${cursor ? `&cursor=${cursor}` : ''}`);
-          assert.equal(r.status, 200, r.text);
-          seen.push(...r.body.data);
-          sizes.push(r.body.data.length);
-          cursor = r.body.nextCursor;
-          assert.ok(sizes.length < 100, 'ends');
-        } while (cursor);
-        assert.ok(sizes.slice(0, -1).some((n) => n < 3), `a short page with a cursor: ${sizes}`);
-        return seen;
-      };
+      const walk = (path: string) => walkPages(path, 3, true);
       const db = ctx.tdb.db;
       const deliveries = await walk(`/integrations/webhooks/deliveries?subscription=${subs.u}&eventType=${COMMON_TYPE}`);
       const all = await deliveriesBefore(db, { subscription: subs.u, eventType: COMMON_TYPE, limit: 100 }, null);
@@ -310,21 +302,7 @@ await describeEachDb('webhook log lists on large tables', (ctx) => {
   it("pages a subscription's failed deliveries and failed attempts over HTTP across budget boundaries: each once, in order", async () => {
     const db = ctx.tdb.db;
     const shipped = LOG_SCAN.budget;
-    const walk = async (path: string, limit: number) => {
-      const seen: any[] = [];
-      const sizes: number[] = [];
-      let cursor: string | null = null;
-      do {
-        const r: Res = await api().get(`${path}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
-        assert.equal(r.status, 200, r.text);
-        seen.push(...r.body.data);
-        sizes.push(r.body.data.length);
-        cursor = r.body.nextCursor;
-        assert.ok(sizes.length < 200, 'ends');
-      } while (cursor);
-      assert.ok(sizes.slice(0, -1).some((n) => n < limit), `a short page with a cursor: ${sizes}`);
-      return seen;
-    };
+    const walk = (path: string, limit: number) => walkPages(path, limit, true);
     try {
       // ~370 failed deliveries, ~124 of them a's: at a budget of 100 neither range ends within it, the failed ones'
       // reaches furthest back (a's 100 newest span 100 events), a third of its rows are a's.
