@@ -247,6 +247,11 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     // Re-activated with a signing secret nobody can sign with: every delivery would fail SECRET_UNREADABLE.
     const signingWhy = cur.unreadable.signingSecret;
     if (signingWhy && patch.isActive === true && !cur.is_active) throw unreadable('signingSecret', signingWhy, 'rotate it (POST …/rotateSecret) before activating the subscription');
+    // So is one kept with a URL password nobody can open (every publish would fail SECRET_UNREADABLE; a review, 2026-11-30).
+    if (patch.isActive === true && !cur.is_active && (dest === undefined || dest.password === REDACTED_PASSWORD)) {
+      const urlWhy = await store.destinationPasswordUnreadable(tx, cur.id);
+      if (urlWhy) throw unreadable("url's password", urlWhy, 'give "url" with its password again in this PATCH');
+    }
     const keyWhy = cur.unreadable['tls.clientKey'];
     if (keyWhy && patch.tls !== null && patch.tls?.clientKey === undefined) throw unreadable('tls.clientKey', keyWhy, 'give "tls" with its "clientKey" again in this PATCH, or "tls": null');
     const w = credentialRules({

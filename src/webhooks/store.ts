@@ -135,6 +135,18 @@ export async function updateSubscription(db: Queryable, id: string, w: Subscript
   return clear(r.rows[0]);
 }
 
+/** Why a subscription's stored URL password cannot be opened (sealed under a key this process lacks, altered), or null. */
+export async function destinationPasswordUnreadable(db: Queryable, id: string): Promise<string | null> {
+  const stored = (await db.query<{ p: string | null }>(`SELECT destination_password AS p FROM webhook_subscriptions WHERE id = $1`, [id])).rows[0]?.p ?? null;
+  try {
+    openSecret(stored);
+    return null;
+  } catch (err) {
+    if (!(err instanceof SecretError)) throw err;
+    return err.message;
+  }
+}
+
 /** A broker destination's URL password (destinations/url.ts), sealed; null: none (an HTTP URL, or a broker URL without one). */
 export async function setDestinationPassword(db: Queryable, id: string, password: string | null): Promise<void> {
   await db.query(`UPDATE webhook_subscriptions SET destination_password = $2 WHERE id = $1`, [id, sealSecret(password)]);

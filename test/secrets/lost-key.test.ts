@@ -30,6 +30,7 @@ for (const backend of await backends()) {
         const signing = await make({});
         const healthy = await make({});
         const idle = await make({ authMethod: 'BEARER', bearerToken: 'tok2', isActive: false });
+        const broker = (await srv.api.post(SUBS, { url: 'amqp://user:pw@127.0.0.1:5672/vh?exchange=bulb&routingKey=k', eventType: 'customerCreate' })).body;
         const gone = await make({});
         assert.equal((await srv.api.delete(`${SUBS}/${gone.uuid}`)).status, 204);
         await srv.close();
@@ -39,6 +40,7 @@ for (const backend of await backends()) {
         await set(bearer.uuid, 'bearer_token', underLost('tok'));
         await set(signing.uuid, 'signing_secret', underLost('whsec_lost'));
         await set(idle.uuid, 'bearer_token', underLost('tok2'));
+        await set(broker.uuid, 'destination_password', underLost('pw'));
         // Under the lost key too, but never used again: a deleted subscription's value, an expired rotated-out secret
         // (they kept the key "in use" for ever: a probe), and a live rotated-out secret of `signing`.
         await set(gone.uuid, 'signing_secret', underLost('whsec_gone'));
@@ -53,17 +55,17 @@ for (const backend of await backends()) {
         assert.throws(() => loadConfig({ BULB_SECRET_KEY: K, BULB_SECRET_KEYS_LOST: 'not-a-key-id' }), ConfigError);
         const active = async () => Object.fromEntries((await tdb.db.query<{ uuid: string; is_active: boolean }>(
           `SELECT uuid, is_active FROM webhook_subscriptions WHERE deleted_at IS NULL`)).rows.map((r) => [r.uuid, r.is_active]));
-        assert.deepEqual(await active(), { [bearer.uuid]: true, [signing.uuid]: true, [healthy.uuid]: true, [idle.uuid]: false });
+        assert.deepEqual(await active(), { [bearer.uuid]: true, [signing.uuid]: true, [healthy.uuid]: true, [idle.uuid]: false, [broker.uuid]: true });
 
         // 2. Declared lost: the start goes on; the active holders are deactivated, with a reason and an audit row each.
         const lostEnv = { BULB_SECRET_KEY: K, BULB_SECRET_KEYS_LOST: L.toUpperCase() };
         const first = await prepareSecrets(tdb.db, loadConfig(lostEnv));
         assert.equal(first.warning, true);
-        assert.match(first.notice, new RegExp(`2 subscription\\(s\\) deactivated: they hold values sealed under key id ${L}`));
-        assert.deepEqual(await active(), { [bearer.uuid]: false, [signing.uuid]: false, [healthy.uuid]: true, [idle.uuid]: false });
+        assert.match(first.notice, new RegExp(`3 subscription\\(s\\) deactivated: they hold values sealed under key id ${L}`));
+        assert.deepEqual(await active(), { [bearer.uuid]: false, [signing.uuid]: false, [healthy.uuid]: true, [idle.uuid]: false, [broker.uuid]: false });
         const audit = (await tdb.db.query<{ target_id: string; actor_type: string; details: { reason: string } }>(
           `SELECT target_id, actor_type, details FROM audit_log WHERE action = 'subscription.disabled' ORDER BY target_id`)).rows;
-        assert.deepEqual(audit.map((a) => a.target_id).sort(), [bearer.uuid, signing.uuid].sort());
+        assert.deepEqual(audit.map((a) => a.target_id).sort(), [bearer.uuid, signing.uuid, broker.uuid].sort());
         for (const a of audit) {
           assert.equal(a.actor_type, 'system');
           assert.match(a.details.reason, new RegExp(`sealed under key id ${L}, declared lost`));
@@ -72,12 +74,12 @@ for (const backend of await backends()) {
         assert.match(audit.find((a) => a.target_id === bearer.uuid)!.details.reason, /^bearerToken of this subscription/);
         assert.match(audit.find((a) => a.target_id === signing.uuid)!.details.reason, /^signingSecret of this subscription/);
         const announced = (await tdb.db.query<{ resource_uuid: string }>(`SELECT resource_uuid FROM events WHERE event_type = 'webhookSubscriptionDisabled'`)).rows;
-        assert.deepEqual(announced.map((e) => e.resource_uuid).sort(), [bearer.uuid, signing.uuid].sort());
+        assert.deepEqual(announced.map((e) => e.resource_uuid).sort(), [bearer.uuid, signing.uuid, broker.uuid].sort());
         // The values stay as they were (the key, if found, still opens them); another start deactivates nothing more.
         assert.equal(sealedKeyId((await tdb.db.query<{ bearer_token: string }>(`SELECT bearer_token FROM webhook_subscriptions WHERE uuid = $1`, [bearer.uuid])).rows[0].bearer_token), L);
         const second = await prepareSecrets(tdb.db, loadConfig(lostEnv));
         assert.equal(second.warning, false);
-        assert.equal((await tdb.db.query(`SELECT 1 FROM audit_log WHERE action = 'subscription.disabled'`)).rows.length, 2);
+        assert.equal((await tdb.db.query(`SELECT 1 FROM audit_log WHERE action = 'subscription.disabled'`)).rows.length, 3);
         // reencrypt leaves them too (it re-seals what it can open): it does not stop at them.
         assert.equal(await reencryptAll(tdb.db, second.box), 0);
 
@@ -96,7 +98,11 @@ for (const backend of await backends()) {
         // Its rotated-out secret under the lost key goes with the rotation: nothing signs with it, none is promised.
         assert.equal(rotated.body.previousSecretExpiresAt, null);
         assert.equal((await srv.api.patch(`${SUBS}/${signing.uuid}`, { isActive: true })).status, 200);
-        assert.deepEqual(await active(), { [bearer.uuid]: true, [signing.uuid]: true, [healthy.uuid]: true, [idle.uuid]: false });
+        // A broker URL's password: re-activating with it kept is a 409 too (every publish would fail); given again, 200.
+        const noPassword = await srv.api.patch(`${SUBS}/${broker.uuid}`, { isActive: true });
+        assert.deepEqual([noPassword.status, noPassword.body.errors[0].moreInfo], [409, "url's password"], noPassword.text);
+        assert.equal((await srv.api.patch(`${SUBS}/${broker.uuid}`, { isActive: true, url: 'amqp://user:pw2@127.0.0.1:5672/vh?exchange=bulb&routingKey=k' })).status, 200);
+        assert.deepEqual(await active(), { [bearer.uuid]: true, [signing.uuid]: true, [healthy.uuid]: true, [idle.uuid]: false, [broker.uuid]: true });
         // Only the inactive one still holds a value under the lost key (not the deleted one, nor the expired secret).
         assert.deepEqual((await keyIdsInUse(tdb.db)).sort(), [keyId(Buffer.from(K, 'base64')), L].sort());
         assert.equal((await srv.api.delete(`${SUBS}/${idle.uuid}`)).status, 204);
