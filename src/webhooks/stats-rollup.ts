@@ -4,10 +4,10 @@
 // the rows past the longest window.
 //
 // Late rows. An attempt's started_at is when it started, on its worker's clock; its row is written when it ends (its
-// deadline, BULB_WEBHOOK_TIMEOUT_MS, at most 10 minutes) and the writer's batch goes out (milliseconds; while the
+// deadline: BULB_WEBHOOK_TIMEOUT_MS, at most 10 minutes, twice that for an OAuth2 attempt's token and retry) and the writer's batch goes out (milliseconds; while the
 // database refuses the write, the writer retries it until it goes in). So an hour is rolled up once it has been
-// closed for SETTLE_MS (15 minutes: the longest deadline and 5 minutes for the batch and the clocks), and each pass
-// that moves the rollup on counts the REROLL_HOURS hours before again: a row written up to 3 h 15 min after its
+// closed for SETTLE_MS (25 minutes: the longest deadline, 20, and 5 minutes for the batch and the clocks), and each pass
+// that moves the rollup on counts the REROLL_HOURS hours before again: a row written up to 3 h 25 min after its
 // hour ended (a worker cut off from the database for that long, its results held) is counted too. One written
 // later still is left out of the rollup (the stats count one attempt fewer for its hour).
 //
@@ -20,7 +20,7 @@ import { deleteHoursBefore, lockRolled, rollHours, setRolled } from './stats-sto
 
 const HOUR_MS = 3_600_000;
 /** How long an hour has been closed before it is rolled up. */
-export const SETTLE_MS = 15 * 60_000;
+export const SETTLE_MS = 25 * 60_000;
 /** The hours before the rollup's end each pass that moves it counts again (attempts whose rows came late). */
 export const REROLL_HOURS = 3;
 /** The hours kept: the stats' longest window (168, the current hour included) and one for the clocks. */

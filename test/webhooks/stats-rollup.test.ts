@@ -10,7 +10,7 @@ import type { Db } from '../../src/db/db.ts';
 import { loadConfig } from '../../src/config.ts';
 import { backgroundJobs } from '../../src/scheduler.ts';
 import { stats } from '../../src/webhooks/service.ts';
-import { rollUpStats, KEEP_HOURS } from '../../src/webhooks/stats-rollup.ts';
+import { rollUpStats, KEEP_HOURS, SETTLE_MS } from '../../src/webhooks/stats-rollup.ts';
 import { waitFor } from './receiver.ts';
 
 const HOUR = 3_600_000;
@@ -97,7 +97,7 @@ for (const backend of await backends()) {
       await assertSameAsLive(db, 24, 'rolled up to 60 h ago (24 h)');
       // Then up to now (the last 3 hours before the rollup's end counted again, then the hours since).
       const r2 = await rollUpStats(db);
-      assert.equal(r2.until!.getTime(), Math.floor((Date.now() - 15 * 60_000) / HOUR) * HOUR, 'up to the last hour closed for 15 minutes');
+      assert.equal(r2.until!.getTime(), Math.floor((Date.now() - SETTLE_MS) / HOUR) * HOUR, 'up to the last hour closed for SETTLE_MS');
       assert.ok(r2.hours >= 3 + 59, `hours counted: ${r2.hours}`);
       await assertSameAsLive(db, 168, 'rolled up to now');
       await assertSameAsLive(db, 24, 'rolled up to now (24 h)');
@@ -114,7 +114,7 @@ for (const backend of await backends()) {
         `INSERT INTO webhook_attempts (delivery_id, delivery_created_at, subscription_id, attempt_number, started_at, duration_ms, status_code, outcome, url, request_headers, request_body)
          VALUES (1, now(), $1, 1, $2, 10, 200, 'success', 'https://hooks.example/a', '{}', '{}')`, [subs[0], late.toISOString()]);
       // The rollup moves on an hour: it counts the 3 hours before its end again.
-      const r = await rollUpStats(db, { now: new Date(until.getTime() + HOUR + 20 * 60_000) });
+      const r = await rollUpStats(db, { now: new Date(until.getTime() + HOUR + SETTLE_MS + 5 * 60_000) });
       assert.equal(r.hours, 4);
       const row = (await rollup(db)).find((x) => new Date(x.hour).getTime() === Math.floor(late.getTime() / HOUR) * HOUR && String(x.subscription_id) === String(subs[0]));
       const counted = (await db.query<{ n: number }>(
