@@ -10,7 +10,7 @@ import type { Services } from '../services.ts';
 import { allows, type Principal } from '../auth/principal.ts';
 import { bindCursors } from './cursor-scope.ts';
 import { diskFullRecently } from '../db/unavailable.ts';
-import { ApiError, clientErrorHandler, errorHandler, expectationFailed, invalid, MAX_PARAM_LENGTH, rejectUnstorable, sendError, toApiError } from './errors.ts';
+import { ApiError, clientErrorHandler, errorBody, errorHandler, expectationFailed, invalid, MAX_PARAM_LENGTH, rejectUnstorable, sendError, toApiError } from './errors.ts';
 import { AuthFailures, RateLimiter, tooManyFailures } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
 import { Registry } from './versioning/registry.ts';
@@ -366,7 +366,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
       if (status === 413 && /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '')) entries = [{ ...entries[0], message: `request body exceeds ${TOKEN_FORM_LIMIT / 1024} KiB` }];
       if (status >= 500) return errorHandler(err, req, reply);
       for (const [k, v] of Object.entries(headers)) reply.header(k, v);
-      return reply.code(status).header('cache-control', 'no-store').send({ error: 'invalid_request', error_description: entries[0].message, errors: entries });
+      return reply.code(status).header('cache-control', 'no-store').send({ error: 'invalid_request', error_description: entries[0].message, ...errorBody(entries) });
     });
     tokenRoutes(scope, s, failures);
   });

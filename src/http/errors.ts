@@ -80,9 +80,9 @@ const MORE_INFO: Record<string, string> = {
   Unauthorized: 'send "Authorization: Bearer <API key>"; an admin key makes keys with POST /api/{version}/integrations/apiKeys',
   InvalidJson: 'send a JSON document with Content-Type: application/json',
   UnsupportedMediaType: 'send Content-Type: application/json',
-  PayloadTooLarge: "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB",
+  PayloadTooLarge: "send a smaller body (the message gives this route's limit), or split the request",
   RateLimited: 'wait for the seconds the Retry-After header gives',
-  ServiceUnavailable: 'retry after the seconds the Retry-After header gives',
+  ServiceUnavailable: 'retry shortly (after the seconds of the Retry-After header, when the answer has one)',
   InternalError: "the server logged it under this answer's X-Request-Id",
 };
 

@@ -124,6 +124,7 @@ await describeEachDb('auth: OAuth client credentials', (ctx) => {
     assert.equal(big.status, 413);
     assert.equal(big.body.error, 'invalid_request');
     assert.match(big.body.error_description, /exceeds 64 KiB/, 'said 1 MiB before 2026-11-28');
+    assert.match(big.body.errors[0].moreInfo, /smaller body/, 'moreInfo was "" here (the review, 2026-11-30)');
   });
 
   it('a body of another type is 415 naming the types the endpoint takes', async () => {

@@ -2917,7 +2917,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -3054,7 +3054,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -3138,7 +3138,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -3294,7 +3294,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -3463,7 +3463,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -3547,7 +3547,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -3703,7 +3703,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -3787,7 +3787,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -3925,7 +3925,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -4062,7 +4062,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -4146,7 +4146,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -4302,7 +4302,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -4415,7 +4415,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -4499,7 +4499,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -4612,7 +4612,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -4696,7 +4696,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -4834,7 +4834,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -4972,7 +4972,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -5109,7 +5109,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -5193,7 +5193,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -5349,7 +5349,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -5510,7 +5510,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -5670,7 +5670,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -5754,7 +5754,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -5915,7 +5915,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -6075,7 +6075,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -6159,7 +6159,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -6320,7 +6320,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -6480,7 +6480,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -6564,7 +6564,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -6725,7 +6725,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -6885,7 +6885,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -6969,7 +6969,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -7130,7 +7130,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -7290,7 +7290,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -7374,7 +7374,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -7535,7 +7535,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -7695,7 +7695,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -7779,7 +7779,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -7940,7 +7940,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -8100,7 +8100,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -8184,7 +8184,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -8321,7 +8321,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -8405,7 +8405,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -8561,7 +8561,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -8717,7 +8717,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -8801,7 +8801,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -8964,7 +8964,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -9048,7 +9048,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -9229,7 +9229,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -9400,7 +9400,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -9484,7 +9484,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -9677,7 +9677,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -9852,7 +9852,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -10010,7 +10010,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -10123,7 +10123,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -10207,7 +10207,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -10337,7 +10337,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -10421,7 +10421,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -10579,7 +10579,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -10692,7 +10692,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -10776,7 +10776,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -10906,7 +10906,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -10990,7 +10990,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -11143,7 +11143,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -11305,7 +11305,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -11442,7 +11442,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -11526,7 +11526,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -11702,7 +11702,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -11832,7 +11832,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -11916,7 +11916,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -12072,7 +12072,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -12156,7 +12156,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -12352,7 +12352,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -12504,7 +12504,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -12588,7 +12588,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -12740,7 +12740,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -12824,7 +12824,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -12960,7 +12960,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -13044,7 +13044,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -13208,7 +13208,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -13360,7 +13360,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -13444,7 +13444,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -13626,7 +13626,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -13796,7 +13796,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -13956,7 +13956,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -14040,7 +14040,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -14221,7 +14221,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -14397,7 +14397,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -14549,7 +14549,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -14633,7 +14633,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -14796,7 +14796,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -14965,7 +14965,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -15157,7 +15157,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -15328,7 +15328,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -15412,7 +15412,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -15618,7 +15618,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -15794,7 +15794,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -15976,7 +15976,7 @@ export interface operations {
                      *         {
                      *           "message": "request body exceeds 1 MiB",
                      *           "errorCode": "PayloadTooLarge",
-                     *           "moreInfo": "split the request: Tulip's bulk routes take up to 10 MiB, every other route 1 MiB"
+                     *           "moreInfo": "send a smaller body (the message gives this route's limit), or split the request"
                      *         }
                      *       ]
                      *     }
@@ -16060,7 +16060,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -16224,7 +16224,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
@@ -16419,7 +16419,7 @@ export interface operations {
                      *         {
                      *           "message": "the database is unavailable (restarting or failing over); retry shortly",
                      *           "errorCode": "ServiceUnavailable",
-                     *           "moreInfo": "retry after the seconds the Retry-After header gives"
+                     *           "moreInfo": "retry shortly (after the seconds of the Retry-After header, when the answer has one)"
                      *         }
                      *       ]
                      *     }
