@@ -22,7 +22,8 @@ describe('autovacuum on PGlite', () => {
       await db.query(`INSERT INTO customers (external_id, first_name) SELECT 'av' || g, 'A' FROM generate_series(1, 2000) g`);
       await db.query(`UPDATE customers SET first_name = 'B'`);
       const before = await statsOf(db);
-      assert.ok(Number(before.n_dead_tup) >= 2000 && before.last_vacuum === null && before.reltuples < 0, JSON.stringify(before));
+      // reltuples: -1 (never analyzed) or 0 (analyzed empty, by migration 079): the planner does not know the rows.
+      assert.ok(Number(before.n_dead_tup) >= 2000 && before.last_vacuum === null && before.reltuples <= 0, JSON.stringify(before));
       assert.deepEqual((await tablesDue(db)).find((t) => t.relname === 'customers'), { relname: 'customers', vacuum: true, analyze: true });
       const done = await maintain(db);
       assert.ok(done.vacuumed.includes('customers') && done.analyzed.includes('customers'), JSON.stringify(done));
