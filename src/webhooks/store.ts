@@ -60,13 +60,9 @@ function clear<R extends SubscriptionRow | undefined>(r: R): R {
   if (!r) return r;
   const unreadable: SubscriptionRow['unreadable'] = {};
   const open = (stored: string | null, field: keyof SubscriptionRow['unreadable']): string | null => {
-    try {
-      return openSecret(stored);
-    } catch (err) {
-      if (!(err instanceof SecretError)) throw err;
-      unreadable[field] = err.message;
-      return null;
-    }
+    const o = opened(stored);
+    if ('why' in o) unreadable[field] = o.why;
+    return 'value' in o ? o.value : null;
   };
   const signing = open(r.signing_secret, 'signingSecret') ?? '';
   return {
@@ -135,16 +131,21 @@ export async function updateSubscription(db: Queryable, id: string, w: Subscript
   return clear(r.rows[0]);
 }
 
-/** Why a subscription's stored URL password cannot be opened (sealed under a key this process lacks, altered), or null. */
-export async function destinationPasswordUnreadable(db: Queryable, id: string): Promise<string | null> {
-  const stored = (await db.query<{ p: string | null }>(`SELECT destination_password AS p FROM webhook_subscriptions WHERE id = $1`, [id])).rows[0]?.p ?? null;
+/** A stored secret in clear, or why it cannot be opened (sealed under a key this process lacks, or altered). */
+function opened(stored: string | null): { value: string | null } | { why: string } {
   try {
-    openSecret(stored);
-    return null;
+    return { value: openSecret(stored) };
   } catch (err) {
     if (!(err instanceof SecretError)) throw err;
-    return err.message;
+    return { why: err.message };
   }
+}
+
+/** Why a subscription's stored URL password cannot be opened, or null. */
+export async function destinationPasswordUnreadable(db: Queryable, id: string): Promise<string | null> {
+  const stored = (await db.query<{ p: string | null }>(`SELECT destination_password AS p FROM webhook_subscriptions WHERE id = $1`, [id])).rows[0]?.p ?? null;
+  const o = opened(stored);
+  return 'why' in o ? o.why : null;
 }
 
 /** A broker destination's URL password (destinations/url.ts), sealed; null: none (an HTTP URL, or a broker URL without one). */
