@@ -16,12 +16,13 @@ export interface Rolled {
   until: Date | null;
 }
 
+const dateOrNull = (t: Date | string | null | undefined) => (t === null || t === undefined ? null : new Date(t));
+
 export async function rolledHours(db: Queryable): Promise<Rolled> {
   const r = await db.query<{ rolled_from: Date | string | null; rolled_until: Date | string | null }>(
     `SELECT rolled_from, rolled_until FROM webhook_attempt_hours_rolled`, [], 'webhook_stats_rolled');
   const w = r.rows[0];
-  const at = (t: Date | string | null | undefined) => (t === null || t === undefined ? null : new Date(t));
-  return { from: at(w?.rolled_from), until: at(w?.rolled_until) };
+  return { from: dateOrNull(w?.rolled_from), until: dateOrNull(w?.rolled_until) };
 }
 
 /**
@@ -56,8 +57,7 @@ export async function lockRolled(tx: Queryable): Promise<(Rolled & { now: Date }
     `SELECT rolled_from, rolled_until, clock_timestamp() AS now FROM webhook_attempt_hours_rolled FOR UPDATE SKIP LOCKED`);
   const w = r.rows[0];
   if (!w) return null;
-  const at = (t: Date | string | null) => (t === null ? null : new Date(t));
-  return { from: at(w.rolled_from), until: at(w.rolled_until), now: new Date(w.now) };
+  return { from: dateOrNull(w.rolled_from), until: dateOrNull(w.rolled_until), now: new Date(w.now) };
 }
 
 /**
