@@ -80,9 +80,14 @@ await describeEachDb('customer search at scale', (ctx) => {
     // the one match ~100 pages in at 1M customers (the review of the search change, 2026-11-30).
     await cost('marisol tenbrook', 300, t);
     assert.deepEqual(await search('marisol tenbrook'), ['mt-1']);
-    // With a word every customer holds beside them (an email's domain): still the index, found on the first page.
-    // (It reads that word's trigrams' posting lists, which grow with the table: docs/architecture.md, left.)
+    // With a word every customer holds beside them (an email's domain): still the index, found on the first page, and
+    // asked for the two names only (searchPlan): it read the domain's trigrams' posting lists too, which grow with the
+    // table (~2,500 pages at 1M customers).
+    await cost('marisol.tenbrook@y.example', 300, t);
     assert.deepEqual(await search('marisol.tenbrook@y.example'), ['mt-1']);
+    assert.deepEqual(await search('MARISOL.TENBROOK@Y.EXAMPLE'), ['mt-1']);
+    assert.deepEqual(await search('marisol.tenbrook@y.examplez'), [], 'the whole term rechecked');
+    assert.deepEqual(await search('tenbrook.marisol@y.example'), [], 'its words in their order');
   });
 
   // A term without a run of three letters or digits gives the trigram index nothing to look up: it answered every row,
@@ -104,9 +109,37 @@ await describeEachDb('customer search at scale', (ctx) => {
     assert.deepEqual(found, ['zeb-1'], 'Zebulon Quux, the last customers made');
   });
 
+  // In a sync (updatedSince) such a term went to the trigram index whatever it was: every customer rechecked and sorted
+  // for a page (86,790 pages at 800,000 customers for `q=xq&updatedSince=…`; a probe, 2026-11-30). It walks a budget per
+  // page as above, in the sync's (updated_at, id) order, its cursor a position in that order.
+  it('in a sync, a term without a trigram or of common trigrams reads a budget per page too, and its pages go on in the sync order', async (t) => {
+    const since = '2000-01-01T00:00:00Z';
+    const costIn = async (q: string, bound: number) => {
+      const { buffers, plans } = await costOf(db(), (x) => listCustomers(x, { q, status: 'active', limit: 50, updatedSince: since } as any, null));
+      t.diagnostic(`q=${q}&updatedSince: ${buffers} buffers`);
+      assert.ok(buffers < bound, `q=${q}&updatedSince: ${buffers} buffers: ${plans}`);
+    };
+    await costIn('qu', 1_000);
+    await costIn('ample.yy', 1_000);
+    for (const q of ['qu', 'ample.yy']) {
+      const found: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const r: any = await api().get(`/crm/customers?q=${encodeURIComponent(q)}&updatedSince=${since}${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(r.status, 200, r.text);
+        found.push(...r.body.data.map((c: any) => c.externalId));
+        cursor = r.body.nextCursor;
+        assert.ok(++pages <= N / SCAN_BUDGET + 2, `${pages} pages`);
+      } while (cursor !== null);
+      assert.ok(pages > 2, `q=${q}: ${pages} pages`);
+      assert.deepEqual(found, [q === 'qu' ? 'zeb-1' : 'amp-1'], q);
+    }
+  });
+
   // A term of trigrams that every customer holds made the index answer every customer, each read and rechecked for a
   // page: the whole table for one that matches none (`mail.gm`: 13,500 pages, 1.6 s at 400,000 customers; a bitmap and
-  // a sort of every match for `gmail.com`). Such a term is looked for as one without a trigram is (searchCandidates).
+  // a sort of every match for `gmail.com`). Such a term is looked for as one without a trigram is (searchPlan).
   it('a term whose trigrams most customers hold reads a budget of customers per page, not every candidate', async (t) => {
     await cost('ample.y', 1_000, t); // matches none: amp, mpl, ple in every customer's email
     await cost('example.ls', 1_000, t);

@@ -26,15 +26,18 @@ export function customerRoutes(s: Services): RouteDef[] {
         if (q.updatedSince === undefined) {
           const rows = await store.listCustomers(s.db, q, decodeCursor(q.cursor));
           const page = pageOf(rows, limit, shapeCustomer);
-          // A search by a term without a trigram reads a budget of customers per page: it goes on after the last one read.
-          if (page.nextCursor === null && rows.scanEnd !== undefined) page.nextCursor = encodeCursor(rows.scanEnd);
+          // A search by a term without a trigram (or of trigrams most customers hold) reads a budget of customers per
+          // page: it goes on after the last one read.
+          if (page.nextCursor === null && typeof rows.scanEnd === 'string') page.nextCursor = encodeCursor(rows.scanEnd);
           return page;
         }
         // An incremental sync walks in (updated_at, id) order: its cursor holds both (docs/scaling.md "updatedSince").
         const rows = await store.listCustomers(s.db, q, decodeTimeCursor(q.cursor));
         const page = rows.slice(0, limit);
         const last = page.at(-1);
-        return { data: page.map(shapeCustomer), nextCursor: rows.length > limit && last ? encodeTimeCursor(last.sync_at!, last.id) : null };
+        // A search in a sync reads a budget per page too (above), in this order: it goes on after the last one read.
+        const end = rows.length > limit && last ? { at: last.sync_at!, id: last.id } : typeof rows.scanEnd === 'object' ? rows.scanEnd : null;
+        return { data: page.map(shapeCustomer), nextCursor: end && encodeTimeCursor(end.at, end.id) };
       },
     },
     {

@@ -162,22 +162,40 @@ export const hasTrigram = (term: string) => /[\p{L}\p{N}]{3}/u.test(term);
 export const INDEX_CANDIDATES = 2_000;
 
 /**
- * How many customers the trigram index answers for a search term, estimated from how often each of its trigrams
- * occurs (the statistics customers_search_trigrams, migration 079: the 1,000 most common with their share of the
- * customers, made by ANALYZE): per word of the term (a run of three or more letters or digits), the share of its
- * rarest trigram (a word's trigrams come together: every customer at gmail.com has gma, mai and ail), or, for a run
- * of digits (an id, a number), the product of the shares of its trigrams three digits apart (and of its last), when smaller (digits of
- * numbers are about independent); the term's is the product of its words' (the candidates hold every word: taken as
- * independent, as a person's first and last name are; words that always come together, gmail and com, are then
- * under-estimated, by at most the commoner word's share, which is large for such terms anyway), times the customers.
- * (The rarest word's share alone sent a full name or email of common words, each held by 1% of the customers, to the
- * budgeted walk, its one match pages away.) A trigram not among the most common counts as rare. Undefined without statistics (none made yet).
+ * About how many entries of a trigram's posting list the index reads per page (searchPlan): 'example', five trigrams
+ * every one of 1,000,000 customers holds, read ~2,400 pages (test/crm/search-scale.test.ts).
+ */
+const POSTINGS_PER_PAGE = 2_000;
+
+/**
+ * How a search term is looked for, from how often each of its trigrams occurs (the statistics
+ * customers_search_trigrams, migration 079: the 1,000 most common with their share of the customers, made by ANALYZE).
+ *
+ * `candidates`: how many customers the trigram index answers for the term, estimated: per word of the term (a run of
+ * three or more letters or digits), the share of its rarest trigram (a word's trigrams come together: every customer
+ * at gmail.com has gma, mai and ail), or, for a run of digits (an id, a number), the product of the shares of its
+ * trigrams three digits apart (and of its last), when smaller (digits of numbers are about independent); the term's is
+ * the product of its words' (the candidates hold every word: taken as independent, as a person's first and last name
+ * are; words that always come together, gmail and com, are then under-estimated, by at most the commoner word's share,
+ * which is large for such terms anyway), times the customers. (The rarest word's share alone sent a full name or email
+ * of common words, each held by 1% of the customers, to the budgeted walk, its one match pages away.) A trigram not
+ * among the most common counts as rare. Undefined without statistics (none made yet).
+ *
+ * `patterns`: per form, the LIKE pattern the index is asked with when the term goes to it: the words worth their
+ * posting lists, in the term's order (`%marisol%tenbrook%`), or undefined for the whole term. The index reads the
+ * posting list of every trigram it is asked for, and a word most customers hold beside rare ones (an email's domain)
+ * read that word's lists, which grow with the table: ~2,500 pages at 1M customers for a full email at a domain all of
+ * them share. So the words are taken rarest first, each only while its lists (its trigrams × its share of the
+ * customers ÷ POSTINGS_PER_PAGE) cost fewer pages than the candidates it would save a recheck of (each a row read):
+ * the rarest always, a common word beside rare ones never. Here a trigram not among the most common counts at the
+ * least common listed share (an upper bound). A row the narrowed pattern answers is rechecked by the whole term.
  * `terms`: the term's forms looked for (composed and decomposed), whose candidates add up.
  */
-export async function searchCandidates(db: Queryable, terms: string[]): Promise<number | undefined> {
+export async function searchPlan(db: Queryable, terms: string[]): Promise<{ candidates?: number; patterns: (string | undefined)[] }> {
   // The trigram of a run of three letters or digits is pg_trgm's own (show_trgm: a multibyte one is a hash), found as
-  // the one its two pairs do not give (theirs are padded with the spaces of a word's ends).
-  const r = await db.query<{ customers: number; stats: string; k: string; n: string; word: string; f: number }>(
+  // the one its two pairs do not give (theirs are padded with the spaces of a word's ends). `least`: the least common
+  // listed share (most_common_elem_freqs holds the elements' shares, then their minimum, maximum and nulls' share).
+  const r = await db.query<{ customers: number; stats: string; least: number | null; k: string; n: string; word: string; f: number; listed: boolean }>(
     `WITH st AS MATERIALIZED (
        SELECT s.most_common_elems::text::text[] AS e, s.most_common_elem_freqs AS f FROM pg_stats_ext_exprs s
        WHERE s.statistics_schemaname = current_schema() AND s.statistics_name = 'customers_search_trigrams' AND NOT s.inherited),
@@ -185,61 +203,96 @@ export async function searchCandidates(db: Queryable, terms: string[]): Promise<
        SELECT t.k, m.n, m.w[1] AS word FROM unnest($1::text[]) WITH ORDINALITY t(term, k),
          regexp_matches(customer_search_key(t.term), '[[:alnum:]]{3,}', 'g') WITH ORDINALITY m(w, n))
      SELECT (SELECT c.reltuples FROM pg_class c WHERE c.oid = 'customers'::regclass) AS customers, (SELECT count(*) FROM st) AS stats,
-       w.k, w.n, w.word,
-       (SELECT coalesce(max(st.f[array_position(st.e, x.x)]), 0) FROM st,
-          (SELECT unnest(show_trgm(substr(w.word, i, 3))) EXCEPT SELECT unnest(show_trgm(substr(w.word, i, 2)) || show_trgm(substr(w.word, i + 1, 2)))) x(x)) AS f
-     FROM w, generate_series(1, length(w.word) - 2) i ORDER BY w.k, w.n, i`,
+       (SELECT min(st.f[cardinality(st.e) + 1]) FROM st) AS least, w.k, w.n, w.word, g.f, g.listed
+     FROM w, generate_series(1, length(w.word) - 2) i,
+       LATERAL (SELECT coalesce(max(st.f[p.p]), 0) AS f, bool_and(p.p IS NOT NULL) AS listed FROM st,
+          (SELECT unnest(show_trgm(substr(w.word, i, 3))) EXCEPT SELECT unnest(show_trgm(substr(w.word, i, 2)) || show_trgm(substr(w.word, i + 1, 2)))) x(x),
+          LATERAL array_position(st.e, x.x) p(p)) g
+     ORDER BY w.k, w.n, i`,
     [terms],
-    'customer_search_candidates',
+    'customer_search_plan',
   );
   const customers = Number(r.rows[0]?.customers ?? -1);
-  if (!r.rows.length || r.rows[0].stats === '0' || customers < 0) return undefined;
-  const words = new Map<string, { word: string; f: number[] }>();
-  for (const row of r.rows) {
-    const key = `${row.k}/${row.n}`;
-    const w = words.get(key) ?? words.set(key, { word: row.word, f: [] }).get(key)!;
-    w.f.push(Number(row.f));
-  }
-  const share = new Map<string, number>(); // per form: the product of its words' shares
-  for (const [key, { word, f }] of words) {
-    let s = Math.min(...f);
-    for (const run of word.matchAll(/\p{Nd}{3,}/gu)) {
-      const at = [...word.slice(0, run.index)].length;
+  if (!r.rows.length || r.rows[0].stats === '0' || customers < 0) return { patterns: terms.map(() => undefined) };
+  const least = Number(r.rows[0].least ?? 0);
+  // Per form (k), its words in the term's order: the estimated share, and the share's upper bound.
+  const forms = new Map<string, { word: string; share: number; bound: number; trigrams: number }[]>();
+  let word: { word: string; f: number[]; b: number[] } | undefined;
+  let key = '';
+  const close = () => {
+    if (!word) return;
+    const { f, b } = word;
+    let share = Math.min(...f);
+    let bound = Math.min(...b);
+    for (const run of word.word.matchAll(/\p{Nd}{3,}/gu)) {
+      const at = [...word.word.slice(0, run.index)].length;
       const end = at + [...run[0]].length - 3; // the run's last trigram, taken too when the steps of three miss it
-      const steps = new Set([...Array.from({ length: Math.floor((end - at) / 3) + 1 }, (_, j) => at + 3 * j), end]);
-      s = Math.min(s, [...steps].reduce((a, i) => a * f[i], 1));
+      const steps = [...new Set([...Array.from({ length: Math.floor((end - at) / 3) + 1 }, (_, j) => at + 3 * j), end])];
+      share = Math.min(share, steps.reduce((a, i) => a * f[i], 1));
+      bound = Math.min(bound, steps.reduce((a, i) => a * b[i], 1));
     }
     const form = key.split('/')[0];
-    share.set(form, (share.get(form) ?? 1) * s);
+    (forms.get(form) ?? forms.set(form, []).get(form)!).push({ word: word.word, share, bound, trigrams: f.length });
+  };
+  for (const row of r.rows) {
+    const k = `${row.k}/${row.n}`;
+    if (k !== key) {
+      close();
+      key = k;
+      word = { word: row.word, f: [], b: [] };
+    }
+    word!.f.push(Number(row.f));
+    word!.b.push(row.listed ? Number(row.f) : least);
   }
-  return [...share.values()].reduce((a, b) => a + b, 0) * customers;
+  close();
+  let candidates = 0;
+  const patterns = terms.map((_, i) => {
+    const words = forms.get(String(i + 1)) ?? [];
+    candidates += words.reduce((a, w) => a * w.share, 1) * customers;
+    const kept = new Set<number>();
+    let left = 1; // the share of the customers the kept words leave as candidates (an upper bound)
+    for (const j of words.map((_, j) => j).sort((a, b) => words[a].bound - words[b].bound)) {
+      const { trigrams, bound } = words[j];
+      if (kept.size && (trigrams * bound) / POSTINGS_PER_PAGE >= left * (1 - bound)) continue;
+      kept.add(j);
+      left *= bound;
+    }
+    return kept.size < words.length ? `%${words.filter((_, j) => kept.has(j)).map((w) => w.word).join('%')}%` : undefined;
+  });
+  return { candidates, patterns };
 }
 
-/** A page of customers and, when a search read its whole budget, the last customer it read (the page goes on after it). */
-export type CustomerPage = (CustomerRow & { sync_at?: string })[] & { scanEnd?: string };
+/**
+ * A page of customers and, when a search read its whole budget, where it stopped (the last customer it read: its id,
+ * or in a sync its position): the page goes on after it.
+ */
+export type CustomerPage = (CustomerRow & { sync_at?: string })[] & { scanEnd?: string | SyncAfter };
 
 /**
- * A search page by a term without a trigram: the first SCAN_BUDGET customers after the cursor (its other filters
- * applied), in id order, and those of them the term matches, up to the page's size. When the budget is read whole,
- * the page's rows carry `scanEnd`, the last id read: the page goes on from there (a page may hold fewer customers than
- * its limit, none even, with a next cursor). `params`' last is the page's size + 1; `where` and `hit` use the rest.
+ * A search page by a term the trigram index would answer most customers for (or none: a term without a trigram): the
+ * first SCAN_BUDGET customers after the cursor (its other filters applied), in id order, or in a sync (`sync`) in
+ * (updated_at, id) order, and those of them the term matches, up to the page's size. When the budget is read whole,
+ * the page carries `scanEnd`, the last one read: the page goes on from there (a page may hold fewer customers than its
+ * limit, none even, with a next cursor). `params`' last is the page's size + 1; `where` and `hit` use the rest.
  */
-async function scanPage(db: Queryable, where: string[], hit: string, params: unknown[]): Promise<CustomerPage> {
+async function scanPage(db: Queryable, where: string[], hit: string, params: unknown[], sync: boolean): Promise<CustomerPage> {
   const n = `$${params.length}`;
-  // Streamed: the customers in id order, numbered, up to the budget; the matches and the budget's last row (its edge)
-  // kept, up to the page's size + 1. A common term stops after a page of matches; a rare one reads the budget.
-  const r = await db.query<CustomerRow & { edge: boolean; hit: boolean }>(
-    `SELECT ${rowColumns('s')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id, s.k = ${SCAN_BUDGET} AS edge, s.hit
+  const order = sync ? 'c.updated_at, c.id' : 'c.id';
+  // Streamed: the customers in order, numbered, up to the budget; the matches and the budget's last row (its edge)
+  // kept, up to the page's size + 1. A common term stops after a page of matches; a rare one reads the budget. (Ordered
+  // by the columns, which the planner knows the subquery's rows come in, not by k: that sorted the whole budget.)
+  const r = await db.query<CustomerRow & { sync_at?: string; edge: boolean; hit: boolean }>(
+    `SELECT ${rowColumns('s')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id, ${sync ? 's.sync_at, ' : ''}s.k = ${SCAN_BUDGET} AS edge, s.hit
      FROM (
-       SELECT ${rowColumns('c')}, c.merged_into, ${hit} AS hit, row_number() OVER (ORDER BY c.id) AS k FROM customers c
-       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY c.id LIMIT ${SCAN_BUDGET}
+       SELECT ${rowColumns('c')}, c.merged_into, ${sync ? `${SYNC_AT} AS sync_at, ` : ''}${hit} AS hit, row_number() OVER (ORDER BY ${order}) AS k FROM customers c
+       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY ${order} LIMIT ${SCAN_BUDGET}
      ) s LEFT JOIN customers m ON m.id = s.merged_into
-     WHERE s.hit OR s.k = ${SCAN_BUDGET} ORDER BY s.id LIMIT ${n}`,
+     WHERE s.hit OR s.k = ${SCAN_BUDGET} ORDER BY ${order.replaceAll('c.', 's.')} LIMIT ${n}`,
     params,
   );
   const page: CustomerPage = r.rows.filter((row) => row.hit);
   const edge = r.rows.find((row) => row.edge);
-  if (edge) page.scanEnd = String(edge.id);
+  if (edge) page.scanEnd = sync ? { at: edge.sync_at!, id: String(edge.id) } : String(edge.id);
   return page;
 }
 
@@ -292,23 +345,26 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
   // name) made the index answer most of the table, every candidate rechecked for a page (13,500 pages and 1.6 s at
   // 400,000 customers for `mail.gm`, which matches none; a bitmap and a sort of all 160,000 matches of `gmail.com`):
   // the planner's estimate is of the term, not of the candidates. Such a term is looked for as one without a
-  // trigram is; a term with a rare trigram, through the index (searchCandidates).
+  // trigram is; a term with a rare trigram, through the index (searchPlan).
   const forms = q.q === undefined ? [] : [...new Set([q.q.normalize('NFC'), q.q.normalize('NFD')])];
-  const scanned = q.q !== undefined && !sync && (!hasTrigram(q.q) || ((await searchCandidates(db, forms)) ?? 0) > INDEX_CANDIDATES);
+  const plan = q.q !== undefined && hasTrigram(q.q) ? await searchPlan(db, forms) : undefined;
+  const scanned = q.q !== undefined && (plan === undefined || (plan.candidates ?? 0) > INDEX_CANDIDATES);
   let hit: string | undefined;
   if (q.q !== undefined) {
     const like = (t: string) => '%' + t.replace(/[\\%_]/g, (ch) => '\\' + ch) + '%';
     const exact = `(customer_search_key(coalesce(c.first_name, '') || ' ' || coalesce(c.last_name, '')) LIKE customer_search_key(?)
       OR customer_search_key(c.external_id) LIKE customer_search_key(?) OR customer_search_key(array_to_string(c.email_keys, E'\\n')) LIKE customer_search_key(?))`;
-    const term = scanned ? exact : `customer_search_keys(c.first_name, c.last_name, c.external_id, c.email_keys) LIKE customer_search_key(?) AND ${exact}`;
+    // Through the index: its condition asks for the term's rarer words only when they are enough (searchPlan), and
+    // the exact conditions recheck the whole term.
+    const index = (pattern: string | undefined, t: string) =>
+      `customer_search_keys(c.first_name, c.last_name, c.external_id, c.email_keys) LIKE customer_search_key(${pattern === undefined ? t : (params.push(pattern), `$${params.length}`)}) AND `;
+    const arm = (form: string, k: number) => {
+      params.push(like(form));
+      const t = `$${params.length}`;
+      return `(${scanned ? '' : index(plan?.patterns[k], t)}${exact.replaceAll('?', t)})`;
+    };
     const [nfc, nfd] = [q.q.normalize('NFC'), q.q.normalize('NFD')];
-    params.push(like(nfc));
-    const a = `$${params.length}`;
-    let sql = `(${term.replaceAll('?', a)})`;
-    if (nfc !== nfd) {
-      params.push(like(nfd));
-      sql = `(${sql} OR (${term.replaceAll('?', `$${params.length}`)}))`;
-    }
+    const sql = nfc !== nfd ? `(${arm(nfc, 0)} OR ${arm(nfd, 1)})` : arm(nfc, 0);
     if (scanned) hit = sql;
     else where.push(sql);
   }
@@ -325,7 +381,7 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
   }
   if (horizon !== null) add(sync ? 'c.updated_at < ?::timestamptz' : 'c.created_at < ?::timestamptz', horizon);
   params.push((q.limit ?? 50) + 1);
-  if (hit !== undefined) return scanPage(db, where, hit, params);
+  if (hit !== undefined) return scanPage(db, where, hit, params, sync);
   // The text depends only on which filters are present (a handful of shapes), each prepared under its own name;
   // but a search: a generic plan cannot tell a rare term from a common one (it read the trigram index for every term,
   // all of the table's rows for a term most customers hold, to sort them for one page).
