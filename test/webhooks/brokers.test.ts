@@ -240,6 +240,43 @@ await describeEachDb('broker destinations', (ctx) => {
     assert.equal((await drainQueue(brokers.ch, queue)).length, 1);
   });
 
+  it_('a "+" in a routing key or subject is a plus (AMQP URIs are percent-encoded, not form-encoded); %2B and %20 decode; the shown URL round-trips', async () => {
+    // URLSearchParams read "+" as a space: routingKey=customer+events published to "customer events", and a NATS subject
+    // with a "+" was refused (found 2026-11-30).
+    const { exchange, queue: plusQueue } = await amqpQueue(brokers.ch, 'customer+events');
+    const { queue: spaceQueue } = await brokers.ch.assertQueue('', { exclusive: true });
+    await brokers.ch.bindQueue(spaceQueue, exchange, 'customer events');
+    const t = tag();
+    const stream = `BULB_PLUS_${t}`;
+    await brokers.jsm.streams.add({ name: stream, subjects: [`bulb.plus+${t}`] });
+    try {
+      const plus = await subscribe(`amqp://guest:guest@127.0.0.1:5672?exchange=${exchange}&routingKey=customer+events`);
+      const encoded = await subscribe(`amqp://guest:guest@127.0.0.1:5672?exchange=${exchange}&routingKey=customer%2Bevents`);
+      const space = await subscribe(`amqp://guest:guest@127.0.0.1:5672?exchange=${exchange}&routingKey=customer%20events`);
+      const nats = await subscribe(`nats://127.0.0.1:4222?subject=bulb.plus+${t}`);
+      assert.equal(plus.url, `amqp://guest:***@127.0.0.1:5672?exchange=${exchange}&routingKey=customer+events`);
+      // The shown URL sent back keeps the stored one (and its password), "+" and all.
+      const back = await api().patch(`/integrations/webhooks/subscriptions/${plus.uuid}`, { url: plus.url });
+      assert.equal(back.status, 200, back.text);
+      assert.equal(back.body.url, plus.url);
+      await api().post('/crm/customers', { externalId: `plus-${t}` });
+      for (const sub of [plus, encoded, space, nats]) {
+        await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
+        const a = (await attemptsOf(sub.uuid))[0];
+        assert.equal(a.outcome, 'success', `${a.url}: ${a.errorCode} ${a.responseBody}`);
+      }
+      const plusMsgs = await drainQueue(brokers.ch, plusQueue);
+      assert.deepEqual(plusMsgs.map((m) => m.fields.routingKey), ['customer+events', 'customer+events'], 'the "+" and %2B subscriptions');
+      assert.deepEqual(new Set(plusMsgs.map((m) => JSON.parse(m.content.toString('utf8')).subscription)), new Set([plus.uuid, encoded.uuid]));
+      const spaceMsgs = await drainQueue(brokers.ch, spaceQueue);
+      assert.deepEqual(spaceMsgs.map((m) => JSON.parse(m.content.toString('utf8')).subscription), [space.uuid], 'only the %20 subscription');
+      assert.equal((await brokers.jsm.streams.info(stream)).state.messages, 1);
+      for (const sub of [plus, encoded, space, nats]) await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
+    } finally {
+      await brokers.jsm.streams.delete(stream);
+    }
+  });
+
   it_('an AMQP user name and password are sent to the broker as UTF-8, as written in the URL', async () => {
     // amqplib decodes a URL's credentials with the Latin-1 unescape(): p%C3%A9 reached RabbitMQ as "pÃ©" and was refused
     // (found by a probe). What the broker gets is read off the wire by a proxy in front of it.

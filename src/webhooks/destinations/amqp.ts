@@ -4,7 +4,7 @@
 // before its ack: NO_ROUTE). Any channel or connection loss marks the publisher broken; the registry opens a new one.
 import { connect, credentials as amqpCredentials, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { urlHost } from '../address.ts';
-import { userAndPassword, withPassword } from './url.ts';
+import { queryParam, userAndPassword, withPassword } from './url.ts';
 import { closeWithin, dialFor, failure, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 import type { Tunnel } from './tunnel.ts';
 
@@ -33,8 +33,9 @@ export class AmqpPublisher implements Publisher {
 
   constructor(private readonly url: string, private readonly password: string | null, private readonly opts: PublisherOptions) {
     const u = new URL(url);
-    this.exchange = u.searchParams.get('exchange')!;
-    this.routingKey = u.searchParams.get('routingKey') ?? '';
+    // Percent-decoded only: a "+" is a plus (queryParams).
+    this.exchange = queryParam(u, 'exchange')!;
+    this.routingKey = queryParam(u, 'routingKey') ?? '';
   }
 
   private open(): Promise<Open> {

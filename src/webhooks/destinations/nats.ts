@@ -5,7 +5,7 @@
 // delivered).
 import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection, type TlsOptions as NatsTlsOptions } from 'nats';
 import { urlHost } from '../address.ts';
-import { decoded, withPassword } from './url.ts';
+import { decoded, queryParam, withPassword } from './url.ts';
 import { closeWithin, dialTo, failure, guardedAddress, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 import type { Tunnel } from './tunnel.ts';
 
@@ -46,7 +46,7 @@ export class NatsPublisher implements Publisher {
   private tunnel: Tunnel | undefined;
 
   constructor(private readonly url: string, private readonly password: string | null, private readonly opts: PublisherOptions) {
-    this.subject = new URL(url).searchParams.get('subject')!;
+    this.subject = queryParam(new URL(url), 'subject')!; // percent-decoded only: a "+" is a plus
   }
 
   get broken(): boolean {

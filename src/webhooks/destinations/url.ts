@@ -30,6 +30,29 @@ const PARAMS: Record<'amqp' | 'nats', { required: string; allowed: string[] }> =
   nats: { required: 'subject', allowed: ['subject'] },
 };
 
+/**
+ * A broker URL's query parameters, each name with its values in order, percent-decoded only (a malformed escape is
+ * taken as written, as the vhost is). AMQP and NATS URIs use percent-encoding alone: URLSearchParams' form decoding
+ * read a "+" as a space, so `routingKey=a+b` published to "a b" (until 2026-11-30; migration 080 rewrites the "+" of
+ * URLs stored before as %20, which they meant).
+ */
+export function queryParams(u: URL): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const pair of u.search.slice(1).split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const name = decoded(eq < 0 ? pair : pair.slice(0, eq));
+    const value = eq < 0 ? '' : decoded(pair.slice(eq + 1));
+    out.set(name, [...(out.get(name) ?? []), value]);
+  }
+  return out;
+}
+
+/** A broker URL's query parameter (its first value, percent-decoded only: queryParams), or null. */
+export function queryParam(u: URL, name: string): string | null {
+  return queryParams(u).get(name)?.[0] ?? null;
+}
+
 /** NATS subjects: tokens of visible ASCII separated by dots, no wildcard (a publish names one subject). */
 const NATS_SUBJECT = /^[!-)+-\-/-=?-~]+(\.[!-)+-\-/-=?-~]+)*$/;
 
@@ -40,17 +63,18 @@ const NATS_SUBJECT = /^[!-)+-\-/-=?-~]+(\.[!-)+-\-/-=?-~]+)*$/;
 export function checkBrokerUrl(u: URL, kind: 'amqp' | 'nats'): void {
   const { required, allowed } = PARAMS[kind];
   if (!u.hostname) throw invalid(`"url" must name the ${kind} broker's host`, 'url');
-  for (const k of new Set(u.searchParams.keys())) {
+  const params = queryParams(u);
+  for (const [k, values] of params) {
     if (!allowed.includes(k)) throw invalid(`"url" has an unknown ${kind} parameter "${k}" (allowed: ${allowed.join(', ')})`, 'url');
-    if (u.searchParams.getAll(k).length > 1) throw invalid(`"url" names "${k}" more than once`, 'url');
+    if (values.length > 1) throw invalid(`"url" names "${k}" more than once`, 'url');
   }
-  const value = u.searchParams.get(required);
+  const value = params.get(required)?.[0];
   if (!value) throw invalid(`"url" must name the ${required} to publish to (a ${kind} URL needs ?${required}=…)`, 'url');
   if (u.hash) throw invalid('"url" must not have a fragment', 'url');
   if (kind === 'amqp') {
     // AMQP 0-9-1 sends these as short strings (at most 255 bytes): longer, every publish failed, as BROKER_UNREACHABLE.
     const vhost = decoded(u.pathname.slice(1));
-    for (const [name, v] of [['exchange', value], ['routingKey', u.searchParams.get('routingKey') ?? ''], ['vhost (the path)', vhost]] as const) {
+    for (const [name, v] of [['exchange', value], ['routingKey', params.get('routingKey')?.[0] ?? ''], ['vhost (the path)', vhost]] as const) {
       if (Buffer.byteLength(v) > 255) throw invalid(`"url" has an AMQP ${name} of ${Buffer.byteLength(v)} bytes: at most 255 (UTF-8)`, 'url');
     }
   }
