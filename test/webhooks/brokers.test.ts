@@ -129,8 +129,43 @@ await describeEachDb('broker destinations', (ctx) => {
       assert.equal(a.responseBody, 'the server did not answer as an AMQP 0-9-1 broker');
       await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
     } finally {
-      for (const sock of socks) sock.destroy(); // amqplib keeps its socket until its idle timeout (BULB_WEBHOOK_TIMEOUT_MS)
+      for (const sock of socks) sock.destroy(); // never read, so this end does not see the client's close by itself
       await new Promise((r) => banner.close(r));
+    }
+  });
+
+  it_('a connection whose opening fails leaves no socket open: a server that answers a byte now and then is dropped after the attempt', async () => {
+    // amqplib closes a socket it gave up on itself, but not one whose opening our deadline or close ended: it waited for
+    // its idle timeout, which a server sending a byte now and then never lets fire (found 2026-11-30: open for good).
+    // This one promises a 1,000-byte frame and sends it a byte every 200 ms.
+    const open = new Set<net.Socket>();
+    const timers = new Set<NodeJS.Timeout>();
+    const slow = net.createServer((sock) => {
+      open.add(sock);
+      sock.resume(); // read, so the client's close is seen
+      sock.on('error', () => {}).on('close', () => {
+        open.delete(sock);
+        clearInterval(timer);
+      });
+      sock.write(Buffer.from([1, 0, 0, 0, 0, 0x03, 0xe8])); // a method frame header on channel 0, size 1000
+      const timer = setInterval(() => sock.write(Buffer.from([0])), 200);
+      timers.add(timer);
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    try {
+      const sub = await subscribe(`amqp://guest:guest@127.0.0.1:${(slow.address() as net.AddressInfo).port}?exchange=x`, 'webhookTest');
+      assert.equal((await api().post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`, {})).status, 202);
+      await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
+      const a = (await attemptsOf(sub.uuid)).at(-1);
+      assert.equal(a.errorCode, 'BROKER_TIMEOUT', a.responseBody);
+      // No more attempts (a retry under way still fails at its deadline), then every connection made is closed.
+      assert.equal((await api().patch(`/integrations/webhooks/subscriptions/${sub.uuid}`, { isActive: false })).status, 200);
+      await waitFor(() => open.size === 0, 'the failed connections closed by the worker', 20_000);
+      await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
+    } finally {
+      for (const t of timers) clearInterval(t);
+      for (const sock of open) sock.destroy();
+      await new Promise((r) => slow.close(r));
     }
   });
 

@@ -30,6 +30,12 @@ export class AmqpPublisher implements Publisher {
   private readonly routingKey: string;
   /** The connection's tunnel through BULB_WEBHOOK_PROXY, if any. */
   private tunnel: Tunnel | undefined;
+  /**
+   * Destroys the connection's socket while it opens. amqplib gives no handle on it before it opens, and on a failure
+   * of its own making (our deadline, our close) keeps it until its idle timeout, which a server sending a byte now and
+   * then (a half frame, a banner read slowly) never lets fire: the socket stayed open for good (a probe, 2026-11-30).
+   */
+  private readonly dropSocket = new AbortController();
 
   constructor(private readonly url: string, private readonly password: string | null, private readonly opts: PublisherOptions) {
     const u = new URL(url);
@@ -60,6 +66,8 @@ export class AmqpPublisher implements Publisher {
         timeout: this.opts.timeoutMs,
         ...(secure ? tlsOptions(this.opts.tls, host) : {}),
         clientProperties: { connection_name: this.opts.name },
+        // Handed to net.connect / tls.connect with the rest of these options (amqplib's types do not list it).
+        ...({ signal: this.dropSocket.signal } as object),
       });
       conn.on('error', (err) => (this.closedBy ??= err));
       conn.on('close', () => (this.broken = true));
@@ -86,6 +94,7 @@ export class AmqpPublisher implements Publisher {
       return { conn, ch };
     })().catch((err) => {
       this.broken = true;
+      this.dropSocket.abort(); // a failed opening leaves no socket behind (amqplib closes only those it failed itself)
       throw err;
     });
     return this.opening;
@@ -156,6 +165,8 @@ export class AmqpPublisher implements Publisher {
     this.closing = true;
     const o = await openedWithin(this.opening);
     if (o && !(await closeWithin(() => o.conn.close()))) (o.conn.connection as any).stream?.destroy?.();
+    // Still opening after CLOSE_WAIT_MS (a broker, or something else, answering slowly or not at all): dropped now.
+    if (!o) this.dropSocket.abort();
     this.tunnel?.close();
   }
 }
