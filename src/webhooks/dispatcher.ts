@@ -591,27 +591,28 @@ export class Dispatcher {
    * An OAUTH2_CLIENT_CREDENTIALS attempt: the subscription's token (cached, or fetched), the request with it, and on a
    * 401 one refetch and one more request, all within two webhook deadlines (each step gets at most one, and what is
    * left: a 401 with less than a second left stands). A token endpoint that gives no usable token fails the attempt
-   * with OAUTH_TOKEN_FAILED and the reason (nothing sent to the receiver). `tokens`: what was sent, redacted from the log.
+   * with OAUTH_TOKEN_FAILED and the reason (nothing sent to the receiver), or BLOCKED_ADDRESS when the address guard
+   * refused the token endpoint (as it is for a receiver it refuses). `tokens`: what was sent, redacted from the log.
    */
   private async sendWithToken(row: Claimed, lane: Lane<InFlight>, abort: Abort, nowMs: number): Promise<{ req: BuiltRequest; res: SendResult; tokens: string[] }> {
     const t0 = performance.now();
     const budgetEnd = t0 + 2 * this.config.webhookTimeoutMs;
     const left = () => Math.max(1, Math.round(budgetEnd - performance.now()));
     const tokens: string[] = [];
-    const failed = (reason: string, req: BuiltRequest) => ({
+    const failed = (reason: string, req: BuiltRequest, blocked = false) => ({
       req, tokens,
-      res: { ok: false, statusCode: null, errorCode: 'OAUTH_TOKEN_FAILED' as const, responseBody: reason, retryAfterMs: null, durationMs: Math.round(performance.now() - t0) },
+      res: { ok: false, statusCode: null, errorCode: blocked ? 'BLOCKED_ADDRESS' as const : 'OAUTH_TOKEN_FAILED' as const, responseBody: reason, retryAfterMs: null, durationMs: Math.round(performance.now() - t0) },
     });
     const clientTls = clientTlsOf(row);
     let tok = await this.tokens.get(row, left());
-    if (!tok.ok) return failed(tok.reason, { body: eventBody(row), headers: {}, logHeaders: {}, credential: null });
+    if (!tok.ok) return failed(tok.reason, { body: eventBody(row), headers: {}, logHeaders: {}, credential: null }, tok.blocked);
     tokens.push(tok.token);
     let req = buildRequest(row, this.hmacHeader, nowMs, tok.token);
     let res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null, left());
     if (res.statusCode === 401 && !abort.reason && left() >= 1_000) {
       this.tokens.invalidate(row.subscription_id, tok.token);
       tok = await this.tokens.get(row, left());
-      if (!tok.ok) return failed(`the receiver answered 401; refetching the token failed: ${tok.reason}`, req);
+      if (!tok.ok) return failed(`the receiver answered 401; refetching the token failed: ${tok.reason}`, req, tok.blocked);
       tokens.push(tok.token);
       req = buildRequest(row, this.hmacHeader, Date.now(), tok.token);
       res = await this.sender.send(lane.pool(clientTls), row.url, req.headers, req.body, abort, clientTls !== null, left());

@@ -1,12 +1,14 @@
 // OAuth2 client credentials for receivers (RFC 6749 §4.4; docs/receiver-auth.md): a subscription's bearer token,
 // fetched from its token endpoint (client authentication by HTTP Basic, §2.3.1; a form body with grant_type, scope
 // and audience), kept in this process per subscription until shortly before expires_in ends, one fetch at a time
-// per subscription. A fetch that gives no usable token is a reason (the attempt fails with OAUTH_TOKEN_FAILED),
-// never an exception and never a wait beyond the webhook deadline.
+// per subscription. A fetch that gives no usable token is a reason (the attempt fails with OAUTH_TOKEN_FAILED, or
+// BLOCKED_ADDRESS when the address guard refused the token endpoint), never an exception and never a wait beyond the
+// webhook deadline.
 import { request, type Dispatcher } from 'undici';
 import type { Claimed } from './claimed.ts';
 
-export type TokenResult = { ok: true; token: string } | { ok: false; reason: string };
+/** `blocked`: the address guard refused the token endpoint's address (the attempt is BLOCKED_ADDRESS, as an HTTP target's). */
+export type TokenResult = { ok: true; token: string } | { ok: false; reason: string; blocked?: boolean };
 
 /** Largest token response read. */
 const MAX_TOKEN_RESPONSE = 64 * 1024;
@@ -36,8 +38,8 @@ export const basicCredential = (clientId: string, clientSecret: string) => `${fo
 
 /** How token requests leave (the Sender: its address guard and its token pool, through the proxy if one is set). */
 export interface TokenTransport {
-  /** Why the token URL may not be used (its host, its scheme), or null. */
-  tokenRefusal(url: string): string | null;
+  /** Why the token URL may not be used (its host, its scheme), or null; `blocked`: the address guard's refusal. */
+  tokenRefusal(url: string): { reason: string; blocked: boolean } | null;
   tokenPool(): Dispatcher;
 }
 
@@ -87,11 +89,11 @@ export class TokenSource {
     for (const id of this.entries.keys()) if (!live(id)) this.entries.delete(id);
   }
 
-  private async fetch(c: Claimed, timeoutMs: number): Promise<({ ok: true; token: string; usableUntil: number }) | { ok: false; reason: string }> {
+  private async fetch(c: Claimed, timeoutMs: number): Promise<({ ok: true; token: string; usableUntil: number }) | { ok: false; reason: string; blocked?: boolean }> {
     const url = c.oauth2_token_url!;
-    const fail = (why: string) => ({ ok: false as const, reason: `token endpoint ${url}: ${why}` });
+    const fail = (why: string, blocked = false) => ({ ok: false as const, reason: `token endpoint ${url}: ${why}`, ...(blocked ? { blocked } : {}) });
     const refused = this.sender.tokenRefusal(url);
-    if (refused) return fail(refused);
+    if (refused) return fail(refused.reason, refused.blocked);
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (c.oauth2_scope) form.set('scope', c.oauth2_scope);
     if (c.oauth2_audience) form.set('audience', c.oauth2_audience);
@@ -121,6 +123,8 @@ export class TokenSource {
       text = Buffer.concat(chunks).toString('utf8');
     } catch (err: any) {
       const code = codeOf(err);
+      // A name whose address the guard refused at connect time (an IP literal is refused above, before connecting).
+      if (code === 'EBLOCKEDADDRESS') return fail(deepest(err), true);
       if (err?.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return fail(`no answer within ${timeoutMs} ms`);
       return fail(`${code || 'error'}: ${deepest(err)}`);
     }

@@ -153,21 +153,18 @@ export class Sender {
     } as any));
   }
 
-  /** Why a URL's host may not be reached (an IP literal the guard blocks: net.connect skips the lookup), or null. */
-  private refusal(url: string): string | null {
-    const t = this.target(url);
-    return t ? t.blocked : 'invalid URL';
-  }
-
   /**
-   * Why an OAuth2 token URL may not be used, or null: refusal's, and plain http unless private addresses are allowed
-   * (the rule checkTokenUrl applies when it is written holds when it is used: one stored while they were allowed sent
-   * the client secret in clear after the setting was turned off; found by a probe).
+   * Why an OAuth2 token URL may not be used, or null: an invalid URL, an IP literal the guard blocks (net.connect skips
+   * the lookup; `blocked`: the attempt is BLOCKED_ADDRESS, as for a receiver), and plain http unless private addresses are allowed (the rule
+   * checkTokenUrl applies when it is written holds when it is used: one stored while they were allowed sent the client
+   * secret in clear after the setting was turned off; found by a probe).
    */
-  tokenRefusal(url: string): string | null {
-    const refused = this.refusal(url);
-    if (refused || this.opts.allowPrivate || url.slice(0, 6).toLowerCase() === 'https:') return refused;
-    return 'must use https (http only with BULB_WEBHOOK_ALLOW_PRIVATE=true): the client secret is not sent in clear';
+  tokenRefusal(url: string): { reason: string; blocked: boolean } | null {
+    const t = this.target(url);
+    if (!t) return { reason: 'invalid URL', blocked: false };
+    if (t.blocked) return { reason: t.blocked, blocked: true };
+    if (this.opts.allowPrivate || url.slice(0, 6).toLowerCase() === 'https:') return null;
+    return { reason: 'must use https (http only with BULB_WEBHOOK_ALLOW_PRIVATE=true): the client secret is not sent in clear', blocked: false };
   }
 
   async close(): Promise<void> {

@@ -588,3 +588,32 @@ await describeEachDb('receiver auth: egress through an HTTP CONNECT proxy (BULB_
     }
   });
 }, ENV);
+
+await describeEachDb('receiver auth: an OAuth2 token endpoint the address guard refuses', (ctx) => {
+  it('is a BLOCKED_ADDRESS attempt, as a receiver the guard refuses is (an IP literal before connecting, a name at connect time); nothing is sent', async () => {
+    // It was OAUTH_TOKEN_FAILED, which reads as the token endpoint's failure (found 2026-11-30).
+    const api = ctx.srv.api.withVersion('2026-11');
+    const tokens = await startTokenServer();
+    const rx = await startReceiver(protectedBy(tokens));
+    let worker: TestWorker | undefined;
+    try {
+      // Written while private addresses are allowed (this API's setting); sent by a worker that refuses them.
+      worker = await startWorker(ctx.tdb.db, { BULB_WEBHOOK_RETRY_SCHEDULE: '0.1' });
+      const port = new URL(tokens.url).port;
+      for (const [tokenUrl, said] of [[`http://127.0.0.1:${port}/token`, /127\.0\.0\.1 is a loopback address/], [`https://localhost:${port}/token`, /localhost resolves to a loopback address/]] as const) {
+        const s = await api.post(SUBS, { url: rx.url, eventTypes: ['webhookTest'], oauth2: { tokenUrl, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } });
+        assert.equal(s.status, 201, s.text);
+        await api.post(`${SUBS}/${s.body.uuid}/test`);
+        const [a] = await attemptsOf(ctx, s.body.uuid, 1);
+        assert.equal(a.errorCode, 'BLOCKED_ADDRESS', JSON.stringify(a));
+        assert.match(a.responseBody, said);
+        await api.delete(`${SUBS}/${s.body.uuid}`);
+      }
+      assert.equal(tokens.requests.length, 0, 'the token endpoint was not asked');
+      assert.equal(rx.received.length, 0, 'nothing was sent to the receiver');
+    } finally {
+      await worker?.stop();
+      await Promise.all([tokens.close(), rx.close()]);
+    }
+  });
+}, ENV);
