@@ -4,6 +4,7 @@
 // attempt, BROKER_UNREACHABLE with the proxy's answer. Mandatory with CI=true; skipped with the reason otherwise.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import net from 'node:net';
 import { after, before, it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { amqpQueue, amqpsEndpoint, brokersUp, drainQueue, headerText, useBrokerClients } from '../helpers/brokers.ts';
@@ -91,6 +92,35 @@ await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => 
       assert.match(String(a.responseBody), /BULB_WEBHOOK_PROXY: the proxy refused CONNECT 127\.0\.0\.1:4222: 403/);
     } finally {
       proxy.refuse = false;
+    }
+  });
+
+  it_('a proxy that never answers CONNECT is BROKER_TIMEOUT saying the proxy did not answer, as TIMEOUT is for HTTP', async () => {
+    // It said "no confirm from the broker", which the publish never reached (found 2026-11-30).
+    const held = new Set<net.Socket>();
+    const silent = net.createServer((sock) => {
+      held.add(sock);
+      sock.resume(); // reads the CONNECT, answers nothing
+      sock.on('error', () => {}).on('close', () => held.delete(sock));
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const hanging = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_TIMEOUT_MS: '1500', BULB_WEBHOOK_PROXY: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}` });
+    await worker?.stop(); // only the worker behind the silent proxy claims
+    worker = undefined;
+    try {
+      const amqp = await subscribe({ url: `amqp://guest:guest@127.0.0.1:5672?exchange=x-${tag()}` });
+      const nats = await subscribe({ url: `nats://127.0.0.1:4222?subject=bulb.hanging.${tag()}` });
+      await api().post('/crm/customers', { externalId: `hanging-${tag()}` });
+      for (const [sub, port] of [[amqp, 5672], [nats, 4222]] as const) {
+        const a = await lastAttempt(sub.uuid);
+        assert.equal(a.errorCode, 'BROKER_TIMEOUT', a.responseBody);
+        assert.equal(a.responseBody, `through BULB_WEBHOOK_PROXY: the proxy did not answer CONNECT 127.0.0.1:${port} within 1500 ms`);
+        await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
+      }
+    } finally {
+      await hanging.stop();
+      for (const sock of held) sock.destroy();
+      await new Promise((r) => silent.close(r));
     }
   });
 }, ENV);

@@ -5,7 +5,7 @@
 import { connect, credentials as amqpCredentials, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { urlHost } from '../address.ts';
 import { queryParam, userAndPassword, withPassword } from './url.ts';
-import { closeWithin, dialFor, failure, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import { closeWithin, dialFor, failure, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, tunnelStall, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 import type { Tunnel } from './tunnel.ts';
 
 interface Open {
@@ -159,6 +159,10 @@ export class AmqpPublisher implements Publisher {
   }
 
   /** Closes the connection; a broker that does not answer the close (hanging, cut off) gets its socket dropped. */
+  stalled(): PublishOutcome | undefined {
+    return tunnelStall(this.tunnel, this.opts.timeoutMs);
+  }
+
   async close(): Promise<void> {
     this.broken = true;
     // A connection still opening is closed as soon as it opens (open() checks this.closing).

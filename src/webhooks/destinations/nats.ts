@@ -6,7 +6,7 @@
 import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection, type TlsOptions as NatsTlsOptions } from 'nats';
 import { urlHost } from '../address.ts';
 import { decoded, queryParam, withPassword } from './url.ts';
-import { closeWithin, dialTo, failure, guardedAddress, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
+import { closeWithin, dialTo, failure, guardedAddress, openedWithin, OK, refusedCertificate, socketFailure, tlsOptions, tunnelFailure, tunnelStall, type BrokerMessage, type PublishOutcome, type Publisher, type PublisherOptions } from './publisher.ts';
 import type { Tunnel } from './tunnel.ts';
 
 interface Open {
@@ -119,6 +119,10 @@ export class NatsPublisher implements Publisher {
     } catch (err) {
       return outcomeOf(err);
     }
+  }
+
+  stalled(): PublishOutcome | undefined {
+    return tunnelStall(this.tunnel, this.opts.timeoutMs);
   }
 
   async close(): Promise<void> {

@@ -31,6 +31,8 @@ export interface Publisher {
   publish(msg: BrokerMessage): Promise<PublishOutcome>;
   /** The connection is gone or unusable: the registry opens a new publisher for the next attempt. */
   readonly broken: boolean;
+  /** What a publish that missed its deadline came to, when the publisher knows better than "no confirm" (tunnelStall). */
+  stalled?(): PublishOutcome | undefined;
   close(): Promise<void>;
 }
 
@@ -88,6 +90,15 @@ export function tunnelFailure(tunnel: Tunnel | undefined): PublishOutcome | unde
   if (!err) return undefined;
   if (err.code === 'EBLOCKEDADDRESS') return failure('BLOCKED_ADDRESS', String(err.message));
   return failure(err.code === 'UND_ERR_CONNECT_TIMEOUT' ? 'BROKER_TIMEOUT' : 'BROKER_UNREACHABLE', `through BULB_WEBHOOK_PROXY: ${err.message}`);
+}
+
+/**
+ * A deadline passed while the tunnel still waited for the proxy: the proxy's timeout (BROKER_TIMEOUT, as TIMEOUT is for
+ * an HTTP delivery through a hanging proxy) saying so, not "no confirm from the broker", which was never reached.
+ */
+export function tunnelStall(tunnel: Tunnel | undefined, timeoutMs: number): PublishOutcome | undefined {
+  if (!tunnel?.waiting) return undefined;
+  return failure('BROKER_TIMEOUT', `through BULB_WEBHOOK_PROXY: the proxy did not answer CONNECT ${tunnel.waiting} within ${timeoutMs} ms`);
 }
 
 const UNREACHABLE = /^(ECONNREFUSED|ECONNRESET|ECONNABORTED|EHOSTUNREACH|ENETUNREACH|EHOSTDOWN|ENETDOWN|EPIPE|ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME|ENODATA)$/;

@@ -52,7 +52,7 @@ export class BrokerDestinations {
         abort?.bind(undefined);
         resolve(o);
       };
-      const timer = setTimeout(() => settle(failure('BROKER_TIMEOUT', `no confirm from the broker within ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
+      const timer = setTimeout(() => settle(e.publisher.stalled?.() ?? failure('BROKER_TIMEOUT', `no confirm from the broker within ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
       abort?.bind((reason) => settle(failure('BROKER_UNREACHABLE', String(reason.message))));
       e.publisher.publish(msg).then(settle, (err) => settle(failure('BROKER_UNREACHABLE', String(err?.message ?? err))));
     });

@@ -13,6 +13,8 @@ export interface Tunnel {
   port: number;
   /** Why the tunnel could not be made, once it failed. */
   failure: (Error & { code?: string }) | undefined;
+  /** While the proxy has not yet answered CONNECT (or not been reached): the target asked for, "<ip>:<port>". */
+  waiting: string | undefined;
   close(): void;
 }
 
@@ -25,7 +27,9 @@ export async function openTunnel(proxy: URL, address: string, port: number, opts
     local.on('error', () => {});
     local.pause();
     const target = { hostname: urlHost(address), host: address, port: String(port), protocol: 'http:' } as buildConnector.Options;
+    t.waiting = `${urlHost(address)}:${port}`;
     connector(target, (err, remote) => {
+      t.waiting = undefined;
       if (err || !remote) {
         t.failure = err ?? new Error('no tunnel through the proxy');
         local.destroy();
@@ -43,6 +47,7 @@ export async function openTunnel(proxy: URL, address: string, port: number, opts
   const t: Tunnel = {
     port: 0,
     failure: undefined,
+    waiting: undefined,
     close: () => {
       server.close();
       for (const s of sockets) s.destroy();
