@@ -210,7 +210,8 @@ export const DeliveryListQuery = Type.Object(
 
 /**
  * SECRET_UNREADABLE: not sent, a stored credential or signing secret of the subscription cannot be opened (responseBody
- * says why). OAUTH_TOKEN_FAILED: not sent, the OAuth2 token endpoint gave no usable token (responseBody says why).
+ * says why). OAUTH_TOKEN_FAILED: not sent, the OAuth2 token endpoint gave no usable token (responseBody says why; one the
+ * address guard refuses is BLOCKED_ADDRESS).
  * Broker destinations (docs/destinations.md): BROKER_UNREACHABLE, BROKER_REFUSED, BROKER_TIMEOUT, NO_ROUTE.
  */
 export const ErrorCode = StringEnum(['TIMEOUT', 'CONNECTION', 'DNS', 'TLS', 'HTTP_STATUS', 'BLOCKED_ADDRESS', 'SECRET_UNREADABLE', 'OAUTH_TOKEN_FAILED', ...BROKER_ERROR_CODES], { title: 'AttemptErrorCode' });
