@@ -1,5 +1,6 @@
 // SQL of the events API (SPEC §12): list in commit-safe order, get by uuid. (Retention: src/partitions/.)
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
+import { walked, walkSql, type Walked } from '../db/budgeted-walk.ts';
 import { EVENT_TYPES } from './emit.ts';
 import { uuidTimeBound } from '../partitions/keys.ts';
 
@@ -164,17 +165,12 @@ const open = (since: string | undefined, lo: string | undefined, until: string |
  * table, which no online migration here can do: docs/events.md.)
  */
 async function resourcePage(db: Queryable, range: string[], hit: string[], fetch: number, params: unknown[], limit: number, planPerCall: boolean): Promise<EventPage> {
-  // Streamed: the resource's events numbered up to the budget; the hits and the budget's last row (its edge) kept, up
-  // to the page. A common type stops after a page of hits; a rare one reads the budget.
-  const sql = `SELECT ${COLUMNS}, hit, k = ${SCAN_BUDGET} AS edge FROM (
-      SELECT events.*, (${hit.join(' AND ')}) AS hit, row_number() OVER (ORDER BY resource_uuid, xid, id) AS k
-      FROM events WHERE ${range.join(' AND ')} ORDER BY resource_uuid, xid, id LIMIT ${SCAN_BUDGET}
-    ) AS events WHERE hit OR k = ${SCAN_BUDGET} ORDER BY events.resource_uuid, events.xid, events.id LIMIT ${fetch}`;
-  const r = await db.query<EventRow & { hit: boolean; edge: boolean }>(sql, params, planPerCall ? undefined : statementName('events_resource', sql));
-  const page: EventPage = r.rows.filter((row) => row.hit).slice(0, limit + 1).map(({ hit, edge, ...row }) => row);
-  const last = r.rows.find((row) => row.edge);
-  if (last) page.scanEnd = { xid: last.xid, id: last.id };
-  return page;
+  const sql = walkSql({ table: 'events', alias: 'events', where: range, order: 'events.resource_uuid, events.xid, events.id', hit: hit.join(' AND '), budget: SCAN_BUDGET, limit: fetch, columns: COLUMNS });
+  const r = await db.query<Walked<EventRow>>(sql, params, planPerCall ? undefined : statementName('events_resource', sql));
+  const { page, edge } = walked(r.rows);
+  const out: EventPage = page.slice(0, limit + 1);
+  if (edge) out.scanEnd = { xid: edge.xid, id: edge.id };
+  return out;
 }
 
 export async function findEvent(db: Queryable, uuid: string): Promise<EventRow | undefined> {

@@ -1,6 +1,7 @@
 // SQL for subscriptions, and the read side of deliveries (lists, manual retry, recover); the logs API's attempts
 // are read by attempts-store.ts with the page shapes exported here.
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
+import { walkSql } from '../db/budgeted-walk.ts';
 import { eventOfDelivery, uuidTimeBound } from '../partitions/keys.ts';
 
 export interface SubscriptionRow {
@@ -436,19 +437,14 @@ export async function scanEdge(db: Queryable, table: string, alias: string, walk
 }
 
 /**
- * A budgeted page: the first LOG_SCAN.budget rows of `table` in the range `walk` from `edge` on (scanEdge: it bounds
- * the read whatever the plan), in order, each joined to what `hit` needs (`joins`: LATERAL probes, one per row), those
- * `hit` holds, up to `limit`, and the budget's last row read (`scan_edge`), where the next page starts (scanned). That
- * row is this statement's own: rows that entered the range after scanEdge pushed scanEdge's row out of the LIMIT, and
- * a next page started below it never listed the rows pushed out (the review of 2026-11-30).
+ * A budgeted page (walkSql): the first LOG_SCAN.budget rows of `table` in the range `walk` from `edge` on (scanEdge:
+ * it bounds the read whatever the plan), in order, each joined to what `hit` needs (`joins`: LATERAL probes, one per
+ * row), those `hit` holds, up to `limit`, and the budget's last row read (`scan_edge`), where the next page starts
+ * (scanned).
  */
 export function scannedSql(table: string, alias: string, walk: string[], edge: string | undefined, hit: string[], order: string, limit: number, columns: string, joins: string): string {
-  const range = edge === undefined ? walk : [...walk, `${alias}.id >= ${edge}::bigint`];
-  const budget = LOG_SCAN.budget;
-  const kept = hit.length ? hit.join(' AND ') : 'true';
-  return `SELECT ${columns}, (${kept}) AS scan_hit, ${alias}.scan_k = ${budget} AS scan_edge
-     FROM (SELECT *, row_number() OVER (ORDER BY ${order}) AS scan_k FROM ${table} ${alias} WHERE ${range.join(' AND ')} ORDER BY ${order} LIMIT ${budget}) ${alias}
-     ${joins} WHERE (${kept}) OR ${alias}.scan_k = ${budget} ORDER BY ${order} LIMIT ${limit}`;
+  const where = edge === undefined ? walk : [...walk, `${alias}.id >= ${edge}::bigint`];
+  return walkSql({ table, alias, where, order, hit: hit.length ? hit.join(' AND ') : 'true', hitAfterJoins: true, budget: LOG_SCAN.budget, limit, columns, joins });
 }
 
 /** An index range a log list may walk: its conditions (`where`) and its order, which ends with the id. */

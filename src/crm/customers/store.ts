@@ -1,6 +1,7 @@
 // SQL for customers.
 import { statementName, type Queryable } from '../../db/db.ts';
 import { writeHorizon } from '../../db/write-horizon.ts';
+import { walked, walkSql, type Walked } from '../../db/budgeted-walk.ts';
 import { outboxCtes } from '../../events/emit.ts';
 import type { CustomerInput, ListQueryT } from './schema.ts';
 import { DATA_COLUMNS, JSON_COLUMNS, mergedIntoColumns, normalInput, rowColumns, sqlType, WRITABLE, type CustomerRow } from './wire.ts';
@@ -271,29 +272,21 @@ export type CustomerPage = (CustomerRow & { sync_at?: string })[] & { scanEnd?: 
 /**
  * A search page by a term the trigram index would answer most customers for (or none: a term without a trigram): the
  * first SCAN_BUDGET customers after the cursor (its other filters applied), in id order, or in a sync (`sync`) in
- * (updated_at, id) order, and those of them the term matches, up to the page's size. When the budget is read whole,
- * the page carries `scanEnd`, the last one read: the page goes on from there (a page may hold fewer customers than its
- * limit, none even, with a next cursor). `params`' last is the page's size + 1; `where` and `hit` use the rest.
+ * (updated_at, id) order, and those of them the term matches, up to the page's size (a budgeted walk: walkSql). When the
+ * budget is read whole, the page carries `scanEnd`, the last one read: the page goes on from there (a page may hold
+ * fewer customers than its limit, none even, with a next cursor). `params`' last is the page's size + 1; `where` and
+ * `hit` use the rest.
  */
 async function scanPage(db: Queryable, where: string[], hit: string, params: unknown[], sync: boolean): Promise<CustomerPage> {
-  const n = `$${params.length}`;
-  const order = sync ? 'c.updated_at, c.id' : 'c.id';
-  // Streamed: the customers in order, numbered, up to the budget; the matches and the budget's last row (its edge)
-  // kept, up to the page's size + 1. A common term stops after a page of matches; a rare one reads the budget. (Ordered
-  // by the columns, which the planner knows the subquery's rows come in, not by k: that sorted the whole budget.)
-  const r = await db.query<CustomerRow & { sync_at?: string; edge: boolean; hit: boolean }>(
-    `SELECT ${rowColumns('s')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id, ${sync ? 's.sync_at, ' : ''}s.k = ${SCAN_BUDGET} AS edge, s.hit
-     FROM (
-       SELECT ${rowColumns('c')}, c.merged_into, ${sync ? `${SYNC_AT} AS sync_at, ` : ''}${hit} AS hit, row_number() OVER (ORDER BY ${order}) AS k FROM customers c
-       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY ${order} LIMIT ${SCAN_BUDGET}
-     ) s LEFT JOIN customers m ON m.id = s.merged_into
-     WHERE s.hit OR s.k = ${SCAN_BUDGET} ORDER BY ${order.replaceAll('c.', 's.')} LIMIT ${n}`,
-    params,
-  );
-  const page: CustomerPage = r.rows.filter((row) => row.hit);
-  const edge = r.rows.find((row) => row.edge);
-  if (edge) page.scanEnd = sync ? { at: edge.sync_at!, id: String(edge.id) } : String(edge.id);
-  return page;
+  const sql = walkSql({
+    table: 'customers', alias: 'c', where, order: sync ? 'c.updated_at, c.id' : 'c.id', hit, budget: SCAN_BUDGET, limit: `$${params.length}`,
+    columns: `${rowColumns('c')}, m.uuid AS merged_into_uuid, m.external_id AS merged_into_external_id${sync ? `, ${SYNC_AT} AS sync_at` : ''}`,
+    joins: 'LEFT JOIN customers m ON m.id = c.merged_into',
+  });
+  const { page, edge } = walked((await db.query<Walked<CustomerRow & { sync_at?: string }>>(sql, params)).rows);
+  const out: CustomerPage = page;
+  if (edge) out.scanEnd = sync ? { at: edge.sync_at!, id: String(edge.id) } : String(edge.id);
+  return out;
 }
 
 /**
