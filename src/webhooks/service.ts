@@ -272,7 +272,21 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     const auth = receiverAuthRules(w.authMethod, w.url, patch, cur);
     const row = await store.writeReceiverAuth(tx, (await store.updateSubscription(tx, cur.id, w)).id, auth);
     // A new URL brings its own password; one written back as shown (***) keeps the stored password.
-    if (dest && dest.password !== REDACTED_PASSWORD) await store.setDestinationPassword(tx, cur.id, dest.password);
+    let passwordChanged = false;
+    if (dest && dest.password !== REDACTED_PASSWORD) {
+      const was = await store.destinationPassword(tx, cur.id);
+      passwordChanged = 'why' in was || was.value !== dest.password;
+      await store.setDestinationPassword(tx, cur.id, dest.password);
+    }
+    // A PATCH that changed nothing (`isActive:false` of an inactive subscription, the same body sent twice) is no act:
+    // no audit row (it was recorded again each time, a "disabled" of one disabled already), no notice to the workers,
+    // and its updatedAt stays (its credentials, written again sealed anew, are the same values).
+    if (!passwordChanged && stateOf(row) === stateOf(cur)) {
+      await store.keepUpdatedAt(tx, cur.id, cur.updated_at);
+      const answer = shapeSubscription({ ...row, updated_at: cur.updated_at }, retryDefault);
+      await audit(tx, answer, false);
+      return answer;
+    }
     // Re-activated: its waiting deliveries are due now (their scheduled retries brought forward), and the workers told.
     if (row.is_active && !cur.is_active) {
       reactivated = true;
@@ -292,6 +306,12 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
   if (reactivated) await store.writesBeforeNowEnded(db, ACTIVATION_WAIT_MS);
   return answer;
 }
+
+/**
+ * A subscription as stored, its credentials in clear (and which cannot be opened), but for when it was last written
+ * and its rotated-out secrets' expiry (read against the clock): the same before and after a PATCH that changed nothing.
+ */
+const stateOf = ({ updated_at: _u, retired_secret_expires_at: _r, ...rest }: store.SubscriptionRow) => JSON.stringify(rest);
 
 /**
  * How long a re-activation waits for the writes that began before it: an import's chunk or a merge takes seconds; a

@@ -142,11 +142,21 @@ function opened(stored: string | null): { value: string | null } | { why: string
   }
 }
 
+/** A subscription's stored URL password in clear (null: none), or why it cannot be opened. */
+export async function destinationPassword(db: Queryable, id: string): Promise<{ value: string | null } | { why: string }> {
+  const stored = (await db.query<{ p: string | null }>(`SELECT destination_password AS p FROM webhook_subscriptions WHERE id = $1`, [id])).rows[0]?.p ?? null;
+  return opened(stored);
+}
+
 /** Why a subscription's stored URL password cannot be opened, or null. */
 export async function destinationPasswordUnreadable(db: Queryable, id: string): Promise<string | null> {
-  const stored = (await db.query<{ p: string | null }>(`SELECT destination_password AS p FROM webhook_subscriptions WHERE id = $1`, [id])).rows[0]?.p ?? null;
-  const o = opened(stored);
+  const o = await destinationPassword(db, id);
   return 'why' in o ? o.why : null;
+}
+
+/** Puts back when a subscription was last written: a PATCH that changed nothing of it leaves it as it was. */
+export async function keepUpdatedAt(db: Queryable, id: string, updatedAt: string): Promise<void> {
+  await db.query(`UPDATE webhook_subscriptions SET updated_at = $2 WHERE id = $1`, [id, updatedAt]);
 }
 
 /** A broker destination's URL password (destinations/url.ts), sealed; null: none (an HTTP URL, or a broker URL without one). */

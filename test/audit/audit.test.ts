@@ -229,4 +229,35 @@ await describeEachDb('audit log', (ctx) => {
     for (const pw of passwords) assert.ok(!(await stored()).includes(pw), `audit_log holds ${pw} after 064`);
     await assert.rejects(db.query(`UPDATE audit_log SET action = 'x'`), /append-only/, 'still append-only');
   });
+
+  it('a PATCH that changes nothing is no act: no row, and its updatedAt stays (isActive:false of an inactive one was recorded again)', async () => {
+    const subs = '/integrations/webhooks/subscriptions';
+    const created = await api().post(subs, { url: 'http://127.0.0.1:9/noop', eventTypes: ['customerCreate'], authMethod: 'BEARER', bearerToken: 'tok-noop' });
+    assert.equal(created.status, 201, created.text);
+    const uuid = created.body.uuid;
+    const patch = async (body: object) => {
+      const r = await api().patch(`${subs}/${uuid}`, body);
+      assert.equal(r.status, 200, r.text);
+      return r.body;
+    };
+    const acts = async (target: string) => (await log()).filter((r) => r.target.id === target).reverse().map((r) => r.action);
+    const off = await patch({ isActive: false });
+    const offAgain = await patch({ isActive: false });
+    assert.deepEqual(await acts(uuid), ['subscription.created', 'subscription.disabled'], 'disabled once');
+    assert.equal(offAgain.updatedAt, off.updatedAt);
+    assert.equal((await api().get(`${subs}/${uuid}`)).body.updatedAt, off.updatedAt);
+    // The same body twice, a credential in it given again as it is: the second is no act.
+    const moved = await patch({ url: 'http://127.0.0.1:9/noop2', bearerToken: 'tok-noop' });
+    assert.equal((await patch({ url: 'http://127.0.0.1:9/noop2', bearerToken: 'tok-noop' })).updatedAt, moved.updatedAt);
+    // Another token is a change, though the answer shows none.
+    assert.notEqual((await patch({ bearerToken: 'tok-other' })).updatedAt, moved.updatedAt);
+    // A broker URL's password given again as it is: no act; another one: an act.
+    const broker = await api().post(subs, { url: 'nats://alice:NoopPw_1@127.0.0.1:4222?subject=noop.x', eventTypes: ['customerCreate'], isActive: false });
+    assert.equal(broker.status, 201, broker.text);
+    const brokerPatch = (url: string) => api().patch(`${subs}/${broker.body.uuid}`, { url });
+    assert.equal((await brokerPatch('nats://alice:NoopPw_1@127.0.0.1:4222?subject=noop.x')).status, 200);
+    assert.equal((await brokerPatch('nats://alice:NoopPw_2@127.0.0.1:4222?subject=noop.x')).status, 200);
+    assert.deepEqual(await acts(uuid), ['subscription.created', 'subscription.disabled', 'subscription.changed', 'subscription.changed']);
+    assert.deepEqual(await acts(broker.body.uuid), ['subscription.created', 'subscription.changed']);
+  });
 }, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
