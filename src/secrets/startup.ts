@@ -28,7 +28,7 @@ export interface PreparedSecrets {
 /** `resolved` defaults to resolveSecretBox(config); main resolves it before opening the database (fail fast). */
 export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedBox = resolveSecretBox(config)): Promise<PreparedSecrets> {
   const { box, notice, warning } = resolved;
-  let deactivated = 0;
+  let deactivated: { ids: string[]; keyIds: string[] } = { ids: [], keyIds: [] };
   const sealed = await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
     const notOpened = (await store.keyIdsInUse(tx)).filter((k) => !box.keyIds.includes(k));
@@ -51,21 +51,24 @@ export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedB
       );
     }
     if (lost.length) {
-      const ids = await store.deactivateHolders(tx, lost, lostKeyReason(lost));
+      deactivated = await store.deactivateHolders(tx, lost, lostKeyReason(lost));
+      const { ids } = deactivated;
       if (ids.length) {
         await auditSubscriptionsDisabled(tx, ids);
         await notifySubscriptionsChanged(tx, ids);
         // Announced as every subscription Bulb disables is (docs/delivery.md), to the others listening.
         await emitOperational(tx, [], ids, wireNames(config.serviceName).sourceApi, NO_MORE_RETRIES);
       }
-      deactivated = ids.length;
     }
     if (box.plaintext) return 0;
     return rewrite(tx, box, null);
   });
   installSecretBox(box);
-  if (deactivated) {
-    return { box, notice: `${notice}; ${deactivated} subscription(s) deactivated: they hold values sealed under key id ${config.secretKeysLost.join(', ')}, declared lost (BULB_SECRET_KEYS_LOST)`, warning: true, sealed };
+  // The notice names the lost keys their values are sealed under, not every id the setting declares (some may seal
+  // nothing any more, or only values of subscriptions inactive already).
+  if (deactivated.ids.length) {
+    const { ids, keyIds } = deactivated;
+    return { box, notice: `${notice}; ${ids.length} subscription(s) deactivated: they hold values sealed under key id ${keyIds.join(', ')}, declared lost (BULB_SECRET_KEYS_LOST)`, warning: true, sealed };
   }
   return { box, notice, warning, sealed };
 }

@@ -51,22 +51,26 @@ const sealedUnder = (c: string) => `(${c} ~ '${SEALED_SQL}' AND substr(${c}, 4, 
 
 /**
  * Deactivates the live, active subscriptions holding a value sealed under one of these key ids (declared lost), with
- * `reason` as their disabled reason: their deliveries wait instead of failing SECRET_UNREADABLE. Returns their ids.
+ * `reason` as their disabled reason: their deliveries wait instead of failing SECRET_UNREADABLE. Returns their ids, and
+ * the key ids (of those given) their values are sealed under: a key declared lost may seal only values of subscriptions
+ * inactive already, or rotated-out secrets, or nothing.
  * (A rotated-out secret under such a key leaves only its own signature out: no reason to stop the subscription.)
  */
-export async function deactivateHolders(db: Queryable, keyIds: string[], reason: string): Promise<string[]> {
+export async function deactivateHolders(db: Queryable, keyIds: string[], reason: string): Promise<{ ids: string[]; keyIds: string[] }> {
   const own = SECRET_COLUMNS.find((t) => t.table === 'webhook_subscriptions')!.columns;
   // The reason names the fields (as the API names them) that hold such a value: the API leaves them out of its answer.
   const fields = own.map((c) => `CASE WHEN ${sealedUnder(c)} THEN '${(FIELD_OF[c] ?? c).replaceAll("'", "''")}' END`).join(', ');
-  const r = await db.query<{ id: string }>(
+  const kids = own.map((c) => `CASE WHEN ${sealedUnder(c)} THEN substr(${c}, 4, 16) END`).join(', ');
+  const r = await db.query<{ id: string; kids: (string | null)[] }>(
     `UPDATE webhook_subscriptions s SET is_active = false, updated_at = clock_timestamp(),
        disabled_reason = concat_ws(', ', ${fields}) || $2
      WHERE s.is_active AND s.deleted_at IS NULL
        AND (${own.map(sealedUnder).join(' OR ')})
-     RETURNING s.id`,
+     RETURNING s.id, ARRAY[${kids}] AS kids`,
     [keyIds, reason],
   );
-  return r.rows.map((x) => x.id);
+  const used = new Set(r.rows.flatMap((x) => x.kids.filter((k): k is string => k !== null)));
+  return { ids: r.rows.map((x) => x.id), keyIds: keyIds.filter((k) => used.has(k)) };
 }
 
 /** The API's name of each secret column of webhook_subscriptions. */

@@ -114,5 +114,38 @@ for (const backend of await backends()) {
         await tdb.close();
       }
     });
+
+    it('the notice names the lost keys the deactivated subscriptions\' values are sealed under, not every id declared', async () => {
+      const K = crypto.randomBytes(32).toString('base64');
+      const lost = Array.from({ length: 5 }, () => crypto.randomBytes(32));
+      // L1, L2: sealing values of active subscriptions; idleKey: only an inactive one's; retiredKey: only a live
+      // rotated-out secret; unused: declared, sealing nothing.
+      const [L1, L2, idleKey, retiredKey, unused] = lost.map(keyId);
+      const tdb = await freshDb(backend);
+      try {
+        const srv = await startServer(tdb.db, { ...ALLOW, BULB_SECRET_KEY: K });
+        const make = async (body: object) => (await srv.api.post(SUBS, { url: 'http://127.0.0.1:9/x', eventType: 'customerCreate', ...body })).body;
+        const one = await make({ authMethod: 'BEARER', bearerToken: 'tok' });
+        const two = await make({});
+        const idle = await make({ authMethod: 'BEARER', bearerToken: 'tok2', isActive: false });
+        const other = await make({});
+        await srv.close();
+        const set = (uuid: string, column: string, key: Buffer, v: string) =>
+          tdb.db.query(`UPDATE webhook_subscriptions SET ${column} = $2 WHERE uuid = $1`, [uuid, new AesGcmBox(key).seal(v)]);
+        await set(one.uuid, 'bearer_token', lost[0], 'tok');
+        await set(two.uuid, 'signing_secret', lost[1], 'whsec_two');
+        await set(idle.uuid, 'bearer_token', lost[2], 'tok2');
+        await tdb.db.query(`INSERT INTO webhook_retired_secrets (subscription_id, secret, expires_at) SELECT id, $2, now() + interval '1 day' FROM webhook_subscriptions WHERE uuid = $1`,
+          [other.uuid, new AesGcmBox(lost[3]).seal('whsec_old')]);
+        const declared = [L1, L2, idleKey, retiredKey, unused];
+        const started = await prepareSecrets(tdb.db, loadConfig({ BULB_SECRET_KEY: K, BULB_SECRET_KEYS_LOST: declared.join(',') }));
+        assert.equal(started.warning, true);
+        const named = started.notice.match(/2 subscription\(s\) deactivated: they hold values sealed under key id (.*), declared lost/);
+        assert.ok(named, started.notice);
+        assert.deepEqual(named[1].split(', ').sort(), [L1, L2].sort());
+      } finally {
+        await tdb.close();
+      }
+    });
   });
 }
