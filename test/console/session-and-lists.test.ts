@@ -1,6 +1,6 @@
-// Console in a real browser (probe, 2026-11-28): the Webhooks list showed at most 2,000 subscriptions (8 pages of 250)
-// and dropped the rest without a word, the newest among them, so a subscription just created could not be found; and a
-// dialog open when the session ended (its key revoked) stayed over the sign-in page, a signing secret still on screen.
+// Console in a real browser (probe, 2026-11-28): a dialog open when the session ended (its key revoked) stayed over the
+// sign-in page, a signing secret still on screen. (The Webhooks list, which showed at most 2,000 subscriptions then,
+// shows them a page at a time since 2026-11-30: load-more.test.ts.)
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeConsole } from './browser.ts';
@@ -8,31 +8,11 @@ import { bootstrapAdminKey } from '../../src/auth/service.ts';
 
 const SUBS = '/integrations/webhooks/subscriptions';
 
-describeConsole('sessions and long lists', (ctx) => {
-  it('lists every subscription past 2,000, the newest included', async () => {
-    const { page, srv } = ctx;
-    const api = srv.api.withVersion('2026-11');
-    const total = 2_010;
-    for (let i = 0; i < total; i += 10) {
-      await Promise.all(Array.from({ length: Math.min(10, total - i) }, async (_, k) => {
-        const n = i + k;
-        const r = await api.post(SUBS, { url: `https://93.184.215.14/hook-${n}`, eventTypes: ['webhookTest'], isActive: false });
-        assert.equal(r.status, 201, r.text);
-      }));
-    }
-    const newest = await api.post(SUBS, { url: 'https://93.184.215.14/the-newest', eventTypes: ['webhookTest'], isActive: false });
-    assert.equal(newest.status, 201, newest.text);
-    await ctx.signIn();
-    await ctx.go('Webhooks');
-    // CSS locators: the accessible names of 2,000 rows take Playwright longer than a timeout to compute.
-    await page.locator('tr', { hasText: 'https://93.184.215.14/the-newest' }).waitFor();
-    assert.equal(await page.locator('tbody tr', { hasText: 'https://93.184.215.14/' }).count(), total + 1);
-    assert.deepEqual(ctx.pageErrors, []);
-  });
-
+describeConsole('sessions', (ctx) => {
   it('a dialog open when the session ends (its key revoked) is closed with it', async () => {
     const { page, srv } = ctx;
     const key = (await srv.api.post('/integrations/apiKeys', { name: 'console session', scopes: ['admin'] })).body;
+    await ctx.signIn();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await ctx.signIn(key.key);
     // "this session" marks the key signed in with, not also a BULB_ADMIN_KEY's row: its stored prefix is its first 4
@@ -43,6 +23,8 @@ describeConsole('sessions and long lists', (ctx) => {
     await mine.first().waitFor();
     assert.equal(await mine.count(), 1);
     assert.match(await mine.innerText(), /console session/);
+    const sub = await srv.api.withVersion('2026-11').post(SUBS, { url: 'https://93.184.215.14/the-newest', eventTypes: ['webhookTest'], isActive: false });
+    assert.equal(sub.status, 201, sub.text);
     await ctx.go('Webhooks');
     const row = page.locator('tr', { hasText: 'https://93.184.215.14/the-newest' });
     await row.getByRole('button', { name: 'Reveal secret' }).click();

@@ -303,15 +303,29 @@ export function table({ caption, hideCaption = true, columns, rows, className = 
 function labelCells(tbl, columns) {
   const names = columns.map((c) => (typeof c === 'string' ? c : c.textContent));
   tbl.setAttribute('role', 'table');
-  for (const tr of tbl.rows) {
-    tr.setAttribute('role', 'row');
-    [...tr.cells].forEach((cell, i) => {
-      const head = cell.tagName === 'TH';
-      cell.setAttribute('role', head ? (cell.scope === 'row' ? 'rowheader' : 'columnheader') : 'cell');
-      if (!head || cell.scope === 'row') cell.dataset.label = names[i] ?? '';
-    });
-  }
+  for (const tr of tbl.rows) labelRow(tr, names);
   for (const part of tbl.querySelectorAll('thead, tbody')) part.setAttribute('role', 'rowgroup');
+}
+
+function labelRow(tr, names) {
+  tr.setAttribute('role', 'row');
+  [...tr.cells].forEach((cell, i) => {
+    const head = cell.tagName === 'TH';
+    cell.setAttribute('role', head ? (cell.scope === 'row' ? 'rowheader' : 'columnheader') : 'cell');
+    if (!head || cell.scope === 'row') cell.dataset.label = names[i] ?? '';
+  });
+}
+
+/**
+ * Appends rows to a table() (its box): a stacked one's get their roles and column names as its first rows did
+ * (rows appended to its <tbody> by hand would miss them).
+ */
+export function appendRows(wrap, rows) {
+  const tbl = wrap.querySelector('table');
+  tbl.tBodies[0].append(...rows);
+  if (!tbl.classList.contains('table-stack')) return;
+  const names = [...tbl.tHead.rows[0].cells].map((c) => c.textContent);
+  for (const tr of rows) labelRow(tr, names);
 }
 
 const overflowing = new ResizeObserver((entries) => {

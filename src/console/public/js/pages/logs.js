@@ -2,13 +2,18 @@
 // and time; a detail view (request headers and body, response, error, timing, next attempt); retry; live refresh.
 import { get, post } from '../api.js';
 import { announce, badge, busy, clear, closeBidi, dl, empty, errorBox, field, fmtJson, fmtTime, h, load, openDialog, select, table, time, toLocalInput, fromLocalInput, zoneHint } from '../dom.js';
-import { listSubscriptions } from './webhooks.js';
+import { SUBS } from './webhooks.js';
 
 const PAGE = 50;
 const LIVE_MS = 3000;
 // Pages followed for a page of rows: filtered by a common event type, an outcome or a time range, the API looks at
 // 5,000 attempts a page, so a page may hold few, none even, with more to come (docs/delivery.md "Log lists").
 const SCAN_PAGES = 20;
+// Subscriptions the filter offers: the first page (oldest first); another is given by its UUID (every one, a page
+// after another, took 40 requests and a select of 10,000 options for 10,000 subscriptions).
+const SUB_OPTIONS = 100;
+const OTHER = 'other';
+const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 
 
 const outcomeBadge = (a) => (a.outcome === 'success' ? badge('Success', 'ok') : badge('Failure', 'bad'));
@@ -24,6 +29,15 @@ export function logsPage({ main, query, signal, navigate }) {
     delivery: query.delivery || '', // set from an attempt's detail view: "all attempts of this delivery"
   };
   const subSelect = select('subscription', [['', 'All subscriptions']], filters.subscription);
+  // Shown with "Another subscription…": disabled while hidden (a required field hidden would block the form).
+  const subId = h('input', { type: 'text', name: 'subscriptionId', required: true, disabled: true, pattern: UUID, spellcheck: 'false', autocomplete: 'off', placeholder: '00000000-0000-0000-0000-000000000000' });
+  const subIdBox = field('UUID', subId, `Of a subscription not in the list, which offers the first ${SUB_OPTIONS}: the Logs link of its row on the Webhooks page filters by it too.`);
+  subIdBox.hidden = true;
+  subSelect.addEventListener('change', () => {
+    subIdBox.hidden = subSelect.value !== OTHER;
+    subId.disabled = subIdBox.hidden;
+    if (!subIdBox.hidden) subId.focus();
+  });
   const typeSelect = select('eventType', [['', 'All event types']], filters.eventType);
   const outcome = select('outcome', [['', 'Any outcome'], ['success', 'Success'], ['failure', 'Failure']], filters.outcome);
   const since = h('input', { type: 'datetime-local', name: 'since', value: toLocalInput(filters.since) });
@@ -34,13 +48,14 @@ export function logsPage({ main, query, signal, navigate }) {
   const updated = h('span', { class: 'muted', 'aria-live': 'off' });
 
   const form = h('form', { class: 'card filters', role: 'search', 'aria-label': 'Filter attempts' },
-    field('Subscription', subSelect), field('Event type', typeSelect), field('Outcome', outcome),
+    field('Subscription', subSelect), subIdBox, field('Event type', typeSelect), field('Outcome', outcome),
     field('From', since, zoneHint()), field('Until', until, zoneHint()),
     h('div', { class: 'actions' }, apply, reset));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const p = new URLSearchParams();
-    if (subSelect.value) p.set('subscription', subSelect.value);
+    const subscription = subSelect.value === OTHER ? subId.value.trim().toLowerCase() : subSelect.value;
+    if (subscription) p.set('subscription', subscription);
     if (typeSelect.value) p.set('eventType', typeSelect.value);
     if (outcome.value) p.set('outcome', outcome.value);
     if (since.value) p.set('since', fromLocalInput(since.value));
@@ -68,12 +83,18 @@ export function logsPage({ main, query, signal, navigate }) {
 
   // Fill the filter selects (subscriptions by URL, event types) without blocking the list.
   const subsByUuid = new Map();
-  listSubscriptions(signal).then((subs) => {
+  get(SUBS, { limit: SUB_OPTIONS }, { signal }).then(async (page) => {
+    const subs = page.data;
+    // The one filtered by (a Logs link, a UUID given) past the first page: read alone, named by its UUID if gone.
+    const wanted = filters.subscription;
+    if (wanted && !subs.some((s) => s.uuid === wanted)) subs.push(await get(`${SUBS}/${encodeURIComponent(wanted)}`, undefined, { signal }).catch(() => ({ uuid: wanted })));
     for (const s of subs) {
-      subsByUuid.set(s.uuid, s);
+      if (s.url !== undefined) subsByUuid.set(s.uuid, s);
       // The URL closed where it ends: an override in it reversed the event types after it.
-      subSelect.append(h('option', { value: s.uuid, selected: s.uuid === filters.subscription }, `${closeBidi(s.url)} (${(s.eventTypes ?? [s.eventType]).join(', ')})`));
+      const text = s.url === undefined ? s.uuid : `${closeBidi(s.url)} (${(s.eventTypes ?? [s.eventType]).join(', ')})`;
+      subSelect.append(h('option', { value: s.uuid, selected: s.uuid === filters.subscription }, text));
     }
+    if (page.nextCursor) subSelect.append(h('option', { value: OTHER }, 'Another subscription (by its UUID)…'));
   }, () => {});
   get('/integrations/webhooks/eventTypes', undefined, { signal }).then((types) => {
     const list = Array.isArray(types) ? types : types.data ?? types.eventTypes ?? [];
