@@ -56,8 +56,12 @@ function resolveTarget(host: string, allowPrivate: boolean, cb: (err: Error | nu
   guardedLookup(allowPrivate)(host, { all: false }, (err, address) => cb(err, String(address)));
 }
 
-/** The connector (undici's `connect` option) for every socket to a receiver or a token endpoint. */
-export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeoutMs: number; tls?: TunnelTls }): buildConnector.connector {
+/**
+ * The connector (undici's `connect` option) for every socket to a receiver or a token endpoint, and for a broker's
+ * tunnel (tunnel.ts). `signal`: aborting it ends every tunnel still being asked for, its socket to the proxy closed (a
+ * closed broker publisher's tunnel kept it until the proxy answered or the deadline passed).
+ */
+export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeoutMs: number; tls?: TunnelTls; signal?: AbortSignal }): buildConnector.connector {
   const proxyPort = Number(proxy.port || 80);
   const user = decodeURIComponent(proxy.username);
   const password = decodeURIComponent(proxy.password);
@@ -75,12 +79,16 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
       if (done) return;
       done = true;
       clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
       if (err) {
         sock?.destroy();
         callback(err, null);
       } else callback(null, s!);
     };
     const timer = setTimeout(() => finish(new ProxyError(`no tunnel through the proxy within ${opts.timeoutMs} ms`, 'UND_ERR_CONNECT_TIMEOUT')), opts.timeoutMs);
+    const onAbort = () => finish(new ProxyError('the tunnel was closed before the proxy answered'));
+    if (opts.signal?.aborted) return onAbort();
+    opts.signal?.addEventListener('abort', onAbort);
     resolveTarget(host, opts.allowPrivate, (err, ip) => {
       if (err) return finish(err);
       if (done) return;

@@ -20,6 +20,25 @@ if (skip) console.log(`# SKIP broker proxy tests: ${skip}`);
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_RETRY_SCHEDULE: '0.2,0.4,0.8', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
 const tag = () => crypto.randomBytes(4).toString('hex');
 
+/** A CONNECT proxy that reads what it is sent and never answers: its open sockets, and what each was sent. */
+async function silentProxy() {
+  const held = new Map<net.Socket, string>();
+  const server = net.createServer((sock) => {
+    held.set(sock, '');
+    sock.on('data', (d) => held.set(sock, held.get(sock) + d.toString('latin1'))); // reads the CONNECT, answers nothing
+    sock.on('error', () => {}).on('close', () => held.delete(sock));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    held,
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    close: async () => {
+      for (const sock of held.keys()) sock.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => {
   const api = () => ctx.srv.api.withVersion('2026-11');
   let proxy: Awaited<ReturnType<typeof startProxy>>;
@@ -97,14 +116,8 @@ await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => 
 
   it_('a proxy that never answers CONNECT is BROKER_TIMEOUT saying the proxy did not answer, as TIMEOUT is for HTTP', async () => {
     // It said "no confirm from the broker", which the publish never reached (found 2026-11-30).
-    const held = new Set<net.Socket>();
-    const silent = net.createServer((sock) => {
-      held.add(sock);
-      sock.resume(); // reads the CONNECT, answers nothing
-      sock.on('error', () => {}).on('close', () => held.delete(sock));
-    });
-    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-    const hanging = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_TIMEOUT_MS: '1500', BULB_WEBHOOK_PROXY: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}` });
+    const silent = await silentProxy();
+    const hanging = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_TIMEOUT_MS: '1500', BULB_WEBHOOK_PROXY: silent.url });
     await worker?.stop(); // only the worker behind the silent proxy claims
     worker = undefined;
     try {
@@ -119,8 +132,31 @@ await describeEachDb('broker destinations through BULB_WEBHOOK_PROXY', (ctx) => 
       }
     } finally {
       await hanging.stop();
-      for (const sock of held) sock.destroy();
-      await new Promise((r) => silent.close(r));
+      await silent.close();
+    }
+  });
+
+  it_('a publisher closed while the proxy has not answered CONNECT leaves no socket open to the proxy', async () => {
+    // The tunnel's socket to the proxy stayed open after its publisher closed (a worker's stop, here), until the
+    // connector's own deadline: BULB_WEBHOOK_TIMEOUT_MS later, 30 s with this worker's (found 2026-11-30).
+    const silent = await silentProxy();
+    await worker?.stop();
+    worker = undefined;
+    const hanging = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_TIMEOUT_MS: '30000', BULB_WEBHOOK_PROXY: silent.url }, { drainMs: 0 });
+    try {
+      const subs = [
+        await subscribe({ url: `amqp://guest:guest@127.0.0.1:5672?exchange=x-${tag()}` }),
+        await subscribe({ url: `nats://127.0.0.1:4222?subject=bulb.closed.${tag()}` }),
+      ];
+      await api().post('/crm/customers', { externalId: `closed-${tag()}` });
+      const asked = () => new Set([...silent.held.values()].map((sent) => /^CONNECT (\S+)/.exec(sent)?.[1]));
+      await waitFor(() => asked().has('127.0.0.1:5672') && asked().has('127.0.0.1:4222'), 'both CONNECTs sent to the proxy', 15_000);
+      await hanging.stop(); // aborts the two attempts and closes their publishers
+      await waitFor(() => silent.held.size === 0, 'every socket to the proxy closed', 15_000);
+      for (const sub of subs) await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
+    } finally {
+      await hanging.stop();
+      await silent.close();
     }
   });
 }, ENV);

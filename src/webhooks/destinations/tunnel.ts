@@ -19,7 +19,10 @@ export interface Tunnel {
 }
 
 export async function openTunnel(proxy: URL, address: string, port: number, opts: { allowPrivate: boolean; timeoutMs: number }): Promise<Tunnel> {
-  const connector = proxyConnector(proxy, { allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs });
+  // Closing the tunnel ends its CONNECT still under way: the socket to a proxy that never answers was otherwise kept
+  // until the connector's own deadline, a whole BULB_WEBHOOK_TIMEOUT_MS after a worker's stop (found 2026-11-30).
+  const closed = new AbortController();
+  const connector = proxyConnector(proxy, { allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, signal: closed.signal });
   const sockets = new Set<net.Socket>();
   const server = net.createServer((local) => {
     server.close(); // one connection: the publisher's
@@ -31,7 +34,7 @@ export async function openTunnel(proxy: URL, address: string, port: number, opts
     connector(target, (err, remote) => {
       t.waiting = undefined;
       if (err || !remote) {
-        t.failure = err ?? new Error('no tunnel through the proxy');
+        if (!closed.signal.aborted) t.failure = err ?? new Error('no tunnel through the proxy');
         local.destroy();
         return;
       }
@@ -49,6 +52,7 @@ export async function openTunnel(proxy: URL, address: string, port: number, opts
     failure: undefined,
     waiting: undefined,
     close: () => {
+      closed.abort();
       server.close();
       for (const s of sockets) s.destroy();
     },
