@@ -18,11 +18,24 @@ export interface TunnelTls {
 /** Largest CONNECT answer head read (status line and headers). */
 const MAX_HEAD = 16 * 1024;
 
-class ProxyError extends Error {
+export class ProxyError extends Error {
   constructor(message: string, readonly code = 'EPROXY') {
     super(message);
   }
 }
+
+/** The connector, and what it knows of the tunnels it is still asking the proxy for. */
+export interface ProxyConnector extends buildConnector.connector {
+  /**
+   * For a target as the URL names it (host, port): the CONNECT target ("<ip>:<port>") of a tunnel to it that the proxy
+   * has not answered yet (or not been reached for), if any. An exchange whose deadline passes while one is pending
+   * timed out waiting for the proxy, not for the receiver (sender.ts).
+   */
+  unanswered(host: string, port: number): string | undefined;
+}
+
+/** The key of a target: its host without brackets, lower case, and its port. */
+const targetKey = (host: string, port: number) => `${host.replace(/^\[|\]$/g, '').toLowerCase()}:${port}`;
 
 /** Parses and checks BULB_WEBHOOK_PROXY: an http:// URL (a CONNECT proxy), optionally with user:password. */
 export function parseProxyUrl(raw: string): URL {
@@ -61,7 +74,7 @@ function resolveTarget(host: string, allowPrivate: boolean, cb: (err: Error | nu
  * tunnel (tunnel.ts). `signal`: aborting it ends every tunnel still being asked for, its socket to the proxy closed (a
  * closed broker publisher's tunnel kept it until the proxy answered or the deadline passed).
  */
-export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeoutMs: number; tls?: TunnelTls; signal?: AbortSignal }): buildConnector.connector {
+export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeoutMs: number; tls?: TunnelTls; signal?: AbortSignal }): ProxyConnector {
   const proxyPort = Number(proxy.port || 80);
   const user = decodeURIComponent(proxy.username);
   const password = decodeURIComponent(proxy.password);
@@ -69,23 +82,28 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
   // The proxy's own credentials, redacted from its answers (its status line goes into an attempt's error text, which
   // admins read in the logs API: a proxy that names the credentials it refused would show them).
   const own = password ? [password, `${user}:${password}`] : [];
-  return (o, callback) => {
+  /** Tunnels asked of the proxy and not yet answered: the target's key and the CONNECT target. */
+  const pending = new Set<{ key: string; authority: string }>();
+  const connector = (o: buildConnector.Options, callback: buildConnector.Callback) => {
     const host = o.hostname.replace(/^\[|\]$/g, '');
     const secure = o.protocol === 'https:';
     const port = Number(o.port || (secure ? 443 : 80));
     let sock: net.Socket | undefined;
+    let asked: { key: string; authority: string } | undefined;
     let done = false;
     const finish = (err: Error | null, s?: net.Socket) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
+      if (asked) pending.delete(asked);
       if (err) {
         sock?.destroy();
         callback(err, null);
       } else callback(null, s!);
     };
-    const timer = setTimeout(() => finish(new ProxyError(`no tunnel through the proxy within ${opts.timeoutMs} ms`, 'UND_ERR_CONNECT_TIMEOUT')), opts.timeoutMs);
+    // Named as the broker path names it (tunnelStall), once the CONNECT target is known.
+    const timer = setTimeout(() => finish(new ProxyError(asked && pending.has(asked) ? `the proxy did not answer CONNECT ${asked.authority} within ${opts.timeoutMs} ms` : `no tunnel through the proxy within ${opts.timeoutMs} ms`, 'UND_ERR_CONNECT_TIMEOUT')), opts.timeoutMs);
     const onAbort = () => finish(new ProxyError('the tunnel was closed before the proxy answered'));
     if (opts.signal?.aborted) return onAbort();
     opts.signal?.addEventListener('abort', onAbort);
@@ -93,6 +111,8 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
       if (err) return finish(err);
       if (done) return;
       const authority = `${urlHost(ip)}:${port}`;
+      asked = { key: targetKey(host, port), authority };
+      pending.add(asked);
       sock = net.connect(proxyPort, proxy.hostname.replace(/^\[|\]$/g, ''));
       const s = sock;
       let head = Buffer.alloc(0);
@@ -110,6 +130,7 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
         }
         s.off('data', onData);
         s.off('close', onClose);
+        pending.delete(asked!); // answered: what follows (a refusal, the TLS handshake) is no longer the proxy's wait
         const status = /^HTTP\/1\.[01] (\d{3})([^\r\n]*)/.exec(head.subarray(0, end).toString('latin1'));
         if (!status || status[1][0] !== '2') {
           return finish(new ProxyError(`the proxy refused CONNECT ${authority}: ${status ? redactCredentials(`${status[1]}${status[2]}`, own) : 'not an HTTP answer'}`));
@@ -143,4 +164,11 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
       });
     });
   };
+  return Object.assign(connector, {
+    unanswered(host: string, port: number): string | undefined {
+      const key = targetKey(host, port);
+      for (const p of pending) if (p.key === key) return p.authority;
+      return undefined;
+    },
+  });
 }

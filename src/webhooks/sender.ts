@@ -6,7 +6,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { Agent, type Dispatcher } from 'undici';
 import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
-import { proxyConnector, type TunnelTls } from './proxy.ts';
+import { ProxyError, proxyConnector, type ProxyConnector, type TunnelTls } from './proxy.ts';
 import { memoize } from '../memo.ts';
 import type { ErrorCode, SendResult } from './outcome.ts';
 import type { Claimed } from './claimed.ts';
@@ -95,6 +95,9 @@ export class Abort {
 interface Target {
   origin: string;
   path: string;
+  /** The host and port the URL names (as the proxy connector knows its tunnels). */
+  host: string;
+  port: number;
   /** Why the address is refused (an IP literal the guard blocks), or null. */
   blocked: string | null;
 }
@@ -107,11 +110,15 @@ export class Sender {
       // net.connect skips the lookup for IP literals: check those here.
       const host = u.hostname;
       const reason = !this.opts.allowPrivate && isIpLiteral(host) ? blockedReason(host) : null;
-      return { origin: u.origin, path: `${u.pathname}${u.search}`, blocked: reason ? `${host} is a ${reason} address: refused` : null };
+      const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+      return { origin: u.origin, path: `${u.pathname}${u.search}`, host, port, blocked: reason ? `${host} is a ${reason} address: refused` : null };
     } catch {
       return null;
     }
   });
+
+  /** The proxy connector of each pool (with BULB_WEBHOOK_PROXY): what an exchange timed out waiting for. */
+  private readonly connectors = new WeakMap<Dispatcher, ProxyConnector>();
 
   constructor(private opts: SenderOptions) {}
 
@@ -120,15 +127,21 @@ export class Sender {
    * client certificate when it has one.
    */
   pool(connections: number, clientTls: ClientTls | null = null): Agent {
-    return new Agent({
+    const connect = this.connectOptions(clientTls);
+    return this.withConnector(new Agent({
       connections,
       pipelining: 1,
       keepAliveTimeout: 4_000,
       keepAliveMaxTimeout: 60_000,
       headersTimeout: this.opts.timeoutMs,
       bodyTimeout: this.opts.timeoutMs,
-      connect: this.connectOptions(clientTls),
-    } as any);
+      connect,
+    } as any), connect);
+  }
+
+  private withConnector(pool: Agent, connect: unknown): Agent {
+    if (typeof connect === 'function') this.connectors.set(pool, connect as ProxyConnector);
+    return pool;
   }
 
   /** How sockets are opened: directly with the guarded lookup, or through the proxy's CONNECT tunnel. */
@@ -145,12 +158,14 @@ export class Sender {
    * deadline and proxy as deliveries. Unbounded sockets per origin, so a hanging token endpoint holds no one else's.
    */
   tokenPool(): Agent {
-    return (this.tokenAgent ??= new Agent({
+    if (this.tokenAgent) return this.tokenAgent;
+    const connect = this.connectOptions(null);
+    return (this.tokenAgent = this.withConnector(new Agent({
       keepAliveTimeout: 4_000,
       headersTimeout: this.opts.timeoutMs,
       bodyTimeout: this.opts.timeoutMs,
-      connect: this.connectOptions(null),
-    } as any));
+      connect,
+    } as any), connect));
   }
 
   /**
@@ -187,7 +202,9 @@ export class Sender {
       return Promise.resolve({ ok: false, statusCode: null, errorCode, responseBody, retryAfterMs: null, durationMs: Math.round(performance.now() - t0) });
     }
     return new Promise<SendResult>((resolve) => {
-      const x = new Exchange(resolve, t0, Math.min(timeoutMs, this.opts.timeoutMs), abort, clientCert);
+      const connector = this.connectors.get(pool);
+      const proxyWait = connector && (() => connector.unanswered(target.host, target.port));
+      const x = new Exchange(resolve, t0, Math.min(timeoutMs, this.opts.timeoutMs), abort, clientCert, proxyWait);
       pool.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, x as any);
     });
   }
@@ -217,6 +234,8 @@ class Exchange {
     private readonly abort: Abort | undefined,
     /** The pool presents a client certificate (mutual TLS). */
     private readonly clientCert = false,
+    /** Through BULB_WEBHOOK_PROXY: the CONNECT target ("<ip>:<port>") of a tunnel to this exchange's target the proxy has not answered yet. */
+    private readonly proxyWait?: () => string | undefined,
   ) {
     this.timer = setTimeout(onDeadline, timeoutMs, this);
     abort?.bind((reason) => this.abortNow(reason));
@@ -289,7 +308,7 @@ class Exchange {
     // again, unless its body had passed the 4 KiB kept (found by probing, 2026-11-28).
     if (this.statusCode !== null) return this.complete();
     let errorCode = classify(err, this.timedOut);
-    let msg = errorCode === 'TIMEOUT' ? `no complete response within ${this.timeoutMs} ms` : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
+    let msg = errorCode === 'TIMEOUT' ? this.timeoutMessage(err) : `${codeOf(err) || 'error'}: ${err?.message ?? err}`;
     if (errorCode === 'CONNECTION' && this.clientCert && this.statusCode === null && codeOf(err) === 'UND_ERR_SOCKET') {
       // TLS 1.3 checks the client certificate after the client's handshake ends: a receiver refusing it (Node, many
       // proxies) closes the connection with no alert and no answer, which is all the client sees.
@@ -297,6 +316,20 @@ class Exchange {
       msg += ': the receiver closed the connection without answering after a TLS handshake in which Bulb presented the subscription\'s client certificate (most often the receiver refusing that certificate: check tls.clientCertificate)';
     }
     this.settle(false, errorCode, msg.slice(0, RESPONSE_KEEP_BYTES));
+  }
+
+  /**
+   * A timeout with no socket yet, while the proxy has not answered the CONNECT for it, is the proxy's, said as the broker
+   * path says it (publisher.ts, tunnelStall): "no complete response" blamed the receiver, never reached (until 2026-11-30).
+   */
+  private timeoutMessage(err: any): string {
+    if (!this.abortFn) {
+      const waiting = this.proxyWait?.();
+      if (waiting) return `through BULB_WEBHOOK_PROXY: the proxy did not answer CONNECT ${waiting} within ${this.timeoutMs} ms`;
+      // The connector's own deadline passed first (it says what it waited for).
+      if (err instanceof ProxyError) return `through BULB_WEBHOOK_PROXY: ${err.message}`;
+    }
+    return `no complete response within ${this.timeoutMs} ms`;
   }
 
   deadline(): void {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
 import { after, before, it } from 'node:test';
@@ -585,6 +585,38 @@ await describeEachDb('receiver auth: egress through an HTTP CONNECT proxy (BULB_
     } finally {
       await worker?.stop();
       await Promise.all([proxy.close(), tokens.close(), rx.close(), mtls.close()]);
+    }
+  });
+
+  it('a proxy that never answers CONNECT is a TIMEOUT saying so, naming the target asked for and not the proxy\'s credentials', async () => {
+    // It said "no complete response within … ms", which blamed a receiver never reached (found 2026-11-30); the broker
+    // path says the proxy did not answer (docs/destinations.md).
+    const api = ctx.srv.api.withVersion('2026-11');
+    const held = new Set<Socket>();
+    const silent = net.createServer((sock) => {
+      held.add(sock);
+      sock.resume(); // reads the CONNECT, answers nothing
+      sock.on('error', () => {}).on('close', () => held.delete(sock));
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const rx = await startReceiver();
+    let worker: TestWorker | undefined;
+    try {
+      const proxyUrl = `http://puser:PROXYPASS@127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      worker = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_TIMEOUT_MS: '1500', BULB_WEBHOOK_PROXY: proxyUrl });
+      const s = await api.post(SUBS, { url: rx.url.replace('127.0.0.1', 'localhost'), eventTypes: ['webhookTest'] });
+      assert.equal(s.status, 201, s.text);
+      await api.post(`${SUBS}/${s.body.uuid}/test`);
+      const [a] = await attemptsOf(ctx, s.body.uuid, 1);
+      assert.equal(a.errorCode, 'TIMEOUT', JSON.stringify(a));
+      assert.equal(a.responseBody, `through BULB_WEBHOOK_PROXY: the proxy did not answer CONNECT 127.0.0.1:${rx.port} within 1500 ms`);
+      assert.equal(rx.received.length, 0);
+      await api.delete(`${SUBS}/${s.body.uuid}`);
+    } finally {
+      await worker?.stop();
+      for (const sock of held) sock.destroy();
+      await new Promise((r) => silent.close(r));
+      await rx.close();
     }
   });
 }, ENV);
