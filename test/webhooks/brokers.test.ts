@@ -169,6 +169,50 @@ await describeEachDb('broker destinations', (ctx) => {
     }
   });
 
+  it_('a NATS connection whose opening fails leaves no socket open: a server that never answers, or answers a byte now and then, is dropped after the attempt', async () => {
+    // The nats client gives up at its timeout but leaves its socket to the server open while the server neither answers
+    // nor closes (found 2026-11-30: still open 11 s after a 1.5 s deadline). One server here accepts and says nothing,
+    // the other sends a byte every 200 ms (never a whole line, so never the INFO the client waits for).
+    const open = new Set<net.Socket>();
+    const timers = new Set<NodeJS.Timeout>();
+    const listen = async (trickle: boolean) => {
+      const server = net.createServer((sock) => {
+        open.add(sock);
+        sock.resume(); // read, so the client's close is seen
+        const timer = trickle ? setInterval(() => sock.write('x'), 200) : undefined;
+        if (timer) timers.add(timer);
+        sock.on('error', () => {}).on('close', () => {
+          open.delete(sock);
+          clearInterval(timer);
+        });
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      return server;
+    };
+    const servers = [await listen(false), await listen(true)];
+    try {
+      const subs = [];
+      for (const server of servers) {
+        const sub = await subscribe(`nats://127.0.0.1:${(server.address() as net.AddressInfo).port}?subject=bulb.silent`, 'webhookTest');
+        assert.equal((await api().post(`/integrations/webhooks/subscriptions/${sub.uuid}/test`, {})).status, 202);
+        subs.push(sub);
+      }
+      for (const sub of subs) {
+        await waitFor(async () => (await attemptsOf(sub.uuid)).length > 0, 'an attempt', 15_000);
+        const a = (await attemptsOf(sub.uuid)).at(-1);
+        assert.equal(a.errorCode, 'BROKER_TIMEOUT', a.responseBody);
+        // No more attempts (a retry under way still fails at its deadline), then every connection made is closed.
+        assert.equal((await api().patch(`/integrations/webhooks/subscriptions/${sub.uuid}`, { isActive: false })).status, 200);
+      }
+      await waitFor(() => open.size === 0, 'the failed connections closed by the worker', 20_000);
+      for (const sub of subs) await api().delete(`/integrations/webhooks/subscriptions/${sub.uuid}`);
+    } finally {
+      for (const t of timers) clearInterval(t);
+      for (const sock of open) sock.destroy();
+      for (const server of servers) await new Promise((r) => server.close(r));
+    }
+  });
+
   it_('refusals, missing routes and unreachable brokers are failed attempts with their errorCode; a replay delivers once fixed', async () => {
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));

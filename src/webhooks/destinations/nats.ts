@@ -3,6 +3,9 @@
 // acknowledged JetStream publish to the URL's subject with the webhook headers and the event and subscription uuids as
 // message id (a stream drops a second publish of it within its duplicate window and acknowledges it as a duplicate:
 // delivered).
+import { AsyncLocalStorage } from 'node:async_hooks';
+import diagnostics from 'node:diagnostics_channel';
+import type net from 'node:net';
 import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection, type TlsOptions as NatsTlsOptions } from 'nats';
 import { urlHost } from '../address.ts';
 import { decoded, queryParam, withPassword } from './url.ts';
@@ -13,6 +16,23 @@ interface Open {
   nc: NatsConnection;
   js: JetStreamClient;
 }
+
+/**
+ * The sockets the nats client opens for a publisher. The client gives no handle on its socket until it has connected,
+ * and one whose opening failed (its timeout, or our close) it leaves open while the server neither answers nor closes:
+ * a server that accepts and stays silent, or sends a byte now and then, held it as long as it liked (a probe, 2026-11-30:
+ * still open 11 s after a 1.5 s deadline). Node announces every client socket it creates
+ * ("net.client.socket"); the ones created inside a publisher's `connect` call (its async context) are its own.
+ */
+const connecting = new AsyncLocalStorage<Set<net.Socket>>();
+const socketCreated = diagnostics.channel('net.client.socket'); // held here: a channel nobody references may be collected
+socketCreated.subscribe((m) => {
+  const mine = connecting.getStore();
+  if (!mine) return;
+  const sock = (m as { socket: net.Socket }).socket;
+  mine.add(sock);
+  sock.once('close', () => mine.delete(sock));
+});
 
 /** The nats client's error codes (ErrorCode of nats-base-client) by what they mean for an attempt. */
 const REFUSED = new Set(['AUTHORIZATION_VIOLATION', 'AUTHENTICATION_EXPIRED', 'AUTHENTICATION_TIMEOUT', 'ACCOUNT_EXPIRED', 'PERMISSIONS_VIOLATION', 'BAD_AUTHENTICATION', 'BAD_CREDS', 'MAX_PAYLOAD_EXCEEDED', 'BAD SUBJECT', 'BAD_SUBJECT']);
@@ -44,6 +64,8 @@ export class NatsPublisher implements Publisher {
   private readonly subject: string;
   /** The connection's tunnel through BULB_WEBHOOK_PROXY, if any. */
   private tunnel: Tunnel | undefined;
+  /** The sockets the client opened for this publisher and not yet closed (see `connecting`). */
+  private readonly sockets = new Set<net.Socket>();
 
   constructor(private readonly url: string, private readonly password: string | null, private readonly opts: PublisherOptions) {
     this.subject = queryParam(new URL(url), 'subject')!; // percent-decoded only: a "+" is a plus
@@ -78,6 +100,7 @@ export class NatsPublisher implements Publisher {
       return { nc, js: nc.jetstream({ timeout: this.opts.timeoutMs }) };
     })().catch((err) => {
       this.closed = true;
+      this.dropSockets(); // a failed opening leaves no socket behind (the client closes only those the server closed)
       throw err;
     });
     return this.opening;
@@ -88,7 +111,7 @@ export class NatsPublisher implements Publisher {
     const dial = await dialTo(address, Number(u.port || 4222), this.opts);
     this.tunnel?.close();
     this.tunnel = dial.tunnel;
-    return connect({
+    return connecting.run(this.sockets, () => connect({
       servers: `${urlHost(dial.host)}:${dial.port}`,
       tls,
       user: u.username ? decoded(u.username) : undefined,
@@ -99,7 +122,11 @@ export class NatsPublisher implements Publisher {
       ignoreClusterUpdates: true,
       // No stack captured for each request (two Error objects per publish): an outcome is told by its code, never its stack.
       noAsyncTraces: true,
-    });
+    }));
+  }
+
+  private dropSockets(): void {
+    for (const sock of this.sockets) sock.destroy();
   }
 
   async publish(msg: BrokerMessage): Promise<PublishOutcome> {
@@ -130,7 +157,8 @@ export class NatsPublisher implements Publisher {
     // A connection still opening is closed as soon as it opens (open() checks this.closing).
     this.closing = true;
     const o = await openedWithin(this.opening);
-    if (o) await closeWithin(() => o.nc.close());
+    // Still opening after CLOSE_WAIT_MS, failed, or not closed in time: its socket is dropped.
+    if (!o || !(await closeWithin(() => o.nc.close()))) this.dropSockets();
     this.tunnel?.close();
   }
 }
