@@ -22,7 +22,8 @@ interface Open {
  * and one whose opening failed (its timeout, or our close) it leaves open while the server neither answers nor closes:
  * a server that accepts and stays silent, or sends a byte now and then, held it as long as it liked (a probe, 2026-11-30:
  * still open 11 s after a 1.5 s deadline). Node announces every client socket it creates
- * ("net.client.socket"); the ones created inside a publisher's `connect` call (its async context) are its own.
+ * ("net.client.socket", net.connect's); the ones created inside a publisher's `connect` call (its async context) are its
+ * own. TLS runs on that socket (the client dials plain and reads INFO first: no `handshakeFirst`), so it is the one.
  */
 const connecting = new AsyncLocalStorage<Set<net.Socket>>();
 const socketCreated = diagnostics.channel('net.client.socket'); // held here: a channel nobody references may be collected
