@@ -162,7 +162,10 @@ await describeEachDb('lists at scale', (ctx) => {
     assert.equal(pages, Math.ceil(expected.length / 10));
     const { buffers, plans } = await costOf(db(), (q) => listCustomers(q, { status: 'disabled', limit: 50 }, null));
     t.diagnostic(`${buffers} buffers`);
-    assert.ok(buffers < 120, `${buffers} buffers: ${plans}`);
+    // Each of the 43 read with the customer it was merged into: a nested loop probes that one's primary key per row
+    // (3–4 pages each; a plan of a hash join or a memoized probe reads far fewer). Walking the active ones read the
+    // table, ~500 pages. (The bound was 120: a nested loop's page of 50 could pass it.)
+    assert.ok(buffers < 250, `${buffers} buffers: ${plans}`);
   });
 
   it('the audit log by two filters, each common and never together, or by one common in the log but not lately, reads what it lists', async (t) => {
