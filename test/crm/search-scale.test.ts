@@ -29,6 +29,22 @@ await describeEachDb('customer search at scale', (ctx) => {
     assert.ok(buffers < bound, `q=${q}: ${buffers} buffers: ${plans}`);
   };
 
+  /** Every page of a search (`extra`: its other parameters), each within its limit: the externalIds found, and how many pages. */
+  const walk = async (q: string, limit: number, extra = '') => {
+    const found: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const r: any = await api().get(`/crm/customers?q=${encodeURIComponent(q)}&limit=${limit}${extra}${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(r.status, 200, r.text);
+      assert.ok(r.body.data.length <= limit);
+      found.push(...r.body.data.map((c: any) => c.externalId));
+      cursor = r.body.nextCursor;
+      assert.ok(++pages <= N / SCAN_BUDGET + N / EVERY / limit + 2, `${pages} pages`);
+    } while (cursor !== null);
+    return { found, pages };
+  };
+
   it(`loads ${N} customers and a few rare ones; statistics are made (PGlite: by Bulb's autovacuum pass)`, async () => {
     // The customers' secondary indexes (the search's trigrams among them) are made again from their own definitions
     // after the load, as a restore makes them: one sort instead of a million insertions (most of this test's time on
@@ -122,16 +138,7 @@ await describeEachDb('customer search at scale', (ctx) => {
     await costIn('qu', 1_000);
     await costIn('ample.yy', 1_000);
     for (const q of ['qu', 'ample.yy']) {
-      const found: string[] = [];
-      let cursor: string | null = null;
-      let pages = 0;
-      do {
-        const r: any = await api().get(`/crm/customers?q=${encodeURIComponent(q)}&updatedSince=${since}${cursor ? `&cursor=${cursor}` : ''}`);
-        assert.equal(r.status, 200, r.text);
-        found.push(...r.body.data.map((c: any) => c.externalId));
-        cursor = r.body.nextCursor;
-        assert.ok(++pages <= N / SCAN_BUDGET + 2, `${pages} pages`);
-      } while (cursor !== null);
+      const { found, pages } = await walk(q, 50, `&updatedSince=${since}`);
       assert.ok(pages > 2, `q=${q}: ${pages} pages`);
       assert.deepEqual(found, [q === 'qu' ? 'zeb-1' : 'amp-1'], q);
     }
@@ -143,20 +150,6 @@ await describeEachDb('customer search at scale', (ctx) => {
   it('a term whose trigrams most customers hold reads a budget of customers per page, not every candidate', async (t) => {
     await cost('ample.y', 1_000, t); // matches none: amp, mpl, ple in every customer's email
     await cost('example.ls', 1_000, t);
-    const walk = async (q: string, limit: number) => {
-      const found: string[] = [];
-      let cursor: string | null = null;
-      let pages = 0;
-      do {
-        const r: any = await api().get(`/crm/customers?q=${encodeURIComponent(q)}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
-        assert.equal(r.status, 200, r.text);
-        assert.ok(r.body.data.length <= limit);
-        found.push(...r.body.data.map((c: any) => c.externalId));
-        cursor = r.body.nextCursor;
-        assert.ok(++pages <= N / SCAN_BUDGET + N / EVERY / limit + 2, `${pages} pages`);
-      } while (cursor !== null);
-      return { found, pages };
-    };
     const first = (await api().get('/crm/customers?q=ample.yy')).body;
     assert.deepEqual([first.data, typeof first.nextCursor], [[], 'string'], 'none in the first budget, and the walk goes on');
     assert.deepEqual((await walk('ample.yy', 50)).found, ['amp-1'], 'the last customer made, found at the end of the walk');
