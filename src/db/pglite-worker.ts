@@ -2,6 +2,7 @@
 // never runs on the event loop that serves HTTP and delivers webhooks. Message protocol (src/db/pglite.ts
 // is the other side): requests {id, op, …} answered by {id, ok, value} or {id, ok: false, error};
 // notifications {notify: listenId, payload}. Transactions are named by the id of their 'begin' request.
+import './text-decoder-keeps-bom.ts'; // first: before PGlite's parser makes its TextDecoder
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, parse, protocol, type Transaction } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
