@@ -27,7 +27,7 @@ export interface AuditTarget {
   id: string | null;
   /** What else an auditor needs (never a secret). */
   details?: Record<string, unknown>;
-  /** Overrides the declared action (e.g. a change that deactivates is recorded as disabled). */
+  /** Overrides the declared action; the hook's own action (src/audit/record.ts: what the act turned out to be) overrides both. */
   action?: AuditAction;
 }
 

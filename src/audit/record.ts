@@ -9,14 +9,16 @@ import { RETRYABLE_SQLSTATES, sqlState, type Queryable } from '../db/db.ts';
 import { databaseUnavailable } from '../db/unavailable.ts';
 import { ApiError } from '../http/errors.ts';
 import type { RouteDef } from '../http/versioning/route.ts';
-import type { AuditDecl } from './actions.ts';
+import type { AuditAction, AuditDecl } from './actions.ts';
 import { appendAudit, type Actor } from './store.ts';
 
 /**
  * Records the request's act in tx, the act's transaction; `answer` is the body the handler will answer with. `acted`
- * false: the request did nothing (a merge of customers merged already), so there is no act to record.
+ * false: the request did nothing (a merge of customers merged already), so there is no act to record; an action: the
+ * act it turned out to be, which the request alone does not tell (a PATCH with `isActive:false` disables a
+ * subscription only if it was active), over the route's declared one.
  */
-export type AuditHook = (tx: Queryable, answer: unknown, acted?: boolean) => Promise<void>;
+export type AuditHook = (tx: Queryable, answer: unknown, acted?: boolean | AuditAction) => Promise<void>;
 
 interface Pending {
   decl: AuditDecl;
@@ -40,7 +42,8 @@ export function auditOf(req: FastifyRequest): AuditHook {
     // A HEAD runs its GET's handler but shows nothing (a HEAD of …/secret was recorded as a reveal; found by a probe).
     const target = acted && req.method !== 'HEAD' ? p.decl.target(req, answer) : null;
     if (target) {
-      const entry = { actor: actorOf(req), action: target.action ?? p.decl.action, targetType: target.type, targetId: target.id, ip: req.ip ?? null, details: target.details };
+      const action = typeof acted === 'string' ? acted : target.action ?? p.decl.action;
+      const entry = { actor: actorOf(req), action, targetType: target.type, targetId: target.id, ip: req.ip ?? null, details: target.details };
       try {
         await appendAudit(tx, entry);
       } catch (err) {

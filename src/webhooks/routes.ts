@@ -94,7 +94,9 @@ export function webhookRoutes(s: Services): RouteDef[] {
     },
     {
       ...base, id: 'webhooks.subscriptions.patch', method: 'PATCH', path: `${SUBS}/:uuid`,
-      audit: { action: 'subscription.changed', target: (req) => ({ ...target(req), details: changesOf(req.body), action: (req.body as any).isActive === false ? 'subscription.disabled' : undefined }) },
+      // Recorded as disabled only when it was active and is no longer: patchSubscription says which (the body alone
+      // does not: `isActive:false` with a new URL of an inactive subscription changes it, it disables nothing).
+      audit: { action: 'subscription.changed', target: (req) => ({ ...target(req), details: changesOf(req.body) }) },
       summary: 'Change a subscription (activate/deactivate with isActive)',
       schema: { params: S.UuidParams, body: S.SubscriptionPatch, response: { 200: S.Subscription, 409: ErrorBody } },
       handler: async (req) => svc.patchSubscription(s.db, uuidOf(req), req.body as S.SubscriptionPatchT, allowPrivate, auditOf(req), retryDefault),

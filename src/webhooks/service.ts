@@ -296,7 +296,9 @@ export async function patchSubscription(db: Db, uuid: string, patch: Subscriptio
     }
     await store.notifySubscriptionsChanged(tx, [cur.id]);
     const answer = shapeSubscription(row, retryDefault);
-    await audit(tx, answer);
+    // Disabled: it was active and is not now. Any other change (re-activated, or changed while inactive with an
+    // `isActive:false` sent along) is a change (docs/security.md, the catalogue).
+    await audit(tx, answer, cur.is_active && !row.is_active ? 'subscription.disabled' : 'subscription.changed');
     return answer;
   });
   // Re-activated: answered once the writes that began before are over (at most ACTIVATION_WAIT_MS). A statement that

@@ -208,7 +208,8 @@ await describeEachDb('audit log', (ctx) => {
     assert.deepEqual(rows.map((r) => [r.action, r.details.url]), [
       ['subscription.created', 'nats://alice:***@127.0.0.1:4222?subject=audit.x'],
       ['subscription.changed', 'amqp://guest:***@127.0.0.1:5672/?exchange=audit.x'],
-      ['subscription.disabled', 'amqps://bob:***@127.0.0.1/?exchange=audit.x'],
+      // Created inactive: isActive:false with a new URL changes it, it disables nothing.
+      ['subscription.changed', 'amqps://bob:***@127.0.0.1/?exchange=audit.x'],
     ], 'shown as the subscription API shows it');
     const stored = async () => (await ctx.tdb.db.query(`SELECT string_agg(details::text, ' ') AS t FROM audit_log`)).rows[0].t as string;
     for (const pw of passwords) assert.ok(!(await stored()).includes(pw), `audit_log holds ${pw}`);
@@ -259,5 +260,31 @@ await describeEachDb('audit log', (ctx) => {
     assert.equal((await brokerPatch('nats://alice:NoopPw_2@127.0.0.1:4222?subject=noop.x')).status, 200);
     assert.deepEqual(await acts(uuid), ['subscription.created', 'subscription.disabled', 'subscription.changed', 'subscription.changed']);
     assert.deepEqual(await acts(broker.body.uuid), ['subscription.created', 'subscription.changed']);
+  });
+
+  it('a PATCH is recorded as disabled only when it disables: isActive:false with a new URL of an inactive one is a change, a re-activation too', async () => {
+    const subs = '/integrations/webhooks/subscriptions';
+    const created = await api().post(subs, { url: 'http://127.0.0.1:9/acts', eventTypes: ['customerCreate'] });
+    assert.equal(created.status, 201, created.text);
+    const uuid = created.body.uuid;
+    const patch = async (body: object) => {
+      const r = await api().patch(`${subs}/${uuid}`, body);
+      assert.equal(r.status, 200, r.text);
+      return r.body;
+    };
+    const acts = async () => (await log()).filter((r) => r.target.id === uuid).reverse().map((r) => [r.action, r.details]);
+    assert.equal((await patch({ isActive: false })).isActive, false);
+    // Inactive already: its URL changes, it is not disabled again (this was recorded as subscription.disabled).
+    assert.equal((await patch({ isActive: false, url: 'http://127.0.0.1:9/acts2' })).url, 'http://127.0.0.1:9/acts2');
+    assert.equal((await patch({ isActive: true })).isActive, true);
+    // Active, and a new URL with isActive:false: disabled (and its URL in the details).
+    assert.equal((await patch({ url: 'http://127.0.0.1:9/acts3', isActive: false })).isActive, false);
+    assert.deepEqual(await acts(), [
+      ['subscription.created', { url: 'http://127.0.0.1:9/acts', eventTypes: ['customerCreate'] }],
+      ['subscription.disabled', { isActive: false }],
+      ['subscription.changed', { isActive: false, url: 'http://127.0.0.1:9/acts2' }],
+      ['subscription.changed', { isActive: true }],
+      ['subscription.disabled', { url: 'http://127.0.0.1:9/acts3', isActive: false }],
+    ]);
   });
 }, { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' });
