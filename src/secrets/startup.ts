@@ -51,7 +51,7 @@ export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedB
       );
     }
     if (lost.length) {
-      deactivated = await store.deactivateHolders(tx, lost, lostKeyReason(lost));
+      deactivated = await store.deactivateHolders(tx, lost, lostKeyReason);
       const { ids } = deactivated;
       if (ids.length) {
         await auditSubscriptionsDisabled(tx, ids);
@@ -73,9 +73,12 @@ export async function prepareSecrets(db: Db, config: Config, resolved: ResolvedB
   return { box, notice, warning, sealed };
 }
 
-/** What a subscription deactivated for a lost key says (its health's disabledReason), and what heals it. */
-const lostKeyReason = (keyIds: string[]) =>
-  ` of this subscription: sealed under key id ${keyIds.join(', ')}, declared lost (BULB_SECRET_KEYS_LOST): ` +
+/**
+ * What a subscription deactivated for a lost key says (its health's disabledReason): its own fields and the lost key
+ * ids its own values are sealed under, and what heals it.
+ */
+const lostKeyReason = (fields: string[], keyIds: string[]) =>
+  `${fields.join(', ')} of this subscription: sealed under key id ${keyIds.join(', ')}, declared lost (BULB_SECRET_KEYS_LOST): ` +
   'give each credential named again (PATCH), rotate the signing secret if named (POST …/rotateSecret; give the receiver the new one), then re-activate it';
 
 /** Seals every value not yet under the current key. Returns how many values changed. */

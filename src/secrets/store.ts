@@ -50,27 +50,37 @@ export async function valuesToSeal(db: Queryable, table: string, column: string,
 const sealedUnder = (c: string) => `(${c} ~ '${SEALED_SQL}' AND substr(${c}, 4, 16) = ANY($1::text[]))`;
 
 /**
- * Deactivates the live, active subscriptions holding a value sealed under one of these key ids (declared lost), with
- * `reason` as their disabled reason: their deliveries wait instead of failing SECRET_UNREADABLE. Returns their ids, and
- * the key ids (of those given) their values are sealed under: a key declared lost may seal only values of subscriptions
- * inactive already, or rotated-out secrets, or nothing.
+ * Deactivates the live, active subscriptions holding a value sealed under one of these key ids (declared lost), each
+ * with `reasonOf(its fields, its key ids)` as its disabled reason: their deliveries wait instead of failing
+ * SECRET_UNREADABLE. Each reason names what is its own: the fields (as the API names them: it leaves them out of its
+ * answer) and the key ids of those given that its values are sealed under (until 2026-11-30 every reason named every
+ * lost key id in use, another subscription's too). Returns their ids, and the key ids their values are sealed under:
+ * a key declared lost may seal only values of subscriptions inactive already, or rotated-out secrets, or nothing.
  * (A rotated-out secret under such a key leaves only its own signature out: no reason to stop the subscription.)
  */
-export async function deactivateHolders(db: Queryable, keyIds: string[], reason: string): Promise<{ ids: string[]; keyIds: string[] }> {
+export async function deactivateHolders(db: Queryable, keyIds: string[], reasonOf: (fields: string[], keyIds: string[]) => string): Promise<{ ids: string[]; keyIds: string[] }> {
   const own = SECRET_COLUMNS.find((t) => t.table === 'webhook_subscriptions')!.columns;
-  // The reason names the fields (as the API names them) that hold such a value: the API leaves them out of its answer.
-  const fields = own.map((c) => `CASE WHEN ${sealedUnder(c)} THEN '${(FIELD_OF[c] ?? c).replaceAll("'", "''")}' END`).join(', ');
   const kids = own.map((c) => `CASE WHEN ${sealedUnder(c)} THEN substr(${c}, 4, 16) END`).join(', ');
-  const r = await db.query<{ id: string; kids: (string | null)[] }>(
-    `UPDATE webhook_subscriptions s SET is_active = false, updated_at = clock_timestamp(),
-       disabled_reason = concat_ws(', ', ${fields}) || $2
+  const held = (await db.query<{ id: string; kids: (string | null)[] }>(
+    `SELECT s.id, ARRAY[${kids}] AS kids FROM webhook_subscriptions s
      WHERE s.is_active AND s.deleted_at IS NULL
        AND (${own.map(sealedUnder).join(' OR ')})
-     RETURNING s.id, ARRAY[${kids}] AS kids`,
-    [keyIds, reason],
+     ORDER BY s.id FOR UPDATE`,
+    [keyIds],
+  )).rows;
+  if (held.length === 0) return { ids: [], keyIds: [] };
+  // kids[i] is own[i]'s key id when sealed under a lost key: the fields and key ids of this subscription's own.
+  const reasons = held.map((h) => reasonOf(
+    own.filter((_, i) => h.kids[i] !== null).map((c) => FIELD_OF[c] ?? c),
+    keyIds.filter((k) => h.kids.includes(k)),
+  ));
+  await db.query(
+    `UPDATE webhook_subscriptions s SET is_active = false, updated_at = clock_timestamp(), disabled_reason = v.reason
+     FROM unnest($1::bigint[], $2::text[]) AS v(id, reason) WHERE s.id = v.id`,
+    [held.map((h) => h.id), reasons],
   );
-  const used = new Set(r.rows.flatMap((x) => x.kids.filter((k): k is string => k !== null)));
-  return { ids: r.rows.map((x) => x.id), keyIds: keyIds.filter((k) => used.has(k)) };
+  const used = new Set(held.flatMap((h) => h.kids.filter((k): k is string => k !== null)));
+  return { ids: held.map((h) => h.id), keyIds: keyIds.filter((k) => used.has(k)) };
 }
 
 /** The API's name of each secret column of webhook_subscriptions. */

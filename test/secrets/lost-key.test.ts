@@ -147,5 +147,42 @@ for (const backend of await backends()) {
         await tdb.close();
       }
     });
+
+    it('each deactivated subscription\'s reason names its own lost key ids and fields, not every lost key in use', async () => {
+      const K = crypto.randomBytes(32).toString('base64');
+      const lost = [crypto.randomBytes(32), crypto.randomBytes(32)];
+      const [L1, L2] = lost.map(keyId);
+      const tdb = await freshDb(backend);
+      try {
+        const srv = await startServer(tdb.db, { ...ALLOW, BULB_SECRET_KEY: K });
+        const make = async (body: object) => (await srv.api.post(SUBS, { url: 'http://127.0.0.1:9/x', eventType: 'customerCreate', ...body })).body;
+        const one = await make({ authMethod: 'BEARER', bearerToken: 'tok' });
+        const two = await make({});
+        const both = await make({ authMethod: 'BEARER', bearerToken: 'tok3' });
+        await srv.close();
+        const set = (uuid: string, column: string, key: Buffer, v: string) =>
+          tdb.db.query(`UPDATE webhook_subscriptions SET ${column} = $2 WHERE uuid = $1`, [uuid, new AesGcmBox(key).seal(v)]);
+        await set(one.uuid, 'bearer_token', lost[0], 'tok');
+        await set(two.uuid, 'signing_secret', lost[1], 'whsec_two');
+        await set(both.uuid, 'signing_secret', lost[0], 'whsec_both');
+        await set(both.uuid, 'bearer_token', lost[1], 'tok3');
+        const started = await prepareSecrets(tdb.db, loadConfig({ BULB_SECRET_KEY: K, BULB_SECRET_KEYS_LOST: `${L1},${L2}` }));
+        assert.match(started.notice, /3 subscription\(s\) deactivated/);
+        const reasons = Object.fromEntries((await tdb.db.query<{ uuid: string; disabled_reason: string }>(
+          `SELECT uuid, disabled_reason FROM webhook_subscriptions`)).rows.map((r) => [r.uuid, r.disabled_reason]));
+        const audited = Object.fromEntries((await tdb.db.query<{ target_id: string; details: { reason: string } }>(
+          `SELECT target_id, details FROM audit_log WHERE action = 'subscription.disabled'`)).rows.map((r) => [r.target_id, r.details.reason]));
+        // What each says before the way out: its fields, and the key ids its own values are sealed under.
+        const named = (uuid: string) => reasons[uuid].split(', declared lost')[0];
+        assert.equal(named(one.uuid), `bearerToken of this subscription: sealed under key id ${L1}`);
+        assert.equal(named(two.uuid), `signingSecret of this subscription: sealed under key id ${L2}`);
+        const mixed = named(both.uuid).match(/^signingSecret, bearerToken of this subscription: sealed under key id (.*)$/);
+        assert.ok(mixed, reasons[both.uuid]);
+        assert.deepEqual(mixed[1].split(', ').sort(), [L1, L2].sort());
+        for (const s of [one, two, both]) assert.equal(audited[s.uuid], reasons[s.uuid], 'the audit row says the same');
+      } finally {
+        await tdb.close();
+      }
+    });
   });
 }
