@@ -6,6 +6,7 @@
 // webhook deadline.
 import { request, type Dispatcher } from 'undici';
 import type { Claimed } from './claimed.ts';
+import { ProxyError } from './proxy.ts';
 
 /** `blocked`: the address guard refused the token endpoint's address (the attempt is BLOCKED_ADDRESS, as an HTTP target's). */
 export type TokenResult = { ok: true; token: string } | { ok: false; reason: string; blocked?: boolean };
@@ -41,6 +42,11 @@ export interface TokenTransport {
   /** Why the token URL may not be used (its host, its scheme), or null; `blocked`: the address guard's refusal. */
   tokenRefusal(url: string): { reason: string; blocked: boolean } | null;
   tokenPool(): Dispatcher;
+  /**
+   * Through BULB_WEBHOOK_PROXY: the CONNECT target ("<ip>:<port>") of a tunnel to this token URL that the proxy has not
+   * answered yet, if any (a request timed out waiting for the proxy, not for the token endpoint).
+   */
+  tokenProxyWait?(url: string): string | undefined;
 }
 
 export class TokenSource {
@@ -125,7 +131,10 @@ export class TokenSource {
       const code = codeOf(err);
       // A name whose address the guard refused at connect time (an IP literal is refused above, before connecting).
       if (code === 'EBLOCKEDADDRESS') return fail(deepest(err), true);
-      if (err?.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return fail(`no answer within ${timeoutMs} ms`);
+      // The proxy connector's deadline (it may pass before the request's own) is a deadline passed too.
+      if (err?.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || proxyErrorOf(err)?.code === 'UND_ERR_CONNECT_TIMEOUT') {
+        return fail(this.timeoutReason(url, err, timeoutMs));
+      }
       return fail(`${code || 'error'}: ${deepest(err)}`);
     }
     let json: any;
@@ -158,6 +167,20 @@ export class TokenSource {
     // Counted from before the request: the server's clock started no earlier.
     return { ok: true, token: json.access_token, usableUntil: startedAt + lifetimeMs - refreshMarginMs(lifetimeMs) };
   }
+
+  /**
+   * Why a token request timed out. Through a proxy that has not answered the CONNECT for it: the proxy's wait, said as
+   * an HTTP attempt's and a broker's are (until 2026-11-30 it said "UND_ERR_CONNECT_TIMEOUT: …" or, when the request's
+   * own deadline passed first, "no answer within … ms", which blamed a token endpoint never reached). A headers or
+   * body timeout had its connection: not the proxy's wait. Neither names the proxy's URL or credentials.
+   */
+  private timeoutReason(url: string, err: any, timeoutMs: number): string {
+    const waiting = err?.name === 'TimeoutError' ? this.sender.tokenProxyWait?.(url) : undefined;
+    if (waiting) return `through BULB_WEBHOOK_PROXY: the proxy did not answer CONNECT ${waiting} within ${timeoutMs} ms`;
+    const proxied = proxyErrorOf(err);
+    if (proxied?.code === 'UND_ERR_CONNECT_TIMEOUT') return `through BULB_WEBHOOK_PROXY: ${proxied.message}`;
+    return `no answer within ${timeoutMs} ms`;
+  }
 }
 
 /** A token is for the settings it was fetched with and the receiver's origin it was fetched for (another: fetched anew). */
@@ -171,6 +194,12 @@ function originOf(url: string): string {
   } catch {
     return url;
   }
+}
+
+/** The proxy connector's own error in err's causes, if any. */
+function proxyErrorOf(err: any): ProxyError | undefined {
+  for (let e = err, i = 0; e && i < 5; e = e.cause, i++) if (e instanceof ProxyError) return e;
+  return undefined;
 }
 
 function codeOf(err: any): string {

@@ -169,6 +169,16 @@ export class Sender {
   }
 
   /**
+   * Through BULB_WEBHOOK_PROXY: the CONNECT target of a tunnel to this token URL that the proxy has not answered yet, if
+   * any (what a token request that timed out was waiting for).
+   */
+  tokenProxyWait(url: string): string | undefined {
+    const t = this.target(url);
+    const connector = this.tokenAgent && this.connectors.get(this.tokenAgent);
+    return t && connector ? connector.unanswered(t.host, t.port) : undefined;
+  }
+
+  /**
    * Why an OAuth2 token URL may not be used, or null: an invalid URL, an IP literal the guard blocks (net.connect skips
    * the lookup; `blocked`: the attempt is BLOCKED_ADDRESS, as for a receiver), and plain http unless private addresses are allowed (the rule
    * checkTokenUrl applies when it is written holds when it is used: one stored while they were allowed sent the client

@@ -122,6 +122,29 @@ async function startMtlsReceiver(certs: TestCerts): Promise<Receiver & { peers: 
 }
 
 /** An HTTP CONNECT proxy (node:http 'connect'): records every CONNECT target and tunnels it. */
+/** A CONNECT proxy that reads what it is sent and never answers: its port, and what each socket was sent (closed ones too). */
+async function silentProxy() {
+  const held = new Map<Socket, string>();
+  const sent: string[] = [];
+  const server = net.createServer((sock) => {
+    held.set(sock, '');
+    sock.on('data', (d) => held.set(sock, held.get(sock) + d.toString('latin1'))); // reads the CONNECT, answers nothing
+    sock.on('error', () => {}).on('close', () => {
+      sent.push(held.get(sock) ?? '');
+      held.delete(sock);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    sent: () => [...sent, ...held.values()],
+    close: async () => {
+      for (const sock of held.keys()) sock.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 async function attemptsOf(ctx: Ctx, sub: string, n: number): Promise<any[]> {
   return waitFor(async () => {
     const d = (await ctx.srv.api.withVersion('2026-11').get(`/integrations/webhooks/logs?subscription=${sub}&limit=100`)).body.data as any[];
@@ -592,17 +615,11 @@ await describeEachDb('receiver auth: egress through an HTTP CONNECT proxy (BULB_
     // It said "no complete response within … ms", which blamed a receiver never reached (found 2026-11-30); the broker
     // path says the proxy did not answer (docs/destinations.md).
     const api = ctx.srv.api.withVersion('2026-11');
-    const held = new Set<Socket>();
-    const silent = net.createServer((sock) => {
-      held.add(sock);
-      sock.resume(); // reads the CONNECT, answers nothing
-      sock.on('error', () => {}).on('close', () => held.delete(sock));
-    });
-    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const silent = await silentProxy();
     const rx = await startReceiver();
     let worker: TestWorker | undefined;
     try {
-      const proxyUrl = `http://puser:PROXYPASS@127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      const proxyUrl = `http://puser:PROXYPASS@127.0.0.1:${silent.port}`;
       worker = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_TIMEOUT_MS: '1500', BULB_WEBHOOK_PROXY: proxyUrl });
       const s = await api.post(SUBS, { url: rx.url.replace('127.0.0.1', 'localhost'), eventTypes: ['webhookTest'] });
       assert.equal(s.status, 201, s.text);
@@ -614,9 +631,35 @@ await describeEachDb('receiver auth: egress through an HTTP CONNECT proxy (BULB_
       await api.delete(`${SUBS}/${s.body.uuid}`);
     } finally {
       await worker?.stop();
-      for (const sock of held) sock.destroy();
-      await new Promise((r) => silent.close(r));
+      await silent.close();
       await rx.close();
+    }
+  });
+
+  it('a token request through a proxy that never answers CONNECT fails saying so, as an HTTP attempt does, without credentials', async () => {
+    // It said "token endpoint …: no answer within … ms", which blamed a token endpoint never reached (found 2026-11-30).
+    const api = ctx.srv.api.withVersion('2026-11');
+    const silent = await silentProxy();
+    const tokens = await startTokenServer();
+    const rx = await startReceiver(protectedBy(tokens));
+    let worker: TestWorker | undefined;
+    try {
+      worker = await startWorker(ctx.tdb.db, { ...ENV, BULB_WEBHOOK_TIMEOUT_MS: '1500', BULB_WEBHOOK_PROXY: `http://puser:PROXYPASS@127.0.0.1:${silent.port}` });
+      // By name: the message names the address the worker checked and asked the proxy for.
+      const tokenUrl = tokens.url.replace('127.0.0.1', 'localhost');
+      const s = await api.post(SUBS, { url: rx.url, eventTypes: ['webhookTest'], oauth2: { tokenUrl, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } });
+      assert.equal(s.status, 201, s.text);
+      await api.post(`${SUBS}/${s.body.uuid}/test`);
+      const [a] = await attemptsOf(ctx, s.body.uuid, 1);
+      assert.equal(a.errorCode, 'OAUTH_TOKEN_FAILED', JSON.stringify(a));
+      assert.equal(a.responseBody, `token endpoint ${tokenUrl}: through BULB_WEBHOOK_PROXY: the proxy did not answer CONNECT 127.0.0.1:${new URL(tokens.url).port} within 1500 ms`);
+      assert.ok(silent.sent().some((x) => x.startsWith(`CONNECT 127.0.0.1:${new URL(tokens.url).port} `)), 'the proxy was asked');
+      assert.deepEqual([tokens.requests.length, rx.received.length], [0, 0], 'neither reached');
+      await api.delete(`${SUBS}/${s.body.uuid}`);
+    } finally {
+      await worker?.stop();
+      await silent.close();
+      await Promise.all([tokens.close(), rx.close()]);
     }
   });
 }, ENV);
