@@ -27,8 +27,6 @@ export interface AuditTarget {
   id: string | null;
   /** What else an auditor needs (never a secret). */
   details?: Record<string, unknown>;
-  /** Overrides the declared action; the hook's own action (src/audit/record.ts: what the act turned out to be) overrides both. */
-  action?: AuditAction;
 }
 
 const SECRET_FIELDS = new Set(['bearerToken', 'basicPassword', 'signingSecret', 'clientSecret', 'clientKey', 'key']);

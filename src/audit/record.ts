@@ -42,7 +42,7 @@ export function auditOf(req: FastifyRequest): AuditHook {
     // A HEAD runs its GET's handler but shows nothing (a HEAD of …/secret was recorded as a reveal; found by a probe).
     const target = acted && req.method !== 'HEAD' ? p.decl.target(req, answer) : null;
     if (target) {
-      const action = typeof acted === 'string' ? acted : target.action ?? p.decl.action;
+      const action = typeof acted === 'string' ? acted : p.decl.action;
       const entry = { actor: actorOf(req), action, targetType: target.type, targetId: target.id, ip: req.ip ?? null, details: target.details };
       try {
         await appendAudit(tx, entry);
