@@ -9,6 +9,7 @@ import type { Queryable } from '../../db/db.ts';
 import * as S from './schema.ts';
 import { createOnce } from '../idempotency/service.ts';
 import * as store from './store.ts';
+import { checkNotDotSegment } from '../dot-segments.ts';
 
 export function shapeAssociate(r: store.AssociateRow): S.AssociateT {
   return {
@@ -42,6 +43,7 @@ export function associateRoutes(s: Services): RouteDef[] {
       idempotencyKey: true,
       handler: (req, reply) => {
         const body = req.body as S.AssociateCreateT;
+        checkNotDotSegment(body.externalId, '/crm/associates');
         const create = async (q: Queryable) => {
           const row = await store.insertAssociate(q, body);
           if (!row) throw conflict(`an associate with externalId "${body.externalId}" already exists`, 'externalId');

@@ -14,6 +14,10 @@ import * as customers from '../customers/store.ts';
 import { customerDisabled } from '../customers/service.ts';
 import { findAssociate } from '../associates/store.ts';
 import * as store from './store.ts';
+import { checkNotDotSegment } from '../dot-segments.ts';
+
+/** Where a note is read by uuid or externalId. */
+export const NOTES_PATH = '/crm/customerNotes';
 
 /**
  * Tulip's note types. CUSTOMER_OPTIN_LOG is the value Tulip's customer-notes page documents; the other four
@@ -92,6 +96,7 @@ const taken = (externalId: unknown) => conflict(`a note with externalId "${exter
 
 /** Creates a note for the customer named by the path (`pathRef`) or by the body's `customer`. */
 export async function createNote(tx: Queryable, pathRef: string | undefined, body: NoteBody, source: string): Promise<any> {
+  checkNotDotSegment(body.externalId, NOTES_PATH);
   const ref = pathRef ?? body.customer!;
   const customer = await customers.findCustomer(tx, ref, 'share');
   if (!customer) throw pathRef ? notFound(`customer "${ref}" not found`, 'id') : invalid(`no customer "${ref}"`, 'customer');
@@ -129,6 +134,7 @@ export async function getNote(db: Queryable, ref: string): Promise<any> {
 
 /** PUT /crm/customerNotes/{id}: full replace; customerNoteUpdate only when something changed. */
 export async function replaceNote(tx: Queryable, ref: string, body: NoteBody, source: string): Promise<any> {
+  checkNotDotSegment(body.externalId, NOTES_PATH);
   const note = await store.findNote(tx, ref, true);
   if (!note) throw notFound(`note "${ref}" not found`, 'id');
   // A deactivated customer's notes are refused like a new note for it (403 CustomerDisabled); the edit went through

@@ -10,6 +10,7 @@ import type { Queryable } from '../../db/db.ts';
 import * as S from './schema.ts';
 import { createOnce } from '../idempotency/service.ts';
 import * as store from './store.ts';
+import { checkNotDotSegment } from '../dot-segments.ts';
 
 export function shapeAttribute(r: store.AttributeRow): S.CustomerAttributeT {
   return { uuid: r.uuid, externalId: r.external_id, type: r.type, description: r.description, createdAt: isoNN(r.created_at) };
@@ -35,6 +36,7 @@ export function attributeRoutes(s: Services): RouteDef[] {
       idempotencyKey: true,
       handler: (req, reply) => {
         const body = req.body as S.CustomerAttributeCreateT;
+        checkNotDotSegment(body.externalId, '/crm/customerAttributes');
         const create = async (q: Queryable) => {
           const row = await store.insertAttribute(q, body);
           if (!row) throw conflict(`a customer attribute with externalId "${body.externalId}" already exists`, 'externalId');

@@ -5,6 +5,7 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Queryable } from '../../db/db.ts';
 import { ApiError } from '../../http/errors.ts';
 import { isCountryCode, zoneCountry } from './iso3166.ts';
+import { dotSegmentMessage, DOT_SEGMENTS } from '../dot-segments.ts';
 
 export interface Problem {
   message: string;
@@ -63,10 +64,13 @@ export function inputProblems(input: Input, where = ''): Problem[] {
 /**
  * externalIds that are routes under /crm/customers/ in some version (`GET …/export` from 2026-11, `…/bulk` from 2022-08):
  * a customer with one could not be read by it there, and what a URL meant changed with the version (found by probing,
- * 2026-11-28). Refused in writes; a customer stored with one before keeps it (read it by uuid).
+ * 2026-11-28); and the dot segments `.` and `..`, which most HTTP clients remove from a path (../dot-segments.ts; since
+ * 2026-11-30). Refused in writes; a customer stored with one before keeps it (read it by uuid).
  */
-export const RESERVED_EXTERNAL_IDS = new Set(['export', 'bulk']);
-export const RESERVED_MESSAGE = (id: string) => `"${id}" is reserved: /crm/customers/${id} is a route, so a customer could not be read by it; choose another externalId`;
+export const RESERVED_EXTERNAL_IDS: ReadonlySet<string> = new Set(['export', 'bulk', ...DOT_SEGMENTS]);
+export const RESERVED_MESSAGE = (id: string) => DOT_SEGMENTS.has(id)
+  ? dotSegmentMessage(id, '/crm/customers')
+  : `"${id}" is reserved: /crm/customers/${id} is a route, so a customer could not be read by it; choose another externalId`;
 
 /** Throws a 400 listing every problem of inputProblems. */
 export function checkInput(input: Input, where = 'body.'): void {
