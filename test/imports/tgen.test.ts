@@ -83,6 +83,22 @@ it('a bad cell is a line error naming the column; SET_AS_NULL in a full update i
   assert.equal(lines[0].errors![0].message, '"disabled" must be true or false, not "yes"');
 });
 
+// The API takes {"attributeExternalId":"attrA","value":""}: a record naming the attribute with an empty value cell gives
+// that (it was a line error, missing field "attributes.0.value", refusing the whole customer: a probe, 2026-11-30).
+it('an attribute named with its value cell empty has the value "", in a full and a partial update; without a value column it is missing', async () => {
+  const header = 'externalId,firstName,lastName,attributes[0].attributeExternalId,attributes[0].value,attributes[1].attributeExternalId,attributes[1].value';
+  for (const type of ['fullupdate', 'partialupdate']) {
+    const [l] = await linesOf(`${header}\ne-1,A,B,attrA,,attrB,x\n`, `TGEN_customers_${type}_2025-08_e.csv`);
+    assert.deepEqual(l.errors, null, type);
+    assert.deepEqual((l.item as any).attributes, [{ attributeExternalId: 'attrA', value: '' }, { attributeExternalId: 'attrB', value: 'x' }], type);
+  }
+  // An element left wholly empty is still not sent.
+  const [none] = await linesOf(`${header}\ne-2,A,B,,,attrB,x\n`, 'TGEN_customers_fullupdate_2025-08_e.csv');
+  assert.deepEqual((none.item as any).attributes, [{ attributeExternalId: 'attrB', value: 'x' }]);
+  const [noColumn] = await linesOf('externalId,firstName,lastName,attributes[0].attributeExternalId\ne-3,A,B,attrA\n', 'TGEN_customers_fullupdate_2025-08_e.csv');
+  assert.deepEqual(noColumn.errors?.map((e) => e.moreInfo), ['attributes.0.value']);
+});
+
 // https://docs.tulip.com/tgen/customers : "TGEN_customers_fullupdate_2025-08_<optionalSuffix>.csv" (importType, apiVersion).
 it('reads the kind, import type and version from a TGEN file name; refuses names that are not one or that Bulb does not import', () => {
   assert.deepEqual(tgenFileOf('TGEN_customers_partialupdate_2025-08_x.csv'), { kind: 'customers', importType: 'partialupdate', version: '2025-08' });
@@ -274,6 +290,13 @@ await describeEachDb('TGEN imports', (ctx) => {
     // Named by its uuid, the same cell clears that address's field, the other address kept as given.
     await tgen('TGEN_customers_partialupdate_2025-08_sx2.csv', `externalId,addresses[0].uuid,addresses[0].address1,addresses[1].uuid\nsx-1,${before[0].uuid},SET_AS_NULL,${before[1].uuid}\n`);
     assert.deepEqual((await api().get('/crm/customers/sx-1')).body.addresses, [{ ...before[0], address1: null }, before[1]]);
+  });
+
+  it('a customers full update storing an attribute\'s empty value: the customer is written with value "", as the API takes it', async () => {
+    assert.equal((await api().post('/crm/customerAttributes', { externalId: 'ev-attr' })).status, 201);
+    const { done } = await tgen('TGEN_customers_fullupdate_2025-08_ev.csv', 'externalId,firstName,lastName,attributes[0].attributeExternalId,attributes[0].value\nev-1,A,B,ev-attr,\n');
+    assert.deepEqual([done.status, done.created, done.failed], ['completed', 1, 0]);
+    assert.deepEqual((await api().get('/crm/customers/ev-1')).body.attributes, [{ attributeExternalId: 'ev-attr', value: '', languageExternalId: null }]);
   });
 
   it('a customers full update replaces Tulip\'s fields (those left empty are emptied) and creates unknown customers', async () => {
