@@ -575,3 +575,16 @@ it('CSV: a record over 1 MiB (an unclosed quote, in practice) refuses the file i
   assert.match(message, /^the file is not CSV: Max Record Size/);
   assert.doesNotMatch(message, /line \d/);
 });
+
+// docs/imports.md "CSV columns": the entries of an emails or phones cell are trimmed and blank ones dropped (a spreadsheet's
+// "a@x.io; b@x.io"); every other cell is taken as it is. The API stores " 1 " as sent (a probe, 2026-11-30): documented.
+it('CSV: emails and phones entries are trimmed and blank ones dropped; other cells are kept as they are', async () => {
+  const rows: StagedLine[] = [];
+  const sink = new Writable({ objectMode: true, write: (row, _enc, cb) => (rows.push(row), cb()) });
+  const file = 'externalId,firstName,emails,phones\n" e-1 "," Ann ",\" a@x.io ;; \t; b@x.io\",\" 1 ; \u00a0;2\"\ne-2,Bo,\" ; \",\n';
+  await pipeline([Readable.from([Buffer.from(file)]), textGuard(1e9), ...csvRows(), sink]);
+  assert.deepEqual(rows.map((r) => r.item), [
+    { externalId: ' e-1 ', firstName: ' Ann ', emails: [{ email: 'a@x.io' }, { email: 'b@x.io' }], phones: [{ number: '1' }, { number: '2' }] },
+    { externalId: 'e-2', firstName: 'Bo', emails: [], phones: [] },
+  ]);
+});
