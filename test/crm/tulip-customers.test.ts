@@ -349,4 +349,24 @@ await describeEachDb('Tulip customer shapes', (ctx) => {
     const bulk = await api().post('/crm/customers/bulk', [{ firstName: 'No key' }]);
     assert.deepEqual(bulk.body.results.map((r: any) => r.status), [400]);
   });
+
+  it('POST takes externalId: null as none (every version), so a customer read without one can be posted back; bulk items, PUT and PATCH still refuse null', async () => {
+    // GET serves externalId: null for a customer without one; a client re-posting what it read was a 400 (a probe, 2026-11-30).
+    const read = (await api().post('/crm/customers', { firstName: 'Copy', lastName: 'Me', emails: [{ email: 'copy@x.io' }] })).body;
+    const { uuid, id, status, mergedInto, createdAt, updatedAt, ...writable } = read;
+    assert.equal(writable.externalId, null);
+    const made: string[] = [];
+    for (const v of versionsWithCustomers) {
+      const r = await api().withVersion(v).post('/crm/customers', writable);
+      assert.equal(r.status, 201, `${v}: ${r.text}`);
+      assert.deepEqual([r.body.externalId, r.body.firstName, r.body.emails], [null, 'Copy', read.emails], v);
+      made.push(r.body.uuid);
+    }
+    assert.equal(new Set([uuid, ...made]).size, made.length + 1, 'each a customer of its own');
+    const bulk = await api().post('/crm/customers/bulk', [{ externalId: null, firstName: 'No key' }]);
+    assert.deepEqual(bulk.body.results.map((r: any) => [r.status, r.errors[0].moreInfo]), [[400, 'externalId']], bulk.text);
+    for (const r of [await api().put(`/crm/customers/${uuid}`, { externalId: null }), await api().patch(`/crm/customers/${uuid}`, { externalId: null })]) {
+      assert.equal(r.status, 400, r.text);
+    }
+  });
 });

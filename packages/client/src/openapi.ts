@@ -1660,8 +1660,8 @@ export interface components {
          * @description A new customer
          */
         CustomerCreate: {
-            /** @description the integrator's identifier, unique */
-            externalId?: string;
+            /** @description the integrator's identifier, unique; null or omitted: none (find the customer by its uuid) */
+            externalId?: string | null;
             firstName?: string | null;
             lastName?: string | null;
             prefix?: string | null;

@@ -112,7 +112,13 @@ export const clearable = {
   excludeFromCampaigns: Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { description: 'null: false' })),
   attributes: Type.Optional(List(AttributeValue, 100)),
 };
-export const CustomerCreate = Type.Object({ externalId: Type.Optional(ExternalId), ...clearable }, { ...closed, title: 'CustomerCreate', description: 'A new customer' });
+// A create's externalId may be null, meaning none, as GET serves a customer without one: a client that re-posts what it
+// read (another Bulb's export line, a copy) was refused for it (a 400 until 2026-11-30, found by a round-trip probe).
+// PUT and PATCH do not take null: an externalId cannot be cleared.
+export const CustomerCreate = Type.Object(
+  { externalId: Type.Optional(Type.Union([ExternalId, Type.Null()], { description: "the integrator's identifier, unique; null or omitted: none (find the customer by its uuid)" })), ...clearable },
+  { ...closed, title: 'CustomerCreate', description: 'A new customer' },
+);
 export const CustomerPut = Type.Object(
   { externalId: Type.Optional(ExternalId), ...clearable },
   { ...closed, title: 'CustomerReplace', description: 'Full replace: omitted fields are emptied (null empties too)' },
