@@ -60,7 +60,11 @@ export const mergedIntoColumns = (t: string) =>
   `(SELECT m.uuid FROM customers m WHERE m.id = ${t}.merged_into) AS merged_into_uuid, ` +
   `(SELECT m.external_id FROM customers m WHERE m.id = ${t}.merged_into) AS merged_into_external_id`;
 
-/** The address keys in the order every version serves them; each is present (null, false for the booleans). */
+/**
+ * The keys of a stored address, each present (null, false for the booleans). Served in jsonb's order of keys (shorter
+ * first, then bytewise: city, type, uuid, phone, address1, …), not this one, on every read path: the export reads the
+ * jsonb out as it is, and rebuilding each address in SQL cost it 3.5× its time (docs/tulip-customers.md "Key order").
+ */
 export const ADDRESS_KEYS = [
   'uuid', 'externalId', 'address1', 'address2', 'city', 'countryCode', 'zoneCode', 'postCode', 'firstName', 'lastName',
   'phone', 'emailAddress', 'type', 'disabled', 'isPrimary',
