@@ -101,12 +101,15 @@ function wellEncoded(s: string): boolean {
 }
 
 /**
- * A broker URL as stored and shown (its password replaced by REDACTED_PASSWORD), and the password to seal (null:
- * none). An HTTP URL carries no credentials (validation refuses them) and is stored as given.
+ * A broker URL as stored and shown (its password replaced by REDACTED_PASSWORD, a "+" of its query written %2B), and
+ * the password to seal (null: none). An HTTP URL carries no credentials (validation refuses them) and is stored as given.
  */
 export function splitCredential(raw: string): { url: string; password: string | null } {
   if (destinationKind(raw) === 'http') return { url: raw, password: null };
   const u = new URL(raw); // its href has the scheme lower-cased
+  // A plus in the query is stored as %2B, which this release and the one before 080 both read as a plus: the older one
+  // read a "+" as a space, and may still run during an upgrade (migration 083).
+  if (u.search.includes('+')) u.search = u.search.replaceAll('+', '%2B');
   if (!u.password) return { url: u.href, password: null };
   const password = u.password; // percent-encoded as written: put back as is (withPassword)
   u.password = REDACTED_PASSWORD;
