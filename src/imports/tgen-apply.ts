@@ -16,7 +16,7 @@ import type { CustomerRow } from '../crm/customers/store.ts';
 import type { CustomerInput } from '../crm/customers/schema.ts';
 import { inputProblems } from '../crm/customers/validate.ts';
 import { MAX_LIST_ITEMS } from '../crm/customers/schema.ts';
-import { wholeAddress } from '../crm/customers/wire.ts';
+import { ADDRESS_KEYS, normalAddress, wholeAddress } from '../crm/customers/wire.ts';
 import * as store from './store.ts';
 
 export const isAddressesFile = (imp: Pick<store.ImportRow, 'format' | 'tgen_file'>) => imp.format === 'tgen' && !!imp.tgen_file?.startsWith('addresses ');
@@ -26,18 +26,38 @@ type Address = Record<string, unknown>;
 /** A stored address as an item element: its null fields left out (an item's address omits what it does not set). */
 const asItem = (a: Address): Address => Object.fromEntries(Object.entries(a).filter(([, v]) => v !== null && v !== undefined));
 
-/** The list with `a` merged in: it replaces the address with its uuid, else with its externalId (keeping that one's uuid), else is added. */
-export function mergeAddress(list: Address[], incoming: Address): Address[] {
+/** Two addresses with the same content: every field but the uuid equal, absent as null (false), as bulb_address_uuids compares them. */
+const sameContent = (x: Address, y: Address): boolean => {
+  const a = normalAddress(x);
+  const b = normalAddress(y);
+  return ADDRESS_KEYS.every((k) => k === 'uuid' || a[k] === b[k]);
+};
+
+/** What a line did to its customer's list: an address added, one changed, or nothing. */
+export type MergeOutcome = 'added' | 'changed' | 'unchanged';
+
+/**
+ * The list with `a` merged in: it replaces the address with its uuid, else with its externalId (keeping that one's
+ * uuid); an address with neither is the first current one with the same content (bulb_address_uuids's rule for every
+ * writer: nothing changes), else it is added. Until 2026-11-30 an address with neither key was always added, so each
+ * delivery of a file without keys added a copy of every address (a probe: 3 addresses became 10).
+ */
+export function mergeAddressOutcome(list: Address[], incoming: Address): { list: Address[]; outcome: MergeOutcome } {
   const a = asItem(incoming); // staging may store every key, null for those not given
   const at = a.uuid !== undefined
     // In any case, as the address uuid rules say (an upper-case uuid was a new address, then refused as a repeat).
     ? list.findIndex((x) => typeof x.uuid === 'string' && typeof a.uuid === 'string' && x.uuid.toLowerCase() === a.uuid.toLowerCase())
-    : a.externalId !== undefined ? list.findIndex((x) => x.externalId === a.externalId) : -1;
-  if (at === -1) return [...list, a];
+    : a.externalId !== undefined ? list.findIndex((x) => x.externalId === a.externalId) : list.findIndex((x) => sameContent(x, a));
+  if (at === -1) return { list: [...list, a], outcome: 'added' };
+  const merged = list[at].uuid !== undefined ? { ...a, uuid: list[at].uuid } : a;
+  if (sameContent(list[at], merged) && list[at].uuid === merged.uuid) return { list, outcome: 'unchanged' };
   const next = [...list];
-  next[at] = list[at].uuid !== undefined ? { ...a, uuid: list[at].uuid } : a;
-  return next;
+  next[at] = merged;
+  return { list: next, outcome: 'changed' };
 }
+
+/** The list with `a` merged in (mergeAddressOutcome). */
+export const mergeAddress = (list: Address[], incoming: Address): Address[] => mergeAddressOutcome(list, incoming).list;
 
 /**
  * Why the API would refuse a customer's merged list, in its words (the schema's maxItems, validate.ts's repeats); the

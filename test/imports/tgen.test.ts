@@ -512,6 +512,34 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.equal((await api().get('/crm/customers/af-2')).body.addresses[0].postCode, 'N1 9GU');
   });
 
+  // https://docs.tulip.com/tgen/addresses : "… Otherwise, the resource is created"; docs/tulip-customers.md "Address uuids":
+  // an address without a uuid or externalId is the first current one with the same content.
+  it('an addresses file without address keys delivered again changes nothing: a line equal to a current address is that address', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'ak-1' }, { externalId: 'ak-2' }]);
+    const uuid1 = (await api().get('/crm/customers/ak-1')).body.uuid;
+    const file = [
+      'customer,address1,address2,city,countryCode,zoneCode,postCode,firstName,lastName,phone,emailAddress,type,disabled,isPrimary',
+      `${uuid1},0 Rue Ünï,,Paris,FR,,75001,,,,,,false,false`,
+      `${uuid1},1 Rue Ünï,,Paris,FR,,75001,,,,,address-Home,false,true`,
+      'ak-2,2 Rue Ünï,,Lyon,FR,,69001,,,,,,,',
+    ].join('\n');
+    const first = await tgen('TGEN_addresses_fullupdate_2025-08.csv', file);
+    assert.equal(first.done.status, 'completed');
+    const before = await Promise.all(['ak-1', 'ak-2'].map(async (x) => (await api().get(`/crm/customers/${x}`)).body));
+    assert.deepEqual(before.map((c) => c.addresses.length), [2, 1]);
+    const events = async () => Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM events WHERE resource_external_id IN ('ak-1', 'ak-2')`)).rows[0].n);
+    const eventsBefore = await events();
+    const again = await tgen('TGEN_addresses_fullupdate_2025-08.csv', file);
+    assert.deepEqual([again.done.status, again.done.created, again.done.updated, again.done.unchanged, again.done.failed], ['completed', 0, 0, 3, 0]);
+    const after = await Promise.all(['ak-1', 'ak-2'].map(async (x) => (await api().get(`/crm/customers/${x}`)).body));
+    assert.deepEqual(after, before);
+    assert.equal(await events(), eventsBefore);
+    // A line with new content is still a new address (Tulip: "Otherwise, the resource is created").
+    const more = await tgen('TGEN_addresses_fullupdate_2025-08.csv', 'customer,address1,city,countryCode,postCode,type\nak-2,2 Rue Ünï,Lyon,FR,69002,\n');
+    assert.equal(more.done.updated, 1);
+    assert.deepEqual((await api().get('/crm/customers/ak-2')).body.addresses.map((a: any) => a.postCode), ['69001', '69002']);
+  });
+
   // https://docs.tulip.com/tgen/customers : externalId "Required: No"; "If the UUID of the Customer Resource exists in the
   // system, or no UUID is provided and an External ID exists, then an update is performed. Otherwise, the resource is
   // created." Customers without an externalId (the API creates them too): a record with neither key creates one; a
