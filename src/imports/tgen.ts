@@ -300,7 +300,10 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
   for (const name of Object.keys(LISTS)) {
     const list = lists[name];
     if (list === undefined) {
-      if (!partial) item[name] = []; // a full update replaces: no element given, none kept
+      // A full update replaces: a record whose columns of the list are empty empties it. A header with no column of
+      // the list does not give it (kept): Tulip ships addresses in a file of their own, and a customers file without
+      // address columns emptied every customer's addresses until that file re-added them (a probe, 2026-11-30).
+      if (!partial && [...columns.values()].some((c) => 'list' in c && c.list === name)) item[name] = [];
       continue;
     }
     // A full update gives each address whole (fields left empty are emptied); a partial one patches the address its

@@ -313,6 +313,26 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual((await api().get('/crm/customers/fu-2')).body.addresses, []);
   });
 
+  // https://docs.tulip.com/tgen/customers lists attributes and addresses, and Tulip ships addresses in a file of their own
+  // (docs.tulip.com/tgen/addresses): a customers full update whose header has no column of a list does not give it.
+  it('a customers full update whose header has no address (or attribute) column keeps them; present and empty, it empties them', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'fk-1', firstName: 'Ada', lastName: 'Byron', addresses: [{ address1: '1 Main St', city: 'Paris', countryCode: 'FR', postCode: '75001', type: 'address-Home' }] }]);
+    const attrs = [{ attributeExternalId: 'tier', value: 'gold', languageExternalId: null }];
+    await ctx.tdb.db.query(`UPDATE customers SET attributes = $1::jsonb WHERE external_id = 'fk-1'`, [JSON.stringify(attrs)]);
+    const before = (await api().get('/crm/customers/fk-1')).body;
+    const events = async () => Number((await ctx.tdb.db.query(`SELECT count(*) AS n FROM events WHERE resource_external_id = 'fk-1'`)).rows[0].n);
+    const eventsBefore = await events();
+    const same = await tgen('TGEN_customers_fullupdate_2025-08.csv', 'externalId,firstName,lastName\nfk-1,Ada,Byron\n');
+    assert.deepEqual([same.done.status, same.done.updated, same.done.unchanged], ['completed', 0, 1]);
+    assert.deepEqual((await api().get('/crm/customers/fk-1')).body, before);
+    assert.equal(await events(), eventsBefore);
+    // Address columns present and empty: the record empties the addresses (the attributes, without a column, kept).
+    const empty = await tgen('TGEN_customers_fullupdate_2025-08.csv', 'externalId,firstName,lastName,addresses[0].address1,addresses[0].city\nfk-1,Ada,Byron,,\n');
+    assert.equal(empty.done.updated, 1);
+    const after = (await api().get('/crm/customers/fk-1')).body;
+    assert.deepEqual([after.addresses, after.attributes], [[], attrs]);
+  });
+
   // https://docs.tulip.com/tgen/customers : "If the UUID of the Customer Resource exists in the system, or no UUID is provided and an
   // External ID exists, then an update is performed. Otherwise, the resource is created." A retailer moving from Tulip
   // keeps the uuids its systems hold: the customer created takes the record's uuid, and later files (a partial
