@@ -104,6 +104,8 @@ function customersHeader(file: TgenFile, names: string[]): Map<string, Column> {
 // The addresses file (https://docs.tulip.com/tgen/addresses): one address per record, of the customer named in
 // `customer`; columns marked "Required: Yes" there must be in the header.
 const ADDRESS_REQUIRED = ['customer', 'address1', 'city', 'countryCode', 'postCode', 'type'];
+/** The fields of a new address those columns require (a partial update's element naming no current address). */
+const NEW_ADDRESS_REQUIRED = ADDRESS_REQUIRED.filter((f) => f !== 'customer');
 
 function addressesHeader(file: TgenFile, names: string[]): void {
   const where = moreInfoOf(file);
@@ -324,6 +326,17 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
         const e = list.elements.get(i);
         if (e && e.uuid == null && e.externalId == null) {
           errors.push(cellError(`"${cellName}": ${SET_AS_NULL} clears a field of the address ${name}[${i}] names, and it names none: give ${name}[${i}].uuid (or its externalId). Without one it is a new address, and the list a partial update gives replaces the customer's addresses`, cellName));
+        }
+      }
+      // Likewise a partial element naming no address is a new one: without Tulip's required fields it replaced the
+      // customer's addresses with one holding only what was given (addresses[0].city alone: a probe, 2026-11-30).
+      if (partial) {
+        for (const [i, e] of list.elements) {
+          if (!e || e.uuid != null || e.externalId != null || list.clearedCell.has(i)) continue;
+          const missing = NEW_ADDRESS_REQUIRED.find((f) => e[f] === undefined);
+          if (missing !== undefined) {
+            errors.push(cellError(`"${name}[${i}].${missing}" is required for a new address: ${name}[${i}] names no current address (give ${name}[${i}].uuid, or its externalId, to patch one), and the list a partial update gives replaces the customer's addresses`, `${name}[${i}].${missing}`));
+          }
         }
       }
     }

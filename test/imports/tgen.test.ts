@@ -55,15 +55,15 @@ it('maps a customers full update record onto the bulk item with Tulip\'s names: 
 // https://docs.tulip.com/tgen/customers_partialupdate : "to clear field set value to string SET_AS_NULL"; addresses[0] "Address, External ID, UUID or SET_AS_NULL".
 it('maps a partial update: an empty cell leaves the field, SET_AS_NULL clears it, removes a list element or empties a list', async () => {
   const csv = [
-    'externalId,firstName,lastName,addresses,addresses[0].address1,addresses[0].city,addresses[1],attributes',
-    'p-1,,SET_AS_NULL,,1 Main St,Springfield,SET_AS_NULL,SET_AS_NULL',
-    'p-2,Bo,,SET_AS_NULL,,,,',
-    'p-3,Cy,,,,,,',
+    'externalId,firstName,lastName,addresses,addresses[0].externalId,addresses[0].address1,addresses[0].city,addresses[1],attributes',
+    'p-1,,SET_AS_NULL,,home,1 Main St,Springfield,SET_AS_NULL,SET_AS_NULL',
+    'p-2,Bo,,SET_AS_NULL,,,,,',
+    'p-3,Cy,,,,,,,',
   ].join('\n');
   const lines = await linesOf(csv, 'TGEN_customers_partialupdate_2025-12.csv');
   const raw = lines.map((l) => l.item ?? l.errors);
   assert.deepEqual(raw, [
-    { externalId: 'p-1', lastName: null, addresses: [{ address1: '1 Main St', city: 'Springfield' }], attributes: [] },
+    { externalId: 'p-1', lastName: null, addresses: [{ externalId: 'home', address1: '1 Main St', city: 'Springfield' }], attributes: [] },
     { externalId: 'p-2', firstName: 'Bo', addresses: [] },
     { externalId: 'p-3', firstName: 'Cy' },
   ]);
@@ -290,6 +290,27 @@ await describeEachDb('TGEN imports', (ctx) => {
     // Named by its uuid, the same cell clears that address's field, the other address kept as given.
     await tgen('TGEN_customers_partialupdate_2025-08_sx2.csv', `externalId,addresses[0].uuid,addresses[0].address1,addresses[1].uuid\nsx-1,${before[0].uuid},SET_AS_NULL,${before[1].uuid}\n`);
     assert.deepEqual((await api().get('/crm/customers/sx-1')).body.addresses, [{ ...before[0], address1: null }, before[1]]);
+  });
+
+  // https://docs.tulip.com/tgen/customers_partialupdate : addresses[0].uuid "Required for patching"; docs.tulip.com/tgen/addresses
+  // marks address1, city, countryCode, postCode and type required. Probe (2026-11-30): addresses[0].city alone replaced
+  // every address with one holding only the city.
+  it('a partial update\'s address naming no current address and lacking a required field is a line error naming the column', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'pn-1', addresses: [{ address1: '1 Main St', city: 'Paris', countryCode: 'FR', postCode: '75001', type: 'address-Home' }] }]);
+    const before = (await api().get('/crm/customers/pn-1')).body;
+    const r = await tgen('TGEN_customers_partialupdate_2025-08_pn.csv', 'externalId,firstName,addresses[0].city\npn-1,Named,Genève\n');
+    assert.deepEqual([r.done.status, r.done.updated, r.done.failed], ['completed', 0, 1]);
+    const errs = await errorsOf(r.created.uuid);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors[0].moreInfo]), [[2, 'addresses[0].address1']]);
+    assert.match(errs[0].errors[0].message, /names no current address/);
+    assert.deepEqual((await api().get('/crm/customers/pn-1')).body, before);
+    // Named by its uuid it is patched; given whole without a key it is the customer's new address.
+    const byUuid = await tgen('TGEN_customers_partialupdate_2025-08_pn2.csv', `externalId,addresses[0].uuid,addresses[0].city\npn-1,${before.addresses[0].uuid},Genève\n`);
+    assert.deepEqual([byUuid.done.updated, byUuid.done.failed], [1, 0]);
+    assert.deepEqual((await api().get('/crm/customers/pn-1')).body.addresses.map((a: any) => [a.address1, a.city]), [['1 Main St', 'Genève']]);
+    const whole = await tgen('TGEN_customers_partialupdate_2025-08_pn3.csv', 'externalId,addresses[0].address1,addresses[0].city,addresses[0].countryCode,addresses[0].postCode,addresses[0].type\npn-1,2 Rue,Lyon,FR,69001,address-Home\n');
+    assert.deepEqual([whole.done.updated, whole.done.failed], [1, 0]);
+    assert.deepEqual((await api().get('/crm/customers/pn-1')).body.addresses.map((a: any) => a.city), ['Lyon']);
   });
 
   it('a customers full update storing an attribute\'s empty value: the customer is written with value "", as the API takes it', async () => {
