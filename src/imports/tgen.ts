@@ -144,9 +144,24 @@ function addressLine(record: Record<string, string>, line: number): TgenLine {
   const customer = record.customer ?? '';
   if (customer === '') errors.push(cellError('the record names no customer: give its uuid (or externalId) in the customer column', 'customer'));
   if (errors.length) return { line, item: null, errors };
-  // Validated as a customer patch carrying the one address (moreInfo then reads addresses.0.<field>).
+  // Validated as a customer patch carrying the one address; its errors name the file's columns (addressColumns).
   if (UUID.test(customer)) return { line, item: { externalId: customer, addresses: [address] } as any, errors: null, customerUuid: customer, customerRef: true };
-  return lineOf(line, { externalId: customer, addresses: [address] });
+  return addressColumns(lineOf(line, { externalId: customer, addresses: [address] }));
+}
+
+/**
+ * An addresses line's errors naming the file's column (`countryCode`), not the patch's path (`addresses.0.countryCode`,
+ * which every other error of the file did not use: a probe, 2026-11-30); `externalId`, the patch's key, is `customer`.
+ */
+function addressColumns(l: StagedLine): StagedLine {
+  if (!l.errors) return l;
+  const column = (path: string) => path.replace(/^addresses\.0\./, '').replace(/^externalId$/, 'customer');
+  const errors = l.errors.map((e) => ({
+    ...e,
+    message: e.message.replace(/"addresses\.0\.([A-Za-z]+)"/g, '"$1"'),
+    moreInfo: typeof e.moreInfo === 'string' ? column(e.moreInfo) : e.moreInfo,
+  }));
+  return { ...l, errors };
 }
 
 // The customer notes file (https://docs.tulip.com/tgen/customernotes): one note per record. Columns, with the page's
@@ -442,9 +457,9 @@ function resolved(l: TgenLine, found: Map<string, string | null>): StagedLine {
   const item = line.item as Record<string, unknown>;
   const externalId = UUID.test(customerUuid) ? found.get(customerUuid.toLowerCase()) : undefined;
   // An addresses record naming a customer without an externalId (the API allows it, as Tulip does): staged by its uuid.
-  if (customerRef && externalId === null) return keylessLineOf(line.line, { addresses: item.addresses }, customerUuid.toLowerCase());
+  if (customerRef && externalId === null) return addressColumns(keylessLineOf(line.line, { addresses: item.addresses }, customerUuid.toLowerCase()));
   // An addresses record's customer: the customer with that uuid, else the one with that externalId.
-  if (customerRef) return typeof externalId === 'string' ? resolvedLineOf(line.line, item, externalId) : lineOf(line.line, { ...item, externalId: customerUuid });
+  if (customerRef) return addressColumns(typeof externalId === 'string' ? resolvedLineOf(line.line, item, externalId) : lineOf(line.line, { ...item, externalId: customerUuid }));
   // A record without an externalId whose uuid is a customer's without one (updated), or no customer's (in a full
   // update, created with it): staged by the uuid.
   if (item.externalId === undefined && (externalId === null || (externalId === undefined && creates))) return keylessLineOf(line.line, item, customerUuid.toLowerCase());

@@ -582,6 +582,20 @@ await describeEachDb('TGEN imports', (ctx) => {
     assert.deepEqual((await api().get('/crm/customers/ak-2')).body.addresses.map((a: any) => a.postCode), ['69001', '69002']);
   });
 
+  it('an addresses file\'s line errors name the file\'s column (countryCode), not the patch\'s path (addresses.0.countryCode)', async () => {
+    await api().post('/crm/customers/bulk', [{ externalId: 'ae-1' }]);
+    const uuid1 = (await api().get('/crm/customers/ae-1')).body.uuid;
+    const r = await tgen('TGEN_addresses_fullupdate_2025-08_ae.csv', [
+      'customer,address1,city,countryCode,postCode,type',
+      'ae-1,1 Main St,Paris,XX1,75001,address-Home',
+      `${uuid1},1 Main St,Paris,XX1,75001,address-Home`,
+    ].join('\n'));
+    assert.deepEqual([r.done.status, r.done.failed], ['completed', 2]);
+    const errs = await errorsOf(r.created.uuid);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors.map((x: any) => x.moreInfo)]), [[2, ['countryCode']], [3, ['countryCode']]]);
+    assert.ok(errs.every((e) => e.errors.every((x: any) => !x.message.includes('addresses.0'))), JSON.stringify(errs));
+  });
+
   // https://docs.tulip.com/tgen/customers : externalId "Required: No"; "If the UUID of the Customer Resource exists in the
   // system, or no UUID is provided and an External ID exists, then an update is performed. Otherwise, the resource is
   // created." Customers without an externalId (the API creates them too): a record with neither key creates one; a
