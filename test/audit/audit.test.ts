@@ -195,7 +195,6 @@ await describeEachDb('audit log', (ctx) => {
   });
 
   it('a broker URL\'s password is *** in the details of subscription acts, in the API and the table; migration 064 redacts the rows written before', async () => {
-    const subs = '/integrations/webhooks/subscriptions';
     const passwords = ['AuditLeakPw_42', 'PatchLeakPw_43', 'Disable%2FPw_44', 'OldLeakPw_45'];
     const created = await api().post(subs, { url: 'nats://alice:AuditLeakPw_42@127.0.0.1:4222?subject=audit.x', eventTypes: ['customerCreate'], isActive: false });
     assert.equal(created.status, 201, created.text);
@@ -231,16 +230,22 @@ await describeEachDb('audit log', (ctx) => {
     await assert.rejects(db.query(`UPDATE audit_log SET action = 'x'`), /append-only/, 'still append-only');
   });
 
-  it('a PATCH that changes nothing is no act: no row, and its updatedAt stays (isActive:false of an inactive one was recorded again)', async () => {
-    const subs = '/integrations/webhooks/subscriptions';
-    const created = await api().post(subs, { url: 'http://127.0.0.1:9/noop', eventTypes: ['customerCreate'], authMethod: 'BEARER', bearerToken: 'tok-noop' });
+  const subs = '/integrations/webhooks/subscriptions';
+  /** A subscription made with `body`, and a PATCH of it that answers 200 with the subscription. */
+  const subscription = async (body: object) => {
+    const created = await api().post(subs, { eventTypes: ['customerCreate'], ...body });
     assert.equal(created.status, 201, created.text);
-    const uuid = created.body.uuid;
-    const patch = async (body: object) => {
-      const r = await api().patch(`${subs}/${uuid}`, body);
+    const uuid: string = created.body.uuid;
+    const patch = async (change: object) => {
+      const r = await api().patch(`${subs}/${uuid}`, change);
       assert.equal(r.status, 200, r.text);
       return r.body;
     };
+    return { uuid, patch };
+  };
+
+  it('a PATCH that changes nothing is no act: no row, and its updatedAt stays (isActive:false of an inactive one was recorded again)', async () => {
+    const { uuid, patch } = await subscription({ url: 'http://127.0.0.1:9/noop', authMethod: 'BEARER', bearerToken: 'tok-noop' });
     const acts = async (target: string) => (await log()).filter((r) => r.target.id === target).reverse().map((r) => r.action);
     const off = await patch({ isActive: false });
     const offAgain = await patch({ isActive: false });
@@ -263,15 +268,7 @@ await describeEachDb('audit log', (ctx) => {
   });
 
   it('a PATCH is recorded as disabled only when it disables: isActive:false with a new URL of an inactive one is a change, a re-activation too', async () => {
-    const subs = '/integrations/webhooks/subscriptions';
-    const created = await api().post(subs, { url: 'http://127.0.0.1:9/acts', eventTypes: ['customerCreate'] });
-    assert.equal(created.status, 201, created.text);
-    const uuid = created.body.uuid;
-    const patch = async (body: object) => {
-      const r = await api().patch(`${subs}/${uuid}`, body);
-      assert.equal(r.status, 200, r.text);
-      return r.body;
-    };
+    const { uuid, patch } = await subscription({ url: 'http://127.0.0.1:9/acts' });
     const acts = async () => (await log()).filter((r) => r.target.id === uuid).reverse().map((r) => [r.action, r.details]);
     assert.equal((await patch({ isActive: false })).isActive, false);
     // Inactive already: its URL changes, it is not disabled again (this was recorded as subscription.disabled).
