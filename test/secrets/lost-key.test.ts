@@ -15,6 +15,12 @@ import { startServer } from '../helpers/server.ts';
 
 const ALLOW = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true' };
 const SUBS = '/integrations/webhooks/subscriptions';
+/** A subscription made through a server's API (a loopback receiver unless `body` says otherwise). */
+const maker = (srv: { api: { post(path: string, body: object): Promise<{ body: any }> } }) => async (body: object) =>
+  (await srv.api.post(SUBS, { url: 'http://127.0.0.1:9/x', eventType: 'customerCreate', ...body })).body;
+/** Seals `v` under `key` into a subscription's column, as a process holding that key wrote it. */
+const sealInto = (db: { query(sql: string, params: unknown[]): Promise<unknown> }, uuid: string, column: string, key: Buffer, v: string) =>
+  db.query(`UPDATE webhook_subscriptions SET ${column} = $2 WHERE uuid = $1`, [uuid, new AesGcmBox(key).seal(v)]);
 
 for (const backend of await backends()) {
   describe(`a secret key lost for good [${backend}]`, () => {
@@ -25,7 +31,7 @@ for (const backend of await backends()) {
       const tdb = await freshDb(backend);
       try {
         let srv = await startServer(tdb.db, { ...ALLOW, BULB_SECRET_KEY: K });
-        const make = async (body: object) => (await srv.api.post(SUBS, { url: 'http://127.0.0.1:9/x', eventType: 'customerCreate', ...body })).body;
+        const make = maker(srv);
         const bearer = await make({ authMethod: 'BEARER', bearerToken: 'tok' });
         const signing = await make({});
         const healthy = await make({});
@@ -124,14 +130,13 @@ for (const backend of await backends()) {
       const tdb = await freshDb(backend);
       try {
         const srv = await startServer(tdb.db, { ...ALLOW, BULB_SECRET_KEY: K });
-        const make = async (body: object) => (await srv.api.post(SUBS, { url: 'http://127.0.0.1:9/x', eventType: 'customerCreate', ...body })).body;
+        const make = maker(srv);
         const one = await make({ authMethod: 'BEARER', bearerToken: 'tok' });
         const two = await make({});
         const idle = await make({ authMethod: 'BEARER', bearerToken: 'tok2', isActive: false });
         const other = await make({});
         await srv.close();
-        const set = (uuid: string, column: string, key: Buffer, v: string) =>
-          tdb.db.query(`UPDATE webhook_subscriptions SET ${column} = $2 WHERE uuid = $1`, [uuid, new AesGcmBox(key).seal(v)]);
+        const set = (uuid: string, column: string, key: Buffer, v: string) => sealInto(tdb.db, uuid, column, key, v);
         await set(one.uuid, 'bearer_token', lost[0], 'tok');
         await set(two.uuid, 'signing_secret', lost[1], 'whsec_two');
         await set(idle.uuid, 'bearer_token', lost[2], 'tok2');
@@ -155,13 +160,12 @@ for (const backend of await backends()) {
       const tdb = await freshDb(backend);
       try {
         const srv = await startServer(tdb.db, { ...ALLOW, BULB_SECRET_KEY: K });
-        const make = async (body: object) => (await srv.api.post(SUBS, { url: 'http://127.0.0.1:9/x', eventType: 'customerCreate', ...body })).body;
+        const make = maker(srv);
         const one = await make({ authMethod: 'BEARER', bearerToken: 'tok' });
         const two = await make({});
         const both = await make({ authMethod: 'BEARER', bearerToken: 'tok3' });
         await srv.close();
-        const set = (uuid: string, column: string, key: Buffer, v: string) =>
-          tdb.db.query(`UPDATE webhook_subscriptions SET ${column} = $2 WHERE uuid = $1`, [uuid, new AesGcmBox(key).seal(v)]);
+        const set = (uuid: string, column: string, key: Buffer, v: string) => sealInto(tdb.db, uuid, column, key, v);
         await set(one.uuid, 'bearer_token', lost[0], 'tok');
         await set(two.uuid, 'signing_secret', lost[1], 'whsec_two');
         await set(both.uuid, 'signing_secret', lost[0], 'whsec_both');
