@@ -151,14 +151,15 @@ function addressLine(record: Record<string, string>, line: number): TgenLine {
 
 /**
  * An addresses line's errors naming the file's column (`countryCode`), not the patch's path (`addresses.0.countryCode`,
- * which every other error of the file did not use: a probe, 2026-11-30); `externalId`, the patch's key, is `customer`.
+ * which every other error of the file did not use: a probe, 2026-11-30); `externalId`, the patch's key, is `customer`,
+ * in the message too.
  */
 function addressColumns(l: StagedLine): StagedLine {
   if (!l.errors) return l;
   const column = (path: string) => path.replace(/^addresses\.0\./, '').replace(/^externalId$/, 'customer');
   const errors = l.errors.map((e) => ({
     ...e,
-    message: e.message.replace(/"addresses\.0\.([A-Za-z]+)"/g, '"$1"'),
+    message: e.message.replace(/"addresses\.0\.([A-Za-z0-9]+)"/g, '"$1"').replace(/^"externalId"/, '"customer"'),
     moreInfo: typeof e.moreInfo === 'string' ? column(e.moreInfo) : e.moreInfo,
   }));
   return { ...l, errors };

@@ -586,14 +586,19 @@ await describeEachDb('TGEN imports', (ctx) => {
     await api().post('/crm/customers/bulk', [{ externalId: 'ae-1' }]);
     const uuid1 = (await api().get('/crm/customers/ae-1')).body.uuid;
     const r = await tgen('TGEN_addresses_fullupdate_2025-08_ae.csv', [
-      'customer,address1,city,countryCode,postCode,type',
-      'ae-1,1 Main St,Paris,XX1,75001,address-Home',
-      `${uuid1},1 Main St,Paris,XX1,75001,address-Home`,
+      'customer,address1,city,countryCode,postCode,type,address2',
+      'ae-1,1 Main St,Paris,XX1,75001,address-Home,',
+      `${uuid1},1 Main St,Paris,XX1,75001,address-Home,`,
+      // address1 and address2 too (the names with a digit were missed), and the customer named as its column.
+      `ae-1,1 Main St,Paris,FR,75001,address-Home,${'x'.repeat(65)}`,
+      `${'c'.repeat(256)},1 Main St,Paris,FR,75001,address-Home,`,
     ].join('\n'));
-    assert.deepEqual([r.done.status, r.done.failed], ['completed', 2]);
+    assert.deepEqual([r.done.status, r.done.failed], ['completed', 4]);
     const errs = await errorsOf(r.created.uuid);
-    assert.deepEqual(errs.map((e) => [e.line, e.errors.map((x: any) => x.moreInfo)]), [[2, ['countryCode']], [3, ['countryCode']]]);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors.map((x: any) => x.moreInfo)]), [[2, ['countryCode']], [3, ['countryCode']], [4, ['address2']], [5, ['customer']]]);
     assert.ok(errs.every((e) => e.errors.every((x: any) => !x.message.includes('addresses.0'))), JSON.stringify(errs));
+    assert.ok(errs[2].errors[0].message.startsWith('"address2"'), errs[2].errors[0].message);
+    assert.ok(errs[3].errors[0].message.startsWith('"customer"'), errs[3].errors[0].message);
   });
 
   // https://docs.tulip.com/tgen/customers : externalId "Required: No"; "If the UUID of the Customer Resource exists in the
