@@ -402,6 +402,8 @@ await describeEachDb('broker destinations', (ctx) => {
       'amqp://guest:g%ZZ@127.0.0.1:5672?exchange=x', // a password with a malformed escape
       'nats://u:p%ZZ@127.0.0.1:4222?subject=a',
       'amqp://g%E0%A4@127.0.0.1:5672?exchange=x', // a user name whose escapes are no UTF-8
+      'amqp://127.0.0.1?exchange=x&routingKey=%zz+', // a query with a malformed escape (its "+" stored as %2B changed it)
+      'nats://127.0.0.1:4222?subject=a%E0%A4', // escapes that are no UTF-8
       `amqp://127.0.0.1?exchange=${'x'.repeat(256)}`, // AMQP names are at most 255 bytes
       `amqp://127.0.0.1?exchange=x&routingKey=${'%C3%A9'.repeat(128)}`, // 128 characters, 256 bytes
       `amqp://127.0.0.1/${'v'.repeat(256)}?exchange=x`, // the vhost

@@ -68,6 +68,11 @@ export function checkBrokerUrl(u: URL, kind: 'amqp' | 'nats'): void {
     if (!allowed.includes(k)) throw invalid(`"url" has an unknown ${kind} parameter "${k}" (allowed: ${allowed.join(', ')})`, 'url');
     if (values.length > 1) throw invalid(`"url" names "${k}" more than once`, 'url');
   }
+  // Percent-decoded, each value must decode: a malformed escape was taken as written, so `routingKey=%zz+` published to
+  // "%zz+" until its plus was stored as %2B, and to "%zz%2B" after (a review, 2026-11-30). What it means is a guess.
+  for (const pair of u.search.slice(1).split('&')) {
+    if (!wellEncoded(pair)) throw invalid('"url" has a query with an invalid percent-encoding: write "%" as %25', 'url');
+  }
   const value = params.get(required)?.[0];
   if (!value) throw invalid(`"url" must name the ${required} to publish to (a ${kind} URL needs ?${required}=…)`, 'url');
   if (u.hash) throw invalid('"url" must not have a fragment', 'url');
