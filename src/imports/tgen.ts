@@ -309,10 +309,12 @@ function customerItem(file: TgenFile, columns: Map<string, Column>, record: Reco
     element[c.field] = clear ? (LISTS[c.list][c.field] === 'bool' ? false : null) : value(cell, LISTS[c.list][c.field], `${c.list}.${c.index}.${c.field}`);
     if (clear && !list.clearedCell.has(c.index)) list.clearedCell.set(c.index, name);
   }
-  // An attribute's value may be "" (the API takes {"attributeExternalId":"a","value":""}): a record naming the attribute
-  // with its value cell empty gives "", the one empty cell that is not "not sent" (it was a line error, missing field
-  // "attributes.0.value", refusing the whole customer: a probe, 2026-11-30). Without a value column it is still missing.
-  for (const [i, e] of lists.attributes?.elements ?? []) {
+  // An attribute's value may be "" (the API takes {"attributeExternalId":"a","value":""}): a full update's record naming
+  // the attribute with its value cell empty gives "", the one empty cell that is not "not sent" (it was a line error,
+  // missing field "attributes.0.value", refusing the whole customer: a probe, 2026-11-30). In a partial update an empty
+  // cell leaves a field as it is, which an attribute's value in the list it gives cannot be: still a line error (a
+  // silent "" there cleared the value: the review of 2026-11-30). Without a value column it is missing in both.
+  for (const [i, e] of partial ? [] : lists.attributes?.elements ?? []) {
     if (e && typeof e.attributeExternalId === 'string' && !('value' in e) && columns.has(`attributes[${i}].value`)) e.value = '';
   }
   for (const name of Object.keys(LISTS)) {
