@@ -159,7 +159,8 @@ function addressColumns(l: StagedLine): StagedLine {
   const column = (path: string) => path.replace(/^addresses\.0\./, '').replace(/^externalId$/, 'customer');
   const errors = l.errors.map((e) => ({
     ...e,
-    message: e.message.replace(/"addresses\.0\.([A-Za-z0-9]+)"/g, '"$1"').replace(/^"externalId"/, '"customer"'),
+    // A reserved externalId names no customer here (none can hold one made since it was reserved): by its uuid.
+    message: e.message.replace(/"addresses\.0\.([A-Za-z0-9]+)"/g, '"$1"').replace(/^"externalId"/, '"customer"').replace(/choose another externalId$/, 'name the customer by its uuid'),
     moreInfo: typeof e.moreInfo === 'string' ? column(e.moreInfo) : e.moreInfo,
   }));
   return { ...l, errors };

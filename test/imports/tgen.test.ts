@@ -592,10 +592,12 @@ await describeEachDb('TGEN imports', (ctx) => {
       // address1 and address2 too (the names with a digit were missed), and the customer named as its column.
       `ae-1,1 Main St,Paris,FR,75001,address-Home,${'x'.repeat(65)}`,
       `${'c'.repeat(256)},1 Main St,Paris,FR,75001,address-Home,`,
+      '..,1 Main St,Paris,FR,75001,address-Home,',
     ].join('\n'));
-    assert.deepEqual([r.done.status, r.done.failed], ['completed', 4]);
+    assert.deepEqual([r.done.status, r.done.failed], ['completed', 5]);
     const errs = await errorsOf(r.created.uuid);
-    assert.deepEqual(errs.map((e) => [e.line, e.errors.map((x: any) => x.moreInfo)]), [[2, ['countryCode']], [3, ['countryCode']], [4, ['address2']], [5, ['customer']]]);
+    assert.deepEqual(errs.map((e) => [e.line, e.errors.map((x: any) => x.moreInfo)]), [[2, ['countryCode']], [3, ['countryCode']], [4, ['address2']], [5, ['customer']], [6, ['customer']]]);
+    assert.ok(errs[4].errors[0].message.endsWith('name the customer by its uuid'), errs[4].errors[0].message);
     assert.ok(errs.every((e) => e.errors.every((x: any) => !x.message.includes('addresses.0'))), JSON.stringify(errs));
     assert.ok(errs[2].errors[0].message.startsWith('"address2"'), errs[2].errors[0].message);
     assert.ok(errs[3].errors[0].message.startsWith('"customer"'), errs[3].errors[0].message);
