@@ -157,7 +157,7 @@ export const hasTrigram = (term: string) => /[\p{L}\p{N}]{3}/u.test(term);
 
 /**
  * How many candidates the trigram index may answer for a term before the term is looked for by a budgeted walk instead
- * (searchRoute). Each is read from the table and rechecked, wherever its row is: 2,000 rows, up to as many pages; the
+ * (listCustomers). Each is read from the table and rechecked, wherever its row is: 2,000 rows, up to as many pages; the
  * walk's page reads SCAN_BUDGET rows in id order (~330 pages) and stops at a page of matches.
  */
 export const INDEX_CANDIDATES = 2_000;
@@ -216,36 +216,28 @@ export async function searchPlan(db: Queryable, terms: string[]): Promise<{ cand
   const customers = Number(r.rows[0]?.customers ?? -1);
   if (!r.rows.length || r.rows[0].stats === '0' || customers < 0) return { patterns: terms.map(() => undefined) };
   const least = Number(r.rows[0].least ?? 0);
-  // Per form (k), its words in the term's order: the estimated share, and the share's upper bound.
+  // Each word's trigrams in order (the rows come by form k, word n, trigram i): shares, and upper bounds of them.
+  const byWord = new Map<string, { form: string; word: string; f: number[]; b: number[] }>();
+  for (const row of r.rows) {
+    const key = `${row.k}/${row.n}`;
+    const w = byWord.get(key) ?? byWord.set(key, { form: String(row.k), word: row.word, f: [], b: [] }).get(key)!;
+    w.f.push(Number(row.f));
+    w.b.push(row.listed ? Number(row.f) : least);
+  }
+  // Per form, its words in the term's order: the estimated share, and the share's upper bound.
   const forms = new Map<string, { word: string; share: number; bound: number; trigrams: number }[]>();
-  let word: { word: string; f: number[]; b: number[] } | undefined;
-  let key = '';
-  const close = () => {
-    if (!word) return;
-    const { f, b } = word;
+  for (const { form, word, f, b } of byWord.values()) {
     let share = Math.min(...f);
     let bound = Math.min(...b);
-    for (const run of word.word.matchAll(/\p{Nd}{3,}/gu)) {
-      const at = [...word.word.slice(0, run.index)].length;
+    for (const run of word.matchAll(/\p{Nd}{3,}/gu)) {
+      const at = [...word.slice(0, run.index)].length;
       const end = at + [...run[0]].length - 3; // the run's last trigram, taken too when the steps of three miss it
       const steps = [...new Set([...Array.from({ length: Math.floor((end - at) / 3) + 1 }, (_, j) => at + 3 * j), end])];
       share = Math.min(share, steps.reduce((a, i) => a * f[i], 1));
       bound = Math.min(bound, steps.reduce((a, i) => a * b[i], 1));
     }
-    const form = key.split('/')[0];
-    (forms.get(form) ?? forms.set(form, []).get(form)!).push({ word: word.word, share, bound, trigrams: f.length });
-  };
-  for (const row of r.rows) {
-    const k = `${row.k}/${row.n}`;
-    if (k !== key) {
-      close();
-      key = k;
-      word = { word: row.word, f: [], b: [] };
-    }
-    word!.f.push(Number(row.f));
-    word!.b.push(row.listed ? Number(row.f) : least);
+    (forms.get(form) ?? forms.set(form, []).get(form)!).push({ word, share, bound, trigrams: f.length });
   }
-  close();
   let candidates = 0;
   const patterns = terms.map((_, i) => {
     const words = forms.get(String(i + 1)) ?? [];
@@ -356,8 +348,7 @@ export async function listCustomers(db: Queryable, q: ListQueryT, after: string 
       const t = `$${params.length}`;
       return `(${scanned ? '' : index(plan?.patterns[k], t)}${exact.replaceAll('?', t)})`;
     };
-    const [nfc, nfd] = [q.q.normalize('NFC'), q.q.normalize('NFD')];
-    const sql = nfc !== nfd ? `(${arm(nfc, 0)} OR ${arm(nfd, 1)})` : arm(nfc, 0);
+    const sql = `(${forms.map(arm).join(' OR ')})`;
     if (scanned) hit = sql;
     else where.push(sql);
   }
