@@ -6,7 +6,7 @@
 // webhook deadline.
 import { request, type Dispatcher } from 'undici';
 import type { Claimed } from './claimed.ts';
-import { ProxyError } from './proxy.ts';
+import { connectUnanswered, ProxyError, throughProxy } from './proxy.ts';
 
 /** `blocked`: the address guard refused the token endpoint's address (the attempt is BLOCKED_ADDRESS, as an HTTP target's). */
 export type TokenResult = { ok: true; token: string } | { ok: false; reason: string; blocked?: boolean };
@@ -176,9 +176,9 @@ export class TokenSource {
    */
   private timeoutReason(url: string, err: any, timeoutMs: number): string {
     const waiting = err?.name === 'TimeoutError' ? this.sender.tokenProxyWait?.(url) : undefined;
-    if (waiting) return `through BULB_WEBHOOK_PROXY: the proxy did not answer CONNECT ${waiting} within ${timeoutMs} ms`;
+    if (waiting) return throughProxy(connectUnanswered(waiting, timeoutMs));
     const proxied = proxyErrorOf(err);
-    if (proxied?.code === 'UND_ERR_CONNECT_TIMEOUT') return `through BULB_WEBHOOK_PROXY: ${proxied.message}`;
+    if (proxied?.code === 'UND_ERR_CONNECT_TIMEOUT') return throughProxy(proxied.message);
     return `no answer within ${timeoutMs} ms`;
   }
 }

@@ -18,6 +18,12 @@ export interface TunnelTls {
 /** Largest CONNECT answer head read (status line and headers). */
 const MAX_HEAD = 16 * 1024;
 
+/** A failure's message as an attempt's log shows it when it came of the proxy, not of the target. */
+export const throughProxy = (why: string) => `through BULB_WEBHOOK_PROXY: ${why}`;
+
+/** What a tunnel the proxy left unanswered past the deadline says (an HTTP attempt, a broker publish, a token request). */
+export const connectUnanswered = (authority: string, timeoutMs: number) => `the proxy did not answer CONNECT ${authority} within ${timeoutMs} ms`;
+
 export class ProxyError extends Error {
   constructor(message: string, readonly code = 'EPROXY') {
     super(message);
@@ -103,7 +109,7 @@ export function proxyConnector(proxy: URL, opts: { allowPrivate: boolean; timeou
       } else callback(null, s!);
     };
     // Named as the broker path names it (tunnelStall), once the CONNECT target is known.
-    const timer = setTimeout(() => finish(new ProxyError(asked && pending.has(asked) ? `the proxy did not answer CONNECT ${asked.authority} within ${opts.timeoutMs} ms` : `no tunnel through the proxy within ${opts.timeoutMs} ms`, 'UND_ERR_CONNECT_TIMEOUT')), opts.timeoutMs);
+    const timer = setTimeout(() => finish(new ProxyError(asked && pending.has(asked) ? connectUnanswered(asked.authority, opts.timeoutMs) : `no tunnel through the proxy within ${opts.timeoutMs} ms`, 'UND_ERR_CONNECT_TIMEOUT')), opts.timeoutMs);
     const onAbort = () => finish(new ProxyError('the tunnel was closed before the proxy answered'));
     if (opts.signal?.aborted) return onAbort();
     opts.signal?.addEventListener('abort', onAbort);

@@ -6,7 +6,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { Agent, type Dispatcher } from 'undici';
 import { blockedReason, guardedLookup, isIpLiteral } from './address.ts';
-import { ProxyError, proxyConnector, type ProxyConnector, type TunnelTls } from './proxy.ts';
+import { connectUnanswered, ProxyError, proxyConnector, throughProxy, type ProxyConnector, type TunnelTls } from './proxy.ts';
 import { memoize } from '../memo.ts';
 import type { ErrorCode, SendResult } from './outcome.ts';
 import type { Claimed } from './claimed.ts';
@@ -335,9 +335,9 @@ class Exchange {
   private timeoutMessage(err: any): string {
     if (!this.abortFn) {
       const waiting = this.proxyWait?.();
-      if (waiting) return `through BULB_WEBHOOK_PROXY: the proxy did not answer CONNECT ${waiting} within ${this.timeoutMs} ms`;
+      if (waiting) return throughProxy(connectUnanswered(waiting, this.timeoutMs));
       // The connector's own deadline passed first (it says what it waited for).
-      if (err instanceof ProxyError) return `through BULB_WEBHOOK_PROXY: ${err.message}`;
+      if (err instanceof ProxyError) return throughProxy(err.message);
     }
     return `no complete response within ${this.timeoutMs} ms`;
   }

@@ -7,6 +7,7 @@ import { blockedReason, BlockedAddressError, isIpLiteral, parseLegacyIPv4 } from
 import { tlsFailure, type ClientTls } from '../sender.ts';
 import type { BrokerErrorCode } from '../outcome.ts';
 import { openTunnel, type Tunnel } from './tunnel.ts';
+import { connectUnanswered, throughProxy } from '../proxy.ts';
 
 
 /** One event for one subscription: the exact body of an HTTP delivery and its headers (as message headers). */
@@ -89,7 +90,7 @@ export function tunnelFailure(tunnel: Tunnel | undefined): PublishOutcome | unde
   const err = tunnel?.failure;
   if (!err) return undefined;
   if (err.code === 'EBLOCKEDADDRESS') return failure('BLOCKED_ADDRESS', String(err.message));
-  return failure(err.code === 'UND_ERR_CONNECT_TIMEOUT' ? 'BROKER_TIMEOUT' : 'BROKER_UNREACHABLE', `through BULB_WEBHOOK_PROXY: ${err.message}`);
+  return failure(err.code === 'UND_ERR_CONNECT_TIMEOUT' ? 'BROKER_TIMEOUT' : 'BROKER_UNREACHABLE', throughProxy(err.message));
 }
 
 /**
@@ -98,7 +99,7 @@ export function tunnelFailure(tunnel: Tunnel | undefined): PublishOutcome | unde
  */
 export function tunnelStall(tunnel: Tunnel | undefined, timeoutMs: number): PublishOutcome | undefined {
   if (!tunnel?.waiting) return undefined;
-  return failure('BROKER_TIMEOUT', `through BULB_WEBHOOK_PROXY: the proxy did not answer CONNECT ${tunnel.waiting} within ${timeoutMs} ms`);
+  return failure('BROKER_TIMEOUT', throughProxy(connectUnanswered(tunnel.waiting, timeoutMs)));
 }
 
 const UNREACHABLE = /^(ECONNREFUSED|ECONNRESET|ECONNABORTED|EHOSTUNREACH|ENETUNREACH|EHOSTDOWN|ENETDOWN|EPIPE|ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME|ENODATA)$/;
