@@ -48,9 +48,12 @@ export function walkSql(w: Walk): string {
 /** A row of walkSql's answer. */
 export type Walked<R> = R & { scan_hit: boolean; scan_edge: boolean };
 
-/** A budgeted page's rows: those its filter kept (without the walk's columns), and the budget's last row, when read. */
-export function walked<R>(rows: Walked<R>[]): { page: R[]; edge: R | undefined } {
-  const strip = ({ scan_hit: _h, scan_edge: _e, ...row }: Walked<R>) => row as unknown as R;
-  const edge = rows.find((r) => r.scan_edge);
-  return { page: rows.filter((r) => r.scan_hit).map(strip), edge: edge && strip(edge) };
+/**
+ * A budgeted page's rows: those its filter kept (without the walk's columns), and the budget's last row, when read. A
+ * row without the walk's columns (a page of a list that needed no walk) is kept.
+ */
+export function walked<R>(rows: (R & Partial<Walked<unknown>>)[]): { page: R[]; edge: R | undefined } {
+  const strip = ({ scan_hit: _h, scan_edge: _e, ...row }: R & Partial<Walked<unknown>>) => row as unknown as R;
+  const edge = rows.find((r) => r.scan_edge === true);
+  return { page: rows.filter((r) => r.scan_hit !== false).map(strip), edge: edge && strip(edge) };
 }

@@ -1,7 +1,7 @@
 // SQL for subscriptions, and the read side of deliveries (lists, manual retry, recover); the logs API's attempts
 // are read by attempts-store.ts with the page shapes exported here.
 import { fetchSize, statementName, type Queryable } from '../db/db.ts';
-import { walkSql } from '../db/budgeted-walk.ts';
+import { walked, walkSql, type Walked } from '../db/budgeted-walk.ts';
 import { eventOfDelivery, uuidTimeBound } from '../partitions/keys.ts';
 
 export interface SubscriptionRow {
@@ -480,11 +480,11 @@ export async function scanWalk(db: Queryable, table: string, alias: string, rang
  * A page's rows cut to limit + 1 (fetchSize may read more), without the budget's last row when it is there only to
  * say where the walk stopped (scannedSql): then its id is scanEnd.
  */
-export function scanned<R extends { id: string }>(rows: (R & { scan_hit?: boolean; scan_edge?: boolean })[], limit: number): ScannedPage<R> {
-  const page: ScannedPage<R> = rows.filter((r) => r.scan_hit !== false).slice(0, limit + 1).map(({ scan_hit: _h, scan_edge: _e, ...r }) => r as unknown as R);
-  const edge = rows.find((r) => r.scan_edge === true);
-  if (edge) page.scanEnd = String(edge.id);
-  return page;
+export function scanned<R extends { id: string }>(rows: (R & Partial<Walked<unknown>>)[], limit: number): ScannedPage<R> {
+  const { page, edge } = walked(rows);
+  const out: ScannedPage<R> = page.slice(0, limit + 1);
+  if (edge) out.scanEnd = String(edge.id);
+  return out;
 }
 
 /**
