@@ -12,7 +12,12 @@ export const DOT_SEGMENTS: ReadonlySet<string> = new Set(['.', '..']);
 export const dotSegmentMessage = (id: string, collection: string) =>
   `"${id}" is reserved: HTTP clients (fetch, browsers, Python requests) remove "${id}" as a dot segment, %2E too, so ${collection}/${id} would not reach the record; choose another externalId`;
 
-/** Throws a 400 naming `field` when `id` is a dot segment. */
-export function checkNotDotSegment(id: unknown, collection: string, field = 'externalId'): void {
-  if (typeof id === 'string' && DOT_SEGMENTS.has(id)) throw invalid(`"externalId" ${dotSegmentMessage(id, collection)}`, field);
+/** Why `id` may not be the externalId of a record read at `collection`/{id} (a dot segment), or undefined. */
+export const dotSegmentRefusal = (id: unknown, collection: string): string | undefined =>
+  typeof id === 'string' && DOT_SEGMENTS.has(id) ? `"externalId" ${dotSegmentMessage(id, collection)}` : undefined;
+
+/** Throws a 400 naming externalId when `id` is a dot segment. */
+export function checkNotDotSegment(id: unknown, collection: string): void {
+  const refusal = dotSegmentRefusal(id, collection);
+  if (refusal) throw invalid(refusal, 'externalId');
 }

@@ -7,7 +7,7 @@ import { ApiError, type ErrorEntry } from '../http/errors.ts';
 import { boundHeader, capProblems, csvRecords, duplicateColumn, keylessLineOf, lineOf, resolvedLineOf, type StagedLine } from './parse.ts';
 import { wholeAddress } from '../crm/customers/wire.ts';
 import { UUID } from '../http/formats.ts';
-import { dotSegmentMessage, DOT_SEGMENTS } from '../crm/dot-segments.ts';
+import { dotSegmentRefusal } from '../crm/dot-segments.ts';
 import { NOTES_PATH } from '../crm/attached/notes.ts';
 
 export type TgenKind = 'customers' | 'addresses' | 'customerNotes';
@@ -222,7 +222,8 @@ function noteLine(record: Record<string, string>, line: number): TgenLine {
     errors.push(cellError(`"type" must be one of: ${TGEN_NOTE_TYPES.join(', ')}`, 'type'));
   }
   if (typeof note.uuid === 'string' && !UUID.test(note.uuid)) errors.push(cellError(`"uuid" must match format "uuid"`, 'uuid'));
-  if (typeof note.externalId === 'string' && DOT_SEGMENTS.has(note.externalId)) errors.push(cellError(`"externalId" ${dotSegmentMessage(note.externalId, NOTES_PATH)}`, 'externalId'));
+  const dotSegment = dotSegmentRefusal(note.externalId, NOTES_PATH);
+  if (dotSegment) errors.push(cellError(dotSegment, 'externalId'));
   if (errors.length) return { line, item: null, errors };
   return { line, item: null, errors: null, record: note };
 }
