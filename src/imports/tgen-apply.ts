@@ -56,9 +56,6 @@ export function mergeAddressOutcome(list: Address[], incoming: Address): { list:
   return { list: next, outcome: 'changed' };
 }
 
-/** The list with `a` merged in (mergeAddressOutcome). */
-export const mergeAddress = (list: Address[], incoming: Address): Address[] => mergeAddressOutcome(list, incoming).list;
-
 /**
  * Why the API would refuse a customer's merged list, in its words (the schema's maxItems, validate.ts's repeats); the
  * merge writes through bulk's upsert, which checks no list again. Only these two: stored addresses are not judged anew.

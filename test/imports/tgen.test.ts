@@ -14,7 +14,9 @@ import { textGuard, type StagedLine } from '../../src/imports/parse.ts';
 import { tgenFileOf, tgenRows } from '../../src/imports/tgen.ts';
 import { batchSink } from '../../src/imports/staging.ts';
 import { createImport } from '../../src/imports/store.ts';
-import { mergeAddress } from '../../src/imports/tgen-apply.ts';
+import { mergeAddressOutcome } from '../../src/imports/tgen-apply.ts';
+
+const mergeAddress = (list: Record<string, unknown>[], a: Record<string, unknown>) => mergeAddressOutcome(list, a).list;
 import { importErrors, importFinished, useImportWorker } from '../helpers/imports.ts';
 
 /** The staged lines TGEN makes of a file (no database: the uuid resolution comes after). */
