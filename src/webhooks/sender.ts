@@ -29,6 +29,14 @@ export function clientTlsOf(row: Pick<Claimed, 'tls_client_certificate' | 'tls_c
 
 export const RESPONSE_KEEP_BYTES = 4096;
 
+/**
+ * How many informational (1xx) responses an exchange reads before its status: one more fails it as CONNECTION, the
+ * connection dropped. A receiver writing `102 Processing` in a loop and never a status cost ~0.19 of a core for the whole
+ * deadline (a probe), where an endless body is cut after RESPONSE_KEEP_BYTES. RFC 9110 allows several (103 Early Hints
+ * may come more than once); none sends dozens.
+ */
+export const INFORMATIONAL_MAX = 10;
+
 export interface SenderOptions {
   timeoutMs: number;
   allowPrivate: boolean;
@@ -232,6 +240,8 @@ class Exchange {
   private retryAfter: string | undefined;
   private chunks: Buffer[] = [];
   private n = 0;
+  /** Informational (1xx) responses read so far. */
+  private informational = 0;
   /** undici's abort for this request, once it has a socket (before that there is nothing to abort yet). */
   private abortFn: ((err?: Error) => void) | undefined;
   private pendingReason: Error | undefined;
@@ -284,7 +294,14 @@ class Exchange {
   }
 
   onHeaders(status: number, rawHeaders: Buffer[]): boolean {
-    if (status < 200) return true; // informational
+    if (status < 200) {
+      // Informational: skipped, up to INFORMATIONAL_MAX (a flood of them ends the attempt, as an endless body is cut).
+      if (++this.informational <= INFORMATIONAL_MAX) return true;
+      const msg = `informational flood: more than ${INFORMATIONAL_MAX} informational (1xx) responses and no final status; the connection was dropped`;
+      this.settle(false, 'CONNECTION', msg);
+      this.abortNow(new Error(msg));
+      return false;
+    }
     this.statusCode = status;
     if (status === 429 || status === 503) {
       for (let i = 0; i < rawHeaders.length; i += 2) {

@@ -114,6 +114,46 @@ await describeEachDb('hostile webhook receivers', (ctx) => {
     assert.equal(redirectTarget.received.length, 0, 'redirects are not followed');
     for (const uuid of subs.keys()) await ctx.srv.api.delete(`/integrations/webhooks/subscriptions/${uuid}`);
   });
+
+  it('a flood of informational (1xx) responses and no status fails the attempt as CONNECTION naming it, retried per schedule', async () => {
+    // Probe: a receiver writing "102 Processing" in a loop kept the attempt reading them until the deadline (a TIMEOUT
+    // then, at ~0.19 of a core all along). Now the attempt ends after INFORMATIONAL_MAX of them: not a TIMEOUT.
+    const flood = net.createServer((sock) => {
+      sock.on('error', () => {});
+      sock.once('data', () => {
+        const burst = Buffer.from('HTTP/1.1 102 Processing\r\n\r\n'.repeat(64));
+        const go = () => {
+          if (sock.destroyed) return;
+          if (sock.write(burst)) setImmediate(go);
+          else sock.once('drain', go);
+        };
+        go();
+      });
+    });
+    await new Promise<void>((r) => flood.listen(0, '127.0.0.1', r));
+    try {
+      const port = (flood.address() as net.AddressInfo).port;
+      const uuid = await subscribe(`http://127.0.0.1:${port}/hook`, 'customerUpdate');
+      const update: NewEvent = { ...note(), eventType: 'customerUpdate', resourceType: 'Customer', resource: { uuid: crypto.randomUUID(), externalId: `flood-${crypto.randomUUID()}` } };
+      await ctx.tdb.db.transaction((tx) => emitEvents(tx, [update]));
+      const [a] = await waitFor(async () => {
+        const r = await ctx.srv.api.get(`/integrations/webhooks/logs?subscription=${uuid}`);
+        return r.body.data.length > 0 ? r.body.data : null;
+      }, 'the attempt logged');
+      assert.equal(a.outcome, 'failure');
+      assert.equal(a.statusCode, null);
+      assert.equal(a.errorCode, 'CONNECTION', a.responseBody);
+      assert.match(a.responseBody, /informational flood: more than \d+ informational \(1xx\) responses and no final status/);
+      // Retried per schedule (BULB_WEBHOOK_RETRY_SCHEDULE 600 s): the step counts from the attempt's end.
+      const delay = Date.parse(a.nextAttemptAt) - (Date.parse(a.startedAt) + a.durationMs);
+      assert.ok(delay >= 599_000 && delay < 610_000, `next attempt ${delay} ms after the attempt's end, for a step of 600 s`);
+      const [d] = (await ctx.srv.api.get(`/integrations/webhooks/deliveries?subscription=${uuid}`)).body.data;
+      assert.deepEqual([d.status, d.attemptCount, d.nextAttemptAt], ['pending', 1, a.nextAttemptAt]);
+      await ctx.srv.api.delete(`/integrations/webhooks/subscriptions/${uuid}`);
+    } finally {
+      await new Promise((r) => flood.close(r));
+    }
+  });
 }, ENV);
 
 // A hanging endpoint with a long deadline holds at most its in-flight ceiling (one: it never answered); the healthy endpoint gets
