@@ -90,6 +90,8 @@ await describeEachDb('hostile webhook receivers', (ctx) => {
       // 2026-11-29 the split character was stored as a replacement character the receiver never sent).
       { name: 'multi-byte cut', url: (await rx((_q, res) => res.writeHead(500).end('€'.repeat(3000)))).url, errorCode: 'HTTP_STATUS', statusCode: 500, outcome: 'failure', body: (b) => b === '€'.repeat(1365) },
       { name: 'closes mid-body', url: (await rx(midBody)).url, errorCode: null, statusCode: 200, outcome: 'success', body: (b) => b === '0123456789' },
+      // The status line came, but the header block is over undici's 16 KiB: CONNECTION, no statusCode (docs/delivery.md).
+      { name: 'headers over 16 KiB', url: (await rx((_q, res) => res.writeHead(200, { 'x-big': 'a'.repeat(20_000) }).end())).url, errorCode: 'CONNECTION', statusCode: null, outcome: 'failure', body: (b) => /^UND_ERR_HEADERS_OVERFLOW/.test(b) },
       { name: 'connection refused', url: `http://127.0.0.1:${refusedPort}/x`, errorCode: 'CONNECTION', statusCode: null, outcome: 'failure' },
       { name: 'unknown host', url: 'http://no-such-host.invalid/hook', errorCode: 'DNS', statusCode: null, outcome: 'failure' },
       { name: 'https to a plain HTTP server', url: healthy.url.replace('http:', 'https:'), errorCode: 'TLS', statusCode: null, outcome: 'failure' },

@@ -18,6 +18,7 @@ import { changesHeard, startWorker } from '../helpers/worker.ts';
 import { emitEvents, type NewEvent } from '../../src/events/emit.ts';
 import { NO_MORE_RETRIES, RETRY_AFTER_DEFERRALS, RETRY_AFTER_MIN_MS, retryAfterDefers, retryAfterPause } from '../../src/webhooks/schedule.ts';
 import { hookedDb } from '../helpers/db.ts';
+import { parseRetryAfter, RETRY_AFTER_CAP_MS } from '../../src/webhooks/sender.ts';
 import { sleep, startReceiver, status, waitFor, type Behaviour, type Receiver } from './receiver.ts';
 
 const ENV = { BULB_WEBHOOK_ALLOW_PRIVATE: 'true', BULB_WEBHOOK_TIMEOUT_MS: '3000' };
@@ -44,6 +45,18 @@ describe('Retry-After rules', () => {
     assert.ok(retryAfterDefers(6, 2), 'two steps used, four deferrals');
     assert.ok(!retryAfterDefers(7, 2), 'two steps used, five deferrals');
     assert.ok(!retryAfterDefers(3, NO_MORE_RETRIES), 'a manual retry or recover of a failed delivery');
+  });
+
+  it('Retry-After is read as docs/delivery.md says: integer seconds, a date with a time (ISO 8601 too), capped at 1 h; the rest ignored', () => {
+    const now = Date.parse('2026-11-30T06:00:00Z');
+    assert.equal(parseRetryAfter('0', now), 0);
+    assert.equal(parseRetryAfter(' 7 ', now), 7_000);
+    assert.equal(parseRetryAfter('99999', now), RETRY_AFTER_CAP_MS);
+    assert.equal(parseRetryAfter('Mon, 30 Nov 2026 06:00:30 GMT', now), 30_000);
+    assert.equal(parseRetryAfter('2026-11-30T06:00:30Z', now), 30_000);
+    assert.equal(parseRetryAfter('Sun, 06 Nov 1994 08:49:37 GMT', now), 0, 'a date past: now (the floor makes it 1 s)');
+    for (const v of ['1.5', '0.5', '-5', '+5', '1e3', '5, 10', 'soon', '2026-12-01', '', undefined]) assert.equal(parseRetryAfter(v, now), null, String(v));
+    assert.equal(parseRetryAfter(['7', '20'], now), 7_000, 'given several values, the first (the sender passes the first header it meets)');
   });
 });
 
@@ -210,8 +223,9 @@ await describeEachDb('webhook Retry-After and retry timing', (ctx) => {
       await waitFor(async () => (await deliveries(sub.uuid)).every((x) => x.status === 'delivered') || null, 'the deferred delivery sent once the test lifted the pause', 20_000);
       // 3. Re-activated, its waiting deliveries go out at once (the one the 429 deferred too).
       limit = true;
+      const sent = rx.received.length; // before the event: its 429 may come before the emit returns
       await ctx.tdb.db.transaction((tx) => emitEvents(tx, [ev()]));
-      await pausedAgain(rx.received.length + 1);
+      await pausedAgain(sent + 1);
       limit = false;
       assert.equal((await api().patch(path, { isActive: false })).status, 200);
       assert.equal((await api().patch(path, { isActive: true })).status, 200);
