@@ -60,6 +60,9 @@ export function statementName(prefix: string, sql: string): string {
 /** SQLSTATEs worth retrying a whole transaction for. */
 export const RETRYABLE_SQLSTATES = new Set(['40001', '40P01']);
 
+/** A lost race found by the code itself (SQLSTATE 40001, as a serialization failure): withRetry runs the transaction again. */
+export const lostRaceError = (why: string) => Object.assign(new Error(why), { code: '40001' });
+
 export function sqlState(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err && typeof (err as any).code === 'string'
     ? (err as any).code

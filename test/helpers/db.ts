@@ -190,6 +190,8 @@ export interface DbHooks {
   statement?: (sql: string, name?: string) => unknown;
   /** After each statement has run, before its caller has the answer: may wait (hold the answer back). */
   answered?: (sql: string, name: string | undefined, result: QueryResult<unknown>) => unknown;
+  /** When a statement fails, before its caller has the error (which it gets as thrown). */
+  failed?: (sql: string, name: string | undefined, err: unknown) => unknown;
   /** Before each transaction starts: may wait. */
   transaction?: () => unknown;
 }
@@ -198,11 +200,17 @@ export interface DbHooks {
 export function hookedDb(db: Db, hooks: DbHooks): Db {
   const hooked = <Q extends Queryable>(q: Q): Q => new Proxy(q, {
     get(target, prop) {
-      const onStatements = hooks.statement !== undefined || hooks.answered !== undefined;
+      const onStatements = hooks.statement !== undefined || hooks.answered !== undefined || hooks.failed !== undefined;
       if (prop === 'query' && onStatements) {
         return async (sql: string, params?: unknown[], name?: string) => {
           await hooks.statement?.(sql, name);
-          const result = await target.query(sql, params as any[], name);
+          let result: QueryResult<unknown>;
+          try {
+            result = await target.query(sql, params as any[], name);
+          } catch (err) {
+            await hooks.failed?.(sql, name, err);
+            throw err;
+          }
           await hooks.answered?.(sql, name, result);
           return result;
         };

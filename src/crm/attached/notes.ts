@@ -5,7 +5,7 @@
 // type with the rest of the attached data (src/crm/merge), and undo moves them back.
 import { Type } from '@sinclair/typebox';
 import type { Queryable } from '../../db/db.ts';
-import { sqlState } from '../../db/db.ts';
+import { lostRaceError, sqlState } from '../../db/db.ts';
 import { conflict, invalid, notFound } from '../../http/errors.ts';
 import { StringEnum } from '../../http/schema.ts';
 import { isoNN } from '../../http/time.ts';
@@ -132,15 +132,32 @@ export async function getNote(db: Queryable, ref: string): Promise<any> {
   return row;
 }
 
+/**
+ * The note `ref` names, locked for an update, with its customer locked before it: read unlocked, its customer locked,
+ * then the note, in the order a merge and its undo lock them (customers, then the rows they move: docs/merge.md "Lock
+ * order"). Locking the note first deadlocked with a merge or undo moving it (a probe, 2026-11-30: 4 merges in 10
+ * answered 500 after their retries). The customer FOR NO KEY UPDATE, not FOR SHARE: edits of its notes queue on it with
+ * a merge, where shared locks, granted beside one another while the merge waited, kept it waiting as long as edits
+ * went on. A note moved to another customer (or whose externalId changed) between the read and the locks is a lost
+ * race: the transaction runs again (40001) and finds it where it went.
+ */
+async function lockNoteAndCustomer(tx: Queryable, ref: string): Promise<{ note: any; customer: customers.CustomerRow }> {
+  const seen = await store.findNote(tx, ref);
+  if (!seen) throw notFound(`note "${ref}" not found`, 'id');
+  const customer = await customers.findCustomer(tx, seen.customer_uuid, true);
+  const note = await store.lockNote(tx, seen.id);
+  if (!customer || !note || String(note.customer_id) !== String(customer.id)) throw lostRaceError('the note moved to another customer meanwhile');
+  if (note.uuid !== ref.toLowerCase() && note.external_id !== ref) throw lostRaceError("the note's externalId changed meanwhile");
+  return { note, customer };
+}
+
 /** PUT /crm/customerNotes/{id}: full replace; customerNoteUpdate only when something changed. */
 export async function replaceNote(tx: Queryable, ref: string, body: NoteBody, source: string): Promise<any> {
   checkNotDotSegment(body.externalId, NOTES_PATH);
-  const note = await store.findNote(tx, ref, true);
-  if (!note) throw notFound(`note "${ref}" not found`, 'id');
+  const { note, customer } = await lockNoteAndCustomer(tx, ref);
   // A deactivated customer's notes are refused like a new note for it (403 CustomerDisabled); the edit went through
-  // before 2026-11-28, with its customerNoteUpdate. Locked (shared) so that a deactivation waits for the edit or it for it.
-  const customer = await customers.findCustomer(tx, note.customer_uuid, 'share');
-  if (customer?.status === 'disabled') throw customerDisabled(customer);
+  // before 2026-11-28, with its customerNoteUpdate. Locked, so that a deactivation waits for the edit or it for it.
+  if (customer.status === 'disabled') throw customerDisabled(customer);
   if (body.customer !== undefined && !(await namesCustomer(tx, body.customer, note))) {
     throw invalid(`"customer" ("${body.customer}") is not the note's customer: a note stays with its customer`, 'customer');
   }

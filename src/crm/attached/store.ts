@@ -63,7 +63,7 @@ export async function listRows(db: Queryable, k: KindTable, customerId: string, 
 /** The note columns written from the wire (noteValues in notes.ts gives them in this order). */
 export const NOTE_COLUMNS = ['type', 'comments', 'external_id', 'store', 'is_private', 'is_deleted', 'wish_list_id'];
 export const NOTE_CASTS = ['text', 'text', 'text', 'text', 'boolean', 'boolean', 'bigint'];
-// Its customer and associate by subqueries, not joins: findNote locks the note, and a note a merge moved meanwhile is
+// Its customer and associate by subqueries, not joins: lockNote locks the note, and a note a merge moved meanwhile is
 // read again as moved, while a joined customer row stays as first read (the join failed: the edit answered 404).
 const SELECT_NOTE = `SELECT t.*, (SELECT c.uuid FROM customers c WHERE c.id = t.customer_id) AS customer_uuid,
   (SELECT a.uuid FROM associates a WHERE a.id = t.associate_id) AS associate_uuid FROM notes t`;
@@ -82,14 +82,21 @@ export async function findNoteById(db: Queryable, id: string): Promise<any> {
   return (await db.query(`${SELECT_NOTE} WHERE t.id = $1`, [id])).rows[0];
 }
 
-/** A note by uuid or externalId (a uuid match wins). */
-export async function findNote(db: Queryable, ref: string, lock = false): Promise<any> {
-  const forUpdate = lock ? ' FOR UPDATE OF t' : '';
+/** A note by uuid or externalId (a uuid match wins), unlocked. */
+export async function findNote(db: Queryable, ref: string): Promise<any> {
   if (UUID.test(ref)) {
-    const r = await db.query(`${SELECT_NOTE} WHERE t.uuid = $1${forUpdate}`, [ref]);
+    const r = await db.query(`${SELECT_NOTE} WHERE t.uuid = $1`, [ref]);
     if (r.rows[0]) return r.rows[0];
   }
-  return (await db.query(`${SELECT_NOTE} WHERE t.external_id = $1${forUpdate}`, [ref])).rows[0];
+  return (await db.query(`${SELECT_NOTE} WHERE t.external_id = $1`, [ref])).rows[0];
+}
+
+/**
+ * A note by its id, locked for an update, as it stands once locked. Its customer must be locked first (docs/merge.md
+ * "Lock order": a customer before the rows attached to it, as a merge and its undo take them).
+ */
+export async function lockNote(tx: Queryable, id: string): Promise<any> {
+  return (await tx.query(`${SELECT_NOTE} WHERE t.id = $1 FOR UPDATE OF t`, [id])).rows[0];
 }
 
 /** Replaces a note's fields; false when nothing differed (no write). Throws 23505 when the externalId is taken. */
