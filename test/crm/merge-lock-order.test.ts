@@ -73,4 +73,31 @@ await describePg('merge lock order', (ctx) => {
     assert.ok(answers.length > ROUNDS * 2 * EDITORS, 'the edits ran beside the merges and undos');
     for (const r of answers) assert.equal(r.status, 200, r.text.slice(0, 200));
   });
+
+  it('renames of a merge survivor while it is merged into another and the merge undone: no deadlock, no 5xx', async () => {
+    // The customers merged into A are older than it (lower ids): a merge of A locks them before A.
+    const merged: string[] = [];
+    for (let i = 0; i < 4; i++) merged.push(await customer(`rn-c${i}`));
+    const a = await customer('rn-a');
+    const x = await customer('rn-x');
+    const first = await api().post('/crm/customers/rn-a/merge', { mergeWithCustomerIds: merged });
+    assert.equal(first.status, 200, first.text);
+    const mergesAndUndos: Res[] = [];
+    await noDeadlock(async () => {
+      const rounds = async () => {
+        for (let round = 0; round < 8; round++) {
+          const m = await sent(api().post(`/crm/customers/${x}/merge`, { mergeWithCustomerIds: [a] }));
+          mergesAndUndos.push(m);
+          if (m.status === 200) mergesAndUndos.push(await sent(api().post(`/crm/merges/${m.body.mergeUuid}/undo`)));
+        }
+      };
+      await loopsUntil(10, rounds(), (loop, i) => sent(api().patch(`/crm/customers/${a}`, { externalId: `rn-a-${loop}-${i}` })));
+    });
+    assert.deepEqual(mergesAndUndos.map((r) => r.status), Array(16).fill(200), 'every merge and undo went through');
+    // A rename of A while it is merged into X is refused (403 CustomerDisabled); every other answer is a 200.
+    for (const r of answers) assert.ok(r.status === 200 || (r.status === 403 && r.body.errors[0].errorCode === 'CustomerDisabled'), `${r.status} ${r.text.slice(0, 200)}`);
+    assert.ok(answers.filter((r) => r.status === 200).length > 16 + 10, 'renames went through beside the merges');
+    const shown = await api().get(`/crm/customers/${merged[0]}`);
+    assert.equal(shown.body.mergedInto.uuid, a, 'the customers merged into A point at it again');
+  });
 });

@@ -10,7 +10,7 @@ import { withRetry, type Queryable } from '../../db/db.ts';
 import { createOnce } from '../idempotency/service.ts';
 import * as S from './schema.ts';
 import * as store from './store.ts';
-import { createCustomer, patchCustomer, putCustomer } from './service.ts';
+import { createCustomer, lockForWrite, patchCustomer, putCustomer } from './service.ts';
 import { shapeCustomer } from './wire.ts';
 
 export function customerRoutes(s: Services): RouteDef[] {
@@ -78,7 +78,7 @@ export function customerRoutes(s: Services): RouteDef[] {
       handler: async (req) => {
         const id = (req.params as any).id;
         const row = await withRetry(s.db, async (tx) => {
-          const current = await store.findCustomer(tx, id, true);
+          const current = await lockForWrite(tx, id, (req.body as any).externalId);
           if (!current) throw notFound(`customer "${id}" not found`, 'id');
           return patchCustomer(tx, current, req.body as any, sourceOf(req, s));
         });

@@ -72,6 +72,26 @@ export async function findByExternalId(db: Queryable, externalId: string, lock: 
   return r.rows[0];
 }
 
+/**
+ * A customer (by uuid or externalId, a uuid match winning) and the ids of the customers merged into it, in id order,
+ * unlocked: what a write that renames it locks first (service.ts lockForWrite).
+ */
+export async function findWithMergedIn(db: Queryable, ref: string): Promise<{ id: string; uuid: string; external_id: string | null; merged: string[] } | undefined> {
+  const sql = (by: string) => `SELECT c.id::text AS id, c.uuid::text AS uuid, c.external_id,
+      ARRAY(SELECT m.id::text FROM customers m WHERE m.merged_into = c.id ORDER BY m.id) AS merged
+    FROM customers c WHERE c.${by} = $1`;
+  if (looksLikeUuid(ref)) {
+    const r = await db.query<any>(sql('uuid'), [ref]);
+    if (r.rows[0]) return r.rows[0];
+  }
+  return (await db.query<any>(sql('external_id'), [ref])).rows[0];
+}
+
+/** Locks customers FOR NO KEY UPDATE in id order, the order a merge locks them in (merge/store.ts lockCustomers). */
+export async function lockIds(tx: Queryable, ids: string[]): Promise<void> {
+  await tx.query('SELECT 1 FROM customers WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE', [ids]);
+}
+
 export async function findCustomerById(db: Queryable, internalId: string): Promise<CustomerRow> {
   const r = await db.query<CustomerRow>(`${SELECT} WHERE c.id = $1`, [internalId]);
   return r.rows[0];
@@ -126,10 +146,14 @@ export async function replaceCustomer(db: Queryable, internalId: string, input: 
  * The customers merged into `internalId`, marked changed (updated_at) because the survivor's externalId, which they
  * show as `mergedInto.externalId`, changed: a sync by updatedSince, the export's resume and the events then carry it
  * (it changed with no trace until 2026-11-29; found by a probe). Their uuid and externalId, for their events.
+ * The caller locked them before the survivor (service.ts lockForWrite), so their locks are held already; one merged
+ * into it since that look-up is locked without waiting (NOWAIT: it would be taken out of id order, and a merge holding
+ * it could be waiting for the survivor): SQLSTATE 55P03 when another transaction holds it.
  */
 export async function touchMergedInto(db: Queryable, internalId: string): Promise<{ uuid: string; external_id: string | null }[]> {
   const r = await db.query<{ uuid: string; external_id: string | null }>(
-    `UPDATE customers SET updated_at = clock_timestamp() WHERE merged_into = $1 RETURNING uuid::text AS uuid, external_id`,
+    `WITH locked AS (SELECT id FROM customers WHERE merged_into = $1 ORDER BY id FOR NO KEY UPDATE NOWAIT)
+     UPDATE customers c SET updated_at = clock_timestamp() FROM locked l WHERE c.id = l.id RETURNING c.uuid::text AS uuid, c.external_id`,
     [internalId],
   );
   return r.rows;
