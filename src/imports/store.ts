@@ -177,7 +177,7 @@ const newValue = (c: string, bit: number, empty: string) => `CASE WHEN g.fields 
 const NEW_STATUS = `CASE WHEN g.fields & ${DISABLED} = 0 THEN cur.status WHEN g.disabled THEN 'disabled' ELSE 'active' END`;
 /**
  * Each existing customer's new values: its patch (`grp`) joined to its row by the customers' index, the row `locked`
- * locked (FOR UPDATE again, held already: the newest version; `locked` runs first, the one-time filter on it). Joined
+ * locked (FOR NO KEY UPDATE again, held already: the newest version; `locked` runs first, the one-time filter on it). Joined
  * to `cur` instead (until 2026-11-28), two CTEs on a key, the planner (which believes each holds a row) looped over one
  * for each row of the other: 25 M comparisons, 4 s of a 5,000-line chunk of customers that exist (a re-import ran at
  * 1,550 lines/s against 8,511 for new ones: BENCHMARKS.md).
@@ -321,7 +321,10 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'for
        SELECT id, uuid, external_id, status, merged_into, ${COLUMNS.join(', ')}, email_keys
        FROM customers WHERE external_id = ANY (ARRAY(SELECT external_id FROM grp WHERE external_id IS NOT NULL))
          OR uuid = ANY (ARRAY(SELECT new_uuid FROM grp WHERE external_id IS NULL AND new_uuid IS NOT NULL))
-       ORDER BY id FOR UPDATE
+       -- FOR NO KEY UPDATE, as every customer write (customers/store.ts lockClause): FOR UPDATE blocked the duplicates
+       -- refresher's foreign-key checks on these customers (FOR KEY SHARE) while it held queue rows (a deadlock every
+       -- few seconds beside bulk upserts: test/imports/concurrent-writers.test.ts).
+       ORDER BY id FOR NO KEY UPDATE
      ), cur AS MATERIALIZED (
        -- Each found customer's key: its externalId if a line's key is that (a hash join, not a search of the chunk's keys
        -- per customer; keyedLines names a customer with one so), else its uuid.
@@ -350,14 +353,14 @@ export async function applyChunk(tx: Queryable, imp: Pick<ImportRow, 'id' | 'for
        RETURNING id, uuid, external_id
      ), nve AS MATERIALIZED (
        ${NEW_VALUES} JOIN customers cur ON cur.external_id = g.external_id
-       WHERE g.external_id IS NOT NULL AND cur.merged_into IS NULL AND (SELECT count(*) FROM locked) >= 0 FOR UPDATE OF cur
+       WHERE g.external_id IS NOT NULL AND cur.merged_into IS NULL AND (SELECT count(*) FROM locked) >= 0 FOR NO KEY UPDATE OF cur
      ), nvu AS MATERIALIZED (
        ${NEW_VALUES} JOIN customers cur ON cur.uuid = g.new_uuid
        WHERE g.external_id IS NULL AND g.new_uuid IS NOT NULL AND cur.merged_into IS NULL
          -- Not a customer another group names by externalId: a hashed NOT IN (as NOT EXISTS, the planner, which believes
          -- grp holds one row, scanned grp for each customer: 17-57 s of a 5,000-line chunk updating customers by uuid).
          AND (cur.external_id IS NULL OR cur.external_id NOT IN (SELECT k.external_id FROM grp k WHERE k.external_id IS NOT NULL))
-         AND (SELECT count(*) FROM locked) >= 0 FOR UPDATE OF cur
+         AND (SELECT count(*) FROM locked) >= 0 FOR NO KEY UPDATE OF cur
      ), nv0 AS MATERIALIZED (
        SELECT * FROM nve UNION ALL SELECT * FROM nvu
      ), nv AS MATERIALIZED (

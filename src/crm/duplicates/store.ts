@@ -23,28 +23,31 @@ export async function lockRefresher(tx: Queryable, key: number): Promise<void> {
 }
 
 /**
- * Takes up to `limit` customers off the dirty queue (in this transaction). A queue row locked by a write in progress
- * (the update trigger locks it: migration 070) is left for a later batch, read once that write has committed.
+ * Takes up to `limit` customers off the dirty queue (in this transaction), each once (the queue may hold one more than
+ * once: migration 087). A queue row locked by a write in progress (the update trigger locks it) is left for a later
+ * batch, read once that write has committed. Only the rows locked here are deleted (by ctid): a row of the same
+ * customer that a write holds or inserted meanwhile stays, so the customer comes back after that write; and nothing
+ * here waits for a writer.
  */
 export async function claimDirty(tx: Queryable, limit: number): Promise<string[]> {
-  // The batch taken once (an InitPlan), then deleted by the primary key. As `IN (subquery)`, a queue never analysed
+  // The batch taken once (an InitPlan), then deleted by ctid. As `IN (subquery)`, a queue never analysed
   // (PostgreSQL without autovacuum, after a big import) was planned under lockRefresher's settings as a nested loop
   // running the locking LIMIT once per queued row: past the statement deadline every time, holding the queue rows
   // that writers wait for (a probe, 2026-11-29: PATCHes waited 40–55 s).
   const r = await tx.query<{ customer_id: string }>(
-    `DELETE FROM duplicate_dirty WHERE customer_id = ANY (ARRAY(SELECT customer_id FROM duplicate_dirty ORDER BY customer_id LIMIT $1 FOR UPDATE SKIP LOCKED))
+    `DELETE FROM duplicate_dirty WHERE ctid = ANY (ARRAY(SELECT ctid FROM duplicate_dirty ORDER BY customer_id LIMIT $1 FOR UPDATE SKIP LOCKED))
      RETURNING customer_id`,
     [limit],
   );
-  return r.rows.map((x) => x.customer_id);
+  return [...new Set(r.rows.map((x) => String(x.customer_id)))];
 }
 
 /**
  * How many customers wait on the queue, counted up to PENDING_COUNTED (a read stays bounded whatever the backlog:
- * the queue's index read up to there).
+ * the queue's index read up to there; a customer queued twice, which a write during the refresher's batch leaves, once).
  */
 export const PENDING_COUNTED = 10_000;
-const PENDING = `SELECT count(*)::int AS pending FROM (SELECT 1 FROM duplicate_dirty LIMIT ${PENDING_COUNTED}) q`;
+const PENDING = `SELECT count(DISTINCT customer_id)::int AS pending FROM (SELECT customer_id FROM duplicate_dirty LIMIT ${PENDING_COUNTED}) q`;
 
 export async function pendingCustomers(db: Queryable): Promise<number> {
   return (await db.query<{ pending: number }>(PENDING, [], 'duplicates_pending')).rows[0].pending;
@@ -154,15 +157,15 @@ export async function bearersUpTo(tx: Queryable, keys: string[], upTo: number[])
 
 /**
  * Puts back on the queue the bearers of these names, except the given customers (being refreshed now). One queued
- * already is left as it is, not inserted again: a writer re-queuing it holds its row (migration 070), and the insert
- * waited for that writer while the writer waited for a row this batch had claimed (a deadlock, found in review).
+ * already (committed) is left as it is, not inserted again. Nothing waits: the queue has no unique key (migration 087;
+ * with one, this insert waited for a write's uncommitted queue row while the write waited for a row this batch had
+ * claimed, a deadlock bulk upserts met every few seconds).
  */
 export async function requeueBearers(tx: Queryable, names: string[], except: string[]): Promise<number> {
   const r = await tx.query(
     `INSERT INTO duplicate_dirty (customer_id)
      SELECT customer_id FROM duplicate_profiles p WHERE name = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
-       AND NOT EXISTS (SELECT 1 FROM duplicate_dirty q WHERE q.customer_id = p.customer_id)
-     ON CONFLICT DO NOTHING`,
+       AND NOT EXISTS (SELECT 1 FROM duplicate_dirty q WHERE q.customer_id = p.customer_id)`,
     [names, except],
   );
   return r.rowCount ?? 0;
@@ -173,8 +176,7 @@ export async function requeueKeyBearers(tx: Queryable, keys: string[], except: s
   const r = await tx.query(
     `INSERT INTO duplicate_dirty (customer_id)
      SELECT customer_id FROM duplicate_keys k WHERE key = ANY($1::text[]) AND customer_id <> ALL($2::bigint[])
-       AND NOT EXISTS (SELECT 1 FROM duplicate_dirty q WHERE q.customer_id = k.customer_id)
-     ON CONFLICT DO NOTHING`,
+       AND NOT EXISTS (SELECT 1 FROM duplicate_dirty q WHERE q.customer_id = k.customer_id)`,
     [keys, except],
   );
   return r.rowCount ?? 0;
