@@ -46,9 +46,15 @@ export const TOKENS_BURST = 30;
 export function tokenRoutes(app: FastifyInstance, s: Services, failures: AuthFailures) {
   const issued = new RateLimiter(TOKENS_PER_SEC, TOKENS_BURST);
   app.post('/auth/oauth2/token', { config: { bodyTypes: 'application/x-www-form-urlencoded (RFC 6749) or application/json' } }, async (req, reply) => {
-    const body = (req.body && typeof req.body === 'object' ? req.body : {}) as Record<string, unknown>;
-    const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    // A JSON body must be an object of the parameters: an array was read as one with keys "0", "1"… (`[[]]` answered
+    // "0 must not be included more than once"), a string or number as none ("grant_type is required").
+    if (req.body !== undefined && (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body))) {
+      const kind = req.body === null ? 'null' : Array.isArray(req.body) ? 'an array' : `a ${typeof req.body}`;
+      return oauthError(reply, 400, 'invalid_request', `the request body must be an object of the request's parameters (grant_type, client_id, client_secret, scope), not ${kind}`);
+    }
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
     // RFC 6749 §3.2: "Request and response parameters MUST NOT be included more than once" (a repeated one was read as
     // missing: "grant_type is required").
     const repeated = Object.keys(body).find((k) => Array.isArray(body[k]));

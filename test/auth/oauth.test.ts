@@ -134,6 +134,26 @@ await describeEachDb('auth: OAuth client credentials', (ctx) => {
     assert.match(body.error_description, /application\/x-www-form-urlencoded/);
   });
 
+  it('a JSON body that is not an object is 400 invalid_request saying the body must be an object (an array was read as keys "0", "1"…)', async () => {
+    const c = await newClient(['read']);
+    const json = (body: string) => fetch(`${ctx.srv.url}/auth/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/json', ...basic(c.clientId, c.clientSecret) }, body })
+      .then(async (r) => {
+        const text = await r.text();
+        await checkContract(ctx.srv.url, { method: 'POST', url: '/auth/oauth2/token', status: r.status, contentType: r.headers.get('content-type'), text });
+        return { status: r.status, body: JSON.parse(text) as any };
+      });
+    for (const [body, kind] of [['[[[[]]]]', 'an array'], ['[{"grant_type":"client_credentials"}]', 'an array'], ['"client_credentials"', 'a string'], ['5', 'a number'], ['null', 'null'], ['true', 'a boolean']]) {
+      const r = await json(body);
+      assert.equal(r.status, 400, body);
+      assert.equal(r.body.error, 'invalid_request', body);
+      assert.equal(r.body.error_description, `the request body must be an object of the request's parameters (grant_type, client_id, client_secret, scope), not ${kind}`, body);
+      assert.deepEqual(r.body.errors, [{ message: r.body.error_description, errorCode: 'InvalidParameterError', moreInfo: 'invalid_request' }], body);
+    }
+    // The same credentials in an object are granted: only the body's shape was refused.
+    const ok = await json('{"grant_type":"client_credentials"}');
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  });
+
   it('a client is issued TOKENS_BURST tokens at once, then 429 temporarily_unavailable; bad secrets with its id do not use them up', async () => {
     const c = await newClient(['read']);
     const other = await newClient(['read']);
