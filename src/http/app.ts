@@ -10,7 +10,7 @@ import type { Services } from '../services.ts';
 import { allows, type Principal } from '../auth/principal.ts';
 import { bindCursors } from './cursor-scope.ts';
 import { diskFullRecently } from '../db/unavailable.ts';
-import { ApiError, clientErrorHandler, errorBody, errorHandler, expectationFailed, invalid, MAX_PARAM_LENGTH, rejectUnstorable, sendError, toApiError } from './errors.ts';
+import { ApiError, clientErrorHandler, errorBody, errorHandler, expectationFailed, invalid, MAX_PARAM_LENGTH, mayHoldUnstorable, rejectUnstorable, sendError, toApiError } from './errors.ts';
 import { AuthFailures, RateLimiter, tooManyFailures } from './ratelimit.ts';
 import { httpRequests, registry as metricsRegistry } from './metrics.ts';
 import { Registry } from './versioning/registry.ts';
@@ -166,6 +166,8 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     } catch {
       return done(new ApiError('InvalidJson', 'Request body JSON couldn\'t be parsed: it is not valid UTF-8', 'send the body encoded as UTF-8 (Content-Type: application/json; charset=UTF-8)'), undefined);
     }
+    // NUL and lone surrogates reach a parsed string only through escapes: a body without one is not walked (preValidation).
+    req.bodyMayHoldUnstorable = mayHoldUnstorable(text);
     return json(req, text, done);
   });
   // Import files (NDJSON, CSV) are streamed by their route (rawBody), never buffered; other routes refuse them. Any other
@@ -300,7 +302,7 @@ export async function buildApp(s: Services, opts: AppOptions = {}): Promise<Fast
     if (req.routeOptions.url === '/auth/oauth2/token') return done(); // answers RFC 6749 errors itself (a NUL credential: invalid_client)
     rejectUnstorableUrl(req);
     rejectLooseNumbers(req.routeOptions.schema?.querystring, req.query);
-    if (req.routeOptions.config.routeId && !req.routeOptions.config.checksItems) rejectUnstorable('body', req.body); // bulk: each item's own result
+    if (req.routeOptions.config.routeId && !req.routeOptions.config.checksItems && req.bodyMayHoldUnstorable !== false) rejectUnstorable('body', req.body); // bulk: each item's own result
     done();
   });
   bindCursors(app); // every nextCursor bound to its list (cursor-scope.ts)

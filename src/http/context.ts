@@ -12,6 +12,11 @@ declare module 'fastify' {
     principal?: Principal;
     /** POST /crm/customers/bulk creates only (Tulip's 2025-08 and 2025-12; changes/2026-11-bulk-post-upserts.ts). */
     bulkCreateOnly?: boolean;
+    /**
+     * false: the JSON body has no escape that parses into a string PostgreSQL cannot store (errors.ts
+     * mayHoldUnstorable), so its strings are not walked; undefined: not known (walked).
+     */
+    bodyMayHoldUnstorable?: boolean;
   }
   interface FastifyContextConfig {
     routeId?: string;

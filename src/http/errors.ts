@@ -227,30 +227,68 @@ export function sendError(reply: FastifyReply, status: number, entries: ErrorEnt
 
 /**
  * What PostgreSQL cannot store in text or jsonb: the NUL character, and a UTF-16 surrogate without its pair (a JSON
- * escape such as "\ud800" alone parses into one; the driver would write U+FFFD in its place, silently).
+ * escape such as "\ud800" alone parses into one; the driver would write U+FFFD in its place, silently). Both native
+ * scans: the regular expression this was (a lookbehind and a lookahead at every character) cost twice the JSON.parse of
+ * a body of 95,000 keys.
  */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const storable = (s: string) => !s.includes('\u0000') && s.isWellFormed();
 
-/** Why a string cannot be stored (UNSTORABLE), in words, for the error naming it. */
+declare global {
+  interface String {
+    /** ES2024 (Node 20): false when the string holds a surrogate without its pair. */
+    isWellFormed(): boolean;
+  }
+}
+
+/**
+ * Whether JSON text may parse into a string PostgreSQL cannot store: only through an escape, `\u0000` or one in
+ * `\ud800`–`\udfff` (a raw control character is not JSON; text decoded from UTF-8 holds no lone surrogate, and the
+ * body parser refuses bytes that are not UTF-8). False: no string of the parsed value needs the walk (firstUnstorable).
+ * An escaped backslash before `u0000` (`\\u0000`, the six characters) says true too: the walk then finds nothing.
+ */
+export const mayHoldUnstorable = (jsonText: string) => /\\u(?:0000|[dD][89a-fA-F])/.test(jsonText);
+
+/** How many strings (values and field names) firstUnstorable has read: the tests see a body without an escape unread. */
+export const unstorableChecks = { strings: 0 };
+
+/** Why a string cannot be stored, in words, for the error naming it. */
 const unstorableWhat = (s: string) => (s.includes('\u0000') ? 'the NUL character (\\u0000)' : 'an unpaired UTF-16 surrogate (a \\ud800–\\udfff escape without its pair)');
 
 /**
- * The first string in v (a value, or a field name: `key`) PostgreSQL cannot store (UNSTORABLE), with its dotted path ('' for
+ * The first string in v (a value, or a field name: `key`) PostgreSQL cannot store (`storable`), with its dotted path ('' for
  * v itself; a field name's is its object's), objects below depth 64 not read. The path is built only when there is one
- * (imports check every line).
+ * (imports check every line). Arrays by index, objects by for…in: no [key, value] pair is made per member (Object.entries
+ * cost twice the JSON.parse of a body of 95,000 keys).
  */
 export function firstUnstorable(v: unknown, depth = 0): { path: string; text: string; key: boolean } | undefined {
-  if (typeof v === 'string') return UNSTORABLE.test(v) ? { path: '', text: v, key: false } : undefined;
+  if (typeof v === 'string') {
+    unstorableChecks.strings++;
+    return storable(v) ? undefined : { path: '', text: v, key: false };
+  }
   if (v === null || typeof v !== 'object' || depth > 64) return undefined;
-  for (const [k, x] of Object.entries(v)) {
-    if (UNSTORABLE.test(k)) return { path: '', text: k, key: true };
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i];
+      if (x === null || (typeof x !== 'object' && typeof x !== 'string')) continue;
+      const bad = firstUnstorable(x, depth + 1);
+      if (bad) return { ...bad, path: bad.path === '' ? String(i) : `${i}.${bad.path}` };
+    }
+    return undefined;
+  }
+  // for…in: half the time of a walk over Object.keys (no array per object). A parsed body's objects inherit nothing
+  // enumerable (their prototype is Object.prototype; "__proto__" keys are refused by the parser).
+  for (const k in v) {
+    unstorableChecks.strings++;
+    if (!storable(k)) return { path: '', text: k, key: true };
+    const x = (v as Record<string, unknown>)[k];
+    if (x === null || (typeof x !== 'object' && typeof x !== 'string')) continue;
     const bad = firstUnstorable(x, depth + 1);
     if (bad) return { ...bad, path: bad.path === '' ? k : `${k}.${bad.path}` };
   }
   return undefined;
 }
 
-/** Throws InvalidParameterError naming the first string (value or key) PostgreSQL cannot store (UNSTORABLE). */
+/** Throws InvalidParameterError naming the first string (value or key) PostgreSQL cannot store (`storable`). */
 export function rejectUnstorable(where: string, value: unknown): void {
   const bad = firstUnstorable(value);
   if (!bad) return;

@@ -6,6 +6,7 @@ import { it } from 'node:test';
 import { describeEachDb } from '../helpers/suite.ts';
 import { ADMIN_KEY, errorCodes, startServer } from '../helpers/server.ts';
 import { freshDb } from '../helpers/db.ts';
+import { unstorableChecks } from '../../src/http/errors.ts';
 
 /** Sends raw bytes and returns the raw answer (for requests fetch refuses to make). */
 function raw(url: string, request: string): Promise<string> {
@@ -68,6 +69,71 @@ await describeEachDb('errors', (ctx) => {
       assert.ok(first.errors.some((e: any) => /is not checked further/.test(e.message)), JSON.stringify(first.errors));
     }
     assert.equal(ok.status, 201, JSON.stringify(ok));
+  });
+
+  it('an object with more unknown fields than an answer lists is refused naming its first one, its other fields unread (95,000 of them held the loop past their JSON.parse)', async () => {
+    const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 1]));
+    for (const version of ['2025-04', '2026-11']) {
+      const r = await api().withVersion(version).post('/crm/customers', { externalId: 'many-keys', ...keys(5_000) });
+      assert.equal(r.status, 400, r.text);
+      assert.deepEqual(errorCodes(r), ['InvalidParameterError', 'InvalidParameterError'], r.text);
+      assert.deepEqual(r.body.errors[0], { message: 'unknown field "k0"', errorCode: 'InvalidParameterError', moreInfo: 'body.k0' });
+      assert.match(r.body.errors[1].message, /^body has more than \d+ fields \(it can have \d+\): not checked further, its first unknown field is listed$/);
+      assert.equal(r.body.errors[1].moreInfo, 'body');
+    }
+    // Up to 100 unknown fields past the schema's, each is listed as before.
+    const some = await api().post('/crm/customers', { externalId: 'some-keys', ...keys(100) });
+    assert.equal(some.status, 400);
+    assert.equal(some.body.errors.length, 100, JSON.stringify(some.body.errors.slice(-2)));
+    assert.ok(some.body.errors.every((e: any, i: number) => e.message === `unknown field "k${i}"`), JSON.stringify(some.body.errors.slice(0, 3)));
+    // A bulk item too: its own 400, the other items applied.
+    const bulk = await api().withVersion('2025-12').post('/crm/customers/bulk', [{ externalId: 'many-keys-item', ...keys(5_000) }, { externalId: 'few-keys-item' }]);
+    assert.equal(bulk.status, 200, bulk.text);
+    assert.deepEqual(bulk.body.results.map((x: any) => x.status), [400, 201]);
+    assert.equal(bulk.body.results[0].errors[0].message, 'unknown field "k0"');
+    assert.match(bulk.body.results[0].errors[1].message, /^value has more than \d+ fields \(it can have \d+\): not checked further/);
+  });
+
+  it('a body without a \\u0000 or surrogate escape is not walked for strings PostgreSQL cannot store; with one it is, and a NUL is refused as before', async () => {
+    const addresses = (city: string) => Array.from({ length: 50 }, (_, i) => ({ address1: `${i} Main St`, city: i === 49 ? city : 'Zoë 😀' }));
+    const read = async (body: string, version = '2025-04', path = '/crm/customers') => {
+      const before = unstorableChecks.strings;
+      const r = await api().withVersion(version).post(path, body);
+      return { r, read: unstorableChecks.strings - before };
+    };
+    // Non-ASCII sent as UTF-8 (JSON.stringify writes no escape for it), and an escape of another character: not walked.
+    const plain = await read(JSON.stringify({ externalId: 'walk-0', firstName: 'Ann', addresses: addresses('Paris') }));
+    assert.equal(plain.r.status, 201, plain.r.text);
+    assert.equal(plain.read, 0, 'no string of the body was read');
+    const other = await read(JSON.stringify({ externalId: 'walk-1', addresses: addresses('Paris') }).replace('Ann', '\\u0041nn').replace('"walk-1"', '"walk-\\u0031"'));
+    assert.equal(other.r.status, 201, other.r.text);
+    assert.equal(other.read, 0);
+    // A surrogate pair written as escapes is a character (stored), but only the walk can tell: every string is read.
+    const pair = await read(JSON.stringify({ externalId: 'walk-2', firstName: 'x', addresses: addresses('Paris') }).replace('"x"', '"\\ud83d\\ude00"'));
+    assert.equal(pair.r.status, 201, pair.r.text);
+    assert.equal(pair.r.body.firstName, '\u{1F600}');
+    assert.ok(pair.read >= 150, `${pair.read} strings read`);
+    // A NUL in the last address's last field is found and named.
+    const nul = await read(JSON.stringify({ externalId: 'walk-3', addresses: addresses('a\u0000b') }));
+    assert.equal(nul.r.status, 400, nul.r.text);
+    assert.deepEqual(nul.r.body.errors, [{ message: '"addresses.49.city" must not contain the NUL character (\\u0000)', errorCode: 'InvalidParameterError', moreInfo: 'body.addresses.49.city' }]);
+    assert.equal((await api().get('/crm/customers/walk-3')).status, 404);
+
+    // Bulk: 1,000 items of 10 addresses (each refused after the walk, for a zone no country has); a NUL in the last.
+    const items = (last: Record<string, unknown>) => JSON.stringify(Array.from({ length: 1000 }, (_, i) => ({
+      externalId: `walk-bulk-${i}`, addresses: Array.from({ length: 10 }, (_, j) => ({ address1: `${j} Main St`, countryCode: 'ZZ', ...(i === 999 && j === 9 ? last : {}) })),
+    })));
+    const clean = await read(items({}), '2025-12', '/crm/customers/bulk');
+    assert.equal(clean.r.status, 200, clean.r.text.slice(0, 300));
+    assert.ok(clean.r.body.results.every((x: any) => x.status === 400 && x.errors[0].moreInfo === 'addresses.0.countryCode'), JSON.stringify(clean.r.body.results[0]));
+    assert.equal(clean.read, 0, 'no item was walked');
+    const deep = await read(items({ address2: 'a\u0000b' }), '2025-12', '/crm/customers/bulk');
+    assert.equal(deep.r.status, 200);
+    assert.deepEqual(deep.r.body.results[999], {
+      index: 999, status: 400, errors: [{ message: '"addresses.9.address2" contains a NUL character or an unpaired surrogate', errorCode: 'InvalidParameterError', moreInfo: 'addresses.9.address2' }],
+    });
+    assert.ok(deep.r.body.results.slice(0, 999).every((x: any) => x.errors[0].moreInfo === 'addresses.0.countryCode'));
+    assert.ok(deep.read >= 1000 * 10 * 2, `${deep.read} strings read`);
   });
 
   it('a value that is none of a field\'s allowed forms says what each form wanted (not only that it matched none)', async () => {

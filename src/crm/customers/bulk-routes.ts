@@ -24,7 +24,7 @@ export function bulkRoutes(s: Services): RouteDef[] {
       const valid: BulkItemT[] = [];
       const at: number[] = [];
       const budget = checkBudget();
-      const checked = items.map((item) => itemErrors(item, budget));
+      const checked = items.map((item) => itemErrors(item, budget, req.bodyMayHoldUnstorable !== false));
       // Attribute values must name existing customer attributes: one look-up for every item.
       const unknown = await unknownAttributeIds(s.db, items.filter((_, i) => checked[i].length === 0) as BulkItemT[]);
       items.forEach((item, index) => {

@@ -35,15 +35,16 @@ const validate = strictAjv.compile(BulkItem);
  * Validation errors of one item, one entry per problem (at most 20); empty when the item is valid. The API's own
  * validator and messages (`"emails.0.email" must match format "email"`), so a bulk item or an import line is told
  * what POST would tell it. `budget`: what the request may still spend listing every problem (validator.ts), shared
- * by a bulk request's items; past it an item lists its first problem.
+ * by a bulk request's items; past it an item lists its first problem. `mayHoldUnstorable`: false when the request's JSON
+ * text has no escape that could make a string PostgreSQL cannot store (errors.ts mayHoldUnstorable): its strings are not walked.
  */
-export function itemErrors(item: unknown, budget?: CheckBudget): ErrorEntry[] {
+export function itemErrors(item: unknown, budget?: CheckBudget, mayHoldUnstorable = true): ErrorEntry[] {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) {
     const kind = item === null ? 'null' : Array.isArray(item) ? 'an array' : `a ${typeof item}`;
     return [{ message: `the item must be a customer (a JSON object), not ${kind}`, errorCode: 'InvalidParameterError', moreInfo: 'item' }];
   }
   if (validate(item, undefined, budget)) {
-    const bad = firstUnstorable(item)?.path;
+    const bad = mayHoldUnstorable ? firstUnstorable(item)?.path : undefined;
     if (bad !== undefined) return [{ message: `"${bad}" contains a NUL character or an unpaired surrogate`, errorCode: 'InvalidParameterError', moreInfo: bad }];
     return inputProblems(item as BulkItemT).slice(0, 20).map((p) => ({ ...p, errorCode: 'InvalidParameterError' }));
   }
