@@ -1,5 +1,5 @@
 // `npm run bench`: runs every benchmark and rewrites BENCHMARKS.md (one row per figure, the machine, the date).
-// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,attempts,export,notes,duplicates,lookups,pooler,brokers,volume,retention`
+// `--quick` shortens everything and writes .cache/BENCHMARKS.quick.md instead; `--only api,scale,chaos,soak,merge,webhooks,ingest,events,replay,attempts,export,notes,duplicates,lookups,pooler,brokers,volume,retention,bodycost`
 // runs some parts (also written to the .cache file; with `--write` they replace their sections of BENCHMARKS.md).
 // `--seconds N` sets the soak length.
 import fs from 'node:fs';
@@ -87,6 +87,8 @@ if (hasPg) await optional('lookups.ts', 'runLookupsBench', 'lookups', 'Customer 
 // import of 100,000 folded into bases of 1,250,000 and 5,000,000 seeded in SQL (~20 minutes), then one of 10,000
 // into PGlite folders of 100,000 and 400,000, three folds each (~4 minutes).
 if (hasPg) await optional('duplicates.ts', 'runDuplicatesBench', 'duplicates', 'Possible duplicates', args.quick, 90);
+// Each body shape a probe found holding the event loop, against the JSON.parse of the body (PGlite, in memory): ~3 minutes.
+await optional('body-cost.ts', 'runBodyCostBench', 'bodycost', 'Request cost against the JSON.parse of its body', args.quick, 20);
 if (hasPg) {
   // Two floors and two imports of 1M customers: about 7 minutes on the shared 2-core machine at a load of 3 (--quick: 100,000 rows).
   await optional('ingest.ts', 'runIngestBench', 'ingest', 'Bulk and imports (PostgreSQL)', args.quick, args.quick ? 30 : 120);
