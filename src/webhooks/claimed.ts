@@ -43,11 +43,6 @@ export interface Claimed
    */
   due_at_ms: number | null;
   /**
-   * A manual retry asked for this attempt (migration 084): a Retry-After pause of the subscription does not hold it back
-   * (the claim takes only such deliveries of a paused subscription).
-   */
-  manual_retry: boolean;
-  /**
    * The end of the subscription's Retry-After pause, epoch ms of the database's clock (null: never paused). A claim
    * takes a paused lane's deliveries when the pause ends within CLAIM_AHEAD_MS: they wait for its end in the worker.
    */

@@ -190,15 +190,13 @@ export class Dispatcher {
    * A NOTIFY: '<id>,<id>…' names subscriptions with deliveries due now (migration 004's triggers); '*'
    * means too many to name; '' means look everywhere (notifyWorkers, operational events, and the database
    * layer's word that LISTEN was re-established after a loss, when notifications may have been missed);
-   * '-<id>,…' names subscriptions that changed (store.notifySubscriptionsChanged); '!<id>,…' subscriptions with a manual
-   * retry's delivery claimable now (store.notifyManualRetry), which a Retry-After pause does not hold back.
+   * '-<id>,…' names subscriptions that changed (store.notifySubscriptionsChanged).
    */
   private onNotify(payload: string): void {
     if (payload === '' || payload === '*') return this.poke();
     for (const id of payload.split(',')) {
       if (/^\d+$/.test(id)) this.laneOf(id).due = true;
       else if (/^-\d+$/.test(id)) this.changed(id.slice(1));
-      else if (/^!\d+$/.test(id)) this.laneOf(id.slice(1)).manualDue = true;
     }
     this.lookNow = true;
     this.wake();
@@ -372,8 +370,7 @@ export class Dispatcher {
     for (const l of this.lanes.values()) {
       if (l.unwritten >= LANE_RESULTS_MAX) continue;
       if (l.takeDue(ahead)) l.due = true;
-      // A paused lane with a manual retry's delivery is claimed for it (the claim takes no other of a paused subscription).
-      if ((l.due && l.room(ahead) > 0) || (l.manualDue && l.room(ahead, true) > 0)) ready.push(l);
+      if (l.due && l.room(ahead) > 0) ready.push(l);
     }
     if (ready.length === 0) return false;
     ready.sort((a, b) => a.lastClaim - b.lastClaim);
@@ -382,8 +379,7 @@ export class Dispatcher {
     let total = 0;
     for (const l of ready) {
       if (total >= this.batch) break;
-      const n = Math.min(l.room(ahead, l.manualDue), share, this.batch - total);
-      l.manualDue = false;
+      const n = Math.min(l.room(ahead), share, this.batch - total);
       asks.push({ subscriptionId: l.id, room: n, held: l.held, ceilings: l.heldCeilings });
       l.lastClaim = now;
       total += n;
@@ -406,8 +402,7 @@ export class Dispatcher {
       l.pipeline = destinationKind(row.url) === 'http' ? 1 : BROKER_PIPELINE;
       // Not before its rate-cap slot, nor before its due time or its subscription's pause's end (claimed ahead of them).
       const due = row.due_at_ms === null ? null : this.claimClock.local(row.due_at_ms);
-      // (A manual retry's delivery is not held back by the pause: attempted now.)
-      const paused = row.paused_until_ms === null || row.manual_retry ? null : this.claimClock.local(row.paused_until_ms);
+      const paused = row.paused_until_ms === null ? null : this.claimClock.local(row.paused_until_ms);
       const notBefore = Math.max(row.send_in_ms === null ? 0 : answered + row.send_in_ms, due !== null && due > answered ? due : 0,
         paused !== null && paused > answered ? paused : 0);
       this.hold(row, l, token, notBefore, row.slot_ms ?? 0, answered + this.leaseMs);
@@ -457,14 +452,10 @@ export class Dispatcher {
    */
   private pump(lane: Lane<InFlight>): void {
     while (!this.stopping && lane.waiting.length > 0) {
-      if (Date.now() < lane.pausedUntil) {
-        // Paused: a manual retry's deliveries (first: due now) start all the same, the others wait or are given back.
-        this.holdPaused(lane);
-        if (lane.waiting.length === 0 || !lane.waiting[0].row.manual_retry) return;
-      }
+      if (Date.now() < lane.pausedUntil) return this.holdPaused(lane);
       if (this.gone.has(lane)) return;
+      if (lane.startRoom(Date.now()) === 0) return;
       const head = lane.waiting[0];
-      if (lane.startRoom(Date.now(), head.row.manual_retry) === 0) return;
       if (head.slotMs > 0 && Date.now() - head.notBefore > slotSlackMs(head.slotMs)) {
         this.giveBackAndReclaim(lane, missedSlots(lane.waiting, Date.now())); // claimed again, with new slots
         continue;
@@ -503,10 +494,9 @@ export class Dispatcher {
    * waiting ones: held through a pause of up to an hour, their leases would run out and another worker send them too.
    */
   private holdPaused(lane: Lane<InFlight>): void {
-    const held = (f: InFlight) => f.row.manual_retry || f.notBefore >= lane.pausedUntil - CLAIM_AHEAD_MS;
-    const early = lane.waiting.filter((f) => !held(f));
+    const early = lane.waiting.filter((f) => f.notBefore < lane.pausedUntil - CLAIM_AHEAD_MS);
     if (early.length > 0) {
-      lane.waiting = lane.waiting.filter(held);
+      lane.waiting = lane.waiting.filter((f) => f.notBefore >= lane.pausedUntil - CLAIM_AHEAD_MS);
       this.giveBack.push(...early);
       this.wake();
     }
@@ -570,9 +560,7 @@ export class Dispatcher {
     if (pauseMs !== null) {
       // Until the result's write says when the database's pause ends (flushOnce): counted from the write, it is later.
       this.pause(lane, Date.now() + pauseMs);
-      // What waits is given back (claimed again as the pause allows), but a manual retry's deliveries: attempted now.
-      this.giveBack.push(...lane.waiting.filter((w) => !w.row.manual_retry));
-      lane.waiting = lane.waiting.filter((w) => w.row.manual_retry);
+      this.giveBack.push(...lane.waiting.splice(0));
     }
     // 410 Gone disables the subscription when its result is written; until then nothing more of the lane starts.
     if (res.statusCode === GONE) this.gone.add(lane);
@@ -594,7 +582,6 @@ export class Dispatcher {
       leastDelayMs: defers ? null : pauseMs,
       endedAt,
       request: storedRequest(this.leanConfigs, row, req, this.hmacHeader, startedAt.getTime()),
-      manual: row.manual_retry,
       responseBody: redactCredentials(res.responseBody, credentialsOf(row, tokens)), // a receiver may echo a credential back, in any form
     });
     if (this.completed++ === 0) this.firstCompletedAt = performance.now();

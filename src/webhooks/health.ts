@@ -9,7 +9,7 @@ import { recordResults, type AttemptResult, type DeliveryState, type SubOutcome 
 import { NO_MORE_RETRIES } from './schedule.ts';
 import { disableFailing, emitOperational, noticesOf, type Notice } from './health-store.ts';
 import { auditSubscriptionsDisabled } from '../audit/store.ts';
-import { liftPauses, notifySubscriptionsChanged } from './store.ts';
+import { notifySubscriptionsChanged } from './store.ts';
 
 /** 410 Gone: the receiver says to stop sending (Standard Webhooks); the subscription is disabled at once. */
 export const GONE = 410;
@@ -65,18 +65,8 @@ export async function recordOutcomes(db: Db, config: Config, rs: AttemptResult[]
   // A failing streak ends at a silence as long as the disable window (docs/delivery.md (failing streak)).
   const gap = config.webhookDisableAfterHours;
   const policy = { defaultSchedule: config.webhookRetrySchedule, unitMs: config.webhookRetryUnitMs };
-  // A manual retry's 2xx: the receiver is back, its Retry-After pause is lifted (and what it deferred is due now), before
-  // the results are written: a 429 or 503 of the same batch pauses it again.
-  const back = [...new Set(rs.filter((r) => r.ok && r.manual).map((r) => r.subscriptionId))];
-  if (!mayFollow) {
-    if (back.length === 0) return { states: await recordResults(db, rs, outs, gap, policy), notices: [] };
-    return db.transaction(async (tx) => {
-      await liftPauses(tx, back);
-      return { states: await recordResults(tx, rs, outs, gap, policy), notices: [] };
-    });
-  }
+  if (!mayFollow) return { states: await recordResults(db, rs, outs, gap, policy), notices: [] };
   return db.transaction(async (tx) => {
-    await liftPauses(tx, back);
     const final = await recordResults(tx, rs, outs, gap, policy);
     const disabled = await disableFailing(tx, outs, config.webhookDisableAfterHours);
     await auditSubscriptionsDisabled(tx, disabled); // audit log (SPEC §15): actor system

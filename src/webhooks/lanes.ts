@@ -69,8 +69,6 @@ export class Lane<W = unknown> {
   waiting: W[] = [];
   /** Claimable work may exist now (a notification, a full claim, a due time reached). */
   due = false;
-  /** A manual retry's delivery may be claimable now ('!<id>'): claimed even while the lane is paused (Retry-After). */
-  manualDue = false;
   /**
    * Date.now() times when known work falls due (each retry this worker scheduled, the sweep's next due time), ascending.
    * Every one is kept, not only the earliest: a claim at the first takes only what is due then, and the retries due
@@ -122,19 +120,18 @@ export class Lane<W = unknown> {
     return n > 0;
   }
 
-  /** How many more attempts may start now (`manual`: a manual retry's, which a Retry-After pause does not hold back). */
-  startRoom(now: number, manual = false): number {
-    return now < this.pausedUntil && !manual ? 0 : Math.max(0, this.cap * this.pipeline - this.inflight);
+  /** How many more attempts may start now. */
+  startRoom(now: number): number {
+    return now < this.pausedUntil ? 0 : Math.max(0, this.cap * this.pipeline - this.inflight);
   }
 
   /**
    * How many more deliveries a claim may take for time `at`: HELD_CEILINGS ceilings in flight and waiting, none while
    * paused then. A claim made ahead (CLAIM_AHEAD_MS in queue-store.ts) passes the time it claims for, so a pause ending
-   * within it does not stop the claim: what it takes starts at the pause's end. `manual`: for a manual retry's delivery,
-   * which the pause does not hold back (the claim takes no other of a paused subscription).
+   * within it does not stop the claim: what it takes starts at the pause's end.
    */
-  room(at: number, manual = false): number {
-    return at < this.pausedUntil && !manual ? 0 : Math.max(0, HELD_CEILINGS * this.cap * this.pipeline - this.inflight - this.waiting.length);
+  room(at: number): number {
+    return at < this.pausedUntil ? 0 : Math.max(0, HELD_CEILINGS * this.cap * this.pipeline - this.inflight - this.waiting.length);
   }
 
   /** Most deliveries this worker may hold of the lane, in units of maxInFlight (the claim's bound). */

@@ -27,9 +27,9 @@ const CLAIMED_FIELDS = [
   ['event_id', 'e.id::text'], ['event_uuid', 'e.uuid'], ['event_type', 'e.event_type'], ['resource_type', 'e.resource_type'],
   ['resource_uuid', 'e.resource_uuid'], ['resource_external_id', 'e.resource_external_id'], ['source', 'e.source'],
   ['event_created_at', 'e.created_at::text'], ['created_at', 'u.created_at::text'],
-  ['due_at_ms', 'extract(epoch FROM u.next_attempt_at)::float8 * 1000'], ['manual_retry', 'u.manual_retry'],
+  ['due_at_ms', 'extract(epoch FROM u.next_attempt_at)::float8 * 1000'],
 ] as const;
-type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string, string, number | null, boolean];
+type ClaimedTuple = [string, string, number, number, string, string, string, string, string, string | null, string, string, string, number | null];
 
 /**
  * One claimed lane: the subscription's columns, its deliveries as JSON (CLAIMED_FIELDS per delivery; null: a
@@ -109,20 +109,18 @@ export const CLAIM_SQL = `WITH w AS (
        ORDER BY s.id FOR NO KEY UPDATE OF s
      ), ws AS (
        SELECT w.sub, greatest(0, least(w.room, w.ceilings * s.max_in_flight - w.held, cap.slots)) AS lim,
-         -- Paused by a receiver's Retry-After (not ending within CLAIM_AHEAD_MS): only a manual retry's deliveries are
-         -- taken (manual_retry, migration 084: attempted now), the pause holds the rest.
-         coalesce(s.paused_until > now() + ${CLAIM_AHEAD_MS} * interval '1 millisecond', false) AS paused,
          -- How far ahead of its due time a delivery may be claimed: CLAIM_AHEAD_MS, or a capped lane's first slot (a
          -- Retry-After pause's end, rate_tat), which no delivery it takes is due after.
          CASE WHEN cap.id IS NULL THEN ${CLAIM_AHEAD_MS + CLAIM_SLACK_MS} ELSE greatest(0, extract(epoch FROM cap.start - now()) * 1000) END AS ahead FROM w
        JOIN webhook_subscriptions s ON s.id = w.sub AND s.is_active AND s.deleted_at IS NULL
+         AND (s.paused_until IS NULL OR s.paused_until <= now() + ${CLAIM_AHEAD_MS} * interval '1 millisecond')
        LEFT JOIN capped cap ON cap.id = w.sub
        WHERE (SELECT count(*) FROM capped) >= 0
      ), live AS MATERIALIZED (
        SELECT ws.sub, c.id, c.created_at FROM ws CROSS JOIN LATERAL (
          SELECT d.id, d.created_at FROM webhook_deliveries d
          WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at <= now() + ws.ahead * interval '1 millisecond'
-           AND (d.locked_until IS NULL OR d.locked_until <= now()) AND (NOT ws.paused OR d.manual_retry)
+           AND (d.locked_until IS NULL OR d.locked_until <= now())
          ORDER BY d.next_attempt_at, d.id
          LIMIT ws.lim
          FOR UPDATE OF d SKIP LOCKED
@@ -131,7 +129,7 @@ export const CLAIM_SQL = `WITH w AS (
        -- Replayed deliveries (next_attempt_at NULL: webhook_replays, migration 048) fill only the room live work left.
        SELECT c.id, c.created_at FROM ws CROSS JOIN LATERAL (
          SELECT d.id, d.created_at FROM webhook_deliveries d
-         WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at IS NULL AND NOT ws.paused
+         WHERE d.subscription_id = ws.sub AND d.status = 'pending' AND d.next_attempt_at IS NULL
            AND (d.locked_until IS NULL OR d.locked_until <= now())
          -- next_attempt_at (all null here) first: the order of webhook_deliveries_due, so the plan reads the lane's range
          -- of that index; ORDER BY d.id alone let the generic plan walk the primary key over every delivery (50 ms
@@ -148,8 +146,7 @@ export const CLAIM_SQL = `WITH w AS (
        FROM unnest(ARRAY(SELECT id FROM live UNION ALL SELECT id FROM replayed),
                    ARRAY(SELECT created_at FROM live UNION ALL SELECT created_at FROM replayed)) AS x(id, created_at)
        WHERE d.id = x.id AND d.created_at = x.created_at
-       RETURNING d.id, d.uuid, d.attempt_count, d.schedule_pos, d.event_id, d.event_created_at, d.subscription_id, d.next_attempt_at, d.created_at,
-         d.manual_retry
+       RETURNING d.id, d.uuid, d.attempt_count, d.schedule_pos, d.event_id, d.event_created_at, d.subscription_id, d.next_attempt_at, d.created_at
      ), lanes AS (
        SELECT u.subscription_id, count(*) AS taken, json_agg(json_build_array(${CLAIMED_FIELDS.map(([, sql]) => sql).join(', ')})
          ORDER BY u.next_attempt_at, u.id)::text AS deliveries
@@ -228,7 +225,7 @@ export async function claimLanes(db: Queryable, asks: LaneAsk[], leaseMs: number
       claimed.push({
         id: d[0], uuid: d[1], attempt_count: d[2], schedule_pos: d[3], event_id: d[4], event_uuid: d[5],
         event_type: d[6], resource_type: d[7], resource_uuid: d[8], resource_external_id: d[9], source: d[10], event_created_at: d[11], created_at: d[12],
-        due_at_ms: d[13], manual_retry: d[14],
+        due_at_ms: d[13],
         subscription_id: sub.subscription_id, subscription_uuid: sub.subscription_uuid, url: sub.url, auth_method: sub.auth_method,
         bearer_token: sub.bearer_token, basic_username: sub.basic_username, basic_password: sub.basic_password,
         webhook_version: sub.webhook_version, signing_secret: sub.signing_secret, max_in_flight: sub.max_in_flight, paused_until_ms: sub.paused_until_ms,
@@ -388,8 +385,6 @@ export interface AttemptResult {
   endedAt?: number;
   /** The request as the row keeps it (docs/delivery.md "What an attempt row holds"). */
   request: StoredRequest;
-  /** A manual retry asked for this attempt (Claimed.manual_retry): its 2xx lifts the subscription's Retry-After pause. */
-  manual?: boolean;
   responseBody: string | null;
 }
 
@@ -514,15 +509,13 @@ export async function recordResults(
            -- due before it started; found by probing, 2026-11-28).
            -- A replayed delivery never attempted (next_attempt_at null when the retry was asked) goes back to its queue:
            -- it took a schedule step and left the replay's queue until 2026-11-29 (a probe).
-           -- Nor before the subscription's Retry-After pause ends (this attempt's own 429 or 503, or the pause it was made
-           -- through: a manual retry's): its log row said the attempt's end, though nothing would be sent before the pause's.
-           WHEN d.resume_pos IS NOT NULL THEN CASE WHEN d.resume_at IS NOT NULL THEN greatest(d.resume_at, r.ended_at, h.paused_until) END
+           WHEN d.resume_pos IS NOT NULL THEN CASE WHEN d.resume_at IS NOT NULL THEN greatest(d.resume_at, r.ended_at) END
            -- Retry-After: when the subscription's pause (the longest Retry-After of its results, from now) ends.
            WHEN r.retry_after_ms IS NOT NULL THEN h.paused_until
            WHEN r.delay_ms IS NOT NULL THEN greatest(r.ended_at + r.delay_ms * interval '1 millisecond',
              CASE WHEN r.least_delay_ms IS NOT NULL THEN h.paused_until END) END,
          delivered_at = CASE WHEN r.ok THEN clock_timestamp() ELSE d.delivered_at END,
-         resume_at = NULL, resume_pos = NULL, manual_retry = false,
+         resume_at = NULL, resume_pos = NULL,
          locked_until = NULL, lock_token = NULL, updated_at = clock_timestamp()
        FROM r JOIN health h ON h.id = r.subscription_id -- the subscription's pause as this statement set it
        WHERE d.id = ANY($1::bigint[]) AND d.id = r.delivery_id AND d.lock_token = r.token AND d.status = 'pending'
@@ -588,22 +581,15 @@ function storedColumns(r: StoredRequest) {
 
 /**
  * Gives claims back without an attempt (shutdown): they are due again at once for any worker. The (id, created_at)
- * pairs from `unnest`: a primary-key probe in one partition each (docs/partitioning.md). A manual retry's delivery given
- * back is announced as the retry announced it ('!<id>'): a worker holding its subscription paused claims it all the same.
+ * pairs from `unnest`: a primary-key probe in one partition each (docs/partitioning.md).
  */
-export async function releaseClaims(db: Queryable, claims: (Pick<Claimed, 'id' | 'created_at'> & { manual_retry?: boolean })[], token: string): Promise<void> {
+export async function releaseClaims(db: Queryable, claims: Pick<Claimed, 'id' | 'created_at'>[], token: string): Promise<void> {
   if (claims.length === 0) return;
-  const manual = claims.some((c) => c.manual_retry);
   await db.query(
-    `WITH rel AS (
-       UPDATE webhook_deliveries d SET locked_until = NULL, lock_token = NULL
-       FROM unnest($1::bigint[], $3::timestamptz[]) AS x(id, created_at)
-       WHERE d.id = x.id AND d.created_at = x.created_at AND d.lock_token = $2
-       RETURNING d.subscription_id, d.manual_retry
-     )
-     SELECT pg_notify('${WEBHOOK_CHANNEL}', string_agg(DISTINCT '!' || subscription_id, ',')) FROM rel
-     WHERE $4::boolean AND manual_retry HAVING count(*) > 0`,
-    [claims.map((c) => c.id), token, claims.map((c) => c.created_at), manual],
+    `UPDATE webhook_deliveries d SET locked_until = NULL, lock_token = NULL
+     FROM unnest($1::bigint[], $3::timestamptz[]) AS x(id, created_at)
+     WHERE d.id = x.id AND d.created_at = x.created_at AND d.lock_token = $2`,
+    [claims.map((c) => c.id), token, claims.map((c) => c.created_at)],
   );
 }
 

@@ -381,10 +381,7 @@ export function shapeDelivery(d: store.DeliveryRow) {
 /**
  * Attempts a delivery now (SPEC §11 retry semantics). A pending one keeps its remaining schedule if the manual
  * attempt fails (store.retryDelivery remembers it); a failed or delivered one gets this single attempt. A
- * cancelled one, or one whose subscription is deleted or inactive, cannot be attempted now (409). A receiver's
- * Retry-After pause does not hold this attempt back, and still holds the subscription's other deliveries (a 2xx to
- * this attempt lifts it: recordResults); lifting it here made the whole deferred backlog due, and the claim sent the
- * oldest of it, not this one (a probe).
+ * cancelled one, or one whose subscription is deleted or inactive, cannot be attempted now (409).
  */
 export async function retryNow(db: Db, uuid: string) {
   return db.transaction(async (tx) => {
@@ -392,6 +389,7 @@ export async function retryNow(db: Db, uuid: string) {
     const d = await store.findDelivery(tx, uuid);
     if (!d) throw notFound(`delivery "${uuid}" not found`, 'uuid');
     if (d.status === 'cancelled') throw new ApiError('Conflict', 'the delivery was cancelled (its subscription is deleted)', 'status');
+    await store.liftPause(tx, d.subscription_uuid); // "now": not after a receiver's Retry-After pause
     // Locked (shared: writes fanning out to it go on), so that a delete cannot cancel the pending ones between this
     // check and the update (which would leave this one pending for ever); an inactive subscription's deliveries wait,
     // so it could not be attempted now.

@@ -274,27 +274,17 @@ export async function makeWaitingDue(db: Queryable, subscriptionId: string): Pro
 }
 
 /**
- * An operator's act (a test, a recovery, a re-activation) is now: it lifts the subscription's Retry-After pause, and the
- * workers are told (on commit) to drop the pause they hold. Before, the act answered 202 and nothing was sent until the
- * pause ended, up to an hour later (found by a probe). Run before any share lock on the subscription in the transaction
- * (the row lock first: two such acts at once wait, they do not deadlock). A manual retry does not lift it (its delivery
- * alone is attempted now: retryDelivery); its 2xx does (liftPauses, from recordOutcomes: the receiver is back).
+ * An operator's act (a manual retry, a test, a recovery, a re-activation) is now: it lifts the subscription's
+ * Retry-After pause, and the workers are told (on commit) to drop the pause they hold. Before, the act answered 202
+ * and nothing was sent until the pause ended, up to an hour later (found by a probe). Run before any share lock
+ * on the subscription in the transaction (the row lock first: two such acts at once wait, they do not deadlock).
  */
 export async function liftPause(db: Queryable, subscriptionUuid: string): Promise<void> {
-  await liftPausesWhere(db, 'uuid = $1', subscriptionUuid);
-}
-
-/** liftPause of these subscriptions (ids), those paused now. */
-export async function liftPauses(db: Queryable, subscriptionIds: string[]): Promise<void> {
-  if (subscriptionIds.length > 0) await liftPausesWhere(db, 'id = ANY($1::bigint[])', subscriptionIds);
-}
-
-async function liftPausesWhere(db: Queryable, which: string, arg: unknown): Promise<void> {
   // The deliveries the pause deferred (due at its end) are due now too:
   // the one that met the 429 or 503 stayed due at the old end, up to an hour, and went out last (a probe, 2026-11-29).
   const r = await db.query<{ id: string }>(
     `WITH was AS (
-       SELECT id, paused_until FROM webhook_subscriptions WHERE ${which} AND paused_until > clock_timestamp() ORDER BY id FOR NO KEY UPDATE
+       SELECT id, paused_until FROM webhook_subscriptions WHERE uuid = $1 AND paused_until > clock_timestamp() FOR NO KEY UPDATE
      ), lifted AS (
        UPDATE webhook_subscriptions s SET paused_until = NULL FROM was WHERE s.id = was.id RETURNING s.id
      ), due AS (
@@ -305,10 +295,10 @@ async function liftPausesWhere(db: Queryable, which: string, arg: unknown): Prom
          -- to an earlier end before a longer Retry-After extended the pause goes at that earlier end.
          AND d.next_attempt_at = was.paused_until
      )
-     SELECT id::text FROM lifted`,
-    [arg],
+     SELECT id FROM lifted`,
+    [subscriptionUuid],
   );
-  if (r.rows.length > 0) await notifySubscriptionsChanged(db, r.rows.map((x) => x.id));
+  if (r.rows.length > 0) await notifySubscriptionsChanged(db, [r.rows[0].id]);
 }
 
 /**
@@ -347,14 +337,6 @@ export async function notifySubscriptionsChanged(db: Queryable, ids: string[]): 
   }
 }
 
-/**
- * Tells the workers (on commit) that these subscriptions have a manual retry's delivery claimable now ('!<id>'): a lane
- * a worker holds paused by Retry-After is claimed for it all the same (dispatcher.ts `onNotify`).
- */
-export async function notifyManualRetry(db: Queryable, ids: string[]): Promise<void> {
-  if (ids.length > 0) await db.query(`SELECT pg_notify($1, $2)`, [WEBHOOK_CHANNEL, ids.map((id) => `!${id}`).join(',')]);
-}
-
 /** A webhookTest event delivered to one subscription only. Returns the event and delivery uuids. */
 export async function insertTestEvent(db: Queryable, sub: SubscriptionRow, source: string): Promise<{ eventUuid: string; deliveryUuid: string }> {
   const r = await db.query<{ event_uuid: string; delivery_uuid: string }>(
@@ -386,15 +368,8 @@ export interface DeliveryRow {
   delivered_at: string | null;
 }
 
-/**
- * A delivery as the API shows it. Its next attempt, while its subscription is paused by a receiver's Retry-After, is not
- * before the pause's end (the claim holds it back till then), but for a manual retry's (attempted now): a delivery due
- * before the pause ended, or one that came during it, read as due in the past while nothing would send it.
- */
 const DELIVERY_COLUMNS = `d.id, d.uuid, e.uuid AS event_uuid, s.uuid AS subscription_uuid, e.event_type, d.status, d.attempt_count,
-  CASE WHEN d.status = 'pending' AND NOT d.manual_retry AND d.next_attempt_at IS NOT NULL
-    AND s.paused_until > greatest(d.next_attempt_at, clock_timestamp()) THEN s.paused_until ELSE d.next_attempt_at END AS next_attempt_at,
-  d.created_at, d.delivered_at`;
+  d.next_attempt_at, d.created_at, d.delivered_at`;
 const DELIVERY_SELECT = `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events e ON ${eventOfDelivery('d', 'e')}
   JOIN webhook_subscriptions s ON s.id = d.subscription_id`;
 /**
@@ -604,29 +579,24 @@ export async function findDelivery(db: Queryable, uuid: string): Promise<Deliver
  * resume_pos, restored by outcomes.ts if the manual attempt fails); any other gets a single attempt. False (nothing
  * changed) while the attempt an earlier manual retry asked for is under way: its result restores the saved schedule,
  * which would undo this one's "now" (a second retry answered 202 and sent nothing until 2026-11-29; a probe).
- * `manual_retry` (migration 084): a Retry-After pause of its subscription does not hold this attempt back, and holds the
- * rest (the claim takes only such deliveries of a paused subscription); the workers are told ('!<id>': a lane paused in
- * a worker is claimed for it all the same).
  */
 export async function retryDelivery(db: Queryable, d: Pick<DeliveryRow, 'id' | 'created_at'>, noMoreRetries: number): Promise<boolean> {
-  const r = await db.query<{ subscription_id: string }>(
+  const r = await db.query(
     `UPDATE webhook_deliveries SET
        resume_at = CASE WHEN status = 'pending' THEN coalesce(resume_at, next_attempt_at) END,
        resume_pos = CASE WHEN status = 'pending' THEN coalesce(resume_pos, schedule_pos) END,
        schedule_pos = CASE WHEN status = 'pending' THEN schedule_pos ELSE $2 END,
-       status = 'pending', next_attempt_at = clock_timestamp(), manual_retry = true,
+       status = 'pending', next_attempt_at = clock_timestamp(),
        locked_until = CASE WHEN status = 'pending' THEN locked_until END,
        lock_token = CASE WHEN status = 'pending' THEN lock_token END, updated_at = clock_timestamp()
      WHERE id = $1 AND created_at = $3::timestamptz -- its partition's key: one partition (docs/partitioning.md)
        -- Under way: an attempt a retry (or a recover) asked for: a pending delivery's (its schedule saved) or a single
        -- attempt's (a failed or delivered one's, schedule_pos past the end).
-       AND NOT (status = 'pending' AND (resume_pos IS NOT NULL OR schedule_pos = $2) AND lock_token IS NOT NULL AND locked_until > clock_timestamp())
-     RETURNING subscription_id::text`,
+       AND NOT (status = 'pending' AND (resume_pos IS NOT NULL OR schedule_pos = $2) AND lock_token IS NOT NULL AND locked_until > clock_timestamp())`,
     [d.id, noMoreRetries, d.created_at],
   );
   if (r.rowCount === 0) return false;
   await notifyWorkers(db);
-  await notifyManualRetry(db, [r.rows[0].subscription_id]);
   return true;
 }
 
