@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Services } from '../services.ts';
 import { issueAccessToken } from './service.ts';
 import { RateLimiter, type AuthFailures } from '../http/ratelimit.ts';
+import { jsonKind } from '../http/errors.ts';
 import { oauthErrorCode } from '../http/versioning/openapi-extras.ts';
 
 function oauthError(reply: FastifyReply, status: number, error: string, description: string) {
@@ -50,8 +51,7 @@ export function tokenRoutes(app: FastifyInstance, s: Services, failures: AuthFai
     // A JSON body must be an object of the parameters: an array was read as one with keys "0", "1"… (`[[]]` answered
     // "0 must not be included more than once"), a string or number as none ("grant_type is required").
     if (req.body !== undefined && (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body))) {
-      const kind = req.body === null ? 'null' : Array.isArray(req.body) ? 'an array' : `a ${typeof req.body}`;
-      return oauthError(reply, 400, 'invalid_request', `the request body must be an object of the request's parameters (grant_type, client_id, client_secret, scope), not ${kind}`);
+      return oauthError(reply, 400, 'invalid_request', `the request body must be an object of the request's parameters (grant_type, client_id, client_secret, scope), not ${jsonKind(req.body)}`);
     }
     const body = (req.body ?? {}) as Record<string, unknown>;
     const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);

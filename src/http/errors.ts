@@ -288,6 +288,9 @@ export function firstUnstorable(v: unknown, depth = 0): { path: string; text: st
   return undefined;
 }
 
+/** What a JSON value is, in words, for an error refusing a value that is not an object: "null", "an array", "a string". */
+export const jsonKind = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`);
+
 /** Throws InvalidParameterError naming the first string (value or key) PostgreSQL cannot store (`storable`). */
 export function rejectUnstorable(where: string, value: unknown): void {
   const bad = firstUnstorable(value);

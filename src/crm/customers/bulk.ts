@@ -7,7 +7,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { strictAjv, type CheckBudget } from '../../http/validator.ts';
 import type { Queryable } from '../../db/db.ts';
-import { firstUnstorable, validationEntries, type ErrorEntry } from '../../http/errors.ts';
+import { firstUnstorable, jsonKind, validationEntries, type ErrorEntry } from '../../http/errors.ts';
 import { emitEvents, type NewEvent } from '../../events/emit.ts';
 import { bulkBody, clearable, ExternalId } from './schema.ts';
 import { customerDisabled, externalIdTaken, mergedAway } from './service.ts';
@@ -40,7 +40,7 @@ const validate = strictAjv.compile(BulkItem);
  */
 export function itemErrors(item: unknown, budget?: CheckBudget, mayHoldUnstorable = true): ErrorEntry[] {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) {
-    const kind = item === null ? 'null' : Array.isArray(item) ? 'an array' : `a ${typeof item}`;
+    const kind = jsonKind(item);
     return [{ message: `the item must be a customer (a JSON object), not ${kind}`, errorCode: 'InvalidParameterError', moreInfo: 'item' }];
   }
   if (validate(item, undefined, budget)) {
